@@ -1,0 +1,61 @@
+# dynamo — build, test, demo, bench.
+# `make demo` and `make test` do all set-up on a fresh machine (deps, venv, build).
+
+PY3      ?= python3
+VENV     := .venv
+PYTHON   := $(VENV)/bin/python
+STAMP    := $(VENV)/.stamp
+EXT_SUFFIX = $(shell $(PYTHON) -c "import sysconfig;print(sysconfig.get_config_var('EXT_SUFFIX'))")
+PY_INC    = $(shell $(PYTHON) -c "import sysconfig;print(sysconfig.get_paths()['include'])")
+EXT       = dynamo/_C$(EXT_SUFFIX)
+
+CC       ?= gcc
+CFLAGS   ?= -O2 -g
+WFLAGS   := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
+EXT_SRC  := $(wildcard core/*.c guards/*.c)
+EXT_HDR  := $(wildcard core/*.h guards/*.h)
+PREFIX   ?= /usr/local
+DEBIAN_PKGS := libncurses-dev libelf-dev libgraphviz-dev graphviz tmux
+
+.PHONY: all deps venv test demo bench clean install asan
+
+all: $(STAMP) $(EXT)
+
+# Debian packages; idempotent: installs only what is missing.
+deps:
+	@missing=""; for p in $(DEBIAN_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+venv: $(STAMP)
+$(STAMP): requirements.txt
+	@$(PY3) -c "import sys; sys.exit(0 if sys.version_info[:2]==(3,11) else 'dynamo needs CPython 3.11, found %s' % sys.version.split()[0])"
+	test -x $(PYTHON) || $(PY3) -m venv $(VENV)
+	$(PYTHON) -m pip install -q -r requirements.txt
+	touch $(STAMP)
+
+$(EXT): $(EXT_SRC) $(EXT_HDR) $(STAMP)
+	$(CC) $(CFLAGS) $(WFLAGS) -std=c11 -fPIC -shared -fvisibility=hidden -I$(PY_INC) -Icore -Iguards \
+	    $(EXT_SRC) -o $@
+
+asan: $(STAMP)
+	$(CC) -O1 -g -fsanitize=address -fno-omit-frame-pointer $(WFLAGS) -std=c11 -fPIC -shared -fvisibility=hidden \
+	    -I$(PY_INC) -Icore -Iguards $(EXT_SRC) -o build/asan/_C$(EXT_SUFFIX)
+
+test: deps all
+	$(PYTHON) -m pytest -q tests
+
+demo: deps all
+	$(PYTHON) examples/demo.py
+
+bench: deps all
+	$(PYTHON) bench/run.py
+
+install: all
+	$(PYTHON) -m pip install -q -e .
+
+clean:
+	rm -rf build $(EXT) dynamo/__pycache__ dynamo/*/__pycache__ tests/__pycache__

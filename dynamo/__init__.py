@@ -1,0 +1,23 @@
+"""dynamo: a Python-level JIT for PyTorch in the TorchDynamo tradition.
+
+A PEP 523 frame hook (C) finds frames, a symbolic bytecode interpreter
+records their torch operations into torch.fx graphs, a backend compiles them
+and rewritten bytecode calls the result while guards hold.
+"""
+import sys
+
+if sys.version_info[:2] != (3, 11):
+    raise ImportError(
+        f"dynamo supports CPython 3.11 only; this is {sys.implementation.name} "
+        f"{sys.version.split()[0]}. Create the environment with python3.11 (see README.md).")
+
+from . import config, exc  # noqa: E402
+from .backends import list_backends, register_backend  # noqa: E402
+from .eval_frame import (OptimizedModule, disable, optimize, optimize_assert,  # noqa: E402
+                         reset, run)
+from .explain import ExplainOutput, explain  # noqa: E402
+from .export import export  # noqa: E402
+
+__all__ = ["optimize", "optimize_assert", "run", "disable", "reset", "explain", "export",
+           "list_backends", "register_backend", "config", "exc", "OptimizedModule",
+           "ExplainOutput"]

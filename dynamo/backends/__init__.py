@@ -1,0 +1,93 @@
+"""Backends: the compilers a captured fx graph is handed to.
+
+A backend is a callable `(gm: torch.fx.GraphModule, example_inputs: list)
+-> callable`. Named backends live in a registry; `lookup` resolves a name or
+passes a callable through; `wrap` adds the error policy (warn and run the
+graph eagerly, or raise when config.raise_on_backend_error). The registry is
+the only place that knows the built-in names.
+"""
+import functools
+import logging
+import warnings
+
+from .. import config
+from ..exc import BackendCompilerFailed
+
+log = logging.getLogger("dynamo")
+_BACKENDS = {}
+
+
+def register_backend(name=None):
+    """Decorator: register `fn` under `name` (default: its __name__)."""
+    def deco(fn):
+        _BACKENDS[name or fn.__name__] = fn
+        return fn
+    return deco
+
+
+def list_backends():
+    """Names accepted by dynamo.optimize(), sorted."""
+    return sorted(_BACKENDS)
+
+
+def lookup(backend):
+    """Return (name, callable) for a backend name or callable.
+
+    Raises ValueError naming the available backends for an unknown name and
+    TypeError for anything that is neither a str nor callable.
+    """
+    if isinstance(backend, str):
+        fn = _BACKENDS.get(backend)
+        if fn is None:
+            raise ValueError(f"unknown backend {backend!r}; available: {', '.join(list_backends())}")
+        return backend, fn
+    if callable(backend):
+        return getattr(backend, "__name__", type(backend).__name__), backend
+    raise TypeError(f"backend must be a name or a callable (gm, example_inputs) -> callable, "
+                    f"got {type(backend).__name__}")
+
+
+def wrap(name, fn):
+    """Wrap backend `fn` with the error policy; the result never raises
+    unless config.raise_on_backend_error (then BackendCompilerFailed)."""
+    @functools.wraps(fn)
+    def compile_with_policy(gm, example_inputs):
+        try:
+            compiled = fn(gm, example_inputs)
+            if compiled is None or not callable(compiled):
+                raise TypeError(f"backend returned {type(compiled).__name__}, expected a callable")
+            return compiled
+        except Exception as e:  # noqa: BLE001 - every backend failure takes the same path
+            if config.raise_on_backend_error:
+                raise BackendCompilerFailed(name, e) from e
+            warnings.warn(f"dynamo: backend {name!r} failed ({type(e).__name__}: {e}); "
+                          f"running the graph eagerly", RuntimeWarning, stacklevel=2)
+            return gm.forward
+    compile_with_policy.backend_name = name
+    return compile_with_policy
+
+
+@register_backend("eager")
+def eager(gm, example_inputs):
+    """Run the captured graph with PyTorch eager kernels."""
+    return gm.forward
+
+
+def _nop_compiler(gm, example_inputs):
+    from torch._functorch.compilers import nop  # returns gm itself, boxed-call aware
+    return nop(gm, example_inputs)
+
+
+@register_backend("aot_eager")
+def aot_eager(gm, example_inputs):
+    """AOT autograd (forward and backward graphs) run with eager kernels."""
+    from torch._functorch.aot_autograd import aot_module_simplified
+    return aot_module_simplified(gm, example_inputs, fw_compiler=_nop_compiler,
+                                 bw_compiler=_nop_compiler)
+
+
+@register_backend("inductor")
+def inductor(gm, example_inputs):
+    """TorchInductor through its public fx-graph entry point."""
+    from torch._inductor.compile_fx import compile_fx
+    return compile_fx(gm, example_inputs)

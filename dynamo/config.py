@@ -1,0 +1,52 @@
+"""Process-wide settings of dynamo. Unknown names raise AttributeError.
+
+Reading and writing is plain attribute access: `dynamo.config.debug = True`.
+"""
+import logging
+import sys
+import types
+
+_DEFAULTS = {
+    # print graphs, original/modified bytecode and guards per compile
+    "debug": False,
+    # keep full user stacks in break reasons and print them in explain()
+    "verbose": False,
+    # compiled entries per code object before the frame runs eagerly
+    "cache_size_limit": 8,
+    # do not specialize on tensor sizes and strides (TENSOR_MATCH without them)
+    "dynamic_shapes": False,
+    # logging level of the "dynamo" logger
+    "log_level": logging.WARNING,
+    # log the generated code of every compile at INFO level
+    "output_code": False,
+    # raise BackendCompilerFailed instead of warning and running eagerly
+    "raise_on_backend_error": False,
+}
+
+
+class _Config(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"dynamo.config has no setting {name!r}; "
+                             f"known: {', '.join(sorted(_DEFAULTS))}")
+
+    def __setattr__(self, name, value):
+        if name not in _DEFAULTS and not name.startswith("_"):
+            raise AttributeError(f"dynamo.config has no setting {name!r}; "
+                                 f"known: {', '.join(sorted(_DEFAULTS))}")
+        if name == "log_level":
+            logging.getLogger("dynamo").setLevel(value)
+        super().__setattr__(name, value)
+
+    def defaults(self):
+        """Return a copy of the default settings."""
+        return dict(_DEFAULTS)
+
+
+_self = sys.modules[__name__]
+_cfg = _Config(__name__, __doc__)
+for _k, _v in _DEFAULTS.items():
+    _cfg.__dict__[_k] = _v
+_cfg.__dict__["__file__"] = __file__
+sys.modules[__name__] = _cfg

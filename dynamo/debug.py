@@ -1,0 +1,68 @@
+"""config.debug printouts: graphs, original/modified bytecode and guards.
+
+Formats one CompileRecord the way the seeds show it:
+
+    __compiled_fn_0 <eval_with_key>.1
+    opcode ...  (the fx graph as a table)
+    ORIGINAL BYTECODE toy_example example.py 9
+    <dis listing>
+    MODIFIED BYTECODE toy_example example.py 9
+    <dis listing>
+    GUARDS:
+     - local 'a' TENSOR_MATCH
+
+Only formats and prints; never changes a record.
+"""
+import dis
+import io
+import logging
+
+log = logging.getLogger("dynamo")
+
+
+def bytecode_listing(code):
+    """`dis` listing of `code` as a string ('' for None)."""
+    if code is None:
+        return ""
+    buf = io.StringIO()
+    dis.dis(code, file=buf, depth=0)
+    return buf.getvalue()
+
+
+def graph_table(gm):
+    """The fx graph of `gm` as an `opcode name target args kwargs` table."""
+    from tabulate import tabulate
+    rows = [[n.op, n.name, n.target, n.args, n.kwargs] for n in gm.graph.nodes]
+    return tabulate(rows, headers=["opcode", "name", "target", "args", "kwargs"])
+
+
+def graph_header(info):
+    code = getattr(getattr(info.gm, "forward", None), "__code__", None)
+    where = f" {code.co_filename}" if code is not None else ""
+    return f"{info.name}{where}"
+
+
+def format_compile(record):
+    """Everything config.debug prints for one compile, as one string."""
+    out = []
+    for info in record.graphs:
+        out += [graph_header(info), graph_table(info.gm), ""]
+    where = f"{record.name} {record.filename} {record.firstlineno}"
+    out += [f"ORIGINAL BYTECODE {where}", record.original_bytecode.rstrip(), ""]
+    out += [f"MODIFIED BYTECODE {where}", record.modified_bytecode.rstrip(), ""]
+    if record.recompile_reason:
+        out += [f"RECOMPILE {record.id} because {record.recompile_reason}", ""]
+    out.append("GUARDS:")
+    out += [g.describe() for g in record.guards]
+    out.append("")
+    return "\n".join(out)
+
+
+def report_compile(record):
+    """Print (config.debug) or log at INFO (config.output_code) one compile."""
+    from . import config
+    text = format_compile(record)
+    if config.debug:
+        print(text, flush=True)
+    if config.output_code:
+        log.info("%s", text)

@@ -1,0 +1,261 @@
+"""optimize / run / disable: the Python side of the frame hook's modes.
+
+Owns the objects users get back from dynamo.optimize(), dynamo.run() and
+dynamo.disable(), and the callback the C hook calls on a cache miss
+(`_Callback`). Per-call work is in C (`_C.OptimizedCallable`); nothing here
+runs on a cache hit. Compiling itself is convert_frame.compile_frame's job;
+this module decides *whether* to compile (filters, cache limit), keeps the
+compile record and applies the error policy.
+"""
+import functools
+import logging
+import os
+import sys
+import sysconfig
+import time
+import warnings
+
+import torch
+
+from . import _C, backends, config, records
+from .exc import Unsupported
+
+log = logging.getLogger("dynamo")
+
+MODE_OFF, MODE_COMPILE, MODE_RUN = 0, 1, 2
+
+
+# ---------------------------------------------------------------- filtering
+
+def _skip_dirs():
+    dirs = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"],
+            os.path.dirname(os.path.abspath(__file__))}
+    import importlib.util
+    for mod in ("torch", "torchgen", "functorch", "numpy", "scipy", "sympy", "_pytest",
+                "pytest", "pluggy", "tabulate", "typing_extensions", "pygments", "jinja2"):
+        spec = importlib.util.find_spec(mod)
+        if spec is not None and spec.origin:
+            dirs.add(os.path.dirname(os.path.abspath(spec.origin)))
+    return tuple(os.path.join(d, "") for d in dirs)
+
+
+_SKIP_DIRS = _skip_dirs()
+
+
+def is_skipped_file(filename):
+    """True for code dynamo never compiles: the standard library, torch and
+    its helpers, test runners, and dynamo itself."""
+    if filename.startswith("<") and filename != "<stdin>" and not filename.startswith("<ipython"):
+        return not filename.startswith("<string")  # exec'd user code is fair game
+    return os.path.abspath(filename).startswith(_SKIP_DIRS)
+
+
+# ---------------------------------------------------------------- callback
+
+class _Callback:
+    """Called by the C hook on a cache miss in COMPILE mode (hook is off).
+
+    Returns None (run the frame eagerly) or (new_code, lowered_guards,
+    record). Raises only Unsupported in nopython mode.
+    """
+
+    def __init__(self, backend, nopython):
+        self.backend_name, fn = backends.lookup(backend)
+        self.compiler_fn = backends.wrap(self.backend_name, fn)
+        self.nopython = nopython
+        self._limit_warned = set()
+
+    def __call__(self, code, f_locals, f_globals, f_builtins, func, failures):
+        if is_skipped_file(code.co_filename):
+            _C.set_skip(code)
+            return None
+        if len(failures) >= config.cache_size_limit:
+            self._warn_limit(code, failures, f_locals, f_globals, f_builtins, func)
+            return None
+        from .convert_frame import compile_frame
+        from . import debug
+        record = records.new_record(code)
+        record.backend = self.backend_name
+        if failures:
+            record.recompile_reason = describe_failure(failures[0], f_locals, f_globals,
+                                                       f_builtins, func)
+        t0 = time.perf_counter_ns()
+        try:
+            out = compile_frame(code, f_locals, f_globals, f_builtins, func,
+                                self._timed_compiler(record), nopython=self.nopython,
+                                frame_id=record.frame_id)
+        except Unsupported as e:
+            record.compile_ns = time.perf_counter_ns() - t0
+            record.status, record.error = "unsupported", str(e)
+            if hasattr(e, "break_reasons"):
+                record.break_reasons = list(e.break_reasons)
+            records.add(record)
+            if self.nopython:
+                raise
+            _C.set_skip(code)
+            return None
+        except Exception as e:  # noqa: BLE001 - any tracer failure: run eagerly, keep why
+            record.compile_ns = time.perf_counter_ns() - t0
+            record.status, record.error = "error", f"{type(e).__name__}: {e}"
+            records.add(record)
+            if self.nopython or getattr(e, "_dynamo_raise", False):
+                raise
+            warnings.warn(f"dynamo: could not compile {code.co_name} "
+                          f"({code.co_filename}:{code.co_firstlineno}); running it eagerly: "
+                          f"{record.error}", RuntimeWarning)
+            log.debug("compile failure", exc_info=True)
+            _C.set_skip(code)
+            return None
+        record.compile_ns = time.perf_counter_ns() - t0
+        record.graphs = list(out.graphs)
+        record.guards = list(out.guards)
+        record.break_reasons = list(out.break_reasons)
+        record.new_code = out.new_code
+        record.resume_codes = list(out.resume_codes)
+        record.original_bytecode = debug.bytecode_listing(code)
+        record.modified_bytecode = debug.bytecode_listing(out.new_code)
+        records.add(record)
+        if config.debug or config.output_code:
+            debug.report_compile(record)
+        return out.new_code, [g.lower() for g in out.guards], record
+
+    def _timed_compiler(self, record):
+        compiler_fn = self.compiler_fn
+
+        def compile_graph(gm, example_inputs):
+            t0 = time.perf_counter_ns()
+            try:
+                return compiler_fn(gm, example_inputs)
+            finally:
+                record.backend_ns += time.perf_counter_ns() - t0
+        compile_graph.backend_name = self.backend_name
+        return compile_graph
+
+    def _warn_limit(self, code, failures, f_locals, f_globals, f_builtins, func):
+        if code in self._limit_warned:
+            return
+        self._limit_warned.add(code)
+        why = describe_failure(failures[0], f_locals, f_globals, f_builtins, func)
+        record = records.new_record(code)
+        record.status, record.recompile_reason = "limit", why
+        record.backend = self.backend_name
+        records.add(record)
+        warnings.warn(f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
+                      f"config.cache_size_limit={config.cache_size_limit}; running it eagerly "
+                      f"from now on when no compiled entry matches. Last failing guard: {why}",
+                      RuntimeWarning)
+
+
+def describe_failure(failure, f_locals, f_globals, f_builtins, func):
+    """Text of the guard that failed for one cache entry: source, kind,
+    expected and actual value. `failure` is (record, guard_index)."""
+    record, index = failure
+    try:
+        guard = record.guards[index]
+    except (AttributeError, IndexError, TypeError):
+        return f"guard #{index} of entry {getattr(record, 'id', '?')}"
+    from . import guards
+    closure = getattr(func, "__closure__", None)
+    return guards.explain_failure(guard, f_locals, f_globals, f_builtins, closure)
+
+
+# ---------------------------------------------------------------- wrappers
+
+class _ModeContext:
+    """Context manager and decorator that sets the thread's hook mode."""
+
+    def __init__(self, mode, callback):
+        self.mode, self.callback = mode, callback
+        self._saved = []
+
+    def __enter__(self):
+        self._saved.append(_C.set_mode(self.mode, self.callback))
+        return self
+
+    def __exit__(self, *exc):
+        _C.set_mode(*self._saved.pop())
+        return False
+
+    def __call__(self, fn):
+        return _wrap(fn, self.mode, self.callback)
+
+
+def _wrap(fn, mode, callback):
+    if isinstance(fn, torch.nn.Module):
+        return OptimizedModule(fn, _C.OptimizedCallable(fn, callback, mode))
+    if not callable(fn):
+        raise TypeError(f"dynamo expects a function, method or torch.nn.Module, "
+                        f"got {type(fn).__name__}: {fn!r:.80}")
+    wrapped = _C.OptimizedCallable(fn, callback, mode)
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapped, attr, getattr(fn, attr))
+        except (AttributeError, TypeError):
+            pass
+    return wrapped
+
+
+class OptimizedModule(torch.nn.Module):
+    """An nn.Module whose calls run the original module under the hook.
+
+    Attribute access falls through to the original module, so parameters,
+    submodules and methods stay reachable; state_dict keys carry the
+    `_orig_mod.` prefix.
+    """
+
+    def __init__(self, mod, call):
+        super().__init__()
+        self._orig_mod = mod
+        self.__dict__["forward"] = call   # a C callable: no Python frame per call
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_orig_mod"], name)
+
+    def __repr__(self):
+        return f"OptimizedModule({self._orig_mod!r})"
+
+
+def optimize(backend="inductor", nopython=False):
+    """Return a decorator / context manager that compiles with `backend`.
+
+    `dynamo.optimize("eager")(fn)` wraps a function, method or nn.Module;
+    `with dynamo.optimize(...):` compiles every frame run inside the block.
+    `nopython=True` raises dynamo.exc.Unsupported instead of breaking graphs.
+    """
+    if not isinstance(nopython, bool):
+        raise TypeError(f"nopython must be a bool, got {type(nopython).__name__}")
+    return _ModeContext(MODE_COMPILE, _Callback(backend, nopython))
+
+
+def optimize_assert(backend="inductor"):
+    """optimize(backend, nopython=True)."""
+    return optimize(backend, nopython=True)
+
+
+def run(fn=None):
+    """Use compiled code only: never compile. As a context manager
+    (`with dynamo.run():`) or a decorator (`dynamo.run(fn)`)."""
+    ctx = _ModeContext(MODE_RUN, None)
+    return ctx if fn is None else ctx(fn)
+
+
+def disable(fn=None):
+    """Run `fn` (or the `with` block) without the hook; frames inside it are
+    neither compiled nor looked up."""
+    ctx = _ModeContext(MODE_OFF, None)
+    return ctx if fn is None else ctx(fn)
+
+
+def reset():
+    """Forget every compiled entry, skip mark and compile record."""
+    _C.reset()
+    records.clear()
+    try:
+        from . import resume
+        if hasattr(resume, "clear"):
+            resume.clear()
+    except ImportError:
+        pass

@@ -1,0 +1,115 @@
+"""dynamo.explain(): what the compiler did with one call, and why.
+
+Runs the function once under the hook with a backend that keeps the graphs,
+then summarises the compile records of that run: graphs, ops per graph, graph
+breaks with their reasons and user frames, guards, recompile triggers,
+compile failures and compile times. Like the reference implementation it
+starts from a reset cache, so every frame the call reaches is compiled afresh.
+"""
+import dataclasses
+from typing import Any, List
+
+from . import records
+from .eval_frame import optimize, reset
+
+
+def _op_targets(gm):
+    return [n.target for n in gm.graph.nodes if n.op.startswith("call_")]
+
+
+def _format_reason(i, br):
+    lines = [f"  Break Reason {i}:", f"    Reason: {br.reason}", "    User Stack:"]
+    for fs in br.user_stack or []:
+        lines.append(f'      File "{fs.filename}", line {fs.lineno}, in {fs.name}')
+        if fs.line:
+            lines.append(f"        {fs.line}")
+    if not br.user_stack:
+        lines.append(f'      File "{br.filename}", line {br.lineno}')
+    return lines
+
+
+@dataclasses.dataclass
+class ExplainOutput:
+    """Result of `dynamo.explain(fn)(*args)`."""
+    graphs: List[Any]
+    graph_count: int
+    graph_break_count: int
+    break_reasons: List[Any]
+    op_count: int
+    ops_per_graph: List[List[Any]]
+    out_guards: List[Any]
+    compile_times: str
+    recompile_reasons: List[str] = dataclasses.field(default_factory=list)
+    failures: List[str] = dataclasses.field(default_factory=list)
+
+    def summary(self):
+        breaks = "graph break" if self.graph_break_count == 1 else "graph breaks"
+        graphs = "graph" if self.graph_count == 1 else "graphs"
+        text = (f"Dynamo produced {self.graph_count} {graphs} with "
+                f"{self.graph_break_count} {breaks} and {self.op_count} ops")
+        if self.break_reasons:
+            text += "\n Break reasons:\n\n" + "\n".join(
+                line for i, br in enumerate(self.break_reasons, 1) for line in _format_reason(i, br))
+        if self.failures:
+            text += "\n Frames that could not be compiled (ran eagerly):\n" + "\n".join(
+                f"  {f}" for f in self.failures)
+        return text
+
+    def __str__(self):
+        out = [f"Graph Count: {self.graph_count}",
+               f"Graph Break Count: {self.graph_break_count}",
+               f"Op Count: {self.op_count}", "Break Reasons:"]
+        for i, br in enumerate(self.break_reasons, 1):
+            out += _format_reason(i, br)
+        out.append("Ops per Graph:")
+        for i, ops in enumerate(self.ops_per_graph, 1):
+            out.append(f"  Ops {i}:")
+            out += [f"    {op}" for op in ops]
+        out.append("Out Guards:")
+        out += [f"  {g.describe().strip()}" for g in self.out_guards]
+        if self.recompile_reasons:
+            out.append("Recompile Reasons:")
+            out += [f"  {r}" for r in self.recompile_reasons]
+        if self.failures:
+            out.append("Compile Failures:")
+            out += [f"  {f}" for f in self.failures]
+        out.append(f"Compile Times: {self.compile_times}")
+        return "\n".join(out)
+
+
+def _collect(fn, args, kwargs):
+    reset()
+    start = records.mark()
+    optimize("eager")(fn)(*args, **kwargs)
+    recs = records.records_since(start)
+    graphs = [g.gm for r in recs for g in r.graphs]
+    reasons = [br for r in recs for br in r.break_reasons]
+    ops = [_op_targets(gm) for gm in graphs]
+    times = "\n".join(f"{r.id} {r.name}: {r.compile_ns / 1e6:.3f} ms "
+                      f"(backend {r.backend_ns / 1e6:.3f} ms)" for r in recs)
+    return ExplainOutput(
+        graphs=graphs, graph_count=len(graphs), graph_break_count=len(reasons),
+        break_reasons=reasons, op_count=sum(len(o) for o in ops), ops_per_graph=ops,
+        out_guards=[g for r in recs for g in r.guards], compile_times=times,
+        recompile_reasons=[f"{r.id} {r.name}: {r.recompile_reason}" for r in recs
+                           if r.recompile_reason],
+        failures=[f"{r.id} {r.name} ({r.filename}:{r.firstlineno}): {r.error}" for r in recs
+                  if r.status in ("error", "unsupported")])
+
+
+def explain(fn, *args, **kwargs):
+    """Explain how dynamo compiles `fn`.
+
+    `explain(fn)(*args, **kwargs)` returns an ExplainOutput;
+    `explain(fn, *args, **kwargs)` returns the tuple
+    (explanation, out_guards, graphs, ops_per_graph, break_reasons,
+    explanation_verbose).
+    """
+    if not callable(fn):
+        raise TypeError(f"dynamo.explain expects a callable, got {type(fn).__name__}")
+    if not args and not kwargs:
+        return lambda *a, **kw: _collect(fn, a, kw)
+    result = _collect(fn, args, kwargs)
+    verbose = result.summary() + "\n\n" + str(result)
+    return (result.summary(), result.out_guards, result.graphs, result.ops_per_graph,
+            result.break_reasons, verbose)
