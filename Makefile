@@ -41,9 +41,16 @@ $(EXT): $(EXT_SRC) $(EXT_HDR) $(STAMP)
 	$(CC) $(CFLAGS) $(WFLAGS) -std=c11 -fPIC -shared -fvisibility=hidden -I$(PY_INC) -Icore -Iguards \
 	    $(EXT_SRC) -o $@
 
-asan: $(STAMP)
-	$(CC) -O1 -g -fsanitize=address -fno-omit-frame-pointer $(WFLAGS) -std=c11 -fPIC -shared -fvisibility=hidden \
-	    -I$(PY_INC) -Icore -Iguards $(EXT_SRC) -o build/asan/_C$(EXT_SUFFIX)
+# AddressSanitizer build of the extension (build/asan/); tests load it with
+# LD_PRELOAD=$$(gcc -print-file-name=libasan.so) DYNAMO_C_PATH=build/asan/_C$(EXT_SUFFIX).
+ASAN_EXT  = build/asan/_C$(EXT_SUFFIX)
+
+asan: $(ASAN_EXT)
+$(ASAN_EXT): $(EXT_SRC) $(EXT_HDR) $(STAMP)
+	mkdir -p build/asan
+	$(CC) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined \
+	    $(WFLAGS) -std=c11 -fPIC -shared -fvisibility=hidden \
+	    -I$(PY_INC) -Icore -Iguards $(EXT_SRC) -o $@
 
 test: deps all
 	$(PYTHON) -m pytest -q tests

@@ -1,0 +1,174 @@
+/* core/cache.c — per-code caches in co_extra and the list of touched codes.
+ *
+ * Owns: allocation and release of CodeCache / CacheEntry, and the
+ * doubly-linked list of every CodeCache alive (so reset() reaches them
+ * without keeping code objects alive).  The interpreter calls free_extra
+ * when a code object dies.  It must not call guards or run frames.
+ */
+#include "cache.h"
+
+/* co_extra slot reserved at init; -1 until then. */
+static Py_ssize_t extra_index = -1;
+
+uint64_t cache_generation;
+
+/* Every CodeCache alive, newest first (borrowed links). */
+static CodeCache *touched;
+
+void
+cache_entry_decref(CacheEntry *e)
+{
+    /* Iterative: freeing an entry drops its reference on the next one. */
+    while (e != NULL && --e->refs == 0) {
+        CacheEntry *next = e->next;
+        gir_free(e->guards);
+        Py_XDECREF(e->code);
+        Py_XDECREF(e->payload);
+        PyMem_Free(e);
+        e = next;
+    }
+}
+
+static void
+unlink_cache(CodeCache *c)
+{
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else if (touched == c)
+        touched = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+
+/* freefunc of our co_extra slot: the code object is being deallocated. */
+static void
+free_extra(void *extra)
+{
+    CodeCache *c = extra;
+    if (c == NULL)
+        return;
+    unlink_cache(c);
+    CacheEntry *entries = c->entries;
+    PyMem_Free(c);
+    cache_entry_decref(entries);    /* may run Python code: do it last */
+}
+
+int
+cache_init(void)
+{
+    if (extra_index >= 0)
+        return 0;
+    extra_index = _PyEval_RequestCodeExtraIndex(free_extra);
+    if (extra_index < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "dynamo: no co_extra index left");
+        return -1;
+    }
+    return 0;
+}
+
+CodeCache *
+cache_get(PyObject *code)
+{
+    void *extra = NULL;
+    if (_PyCode_GetExtra(code, extra_index, &extra) < 0) {
+        PyErr_Clear();              /* only fails for a bad index: no cache */
+        return NULL;
+    }
+    return extra;
+}
+
+CodeCache *
+cache_ensure(PyObject *code)
+{
+    CodeCache *c = cache_get(code);
+    if (c != NULL)
+        return c;
+    c = PyMem_Calloc(1, sizeof(CodeCache));
+    if (c == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    c->code = code;
+    if (_PyCode_SetExtra(code, extra_index, c) < 0) {
+        PyMem_Free(c);
+        return NULL;
+    }
+    c->next = touched;
+    if (touched != NULL)
+        touched->prev = c;
+    touched = c;
+    return c;
+}
+
+int
+cache_push(CodeCache *cache, PyObject *new_code, GirSet *guards, PyObject *payload)
+{
+    CacheEntry *e = PyMem_Calloc(1, sizeof(CacheEntry));
+    if (e == NULL) {
+        gir_free(guards);
+        PyErr_NoMemory();
+        return -1;
+    }
+    e->refs = 1;                    /* the link from cache->entries */
+    e->code = Py_NewRef(new_code);
+    e->payload = Py_NewRef(payload);
+    e->guards = guards;
+    e->next = cache->entries;       /* takes over the cache's reference */
+    cache->entries = e;
+    return 0;
+}
+
+void
+cache_clear(PyObject *code)
+{
+    CodeCache *c = cache_get(code);
+    if (c == NULL)
+        return;
+    CacheEntry *entries = c->entries;
+    c->entries = NULL;
+    cache_generation++;
+    cache_entry_decref(entries);
+}
+
+void
+cache_reset_all(void)
+{
+    /* Detach first, free after: freeing runs Python code that may kill code
+     * objects, which unlinks caches from the list we would be walking. */
+    CacheEntry *doomed = NULL;
+    for (CodeCache *c = touched; c != NULL; c = c->next) {
+        c->skip = 0;
+        CacheEntry *tail = c->entries;
+        if (tail == NULL)
+            continue;
+        c->entries = NULL;
+        /* Splice the chain in front of doomed; the link reference of the
+         * cache moves to the previous chain's last entry.  A lookup still
+         * holding one of these entries sees cache_generation change and
+         * stops walking, so it never follows the splice. */
+        CacheEntry *last = tail;
+        while (last->next != NULL)
+            last = last->next;
+        last->next = doomed;        /* last held no reference on a next */
+        doomed = tail;
+    }
+    cache_generation++;
+    cache_entry_decref(doomed);
+}
+
+PyObject *
+cache_payloads(PyObject *code)
+{
+    PyObject *list = PyList_New(0);
+    CodeCache *c = cache_get(code);
+    if (list == NULL || c == NULL)
+        return list;
+    for (CacheEntry *e = c->entries; e != NULL; e = e->next) {
+        if (PyList_Append(list, e->payload) < 0) {
+            Py_DECREF(list);
+            return NULL;
+        }
+    }
+    return list;
+}

@@ -1,0 +1,73 @@
+/* core/cache.h — the per-code cache kept in co_extra.
+ *
+ * Owns: cache entries (new code, compiled guards, payload) per code object,
+ * newest first; the skip mark; the list of every code object the module has
+ * touched, so reset() can clear them all.  It must not evaluate guards or
+ * run frames (core/hook.c does), and it never holds a strong reference to
+ * the code object a cache belongs to (the cache dies with the code).
+ */
+#ifndef DYNAMO_CORE_CACHE_H
+#define DYNAMO_CORE_CACHE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>     /* PyObject, PyCodeObject */
+#include "ir.h"         /* GirSet */
+
+/* One compiled version of a code object.  Reference counted in C because a
+ * lookup may run Python code (guard checks) that clears the cache while the
+ * lookup still walks the chain: a lookup holds a reference on the entry it
+ * is looking at, and every entry holds one on its `next`. */
+typedef struct CacheEntry {
+    struct CacheEntry *next;    /* owned reference: next older entry, or NULL */
+    Py_ssize_t refs;            /* C references: chain link + lookups */
+    PyObject *code;             /* strong: the code to run on a hit */
+    PyObject *payload;          /* strong: opaque to C, returned by cache_entries */
+    GirSet *guards;             /* owned */
+} CacheEntry;
+
+/* The co_extra record of one code object. */
+typedef struct CodeCache {
+    CacheEntry *entries;        /* owned reference: newest first, or NULL */
+    int skip;                   /* always run the default evaluator */
+    PyObject *code;             /* borrowed: the owner (cache dies with it) */
+    struct CodeCache *prev;     /* touched list, borrowed links */
+    struct CodeCache *next;
+} CodeCache;
+
+/* Bumped whenever entries are dropped (clear, reset): a lookup that ran
+ * Python code compares it to know its chain is still the live one. */
+extern uint64_t cache_generation;
+
+/* Reserve the co_extra index.  Call once at module init; 0 or -1. */
+int cache_init(void);
+
+/* The cache of code, or NULL when it has none (no error). */
+CodeCache *cache_get(PyObject *code /* borrowed */);
+
+/* The cache of code, created and registered when missing; NULL on error. */
+CodeCache *cache_ensure(PyObject *code /* borrowed */);
+
+/* Add a new entry at the front.  new_code and payload are borrowed (new
+ * references taken); guards is consumed (freed on error too).  0 or -1. */
+int cache_push(CodeCache *cache, PyObject *new_code, GirSet *guards, PyObject *payload);
+
+/* Take / drop a C reference on an entry (NULL allowed for decref).
+ * Dropping the last reference frees the entry and walks down its chain. */
+static inline CacheEntry *
+cache_entry_incref(CacheEntry *e)
+{
+    e->refs++;
+    return e;
+}
+void cache_entry_decref(CacheEntry *e);
+
+/* Drop all entries of one code object (its skip mark stays). */
+void cache_clear(PyObject *code /* borrowed */);
+
+/* Drop every entry and every skip mark the module ever set. */
+void cache_reset_all(void);
+
+/* New list of the payloads of code's entries, newest first. */
+PyObject *cache_payloads(PyObject *code /* borrowed */);
+
+#endif /* DYNAMO_CORE_CACHE_H */

@@ -1,0 +1,34 @@
+/* core/callable.h — thread-local (mode, callback) and the OptimizedCallable type.
+ *
+ * Owns: the per-thread state the hook reads, and the C callable that sets it
+ * around a call without adding a Python frame.  It must not look at frames
+ * or caches.
+ */
+#ifndef DYNAMO_CORE_CALLABLE_H
+#define DYNAMO_CORE_CALLABLE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>     /* PyObject, PyTypeObject */
+
+/* Thread modes (ARCHITECTURE.md, Contract 1). */
+enum { MODE_OFF = 0, MODE_COMPILE = 1, MODE_RUN = 2, MODE_LAST = MODE_RUN };
+
+extern PyTypeObject OptimizedCallable_Type;
+
+/* The calling thread's mode. */
+int callable_mode(void);
+
+/* The calling thread's callback (borrowed), or NULL. */
+PyObject *callable_callback(void);
+
+/* Set the calling thread's state.  callback is borrowed (a new reference is
+ * taken; NULL or None means none).  The previous state is returned through
+ * prev_mode / prev_callback; *prev_callback is a strong reference (or NULL)
+ * the caller must give back with callable_restore or release. */
+void callable_swap(int mode, PyObject *callback /* borrowed */,
+                   int *prev_mode, PyObject **prev_callback /* strong out */);
+
+/* Put back a state returned by callable_swap; consumes callback. */
+void callable_restore(int mode, PyObject *callback /* strong, consumed */);
+
+#endif /* DYNAMO_CORE_CALLABLE_H */

@@ -1,0 +1,472 @@
+/* core/hook.c — the PEP 523 eval-frame hook and the shadow frames it runs.
+ *
+ * Owns: everything that reads or builds a _PyInterpreterFrame.  This is the
+ * only file of the extension compiled against CPython internals
+ * (Py_BUILD_CORE); it refuses any CPython other than 3.11.  For each fresh
+ * function frame while the thread mode is not OFF it looks the code up in
+ * its cache (core/cache.c), evaluates guards (guards/eval.c), calls the
+ * Python callback on a miss in COMPILE mode, and runs the chosen code in a
+ * shadow frame.  It must never crash or corrupt the interpreter: an internal
+ * failure is reported with PyErr_WriteUnraisable and the frame runs
+ * normally.  It must not keep per-frame state outside the C stack.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030C0000
+#error "core/hook.c builds the CPython 3.11 _PyInterpreterFrame by hand; it supports CPython 3.11 only"
+#endif
+
+/* _PyInterpreterFrame, FRAME_OWNED_BY_*, struct _frame (PyFrameObject). */
+#define Py_BUILD_CORE 1
+#include "internal/pycore_frame.h"
+#undef Py_BUILD_CORE
+
+#include <string.h>     /* memcpy */
+
+#include "hook.h"
+#include "cache.h"      /* CodeCache, CacheEntry */
+#include "callable.h"   /* thread mode and callback */
+#include "eval.h"       /* geval_run */
+
+/* What the interpreter ran before the hook (NULL: the default evaluator);
+ * frames the hook does not handle go there. */
+static _PyFrameEvalFunction previous_eval;
+
+/* Torch callables for the guards (module state, borrowed). */
+static GirRuntime *runtime;
+
+/* Index of the first failing guard per entry, in lookup order.  Small
+ * counts stay in buf so a hit after a few failed entries does not allocate. */
+typedef struct {
+    Py_ssize_t buf[16];
+    Py_ssize_t *fails;      /* buf or owned heap array */
+    Py_ssize_t n, cap;
+    uint64_t generation;    /* cache_generation when the walk started */
+} FailLog;
+
+static PyObject *hook_eval_frame(PyThreadState *, _PyInterpreterFrame *, int);
+
+void
+hook_install(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (current == hook_eval_frame)
+        return;
+    previous_eval = current == _PyEval_EvalFrameDefault ? NULL : current;
+    _PyInterpreterState_SetEvalFrameFunc(interp, hook_eval_frame);
+}
+
+int
+hook_installed(void)
+{
+    return _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get()) == hook_eval_frame;
+}
+
+void
+hook_set_runtime(GirRuntime *rt)
+{
+    runtime = rt;
+}
+
+static PyObject *
+eval_normally(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
+{
+    if (previous_eval != NULL)
+        return previous_eval(tstate, frame, throwflag);
+    return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+}
+
+/* Slots holding arguments: positional, keyword-only, *args, **kwargs. */
+static inline int
+arg_count(PyCodeObject *code)
+{
+    return code->co_argcount + code->co_kwonlyargcount
+           + !!(code->co_flags & CO_VARARGS) + !!(code->co_flags & CO_VARKEYWORDS);
+}
+
+/* A function frame about to run its first instruction? */
+static inline int
+is_fresh_function_frame(_PyInterpreterFrame *frame)
+{
+    PyCodeObject *code = frame->f_code;
+    return frame->owner == FRAME_OWNED_BY_THREAD
+           && frame->f_func != NULL
+           && (code->co_flags & CO_OPTIMIZED)
+           && !(code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
+           && frame->prev_instr == _PyCode_CODE(code) - 1;
+}
+
+/* ---- failure log -------------------------------------------------------- */
+
+static int
+faillog_add(FailLog *log, Py_ssize_t failed)
+{
+    if (log->n == log->cap) {
+        Py_ssize_t cap = 2 * log->cap;
+        Py_ssize_t *grown = PyMem_Malloc(cap * sizeof(Py_ssize_t));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(grown, log->fails, log->n * sizeof(Py_ssize_t));
+        if (log->fails != log->buf)
+            PyMem_Free(log->fails);
+        log->fails = grown;
+        log->cap = cap;
+    }
+    log->fails[log->n++] = failed;
+    return 0;
+}
+
+static void
+faillog_release(FailLog *log)
+{
+    if (log->fails != log->buf)
+        PyMem_Free(log->fails);
+}
+
+/* ---- lookup --------------------------------------------------------------- */
+
+/* Walk the entries newest first.  On a hit *hit is a referenced entry (drop
+ * it with cache_entry_decref); on a miss *hit is NULL.  0, or -1 with an
+ * exception from a guard. */
+static int
+lookup(CodeCache *cache, const GevalFrame *gf, FailLog *log, CacheEntry **hit)
+{
+    *hit = NULL;
+    CacheEntry *e = cache->entries;
+    if (e != NULL)
+        cache_entry_incref(e);
+    while (e != NULL) {
+        Py_ssize_t failed = geval_run(e->guards, gf, runtime);
+        if (failed == -1) {                     /* all guards pass? */
+            *hit = e;
+            return 0;
+        }
+        if (failed == -2 || faillog_add(log, failed) < 0) {
+            cache_entry_decref(e);
+            return -1;
+        }
+        /* Guards ran Python code; if it dropped entries, stop: e->next may
+         * no longer belong to this cache. */
+        CacheEntry *next = cache_generation == log->generation ? e->next : NULL;
+        if (next != NULL)
+            cache_entry_incref(next);
+        cache_entry_decref(e);
+        e = next;
+    }
+    return 0;
+}
+
+/* ---- shadow frames -------------------------------------------------------- */
+
+/* Give the frame data to a frame object that outlives the call (held by a
+ * traceback or sys._getframe()), as CPython's frame.c does for its own
+ * frames: copy the live part into the object, link f_back, GC-track it. */
+static void
+hand_over(PyFrameObject *f, _PyInterpreterFrame *sf)
+{
+    PyCodeObject *code = sf->f_code;
+    if (_PyFrame_IsIncomplete(sf))              /* died before RESUME ran? */
+        sf->prev_instr = _PyCode_CODE(code) + code->_co_firsttraceable;
+
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    PyFrameObject *back = PyFrame_GetBack(f);   /* while sf->previous is valid */
+    if (back == NULL && PyErr_Occurred())
+        PyErr_WriteUnraisable((PyObject *)code);
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+
+    size_t live = (char *)&sf->localsplus[sf->stacktop] - (char *)sf;
+    _PyInterpreterFrame *kept = (_PyInterpreterFrame *)f->_f_frame_data;
+    memcpy(kept, sf, live);
+    f->f_frame = kept;
+    kept->owner = FRAME_OWNED_BY_FRAME_OBJECT;
+    kept->previous = NULL;
+    if (f->f_back == NULL)
+        f->f_back = back;                       /* steals the reference */
+    else
+        Py_XDECREF(back);
+    if (!PyObject_GC_IsTracked((PyObject *)f))
+        PyObject_GC_Track((PyObject *)f);
+}
+
+/* Release a shadow frame after evaluation (CPython's _PyFrame_Clear). */
+static void
+clear_shadow(_PyInterpreterFrame *sf)
+{
+    PyFrameObject *f = sf->frame_obj;
+    if (f != NULL) {
+        sf->frame_obj = NULL;
+        if (Py_REFCNT(f) > 1) {                 /* still referenced elsewhere? */
+            hand_over(f, sf);
+            Py_DECREF(f);
+            return;
+        }
+        Py_DECREF(f);
+    }
+    for (int i = 0; i < sf->stacktop; i++)
+        Py_XDECREF(sf->localsplus[i]);
+    Py_XDECREF(sf->f_locals);
+    Py_DECREF(sf->f_func);
+    Py_DECREF(sf->f_code);
+}
+
+/* Run `code` with the arguments of `frame` in a new frame.  Returns the
+ * result, NULL with the code's exception, or NULL with *internal set when
+ * no frame could be allocated (nothing ran). */
+static PyObject *
+run_shadow(PyThreadState *tstate, _PyInterpreterFrame *frame, PyCodeObject *code, int *internal)
+{
+    /* In PyObject* words, as 3.11's _PyEvalFramePushAndInit sizes it. */
+    size_t size = FRAME_SPECIALS_SIZE + code->co_nlocalsplus + code->co_stacksize;
+    _PyInterpreterFrame *sf;
+    int on_datastack = tstate->datastack_top != NULL
+        && size < (size_t)(tstate->datastack_limit - tstate->datastack_top);
+    if (on_datastack) {
+        sf = (_PyInterpreterFrame *)tstate->datastack_top;
+        tstate->datastack_top += size;
+    }
+    else {
+        sf = PyMem_Malloc(size * sizeof(PyObject *));
+        if (sf == NULL) {
+            PyErr_NoMemory();
+            *internal = 1;
+            return NULL;
+        }
+    }
+    sf->f_func = (PyFunctionObject *)Py_NewRef(frame->f_func);
+    sf->f_code = (PyCodeObject *)Py_NewRef(code);
+    sf->f_globals = frame->f_globals;
+    sf->f_builtins = frame->f_builtins;
+    sf->f_locals = NULL;
+    sf->frame_obj = NULL;
+    sf->previous = NULL;                        /* linked by the evaluator */
+    sf->prev_instr = _PyCode_CODE(code) - 1;
+    sf->stacktop = code->co_nlocalsplus;
+    sf->is_entry = false;
+    sf->owner = FRAME_OWNED_BY_THREAD;
+    int nargs = arg_count(code);
+    for (int i = 0; i < nargs; i++)
+        sf->localsplus[i] = Py_XNewRef(frame->localsplus[i]);
+    for (int i = nargs; i < code->co_nlocalsplus; i++)
+        sf->localsplus[i] = NULL;
+
+    PyObject *result = _PyEval_EvalFrameDefault(tstate, sf, 0);
+
+    clear_shadow(sf);
+    if (on_datastack)
+        tstate->datastack_top = (PyObject **)sf;
+    else
+        PyMem_Free(sf);
+    return result;
+}
+
+/* ---- miss: the Python callback -------------------------------------------- */
+
+/* New dict of the frame's arguments by name. */
+static PyObject *
+arguments_dict(_PyInterpreterFrame *frame)
+{
+    PyCodeObject *code = frame->f_code;
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    int nargs = arg_count(code);
+    for (int i = 0; i < nargs; i++) {
+        PyObject *v = frame->localsplus[i];
+        if (v != NULL
+                && PyDict_SetItem(d, PyTuple_GET_ITEM(code->co_localsplusnames, i), v) < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
+/* New list of (payload, failing index) per entry, in lookup order. */
+static PyObject *
+failures_list(CodeCache *cache, const FailLog *log)
+{
+    PyObject *list = PyList_New(0);
+    if (list == NULL || cache == NULL || cache_generation != log->generation)
+        return list;
+    Py_ssize_t i = 0;
+    for (CacheEntry *e = cache->entries; e != NULL && i < log->n; e = e->next, i++) {
+        PyObject *item = Py_BuildValue("(On)", e->payload, log->fails[i]);
+        if (item == NULL || PyList_Append(list, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return list;
+}
+
+static int
+bad_code(const char *why)
+{
+    PyErr_Format(PyExc_ValueError, "dynamo: callback returned an unusable new_code: %s", why);
+    return -1;
+}
+
+/* new_code must be callable in place of the frame's code (ARCHITECTURE.md,
+ * "Shadow frames"); anything else could read past the frame or closure. */
+static int
+check_new_code(_PyInterpreterFrame *frame, PyObject *obj)
+{
+    PyCodeObject *orig = frame->f_code;
+    const int sig = CO_VARARGS | CO_VARKEYWORDS;
+    if (!PyCode_Check(obj))
+        return bad_code("not a code object");
+    PyCodeObject *nc = (PyCodeObject *)obj;
+    if (nc->co_argcount != orig->co_argcount
+            || nc->co_posonlyargcount != orig->co_posonlyargcount
+            || nc->co_kwonlyargcount != orig->co_kwonlyargcount
+            || (nc->co_flags & sig) != (orig->co_flags & sig))
+        return bad_code("signature differs from the original code");
+    if (!(nc->co_flags & CO_OPTIMIZED)
+            || (nc->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)))
+        return bad_code("must be an optimized, non-generator function code");
+    PyObject *closure = frame->f_func->func_closure;
+    if (nc->co_nfreevars != (closure != NULL ? PyTuple_GET_SIZE(closure) : 0))
+        return bad_code("co_freevars must match the function's closure");
+    int nargs = arg_count(orig);
+    for (int i = 0; i < nargs; i++) {
+        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(nc->co_localsplusnames, i),
+                                          PyTuple_GET_ITEM(orig->co_localsplusnames, i), Py_EQ);
+        if (eq < 0)
+            return -1;
+        if (!eq)
+            return bad_code("argument names differ from the original code");
+    }
+    return 0;
+}
+
+/* Turn the callback's (new_code, guards, payload) into a cache entry.
+ * Returns new_code (strong) or NULL with an exception (internal error). */
+static PyObject *
+add_entry(_PyInterpreterFrame *frame, PyObject *result)
+{
+    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != 3) {
+        PyErr_SetString(PyExc_TypeError,
+                        "dynamo: callback must return None or (new_code, guards, payload)");
+        return NULL;
+    }
+    PyObject *new_code = PyTuple_GET_ITEM(result, 0);
+    if (check_new_code(frame, new_code) < 0)
+        return NULL;
+    GirSet *guards = gir_compile(PyTuple_GET_ITEM(result, 1), runtime);
+    if (guards == NULL)
+        return NULL;
+    CodeCache *cache = cache_ensure((PyObject *)frame->f_code);
+    if (cache == NULL) {
+        gir_free(guards);
+        return NULL;
+    }
+    if (cache_push(cache, new_code, guards, PyTuple_GET_ITEM(result, 2)) < 0)
+        return NULL;
+    return Py_NewRef(new_code);
+}
+
+/* COMPILE-mode miss: call the callback with the thread mode OFF.
+ * Returns the code to run (strong), Py_None (strong) to run the frame
+ * normally, or NULL with the callback's exception; internal errors are
+ * reported here and give Py_None. */
+static PyObject *
+ask_callback(_PyInterpreterFrame *frame, CodeCache *cache, const FailLog *log)
+{
+    PyObject *callback = Py_NewRef(callable_callback());
+    int prev_mode;
+    PyObject *prev_callback;
+    callable_swap(MODE_OFF, NULL, &prev_mode, &prev_callback);
+    PyObject *todo = NULL, *result = NULL;
+    int internal = 0;
+    PyObject *f_locals = arguments_dict(frame);
+    PyObject *failures = f_locals ? failures_list(cache, log) : NULL;
+    if (failures == NULL) {
+        internal = 1;
+        goto done;
+    }
+    PyObject *args[6] = {
+        (PyObject *)frame->f_code, f_locals, frame->f_globals, frame->f_builtins,
+        (PyObject *)frame->f_func, failures,
+    };
+    result = PyObject_Vectorcall(callback, args, 6, NULL);
+    if (result == NULL)                         /* deliberate: propagates */
+        goto done;
+    if (result == Py_None)
+        todo = Py_NewRef(Py_None);
+    else if ((todo = add_entry(frame, result)) == NULL)     /* guards compile while OFF */
+        internal = 1;
+done:
+    if (internal) {                             /* reported while still OFF */
+        PyErr_WriteUnraisable((PyObject *)frame->f_code);
+        todo = Py_NewRef(Py_None);
+    }
+    Py_XDECREF(result);
+    Py_XDECREF(f_locals);
+    Py_XDECREF(failures);
+    Py_DECREF(callback);
+    callable_restore(prev_mode, prev_callback);
+    return todo;
+}
+
+/* ---- the hook -------------------------------------------------------------- */
+
+static PyObject *
+hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
+{
+    int mode = callable_mode();
+    if (mode == MODE_OFF || throwflag || !is_fresh_function_frame(frame))
+        return eval_normally(tstate, frame, throwflag);
+    PyCodeObject *code = frame->f_code;
+    CodeCache *cache = cache_get((PyObject *)code);
+    if (cache != NULL && cache->skip)
+        return eval_normally(tstate, frame, 0);
+
+    FailLog log = {.n = 0, .cap = 16, .generation = cache_generation};
+    log.fails = log.buf;
+    CacheEntry *hit = NULL;
+    GevalFrame gf = {
+        .locals = frame->localsplus, .nlocals = arg_count(code),
+        .globals = frame->f_globals, .builtins = frame->f_builtins,
+        .closure = frame->f_func->func_closure,
+    };
+    if (cache != NULL && lookup(cache, &gf, &log, &hit) < 0) {
+        faillog_release(&log);
+        goto internal;
+    }
+
+    PyObject *todo;                             /* code to run, or None */
+    if (hit != NULL) {
+        todo = Py_NewRef(hit->code);
+        cache_entry_decref(hit);
+    }
+    else if (mode == MODE_COMPILE && callable_callback() != NULL) {
+        todo = ask_callback(frame, cache, &log);
+        if (todo == NULL) {                     /* the callback raised */
+            faillog_release(&log);
+            return NULL;
+        }
+    }
+    else
+        todo = Py_NewRef(Py_None);
+    faillog_release(&log);
+    if (todo == Py_None) {
+        Py_DECREF(todo);
+        return eval_normally(tstate, frame, 0);
+    }
+    int internal = 0;
+    PyObject *result = run_shadow(tstate, frame, (PyCodeObject *)todo, &internal);
+    Py_DECREF(todo);
+    if (!internal)
+        return result;
+
+internal:
+    PyErr_WriteUnraisable((PyObject *)code);
+    return eval_normally(tstate, frame, 0);
+}

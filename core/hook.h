@@ -1,0 +1,25 @@
+/* core/hook.h — the PEP 523 eval-frame hook.
+ *
+ * Owns: installation of the hook and everything that touches
+ * _PyInterpreterFrame (core/hook.c is the only file built with
+ * Py_BUILD_CORE).  Callers only need to make sure it is installed.
+ */
+#ifndef DYNAMO_CORE_HOOK_H
+#define DYNAMO_CORE_HOOK_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>     /* PyObject */
+#include "ir.h"         /* GirRuntime */
+
+/* Install the hook on the current interpreter unless it is already the
+ * active eval-frame function; whatever was installed before (other than the
+ * default) becomes the evaluator of frames the hook does not handle. */
+void hook_install(void);
+
+/* 1 when the hook is the interpreter's eval-frame function. */
+int hook_installed(void);
+
+/* The guard runtime shared by the hook and the module (module state). */
+void hook_set_runtime(GirRuntime *rt /* borrowed, lives as long as the module */);
+
+#endif /* DYNAMO_CORE_HOOK_H */

@@ -1,0 +1,264 @@
+/* core/module.c — the dynamo._C module: init and the Python-level API.
+ *
+ * Owns: module state (the guard runtime with the cached torch callables),
+ * argument checking of Contract 1 functions, and the wiring of the other
+ * core/ and guards/ units.  It must not touch frames (core/hook.c does).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "cache.h"      /* per-code cache, skip marks, reset */
+#include "callable.h"   /* thread mode, OptimizedCallable */
+#include "hook.h"       /* hook_install */
+#include "ir.h"         /* gir_compile */
+#include "eval.h"       /* geval_run */
+
+typedef struct {
+    GirRuntime runtime;     /* torch callables for the guards */
+} ModuleState;
+
+static struct PyModuleDef module_def;
+
+static int
+require_code(PyObject *code)
+{
+    if (PyCode_Check(code))
+        return 0;
+    PyErr_Format(PyExc_TypeError, "expected a code object, got %.100s", Py_TYPE(code)->tp_name);
+    return -1;
+}
+
+PyDoc_STRVAR(set_mode_doc,
+"set_mode(mode, callback) -> (prev_mode, prev_callback)\n\n"
+"Set this thread's mode (0 OFF, 1 COMPILE, 2 RUN) and compile callback.");
+
+static PyObject *
+set_mode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!_PyArg_CheckPositional("set_mode", nargs, 2, 2))
+        return NULL;
+    int mode = _PyLong_AsInt(args[0]);
+    if (mode == -1 && PyErr_Occurred())
+        return NULL;
+    if (mode < MODE_OFF || mode > MODE_LAST) {
+        PyErr_Format(PyExc_ValueError, "set_mode: mode must be 0, 1 or 2, not %d", mode);
+        return NULL;
+    }
+    if (mode != MODE_OFF)
+        hook_install();
+    int prev_mode;
+    PyObject *prev_callback;
+    callable_swap(mode, args[1], &prev_mode, &prev_callback);
+    return Py_BuildValue("(iN)", prev_mode, prev_callback ? prev_callback : Py_NewRef(Py_None));
+}
+
+PyDoc_STRVAR(get_mode_doc, "get_mode() -> (mode, callback) of this thread.");
+
+static PyObject *
+get_mode(PyObject *module, PyObject *unused)
+{
+    PyObject *cb = callable_callback();
+    return Py_BuildValue("(iO)", callable_mode(), cb ? cb : Py_None);
+}
+
+PyDoc_STRVAR(set_skip_doc, "set_skip(code): frames of code always run the default evaluator.");
+
+static PyObject *
+set_skip(PyObject *module, PyObject *code)
+{
+    if (require_code(code) < 0)
+        return NULL;
+    CodeCache *c = cache_ensure(code);
+    if (c == NULL)
+        return NULL;
+    c->skip = 1;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(is_skip_doc, "is_skip(code) -> bool");
+
+static PyObject *
+is_skip(PyObject *module, PyObject *code)
+{
+    if (require_code(code) < 0)
+        return NULL;
+    CodeCache *c = cache_get(code);
+    return PyBool_FromLong(c != NULL && c->skip);
+}
+
+PyDoc_STRVAR(cache_entries_doc, "cache_entries(code) -> list of payloads, newest first.");
+
+static PyObject *
+cache_entries(PyObject *module, PyObject *code)
+{
+    if (require_code(code) < 0)
+        return NULL;
+    return cache_payloads(code);
+}
+
+PyDoc_STRVAR(clear_cache_doc, "clear_cache(code): drop every cache entry of code.");
+
+static PyObject *
+clear_cache(PyObject *module, PyObject *code)
+{
+    if (require_code(code) < 0)
+        return NULL;
+    cache_clear(code);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(reset_doc, "reset(): drop every cache entry and skip mark ever set.");
+
+static PyObject *
+reset(PyObject *module, PyObject *unused)
+{
+    cache_reset_all();
+    Py_RETURN_NONE;
+}
+
+/* A dict's values in insertion order, as a new tuple (the LOCAL slots). */
+static PyObject *
+dict_values_tuple(PyObject *d)
+{
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "eval_guards: f_locals must be a dict");
+        return NULL;
+    }
+    PyObject *values = PyDict_Values(d);
+    if (values == NULL)
+        return NULL;
+    PyObject *t = PyList_AsTuple(values);
+    Py_DECREF(values);
+    return t;
+}
+
+/* A module's namespace, or the dict itself. */
+static PyObject *
+as_namespace(PyObject *o /* borrowed */, const char *what)
+{
+    if (PyModule_Check(o))
+        o = PyModule_GetDict(o);
+    if (o == NULL || !PyDict_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "eval_guards: %s must be a dict or a module", what);
+        return NULL;
+    }
+    return o;
+}
+
+PyDoc_STRVAR(eval_guards_doc,
+"eval_guards(guards, f_locals, f_globals, f_builtins, closure) -> int\n\n"
+"Compile and evaluate a guard list once (tests).  LOCAL slot i is the i-th\n"
+"value of f_locals.  -1 if every guard passes, else the first failing index.");
+
+static PyObject *
+eval_guards(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!_PyArg_CheckPositional("eval_guards", nargs, 5, 5))
+        return NULL;
+    PyObject *result = NULL, *locals = NULL;
+    GirSet *gs = NULL;
+    GevalFrame fr = {.closure = args[4] == Py_None ? NULL : args[4]};
+    if (fr.closure != NULL && !PyTuple_Check(fr.closure)) {
+        PyErr_SetString(PyExc_TypeError, "eval_guards: closure must be a tuple of cells or None");
+        goto error;
+    }
+    if ((locals = dict_values_tuple(args[1])) == NULL
+            || (fr.globals = as_namespace(args[2], "f_globals")) == NULL
+            || (fr.builtins = as_namespace(args[3], "f_builtins")) == NULL)
+        goto error;
+    fr.locals = &PyTuple_GET_ITEM(locals, 0);
+    fr.nlocals = PyTuple_GET_SIZE(locals);
+    ModuleState *st = PyModule_GetState(module);
+    if ((gs = gir_compile(args[0], &st->runtime)) == NULL)
+        goto error;
+    Py_ssize_t failed = geval_run(gs, &fr, &st->runtime);
+    if (failed != -2)
+        result = PyLong_FromSsize_t(failed);
+error:
+    gir_free(gs);
+    Py_XDECREF(locals);
+    return result;
+}
+
+PyDoc_STRVAR(hook_installed_doc, "_hook_installed() -> bool (tests).");
+
+static PyObject *
+hook_installed_py(PyObject *module, PyObject *unused)
+{
+    return PyBool_FromLong(hook_installed());
+}
+
+static PyMethodDef module_methods[] = {
+    {"set_mode", (PyCFunction)(void (*)(void))set_mode, METH_FASTCALL, set_mode_doc},
+    {"get_mode", get_mode, METH_NOARGS, get_mode_doc},
+    {"set_skip", set_skip, METH_O, set_skip_doc},
+    {"is_skip", is_skip, METH_O, is_skip_doc},
+    {"cache_entries", cache_entries, METH_O, cache_entries_doc},
+    {"clear_cache", clear_cache, METH_O, clear_cache_doc},
+    {"reset", reset, METH_NOARGS, reset_doc},
+    {"eval_guards", (PyCFunction)(void (*)(void))eval_guards, METH_FASTCALL, eval_guards_doc},
+    {"_hook_installed", hook_installed_py, METH_NOARGS, hook_installed_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static int
+module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    ModuleState *st = PyModule_GetState(m);
+    if (st != NULL) {
+        Py_VISIT(st->runtime.dispatch_keys);
+        Py_VISIT(st->runtime.tls_include);
+        Py_VISIT(st->runtime.tls_exclude);
+        Py_VISIT(st->runtime.is_grad_enabled);
+    }
+    return 0;
+}
+
+static void
+module_free(void *m)
+{
+    ModuleState *st = PyModule_GetState((PyObject *)m);
+    if (st != NULL)
+        gir_runtime_clear(&st->runtime);
+    hook_set_runtime(NULL);
+}
+
+PyDoc_STRVAR(module_doc,
+"dynamo._C: eval-frame hook, per-code cache, shadow frames, guards.\n"
+"See docs/ARCHITECTURE.md, Contract 1.");
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "dynamo._C",
+    .m_doc = module_doc,
+    .m_size = sizeof(ModuleState),
+    .m_methods = module_methods,
+    .m_traverse = module_traverse,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC
+PyInit__C(void)
+{
+    if (PyState_FindModule(&module_def) != NULL) {     /* one instance only */
+        PyErr_SetString(PyExc_ImportError, "dynamo._C cannot be loaded twice");
+        return NULL;
+    }
+    if (cache_init() < 0 || PyType_Ready(&OptimizedCallable_Type) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL)
+        return NULL;
+    ModuleState *st = PyModule_GetState(m);
+    memset(st, 0, sizeof(*st));
+    if (PyModule_AddType(m, &OptimizedCallable_Type) < 0
+            || PyModule_AddIntConstant(m, "MODE_OFF", MODE_OFF) < 0
+            || PyModule_AddIntConstant(m, "MODE_COMPILE", MODE_COMPILE) < 0
+            || PyModule_AddIntConstant(m, "MODE_RUN", MODE_RUN) < 0
+            || PyState_AddModule(m, &module_def) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    hook_set_runtime(&st->runtime);
+    return m;
+}

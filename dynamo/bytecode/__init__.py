@@ -1,0 +1,20 @@
+"""dynamo.bytecode: the 3.11 instruction model, decoder, assembler, liveness.
+
+Public surface (ARCHITECTURE.md, "Contract 2"); the submodules own:
+instruction (model + create_*), decode, assemble (+ prologue and resume
+helpers), linetable and exntable (wire formats), analysis (stack depth,
+liveness, reachability). Nothing here touches frames or the C hook.
+"""
+from .analysis import (drop_unreachable, live_locals, liveness,
+                       max_stack_depth, reachable, stack_depths, successors)
+from .assemble import (assemble, code_with_new_body, localsplus_names,
+                       prologue, strip_prologue)
+from .decode import decode
+from .exntable import RawExnEntry, exntable_decode, exntable_encode
+from .instruction import (ExnTabEntry, Instruction, binary_op_arg,
+                          cache_entries, create_call_function,
+                          create_call_kw, create_call_method, create_dup_top,
+                          create_instruction, create_jump, create_load_const,
+                          create_load_global, create_rot_n,
+                          format_instructions)
+from .linetable import linetable_encode

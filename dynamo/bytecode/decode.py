@@ -1,0 +1,70 @@
+"""Decoder: a 3.11 code object -> list of mutable Instructions.
+
+Owns the offset-to-object resolution: CACHE and EXTENDED_ARG entries are
+dropped (an EXTENDED_ARG's line start and jump-target mark move to the
+instruction it prefixes), jump `target`s and exception-table entries point
+at Instruction objects. It must not change any instruction's meaning.
+"""
+import bisect
+import dis
+import types
+from typing import Dict, List
+
+from .exntable import exntable_decode
+from .instruction import JUMP_OPS, ExnTabEntry, Instruction
+
+
+def decode(code: types.CodeType) -> List[Instruction]:
+    """Instructions of `code` in order, with `offset` (of the instruction
+    itself, not of its EXTENDED_ARG prefix), `starts_line`, `positions`,
+    `is_jump_target`, `target` (jumps) and `exn_tab_entry` (covered
+    instructions; one shared ExnTabEntry object per table row). `arg` is the
+    full oparg (LOAD_GLOBAL keeps its push-NULL low bit); KW_NAMES's
+    `argval` is the tuple of names. Raises ValueError
+    on a jump or handler offset that is not an instruction."""
+    insts: List[Instruction] = []
+    by_offset: Dict[int, Instruction] = {}   # also maps EXTENDED_ARG offsets
+    pending = []                               # EXTENDED_ARG offsets waiting
+    carry_line, carry_target = None, False
+    for d in dis.get_instructions(code):
+        if d.opname == "EXTENDED_ARG":
+            pending.append(d.offset)
+            carry_line = carry_line if d.starts_line is None else d.starts_line
+            carry_target = carry_target or d.is_jump_target
+            continue
+        argval = d.argval
+        if d.opname == "KW_NAMES":       # dis leaves it UNKNOWN in 3.11
+            argval = code.co_consts[d.arg]
+        inst = Instruction(d.opcode, d.opname, d.arg, argval, d.offset,
+                           d.starts_line if carry_line is None else carry_line,
+                           d.positions, d.is_jump_target or carry_target)
+        for off in pending + [d.offset]:
+            by_offset[off] = inst
+        pending, carry_line, carry_target = [], None, False
+        insts.append(inst)
+    for inst in insts:
+        if inst.opname in JUMP_OPS:
+            inst.target = _at(by_offset, inst.argval, inst)
+    _attach_exception_table(code, insts, by_offset)
+    return insts
+
+
+def _at(by_offset, offset, who):
+    inst = by_offset.get(offset)
+    if inst is None:
+        raise ValueError(f"{who!r}: offset {offset} is not an instruction")
+    return inst
+
+
+def _attach_exception_table(code, insts, by_offset) -> None:
+    offsets = [i.offset for i in insts]
+    for raw in exntable_decode(code.co_exceptiontable):
+        lo = bisect.bisect_left(offsets, raw.start)
+        covered = insts[lo:bisect.bisect_left(offsets, raw.end)]
+        if not covered:
+            continue        # covers only EXTENDED_ARG/CACHE units: nothing
+        entry = ExnTabEntry(covered[0], covered[-1],
+                            _at(by_offset, raw.target, "handler"),
+                            raw.depth, raw.lasti)
+        for inst in covered:
+            inst.exn_tab_entry = entry

@@ -1,0 +1,222 @@
+"""The mutable 3.11 instruction model and the constructors codegen uses.
+
+Owns `Instruction`, `ExnTabEntry` and the `create_*` helpers, plus the
+opcode classification tables the other bytecode modules share. It must not
+compute offsets, indexes or encodings: that is the assembler's job, so an
+Instruction built here carries names and values (`argval`) and the
+assembler turns them into indexes.
+
+Conventions (the assembler relies on them):
+- name/const/local/free ops: `argval` is authoritative, `arg` is recomputed.
+  LOAD_GLOBAL keeps one bit of `arg`: `arg & 1` is "push NULL first".
+- jumps: `target` (an Instruction) is authoritative, `arg`/`argval` are
+  recomputed.
+- `positions is None` means "inherit the location of the previous
+  instruction"; a Positions of four Nones means "no location".
+"""
+import dataclasses
+import dis
+import opcode
+from typing import Any, List, Optional
+
+# ---------------------------------------------------------------- tables
+
+HAVE_ARGUMENT = opcode.HAVE_ARGUMENT
+CONST_OPS = frozenset(opcode.opname[o] for o in opcode.hasconst)
+NAME_OPS = frozenset(opcode.opname[o] for o in opcode.hasname)
+LOCAL_OPS = frozenset(opcode.opname[o] for o in opcode.haslocal)
+FREE_OPS = frozenset(opcode.opname[o] for o in opcode.hasfree)
+JUMP_OPS = frozenset(opcode.opname[o] for o in opcode.hasjrel + opcode.hasjabs)
+BACKWARD_JUMPS = frozenset(n for n in JUMP_OPS if "BACKWARD" in n)
+# no fall-through after these
+UNCONDITIONAL_JUMPS = frozenset(
+    {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
+TERMINATORS = frozenset({"RETURN_VALUE", "RAISE_VARARGS", "RERAISE"})
+# a jump whose target ends up on the other side swaps to its twin
+JUMP_TWIN = {
+    "JUMP_FORWARD": "JUMP_BACKWARD",
+    "JUMP_BACKWARD": "JUMP_FORWARD",
+    "JUMP_BACKWARD_NO_INTERRUPT": "JUMP_FORWARD",
+}
+for _cond in ("FALSE", "TRUE", "NONE", "NOT_NONE"):
+    JUMP_TWIN[f"POP_JUMP_FORWARD_IF_{_cond}"] = f"POP_JUMP_BACKWARD_IF_{_cond}"
+    JUMP_TWIN[f"POP_JUMP_BACKWARD_IF_{_cond}"] = f"POP_JUMP_FORWARD_IF_{_cond}"
+
+_NB_BY_SYMBOL = {sym: i for i, (_, sym) in enumerate(opcode._nb_ops)}
+_NB_BY_NAME = {name: i for i, (name, _) in enumerate(opcode._nb_ops)}
+
+
+def cache_entries(opname: str) -> int:
+    """Number of inline CACHE code units that follow `opname` in 3.11."""
+    return opcode._inline_cache_entries[opcode.opmap[opname]]
+
+
+def binary_op_arg(op) -> int:
+    """BINARY_OP oparg for `op`: an int (returned as is), a symbol such as
+    "+" or "+=", or an NB_* name such as "NB_ADD". KeyError if unknown."""
+    if isinstance(op, int):
+        return op
+    return _NB_BY_SYMBOL[op] if op in _NB_BY_SYMBOL else _NB_BY_NAME[op]
+
+
+# ---------------------------------------------------------------- model
+
+@dataclasses.dataclass(eq=False)
+class ExnTabEntry:
+    """One exception-table range as decoded: `start`..`end` are the first and
+    last covered Instructions (inclusive), `target` the handler. Every
+    covered instruction points at the same ExnTabEntry via `exn_tab_entry`;
+    the assembler re-derives ranges from those pointers, not from start/end,
+    so codegen may insert or drop instructions inside a range freely."""
+    start: "Instruction"
+    end: "Instruction"
+    target: "Instruction"
+    depth: int                   # stack depth to unwind to
+    lasti: bool                  # push the offset of the raising instruction
+
+    def __repr__(self):
+        return (f"ExnTabEntry({self.start.opname}@{self.start.offset}.."
+                f"{self.end.opname}@{self.end.offset} -> "
+                f"{self.target.opname}@{self.target.offset}, "
+                f"depth={self.depth}, lasti={self.lasti})")
+
+
+@dataclasses.dataclass(eq=False)
+class Instruction:
+    """A 3.11 instruction without CACHE/EXTENDED_ARG; identity equality so
+    instructions can be jump targets and dict keys."""
+    opcode: int
+    opname: str
+    arg: Optional[int]
+    argval: Any
+    offset: Optional[int] = None          # of the decoded code; None if new
+    starts_line: Optional[int] = None      # set on the first inst of a line
+    positions: Optional[dis.Positions] = None   # None: inherit (see module)
+    is_jump_target: bool = False
+    target: Optional["Instruction"] = None     # jumps only
+    exn_tab_entry: Optional[ExnTabEntry] = None
+
+    def __repr__(self):
+        tgt = ""
+        if self.target is not None:
+            tgt = f" -> {self.target.opname}@{self.target.offset}"
+        return f"Instruction({self.opname} {self.argval!r}{tgt})"
+
+    def short(self) -> str:
+        """One line for debug listings: `offset OPNAME argval`."""
+        off = "" if self.offset is None else self.offset
+        val = repr(self.argval)
+        if self.arg is None and self.argval is None:
+            val = ""
+        if self.target is not None:
+            val = f"to {self.target.opname}@{self.target.offset}"
+        return f"{off:>6} {self.opname:<28} {val}"
+
+
+def format_instructions(instructions: List[Instruction]) -> str:
+    """Debug listing, one `Instruction.short()` per line."""
+    return "\n".join(inst.short() for inst in instructions)
+
+
+# ---------------------------------------------------------------- creation
+
+def create_instruction(opname: str, *, arg: Optional[int] = None,
+                       argval: Any = dataclasses.MISSING,
+                       target: Optional[Instruction] = None,
+                       push_null: bool = False) -> Instruction:
+    """A new Instruction with no offset and inherited location.
+
+    - name/const/local/free ops: give `argval` (the name or the constant);
+      the assembler assigns the index. KW_NAMES takes the tuple of str.
+    - LOAD_GLOBAL: `push_null=True` requests the NULL push (arg low bit).
+    - COMPARE_OP: argval is the operator string ("<", "==", ...).
+    - BINARY_OP: argval may be "+", "+=", "NB_ADD" or the int oparg.
+    - jumps: give `target`; arg is computed at assembly.
+    - others: `arg` (or an int `argval`) is the oparg.
+    ValueError on an unknown opname, a jump without target, or a name op
+    whose argval is not a str.
+    """
+    if opname not in opcode.opmap:
+        raise ValueError(f"unknown opcode {opname!r}")
+    if opname in JUMP_OPS:
+        if target is None:
+            raise ValueError(f"{opname} needs a target instruction")
+        return Instruction(opcode.opmap[opname], opname, None, None,
+                           target=target)
+    if argval is dataclasses.MISSING:
+        argval = arg
+    if (opname in NAME_OPS or opname in LOCAL_OPS or opname in FREE_OPS) \
+            and not isinstance(argval, str):
+        raise ValueError(f"{opname} needs the name as argval, got {argval!r}")
+    if opname == "LOAD_GLOBAL":
+        arg = int(push_null) if arg is None else (arg | int(push_null))
+    elif push_null:
+        raise ValueError("push_null only applies to LOAD_GLOBAL")
+    elif opname == "BINARY_OP":
+        arg = binary_op_arg(argval if arg is None else arg)
+        argval = arg
+    elif opname == "COMPARE_OP":
+        if arg is None:
+            arg = dis.cmp_op.index(argval)
+        argval = dis.cmp_op[arg]
+    elif arg is None and isinstance(argval, int) and not (
+            opname in CONST_OPS or opname in NAME_OPS
+            or opname in LOCAL_OPS or opname in FREE_OPS):
+        arg = argval
+    if opcode.opmap[opname] < HAVE_ARGUMENT:
+        arg, argval = None, None
+    return Instruction(opcode.opmap[opname], opname, arg, argval)
+
+
+def create_jump(opname: str, target: Instruction) -> Instruction:
+    """A jump to `target`; the direction is fixed up by the assembler."""
+    return create_instruction(opname, target=target)
+
+
+def create_load_const(value: Any) -> Instruction:
+    """LOAD_CONST of `value` (identity-aware const table at assembly)."""
+    return create_instruction("LOAD_CONST", argval=value)
+
+
+def create_load_global(name: str, push_null: bool = False) -> Instruction:
+    """LOAD_GLOBAL `name`, pushing NULL first when `push_null`."""
+    return create_instruction("LOAD_GLOBAL", argval=name, push_null=push_null)
+
+
+def create_rot_n(n: int) -> List[Instruction]:
+    """Move TOS down to position n (n >= 1; n == 1 is a no-op) using SWAPs:
+    [a, b, ..., X] -> [X, a, b, ...]."""
+    return [create_instruction("SWAP", arg=i) for i in range(n, 1, -1)]
+
+
+def create_dup_top() -> Instruction:
+    """Duplicate TOS (COPY 1)."""
+    return create_instruction("COPY", arg=1)
+
+
+def create_call_function(nargs: int, push_null: bool) -> List[Instruction]:
+    """Call with stack [callable, arg1..argN] (push_null=True: a NULL is
+    pushed and rotated below the callable) or [NULL|self, callable-ish,
+    args] already laid out (push_null=False). Emits PRECALL n; CALL n."""
+    out = []
+    if push_null:
+        out.append(create_instruction("PUSH_NULL"))
+        out.extend(create_rot_n(nargs + 2))
+    out.append(create_instruction("PRECALL", arg=nargs))
+    out.append(create_instruction("CALL", arg=nargs))
+    return out
+
+
+def create_call_method(nargs: int) -> List[Instruction]:
+    """Call after LOAD_METHOD (stack [meth|NULL, self|meth, args])."""
+    return [create_instruction("PRECALL", arg=nargs),
+            create_instruction("CALL", arg=nargs)]
+
+
+def create_call_kw(nargs: int, kw_names: tuple) -> List[Instruction]:
+    """Call with keyword arguments: the last len(kw_names) of the `nargs`
+    arguments are passed by those names (KW_NAMES; PRECALL; CALL). The
+    NULL/self slot must already be below the callable."""
+    return [create_instruction("KW_NAMES", argval=tuple(kw_names)),
+            create_instruction("PRECALL", arg=nargs),
+            create_instruction("CALL", arg=nargs)]

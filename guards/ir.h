@@ -1,0 +1,115 @@
+/* guards/ir.h — the compiled guard IR: sources and checks as plain C data.
+ *
+ * Owns: the translation of the Python tuple IR of ARCHITECTURE.md ("Guard IR")
+ * into a GirSet (an array of sources plus an array of checks) and the torch
+ * callables the checks need (GirRuntime).  It must not evaluate anything
+ * (guards/eval.c does) and must not know about frames or caches.
+ *
+ * Shape chosen for the later decision tree: sources are deduplicated by
+ * structural equality of their tuples inside one set and refer to their base
+ * by index (base < own index), and every check is (kind, source, expected)
+ * data, so the guards of many entries can be merged and compared.
+ */
+#ifndef DYNAMO_GUARDS_IR_H
+#define DYNAMO_GUARDS_IR_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>     /* PyObject, Py_ssize_t */
+#include <stdint.h>     /* uint64_t */
+
+/* Source kinds, numbered as in the Python tuples. */
+typedef enum {
+    GIR_SRC_LOCAL = 0,      /* (0, slot): an argument slot of the frame */
+    GIR_SRC_GLOBAL = 1,     /* (1, name): f_globals[name], else f_builtins[name] */
+    GIR_SRC_CLOSURE = 2,    /* (2, index): func.__closure__[index].cell_contents */
+    GIR_SRC_ATTR = 3,       /* (3, base, name): getattr(base, name) */
+    GIR_SRC_ITEM = 4,       /* (4, base, key): base[key], key int or str */
+    GIR_SRC_NONE = 5,       /* (5,): no value (global-state guards) */
+} GirSourceKind;
+
+/* Check kinds, numbered as in the Python tuples. */
+typedef enum {
+    GIR_TYPE_MATCH = 0,
+    GIR_ID_MATCH = 1,
+    GIR_EQUALS_MATCH = 2,
+    GIR_LENGTH = 3,
+    GIR_TENSOR_MATCH = 4,
+    GIR_GRAD_MODE = 5,
+    GIR_DICT_KEYS = 6,
+    GIR_FUNCTION_MATCH = 7,
+    GIR_NONE_MATCH = 8,     /* NOT_NONE / IS_NONE */
+    GIR_NKINDS
+} GirCheckKind;
+
+/* Deepest ATTR/ITEM chain accepted; keeps the fetch recursion bounded. */
+#define GIR_MAX_DEPTH 32
+
+typedef struct {
+    int kind;               /* GirSourceKind */
+    int base;               /* index of the base source (ATTR, ITEM), else -1 */
+    Py_ssize_t index;       /* LOCAL slot, CLOSURE index, ITEM int key; else 0 */
+    PyObject *name;         /* strong: GLOBAL/ATTR name, ITEM key; else NULL */
+    PyObject *spec;         /* strong: the source tuple it was compiled from */
+} GirSource;
+
+typedef struct {
+    PyObject *cls;          /* strong: exact Python class of the tensor */
+    PyObject *dtype;        /* strong: torch.dtype, compared by identity */
+    PyObject *device;       /* strong: torch.device, compared with == */
+    int requires_grad;      /* 0 / 1 */
+    uint64_t dispatch_keys; /* (keys | tls_include) - tls_exclude, raw repr */
+    Py_ssize_t ndim;        /* t.dim() */
+    Py_ssize_t *sizes;      /* owned, ndim entries, -1 = any; NULL = unchecked */
+    Py_ssize_t *strides;    /* owned, ndim entries, -1 = any; NULL = unchecked */
+} GirTensor;
+
+typedef struct {
+    int kind;               /* GirCheckKind */
+    int source;             /* index into GirSet.sources */
+    PyObject *obj;          /* strong: type / obj / value / keys tuple; or NULL */
+    Py_ssize_t n;           /* LENGTH n; GRAD_MODE enabled; NONE_MATCH is_none */
+    GirTensor *tensor;      /* owned, TENSOR_MATCH only, else NULL */
+} GirCheck;
+
+typedef struct {
+    Py_ssize_t nsources;
+    GirSource *sources;     /* owned, bases before their users */
+    Py_ssize_t nchecks;
+    GirCheck *checks;       /* owned, in the order of the Python list */
+    int needs_torch;        /* some check calls into torch */
+} GirSet;
+
+/* Torch callables and interned names the checks use; loaded once, on the
+ * first compile of a set that needs torch.  Lives in the module state. */
+typedef struct {
+    int loaded;                 /* torch callables below are set */
+    PyObject *dispatch_keys;    /* strong: torch._C._dispatch_keys */
+    PyObject *tls_include;      /* strong: torch._C._dispatch_tls_local_include_set */
+    PyObject *tls_exclude;      /* strong: torch._C._dispatch_tls_local_exclude_set */
+    PyObject *is_grad_enabled;  /* strong: torch._C.is_grad_enabled */
+    uint64_t backend_mask;      /* bits DispatchKeySet.__sub__ never removes */
+    PyObject *s_dtype;          /* strong: interned attribute / method names */
+    PyObject *s_device;
+    PyObject *s_requires_grad;
+    PyObject *s_dim;
+    PyObject *s_size;
+    PyObject *s_stride;
+    PyObject *s_raw_repr;
+} GirRuntime;
+
+/* Compile a guard list (list or tuple of tuples) into a new GirSet.
+ * guards: borrowed.  rt: the runtime, loaded here if a check needs torch.
+ * Returns an owned set (free with gir_free) or NULL with TypeError /
+ * ValueError naming the offending guard index (or ImportError from torch). */
+GirSet *gir_compile(PyObject *guards /* borrowed */, GirRuntime *rt);
+
+/* Free a set and drop every reference it holds.  NULL is accepted. */
+void gir_free(GirSet *gs);
+
+/* Import torch and fill rt; idempotent.  0, or -1 with an exception. */
+int gir_runtime_load(GirRuntime *rt);
+
+/* Drop every reference of rt (module teardown). */
+void gir_runtime_clear(GirRuntime *rt);
+
+#endif /* DYNAMO_GUARDS_IR_H */
