@@ -18,7 +18,7 @@ import warnings
 import torch
 
 from . import _C, backends, config, records
-from .exc import Unsupported
+from .exc import BackendCompilerFailed, Unsupported
 
 log = logging.getLogger("dynamo")
 
@@ -45,8 +45,8 @@ _SKIP_DIRS = _skip_dirs()
 def is_skipped_file(filename):
     """True for code dynamo never compiles: the standard library, torch and
     its helpers, test runners, and dynamo itself."""
-    if filename.startswith("<") and filename != "<stdin>" and not filename.startswith("<ipython"):
-        return not filename.startswith("<string")  # exec'd user code is fair game
+    if filename.startswith("<"):   # generated code (fx, dataclasses, exec) unless typed in
+        return not (filename == "<stdin>" or filename.startswith("<ipython"))
     return os.path.abspath(filename).startswith(_SKIP_DIRS)
 
 
@@ -64,9 +64,12 @@ class _Callback:
         self.compiler_fn = backends.wrap(self.backend_name, fn)
         self.nopython = nopython
         self._limit_warned = set()
+        # Codes the user handed to optimize() directly: compiled even when
+        # they live in a skipped file (an nn.Sequential's forward, say).
+        self.forced_codes = set()
 
     def __call__(self, code, f_locals, f_globals, f_builtins, func, failures):
-        if is_skipped_file(code.co_filename):
+        if code not in self.forced_codes and is_skipped_file(code.co_filename):
             _C.set_skip(code)
             return None
         if len(failures) >= config.cache_size_limit:
@@ -98,7 +101,7 @@ class _Callback:
             record.compile_ns = time.perf_counter_ns() - t0
             record.status, record.error = "error", f"{type(e).__name__}: {e}"
             records.add(record)
-            if self.nopython or getattr(e, "_dynamo_raise", False):
+            if self.nopython or isinstance(e, BackendCompilerFailed):
                 raise
             warnings.warn(f"dynamo: could not compile {code.co_name} "
                           f"({code.co_filename}:{code.co_firstlineno}); running it eagerly: "
@@ -180,7 +183,18 @@ class _ModeContext:
         return _wrap(fn, self.mode, self.callback)
 
 
+def _entry_code(fn):
+    """The code object a call of `fn` runs first, if it is Python code."""
+    if isinstance(fn, torch.nn.Module):
+        fn = type(fn).forward
+    fn = getattr(fn, "__func__", fn)
+    return getattr(fn, "__code__", None)
+
+
 def _wrap(fn, mode, callback):
+    code = _entry_code(fn)
+    if code is not None and isinstance(callback, _Callback):
+        callback.forced_codes.add(code)
     if isinstance(fn, torch.nn.Module):
         return OptimizedModule(fn, _C.OptimizedCallable(fn, callback, mode))
     if not callable(fn):

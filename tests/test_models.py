@@ -104,7 +104,7 @@ def test_training_step_same_gradients(make, inp, backend):
     model = make().train()
     twin = copy.deepcopy(model)
     x = inp()
-    target = torch.randn_like(model(x).detach())
+    target = torch.randn_like(copy.deepcopy(model)(x).detach())
 
     def step(mod, x, target):
         loss = F.mse_loss(mod(x), target)

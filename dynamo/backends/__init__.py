@@ -10,7 +10,7 @@ import functools
 import logging
 import warnings
 
-from .. import config
+from .. import _C, config
 from ..exc import BackendCompilerFailed
 
 log = logging.getLogger("dynamo")
@@ -56,13 +56,15 @@ def wrap(name, fn):
             compiled = fn(gm, example_inputs)
             if compiled is None or not callable(compiled):
                 raise TypeError(f"backend returned {type(compiled).__name__}, expected a callable")
-            return compiled
         except Exception as e:  # noqa: BLE001 - every backend failure takes the same path
             if config.raise_on_backend_error:
                 raise BackendCompilerFailed(name, e) from e
             warnings.warn(f"dynamo: backend {name!r} failed ({type(e).__name__}: {e}); "
                           f"running the graph eagerly", RuntimeWarning, stacklevel=2)
-            return gm.forward
+            compiled = gm.forward
+        # The compiled graph and whatever code the backend generated run
+        # without the hook: they are ours, not the user's, to compile.
+        return _C.OptimizedCallable(compiled, None, 0)
     compile_with_policy.backend_name = name
     return compile_with_policy
 
