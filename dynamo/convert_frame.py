@@ -1,0 +1,113 @@
+"""compile_frame: trace one frame, compile its graph, rewrite its code.
+
+Owns the compile pipeline of contract 3: run the InstructionTranslator
+(restarting once when a call must become a graph break), collect guards,
+graphs, break reasons and resume codes, assemble the rewritten code (same
+signature, varnames prefix, cells and free variables as the original, the
+usual 3.11 prologue) and install `__compiled_fn_<n>` / `__resume_at_*` in
+the frame's globals. It does not decide whether a frame should be compiled
+(filters, cache limits, records, warnings): that is the hook callback's job.
+"""
+import builtins
+import dataclasses
+import traceback
+import types
+from typing import Any, Callable, List, Optional
+
+from .bytecode import assemble, prologue
+from .exc import Unsupported
+from .guards import Guard, SourceError
+from .output_graph import GraphInfo, OutputGraph
+
+MAX_RESTARTS = 3
+
+
+@dataclasses.dataclass
+class BreakReason:
+    """Why and where a graph broke: `reason` text, the user's file:line of
+    the innermost frame, and the user stack (outermost first)."""
+    reason: str
+    filename: Optional[str]
+    lineno: Optional[int]
+    user_stack: List[traceback.FrameSummary]
+
+
+@dataclasses.dataclass
+class CompileOutput:
+    """What compile_frame produced for one frame (see contract 3)."""
+    new_code: types.CodeType
+    guards: List[Guard]
+    graphs: List[GraphInfo]
+    break_reasons: List[BreakReason]
+    resume_codes: List[types.CodeType]
+    original_code: types.CodeType
+
+
+class FrameInfo:
+    """The frame being compiled: code, argument values by name, globals,
+    builtins and the function's closure."""
+
+    def __init__(self, code, f_locals, f_globals, f_builtins, closure):
+        self.code = code
+        self.f_locals = f_locals
+        self.f_globals = f_globals
+        self.f_builtins = f_builtins if f_builtins is not None else builtins.__dict__
+        self.closure = closure
+
+    def fetch(self, source):
+        """Current value at `source` (Unsupported if it cannot be read)."""
+        try:
+            return source.get(self.f_locals, self.f_globals, self.f_builtins, self.closure)
+        except SourceError as e:
+            raise Unsupported(f"cannot read {e}") from None
+
+
+def compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *,
+                  nopython=False, frame_id=None) -> CompileOutput:
+    """Trace `code` called with arguments `f_locals` (dict by name) and
+    compile it with `compiler_fn(gm, example_inputs) -> callable`.
+
+    Returns a CompileOutput whose new_code is `code` itself when the frame
+    has no tensor operation and no graph break. Raises Unsupported when the
+    frame cannot be compiled at all (nopython: at the first graph break),
+    with `break_reasons` attached when known.
+    """
+    from .tracer.frame import InstructionTranslator, RestartAnalysis
+    closure = getattr(func, "__closure__", None) if func is not None else None
+    frame = FrameInfo(code, f_locals, f_globals, f_builtins, closure)
+    break_offset, break_error = None, None
+    for _ in range(MAX_RESTARTS):
+        output = OutputGraph(frame, compiler_fn)
+        tx = InstructionTranslator(output, frame, nopython=nopython,
+                                   break_offset=break_offset, break_error=break_error)
+        try:
+            tx.run()
+            break
+        except RestartAnalysis as restart:
+            break_offset, break_error = restart.offset, restart.error
+        except Unsupported as e:
+            if break_error is not None and not hasattr(e, "break_reasons"):
+                e.break_reasons = [_break_reason(break_error.reason, break_error.user_stack)]
+            raise
+    else:
+        raise Unsupported(f"{code.co_name}: graph break analysis did not settle")
+    reasons = []
+    if tx.break_info is not None:
+        reasons.append(_break_reason(tx.break_info.reason, tx.break_info.user_stack))
+    if tx.body is None:
+        new_code = code
+    else:
+        head = prologue(code.co_varnames, code.co_cellvars, code.co_freevars,
+                        firstlineno=code.co_firstlineno)
+        new_code = assemble(head + tx.body, code)
+    for name, value in output.install.items():
+        f_globals[name] = value
+    return CompileOutput(new_code=new_code, guards=output.final_guards(), graphs=list(output.graphs),
+                         break_reasons=reasons, resume_codes=list(tx.resume_codes),
+                         original_code=code)
+
+
+def _break_reason(reason, user_stack):
+    inner = user_stack[-1] if user_stack else None
+    return BreakReason(reason=reason, filename=inner.filename if inner else None,
+                       lineno=inner.lineno if inner else None, user_stack=list(user_stack))

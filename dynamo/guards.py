@@ -1,0 +1,351 @@
+"""Guards recorded while tracing, their lowering to the C guard IR, and the
+pure-Python reference evaluator.
+
+Owns the Source classes (how to reach a value from a frame: local, global,
+closure cell, attribute, item), the Guard record (source + kind + expected
+values), `Guard.lower()` (the tuple IR of ARCHITECTURE.md contract 1) and
+`Guard.describe()` (the " - local 'a' TENSOR_MATCH" line of the seeds).
+`evaluate()` is the reference twin of the C evaluator: tests only, never on
+the per-call path. It must not import the tracer.
+"""
+import dataclasses
+from typing import Any, List, Optional, Tuple
+
+import torch
+
+# ---------------------------------------------------------------- kinds
+
+TYPE_MATCH = 0
+ID_MATCH = 1
+EQUALS_MATCH = 2
+LENGTH = 3
+TENSOR_MATCH = 4
+GRAD_MODE = 5
+DICT_KEYS = 6
+FUNCTION_MATCH = 7
+NONE_MATCH = 8          # NOT_NONE / IS_NONE: expected (is_none,)
+
+KIND_NAMES = {TYPE_MATCH: "TYPE_MATCH", ID_MATCH: "ID_MATCH",
+              EQUALS_MATCH: "EQUALS_MATCH", LENGTH: "LENGTH",
+              TENSOR_MATCH: "TENSOR_MATCH", GRAD_MODE: "GRAD_MODE",
+              DICT_KEYS: "DICT_KEYS", FUNCTION_MATCH: "FUNCTION_MATCH",
+              NONE_MATCH: "NONE_MATCH"}
+
+
+class SourceError(LookupError):
+    """A source could not be fetched (missing local, attribute or key)."""
+
+
+# ---------------------------------------------------------------- sources
+
+class Source:
+    """How to reach a value from a frame. Hashable, compared by name()."""
+
+    def name(self) -> str:
+        raise NotImplementedError
+
+    def lower(self) -> tuple:
+        raise NotImplementedError
+
+    def root(self) -> "Source":
+        return self
+
+    def get(self, f_locals, f_globals, f_builtins, closure):
+        """The value this source names in the given frame; SourceError if it
+        cannot be fetched."""
+        raise NotImplementedError
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.name() == self.name()
+
+    def __hash__(self):
+        return hash(self.name())
+
+    def __repr__(self):
+        return self.name()
+
+
+class LocalSource(Source):
+    """An argument (or local) of the traced frame, by name and slot."""
+
+    def __init__(self, local_name: str, slot: int):
+        self.local_name, self.slot = local_name, slot
+
+    def name(self):
+        return f"L[{self.local_name!r}]"
+
+    def lower(self):
+        return (0, self.slot)
+
+    def get(self, f_locals, f_globals, f_builtins, closure):
+        try:
+            return f_locals[self.local_name]
+        except KeyError:
+            raise SourceError(self.name()) from None
+
+
+class GlobalSource(Source):
+    """`f_globals[name]`, falling back to `f_builtins[name]`."""
+
+    def __init__(self, global_name: str):
+        self.global_name = global_name
+
+    def name(self):
+        return f"G[{self.global_name!r}]"
+
+    def lower(self):
+        return (1, self.global_name)
+
+    def get(self, f_locals, f_globals, f_builtins, closure):
+        if self.global_name in f_globals:
+            return f_globals[self.global_name]
+        if f_builtins is not None and self.global_name in f_builtins:
+            return f_builtins[self.global_name]
+        raise SourceError(self.name())
+
+
+class ClosureSource(Source):
+    """Contents of `func.__closure__[index]` (a free variable of the frame)."""
+
+    def __init__(self, index: int, var_name: str):
+        self.index, self.var_name = index, var_name
+
+    def name(self):
+        return f"C[{self.var_name!r}]"
+
+    def lower(self):
+        return (2, self.index)
+
+    def get(self, f_locals, f_globals, f_builtins, closure):
+        try:
+            return closure[self.index].cell_contents
+        except (IndexError, TypeError, ValueError):
+            raise SourceError(self.name()) from None
+
+
+class AttrSource(Source):
+    """`getattr(base, attr)`."""
+
+    def __init__(self, base: Source, attr: str):
+        self.base, self.attr = base, attr
+
+    def name(self):
+        return f"{self.base.name()}.{self.attr}"
+
+    def lower(self):
+        return (3, self.base.lower(), self.attr)
+
+    def root(self):
+        return self.base.root()
+
+    def get(self, f_locals, f_globals, f_builtins, closure):
+        base = self.base.get(f_locals, f_globals, f_builtins, closure)
+        try:
+            return getattr(base, self.attr)
+        except AttributeError:
+            raise SourceError(self.name()) from None
+
+
+class ItemSource(Source):
+    """`base[key]` with an int or str constant key."""
+
+    def __init__(self, base: Source, key):
+        self.base, self.key = base, key
+
+    def name(self):
+        return f"{self.base.name()}[{self.key!r}]"
+
+    def lower(self):
+        return (4, self.base.lower(), self.key)
+
+    def root(self):
+        return self.base.root()
+
+    def get(self, f_locals, f_globals, f_builtins, closure):
+        base = self.base.get(f_locals, f_globals, f_builtins, closure)
+        try:
+            return base[self.key]
+        except (KeyError, IndexError, TypeError):
+            raise SourceError(self.name()) from None
+
+
+class NoSource(Source):
+    """No value: global-state guards (grad mode)."""
+
+    def name(self):
+        return "global state"
+
+    def lower(self):
+        return (5,)
+
+    def get(self, f_locals, f_globals, f_builtins, closure):
+        return None
+
+
+# ---------------------------------------------------------------- tensors
+
+def dispatch_keys(t) -> int:
+    """TENSOR_MATCH's dispatch key word: the tensor's keys with the
+    thread-local include set added and the exclude set removed."""
+    ks = ((torch._C._dispatch_keys(t) | torch._C._dispatch_tls_local_include_set())
+          - torch._C._dispatch_tls_local_exclude_set())
+    return ks.raw_repr()
+
+
+def tensor_expected(t, dynamic: bool) -> tuple:
+    """The expected fields of TENSOR_MATCH for tensor `t`."""
+    sizes = None if dynamic else tuple(t.size())
+    strides = None if dynamic else tuple(t.stride())
+    return (type(t), t.dtype, t.device, t.requires_grad, dispatch_keys(t),
+            t.dim(), sizes, strides)
+
+
+# ---------------------------------------------------------------- guard
+
+@dataclasses.dataclass
+class Guard:
+    """One check on one value: `kind` (a constant above) on `source`, with
+    the kind's `expected` fields (see contract 1)."""
+    source: Source
+    kind: int
+    expected: Tuple[Any, ...] = ()
+
+    def key(self):
+        return (self.source.name(), self.kind)
+
+    def lower(self) -> tuple:
+        """The C guard IR tuple `(kind, source, *expected)`."""
+        return (self.kind, self.source.lower(), *self.expected)
+
+    def describe(self) -> str:
+        """` - local 'a' TENSOR_MATCH` style line."""
+        src = self.source
+        if isinstance(src, LocalSource):
+            where = f"local {src.local_name!r}"
+        elif isinstance(src, GlobalSource):
+            where = f"global {src.global_name!r}"
+        elif isinstance(src, ClosureSource):
+            where = f"closure {src.var_name!r}"
+        elif isinstance(src, NoSource):
+            where = "global state"
+        else:
+            where = src.name()
+        return f" - {where} {KIND_NAMES[self.kind]}"
+
+    def __repr__(self):
+        return f"Guard({self.source.name()}, {KIND_NAMES[self.kind]})"
+
+
+def _rank(source: Source):
+    """Sort key: locals by slot, closure cells, globals, global state."""
+    root = source.root()
+    if isinstance(root, LocalSource):
+        return (0, root.slot)
+    if isinstance(root, ClosureSource):
+        return (1, root.index)
+    if isinstance(root, GlobalSource):
+        return (2, 0)
+    return (3, 0)
+
+
+def ordered(guards: List[Guard]) -> List[Guard]:
+    """Deduplicated guards, locals first (by slot), then closure cells,
+    globals and global state; insertion order otherwise."""
+    seen, out = set(), []
+    for g in guards:
+        if g.key() not in seen:
+            seen.add(g.key())
+            out.append(g)
+    return sorted(out, key=lambda g: _rank(g.source))
+
+
+# ---------------------------------------------------------------- reference
+
+def check(guard: Guard, value) -> Optional[str]:
+    """None if `value` passes `guard`, else "expected X, actual Y" text."""
+    k, exp = guard.kind, guard.expected
+    if k == TYPE_MATCH:
+        return None if type(value) is exp[0] else f"expected type {exp[0].__name__}, actual {type(value).__name__}"
+    if k in (ID_MATCH, FUNCTION_MATCH):
+        return None if value is exp[0] else f"expected {exp[0]!r:.60}, actual {value!r:.60}"
+    if k == EQUALS_MATCH:
+        ok = type(value) is type(exp[0]) and value == exp[0]
+        return None if ok else f"expected {exp[0]!r}, actual {value!r}"
+    if k == LENGTH:
+        if type(value) is not exp[0]:
+            return f"expected type {exp[0].__name__}, actual {type(value).__name__}"
+        return None if len(value) == exp[1] else f"expected length {exp[1]}, actual {len(value)}"
+    if k == DICT_KEYS:
+        if type(value) is not dict:
+            return f"expected dict, actual {type(value).__name__}"
+        return None if tuple(value) == exp[0] else f"expected keys {exp[0]}, actual {tuple(value)}"
+    if k == NONE_MATCH:
+        return None if (value is None) == exp[0] else f"expected {'None' if exp[0] else 'not None'}, actual {value!r:.60}"
+    if k == GRAD_MODE:
+        now = torch.is_grad_enabled()
+        return None if now == exp[0] else f"expected grad mode {exp[0]}, actual {now}"
+    if k == TENSOR_MATCH:
+        return _check_tensor(exp, value)
+    return f"unknown guard kind {k}"
+
+
+_TENSOR_FIELDS = ("type", "dtype", "device", "requires_grad", "dispatch_keys",
+                  "ndim", "size()", "stride()")
+
+
+def _check_tensor(exp, value) -> Optional[str]:
+    cls, dtype, device, requires_grad, keys, ndim, sizes, strides = exp
+    if type(value) is not cls:
+        return f"type: expected {cls.__name__}, actual {type(value).__name__}"
+    actual = (cls, value.dtype, value.device, value.requires_grad,
+              dispatch_keys(value), value.dim())
+    for field, e, a in zip(_TENSOR_FIELDS[1:6], exp[1:6], actual[1:]):
+        if e != a:
+            return f"{field}: expected {e}, actual {a}"
+    for field, seq, got in (("size()", sizes, value.size()), ("stride()", strides, value.stride())):
+        if seq is None:
+            continue
+        for i, (e, a) in enumerate(zip(seq, got)):
+            if e != a:
+                return f"{field}[{i}]: expected {e}, actual {a}"
+    return None
+
+
+def _fetch(guard, f_locals, f_globals, f_builtins, closure):
+    return guard.source.get(f_locals, f_globals, f_builtins, closure)
+
+
+def evaluate(guards: List[Guard], f_locals, f_globals, f_builtins, closure) -> int:
+    """Index of the first failing guard, or -1 if all pass. A source that
+    cannot be fetched fails its guard."""
+    for i, g in enumerate(guards):
+        try:
+            value = _fetch(g, f_locals, f_globals, f_builtins, closure)
+        except SourceError:
+            return i
+        if check(g, value) is not None:
+            return i
+    return -1
+
+
+def explain_failure(guard: Guard, *frame) -> str:
+    """Why `guard` fails, as "L['x'].size()[0]: expected 4, actual 8".
+
+    Call as explain_failure(guard, value) or explain_failure(guard, f_locals,
+    f_globals, f_builtins, closure)."""
+    if len(frame) == 1:
+        value = frame[0]
+    else:
+        try:
+            value = _fetch(guard, *frame)
+        except SourceError:
+            return f"{guard.source.name()}: missing"
+    why = check(guard, value)
+    if why is None:
+        return f"{guard.source.name()}: {KIND_NAMES[guard.kind]} passes"
+    if guard.kind == TENSOR_MATCH and ":" in why:
+        field, rest = why.split(":", 1)
+        if field == "type":
+            return f"type({guard.source.name()}):{rest}"
+        return f"{guard.source.name()}.{field}:{rest}"
+    return f"{guard.source.name()} ({KIND_NAMES[guard.kind]}): {why}"

@@ -1,0 +1,416 @@
+"""The fx graph under construction for one compile, its inputs, guards and
+example values, and the bytecode that calls the compiled graph.
+
+OutputGraph owns: the torch.fx.Graph, the FakeTensorMode that computes
+example values, graph inputs (placeholders, each with the Source to load it
+from at run time), parameters/buffers/leaf modules (get_attr / call_module
+targets on the GraphModule), the guards recorded while tracing, the traced
+grad mode, and `compile_graph()` which hands the graph to the backend and
+installs `__compiled_fn_<n>` in the frame's globals. PyCodegen emits the
+instructions that load inputs, call the graph and rebuild values from its
+outputs. Neither decides *where* to break: that is the translator's job.
+"""
+import itertools
+import operator
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from . import config
+from .bytecode import create_instruction
+from .exc import Unsupported
+from .guards import (GRAD_MODE, TENSOR_MATCH, AttrSource, ClosureSource, GlobalSource, Guard,
+                     ItemSource, LocalSource, NoSource, _rank, ordered, tensor_expected)
+
+_graph_counter = itertools.count()
+
+
+class GraphInfo:
+    """One compiled graph of a compile: `name` (`__compiled_fn_<n>`), `gm`
+    (the fx.GraphModule), `compiled_fn` (what the backend returned),
+    `example_inputs` (real tensors, placeholder order), `op_count`
+    (call_function/call_method/call_module nodes)."""
+
+    def __init__(self, name, gm, compiled_fn, example_inputs, op_count):
+        self.name, self.gm, self.compiled_fn = name, gm, compiled_fn
+        self.example_inputs, self.op_count = example_inputs, op_count
+
+    def __repr__(self):
+        return f"GraphInfo({self.name}, ops={self.op_count})"
+
+
+def _mangle(source):
+    """A Python identifier naming `source`: L['self'].layer[0] -> self_layer_0."""
+    if isinstance(source, LocalSource):
+        return source.local_name
+    if isinstance(source, GlobalSource):
+        return source.global_name.lstrip("_") or "g"
+    if isinstance(source, ClosureSource):
+        return source.var_name
+    if isinstance(source, AttrSource):
+        return f"{_mangle(source.base)}_{source.attr}"
+    if isinstance(source, ItemSource):
+        key = "".join(c if c.isalnum() else "_" for c in str(source.key))
+        return f"{_mangle(source.base)}_{key}"
+    return "v"
+
+
+def _identifier(name):
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "v"
+    return name if not name[0].isdigit() else "_" + name
+
+
+class OutputGraph:
+    """Graph, inputs and guards of one compile (see module docstring)."""
+
+    def __init__(self, frame, compiler_fn):
+        self.frame = frame                      # convert_frame.FrameInfo
+        self.compiler_fn = compiler_fn
+        self.graph = torch.fx.Graph()
+        self.fake_mode = FakeTensorMode()
+        self.guards = []
+        self.inputs = {}                        # source name -> TensorVariable
+        self.input_order = itertools.count()
+        self.attr_nodes = {}                    # id(tensor) -> TensorVariable
+        self.root = {}                          # GraphModule root: target -> object
+        self.module_targets = {}                # id(module) -> target
+        self.fake_params = {}                   # id(tensor) -> fake tensor
+        self.initial_grad = torch.is_grad_enabled()
+        self.grad_enabled = self.initial_grad
+        self.sizes_read = False
+        self.tensor_guard_values = {}           # source name -> (source, tensor)
+        self.install = {}                       # name -> object for f_globals
+        self.graphs = []                        # GraphInfo compiled by this compile
+        self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
+
+    # ------------------------------------------------------------ guards
+    def add_guard(self, source, kind, *expected):
+        self.guards.append(Guard(source, kind, tuple(expected)))
+
+    def final_guards(self):
+        """Guards in print order, with TENSOR_MATCH sizes decided now (kept
+        when dynamic_shapes is off or the trace read any size)."""
+        dynamic = config.dynamic_shapes and not self.sizes_read
+        out = []
+        for g in self.guards:
+            if g.kind == TENSOR_MATCH:
+                g = Guard(g.source, TENSOR_MATCH, tensor_expected(g.expected[0], dynamic))
+            out.append(g)
+        grad = [g for g in out if g.kind == GRAD_MODE]
+        return ordered([g for g in out if g.kind != GRAD_MODE]) + grad
+
+    def globals_alias(self, f_globals):
+        """Name of a global of the frame bound to another module's globals
+        dict (for guards on globals read by inlined functions)."""
+        module = str(f_globals.get("__name__", "module"))
+        name = "___globals_" + _identifier(module)
+        self.install[name] = f_globals
+        if self.frame.f_globals.get(name, f_globals) is not f_globals:
+            name = f"{name}_{id(f_globals)}"
+            self.install[name] = f_globals
+        return name
+
+    # ------------------------------------------------------------ inputs
+    def add_input(self, source, value):
+        """A graph input for tensor `value` at `source` (one per source)."""
+        key = source.name()
+        if key in self.inputs:
+            return self.inputs[key]
+        from .tracer.variables import TensorVariable
+        self.guards.append(Guard(source, TENSOR_MATCH, (value,)))   # lowered in final_guards
+        rank = (_rank(source), next(self.input_order))
+        before = None
+        for node in self.graph.nodes:
+            if node.op != "placeholder" or node.meta["rank"] > rank:
+                before = node
+                break
+        with self.graph.inserting_before(before):
+            node = self.graph.placeholder(_identifier(_mangle(source)))
+        node.meta.update(rank=rank, source=source, real=value)
+        example = self.fake_mode.from_tensor(value, static_shapes=True)
+        node.meta["example_value"] = example
+        var = TensorVariable(node, example, source, cls=type(value))
+        self.inputs[key] = var
+        return var
+
+    def get_attr(self, tensor, source):
+        """A parameter/buffer reached from a module: a get_attr node on the
+        GraphModule (shared object), reloadable from `source` if needed."""
+        var = self.attr_nodes.get(id(tensor))
+        if var is not None:
+            return var
+        from .tracer.variables import TensorVariable
+        target = self._target(_mangle(source), tensor)
+        node = self.graph.get_attr(target)
+        node.meta["example_value"] = example = self._fake(tensor)
+        var = TensorVariable(node, example, source, cls=type(tensor))
+        self.attr_nodes[id(tensor)] = var
+        return var
+
+    def _target(self, base, obj):
+        name = _identifier(base)
+        for i in itertools.count():
+            cand = name if i == 0 else f"{name}_{i}"
+            if cand not in self.root or self.root[cand] is obj:
+                self.root[cand] = obj
+                return cand
+
+    def _fake(self, tensor):
+        fake = self.fake_params.get(id(tensor))
+        if fake is None:
+            fake = self.fake_params[id(tensor)] = self.fake_mode.from_tensor(tensor, static_shapes=True)
+        return fake
+
+    # ------------------------------------------------------------ grad mode
+    def set_grad_enabled(self, mode):
+        if mode != self.grad_enabled:
+            self.graph.call_function(torch._C._set_grad_enabled, (mode,))
+            self.grad_enabled = mode
+
+    # ------------------------------------------------------------ ops
+    def _examples(self, value):
+        from .tracer.variables import (ConstantVariable, DictVariable, TensorVariable,
+                                       TupleVariable, ListVariable)
+        if isinstance(value, TensorVariable):
+            return value.example, value.node
+        if isinstance(value, (TupleVariable, ListVariable)):
+            pairs = [self._examples(v) for v in value.items]
+            t = value.python_type()
+            if t is torch.Size:
+                t = tuple
+            return t(p[0] for p in pairs), t(p[1] for p in pairs)
+        if isinstance(value, DictVariable):
+            pairs = {k: self._examples(v) for k, v in value.items.items()}
+            return {k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()}
+        if isinstance(value, ConstantVariable) or value.is_python_constant():
+            c = value.as_python_constant()
+            return c, c
+        raise Unsupported(f"argument {value} to a graph operation")
+
+    def _prepare(self, args, kwargs):
+        ex_args, node_args = zip(*[self._examples(a) for a in args]) if args else ((), ())
+        ex_kw = {k: self._examples(v) for k, v in kwargs.items()}
+        return (list(ex_args), tuple(node_args), {k: p[0] for k, p in ex_kw.items()},
+                {k: p[1] for k, p in ex_kw.items()})
+
+    def _run_fake(self, what, fn):
+        try:
+            with self.fake_mode, torch.set_grad_enabled(self.grad_enabled):
+                return fn()
+        except Unsupported:
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure on fake values is a break
+            raise Unsupported(f"{what} cannot run on example values "
+                              f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from e
+
+    def call_function(self, tx, fn, args, kwargs):
+        ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
+        name = getattr(fn, "__name__", str(fn))
+        example = self._run_fake(name, lambda: fn(*ex_args, **ex_kw))
+        return self._wrap_result("call_function", fn, n_args, n_kw, example,
+                                 effect=fn is operator.setitem or name.endswith("_"))
+
+    def call_method(self, tx, name, args, kwargs):
+        ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
+        example = self._run_fake(f"Tensor.{name}",
+                                 lambda: getattr(ex_args[0], name)(*ex_args[1:], **ex_kw))
+        return self._wrap_result("call_method", name, n_args, n_kw, example,
+                                 effect=name.endswith("_") or name == "__setitem__")
+
+    def call_module(self, tx, module, source, args, kwargs):
+        target = self.module_targets.get(id(module))
+        if target is None:
+            target = self.module_targets[id(module)] = self._target(_mangle(source), module)
+        ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
+        state = {k: self._fake(v) for k, v in itertools.chain(
+            module.named_parameters(remove_duplicate=False), module.named_buffers(remove_duplicate=False))}
+
+        def run():
+            return torch.func.functional_call(module, state, tuple(ex_args), ex_kw)
+        example = self._run_fake(type(module).__name__, run)
+        return self._wrap_result("call_module", target, n_args, n_kw, example)
+
+    def _wrap_result(self, op, target, n_args, n_kw, example, effect=False):
+        from .tracer.variables import ConstantVariable, TensorVariable, TupleVariable, ListVariable
+        from .tracer.variables.containers import NamedTupleVariable
+        from .tracer.variables.base import is_constant_value
+        if isinstance(example, torch.Tensor):
+            node = self.graph.create_node(op, target, n_args, n_kw)
+            node.meta["example_value"] = example
+            return TensorVariable(node, example)
+        if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
+            node = self.graph.create_node(op, target, n_args, n_kw)
+            node.meta["example_value"] = example
+            items = []
+            for i, e in enumerate(example):
+                if isinstance(e, torch.Tensor):
+                    item = self.graph.call_function(operator.getitem, (node, i))
+                    item.meta["example_value"] = e
+                    items.append(TensorVariable(item, e))
+                elif is_constant_value(e):
+                    items.append(ConstantVariable(e))
+                else:
+                    raise Unsupported(f"{target} returned a {type(e).__name__} item")
+            if isinstance(example, list):
+                return ListVariable(items)
+            fields = getattr(type(example), "_fields", None) or _structseq_fields(example)
+            return TupleVariable(items) if not fields else NamedTupleVariable(items, fields)
+        if effect or example is None and op == "call_method":
+            self.graph.create_node(op, target, n_args, n_kw)
+            return ConstantVariable(example) if is_constant_value(example) else ConstantVariable(None)
+        if is_constant_value(example):
+            return ConstantVariable(example)
+        raise Unsupported(f"{getattr(target, '__name__', target)} returned {type(example).__name__}")
+
+    # ------------------------------------------------------------ compile
+    def op_count(self):
+        return sum(1 for n in self.graph.nodes if n.op.startswith("call_")
+                   and n.target is not torch._C._set_grad_enabled)
+
+    def compile_graph(self, output_vars):
+        """Finish the graph with the tensors among `output_vars` that must
+        come out of it (computed tensors, not inputs) and compile it.
+        Returns (GraphInfo or None, {node: output index}, [input sources])."""
+        from .tracer.variables import TensorVariable
+        outputs, index = [], {}
+        for var in output_vars:
+            if isinstance(var, TensorVariable) and var.node.op not in ("placeholder", "get_attr") \
+                    and var.node not in index:
+                index[var.node] = len(outputs)
+                outputs.append(var.node)
+        if self.op_count() == 0 and not outputs:
+            return None, {}, []
+        if self.grad_enabled != self.initial_grad:
+            self.graph.call_function(torch._C._set_grad_enabled, (self.initial_grad,))
+        self.graph.output(tuple(outputs))
+        for node in list(self.graph.nodes):
+            if node.op == "placeholder" and not node.users:
+                self.graph.erase_node(node)
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        gm = torch.fx.GraphModule(self.root, self.graph)
+        gm.meta = {}
+        example_inputs = [n.meta["real"] for n in placeholders]
+        name = f"__compiled_fn_{next(_graph_counter)}"
+        compiled = self.compiler_fn(gm, example_inputs)
+        self.install[name] = compiled
+        info = GraphInfo(name, gm, compiled, example_inputs, self.op_count())
+        return info, index, [n.meta["source"] for n in placeholders]
+
+
+def _structseq_fields(value):
+    """Field names of a torch.return_types structseq, else None."""
+    cls = type(value)
+    if hasattr(cls, "n_fields") and hasattr(cls, "n_sequence_fields"):
+        members = [k for k, v in cls.__dict__.items() if type(v).__name__ == "member_descriptor"]
+        return tuple(members[:len(value)]) or None
+    return None
+
+
+# ---------------------------------------------------------------- codegen
+
+class PyCodegen:
+    """Instruction emitter for rewritten code: loads by source, rebuilds
+    values from graph outputs, keeps containers' identity (each traced
+    container is built once and reloaded from a temporary)."""
+
+    def __init__(self, code, graph_out=None):
+        self.code = code
+        self.insts = []
+        self.graph_out = graph_out       # (local name, {node: index}) or None
+        self.built = {}                  # id(var) -> temp local holding it
+        self.keep = []                   # vars referenced by `built`
+        self.temps = itertools.count()
+        self.cells = set(code.co_cellvars) | set(code.co_freevars)
+
+    def emit(self, opname, **kw):
+        inst = create_instruction(opname, **kw)
+        self.insts.append(inst)
+        return inst
+
+    def append(self, inst):
+        self.insts.append(inst)
+
+    def load_const(self, value):
+        self.emit("LOAD_CONST", argval=value)
+
+    def load_local(self, name):
+        self.emit("LOAD_DEREF" if name in self.cells else "LOAD_FAST", argval=name)
+
+    def store_local(self, name):
+        self.emit("STORE_DEREF" if name in self.cells else "STORE_FAST", argval=name)
+
+    def new_temp(self, prefix="___tmp"):
+        return f"{prefix}_{next(self.temps)}"
+
+    def call(self, nargs):
+        """Call with stack [callable, args...]: a NULL goes under the callable."""
+        self.emit("PUSH_NULL")
+        for i in range(nargs + 2, 1, -1):
+            self.emit("SWAP", arg=i)
+        self.emit("PRECALL", arg=nargs)
+        self.emit("CALL", arg=nargs)
+
+    def call_ex(self):
+        """Call with stack [callable, args_tuple]."""
+        self.emit("PUSH_NULL")
+        self.emit("SWAP", arg=3)
+        self.emit("SWAP", arg=2)
+        self.emit("CALL_FUNCTION_EX", arg=0)
+
+    def load_source(self, source):
+        if isinstance(source, LocalSource):
+            self.load_local(source.local_name)
+        elif isinstance(source, GlobalSource):
+            self.emit("LOAD_GLOBAL", argval=source.global_name)
+        elif isinstance(source, ClosureSource):
+            self.emit("LOAD_DEREF", argval=source.var_name)
+        elif isinstance(source, AttrSource):
+            self.load_source(source.base)
+            self.emit("LOAD_ATTR", argval=source.attr)
+        elif isinstance(source, ItemSource):
+            self.load_source(source.base)
+            self.load_const(source.key)
+            self.emit("BINARY_SUBSCR")
+        else:
+            raise Unsupported(f"cannot load {source.name()}")
+
+    def load_tensor(self, var):
+        if self.graph_out is not None:
+            name, index = self.graph_out
+            i = index.get(var.node)
+            if i is not None:
+                self.load_local(name)
+                self.load_const(i)
+                self.emit("BINARY_SUBSCR")
+                return
+        if var.source is not None:
+            self.load_source(var.source)
+            return
+        raise Unsupported("a tensor that is neither a graph input nor a graph output")
+
+    def reconstruct(self, var):
+        """Leave `var`'s run-time value on the stack."""
+        from .tracer.variables import DictVariable, ListVariable, TupleVariable
+        temp = self.built.get(id(var))
+        if temp is not None:
+            self.load_local(temp)
+            return
+        var.reconstruct(self)
+        if isinstance(var, (ListVariable, DictVariable)) and var.source is None:
+            temp = self.new_temp()
+            self.emit("COPY", arg=1)
+            self.store_local(temp)
+            self.built[id(var)] = temp
+            self.keep.append(var)
+        elif isinstance(var, TupleVariable):
+            pass
+
+    def call_graph(self, info, input_sources, out_name):
+        """__compiled_fn_<n>(*inputs) -> local `out_name`."""
+        self.emit("LOAD_GLOBAL", argval=info.name, push_null=True)
+        for src in input_sources:
+            self.load_source(src)
+        self.emit("PRECALL", arg=len(input_sources))
+        self.emit("CALL", arg=len(input_sources))
+        self.store_local(out_name)

@@ -1,0 +1,60 @@
+"""__resume_at_<offset>_<n>: the functions that continue a frame after a
+graph break.
+
+A resume code is the original code object with a new head: its arguments
+are the values left on the stack at the break (`___stack0`, ...) followed by
+the live locals; its prologue pushes the stack values back (NULLs where the
+stack had NULLs) and jumps to `offset` inside an unchanged copy of the
+original instructions (exception table included). Same filename and
+co_firstlineno as the original. Codes are cached per (code, offset, stack
+shape, locals) so repeated compiles reuse the same code object and the
+hook's cache entries for it. Nothing here traces or compiles graphs.
+"""
+import itertools
+import threading
+import types
+
+from .bytecode import code_with_new_body, create_instruction, decode, strip_prologue
+
+_lock = threading.Lock()
+_cache = {}                      # key -> (code, name)
+_counter = itertools.count()
+
+
+def resume_code(code, offset, null_mask, local_names):
+    """(code object, name) of the resume function of `code` at `offset`
+    for a stack of len(null_mask) values (True: NULL) and `local_names`."""
+    key = (code, offset, tuple(null_mask), tuple(local_names))
+    with _lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            return hit
+        name = f"__resume_at_{offset}_{next(_counter)}"
+    body = strip_prologue(decode(code))
+    target = next((inst for inst in body if inst.offset == offset), None)
+    if target is None:
+        raise ValueError(f"{code.co_name}: no instruction at offset {offset}")
+    head, argnames, k = [], [], 0
+    for is_null in null_mask:
+        if is_null:
+            head.append(create_instruction("PUSH_NULL"))
+        else:
+            argnames.append(f"___stack{k}")
+            head.append(create_instruction("LOAD_FAST", argval=argnames[-1]))
+            k += 1
+    head.append(create_instruction("JUMP_FORWARD", target=target))
+    new = code_with_new_body(code, head + body, argnames=argnames + list(local_names), name=name)
+    with _lock:
+        return _cache.setdefault(key, (new, name))
+
+
+def make_function(code, f_globals, name):
+    """The function object installed as global `name` for a resume code of
+    a function without free variables."""
+    return types.FunctionType(code, f_globals, name)
+
+
+def clear():
+    """Forget cached resume codes (dynamo.reset())."""
+    with _lock:
+        _cache.clear()

@@ -1,0 +1,347 @@
+"""InstructionTranslator: the outermost frame of a compile.
+
+Owns the frame's arguments (wrapped lazily on first use, so an argument the
+trace never reads gets no guard), the graph breaks and the instructions of
+the rewritten code:
+- RETURN_VALUE: compile the graph, rebuild the return value, return it;
+- POP_JUMP_IF_* on a tensor: compile the graph with the condition as an
+  output, emit the original jump and, in each branch, a call of the resume
+  function for that branch;
+- an Unsupported raised while running a breakable instruction (a call,
+  attribute store, ...): abort with RestartAnalysis; the next pass stops
+  just before that instruction, compiles the graph so far, runs the
+  instruction eagerly in the rewritten code and calls the resume function
+  for the next instruction.
+Breaks inside try blocks or non-grad-mode `with` blocks are Unsupported for
+the whole frame.
+"""
+import dis
+
+from ..bytecode import create_instruction, live_locals
+from ..exc import Unsupported
+from ..guards import ClosureSource, LocalSource
+from ..output_graph import PyCodegen
+from .. import resume
+from .translator import InstructionTranslatorBase
+from .variables import (CellVariable, NullVariable, PassthroughVariable, TensorVariable)
+from .variables.base import VariableTracker
+
+GRAPH_OUT = "___graph_out"
+
+# instructions that may run eagerly at a break: opname -> values popped
+_BREAK_POPS = {
+    "CALL": lambda arg: arg + 2,
+    "CALL_FUNCTION_EX": lambda arg: 3 + (arg & 1),
+    "STORE_ATTR": lambda arg: 2, "DELETE_ATTR": lambda arg: 1,
+    "STORE_SUBSCR": lambda arg: 3, "DELETE_SUBSCR": lambda arg: 2,
+    "STORE_GLOBAL": lambda arg: 1, "LOAD_ATTR": lambda arg: 1,
+    "BINARY_SUBSCR": lambda arg: 2, "BINARY_OP": lambda arg: 2,
+    "COMPARE_OP": lambda arg: 2, "CONTAINS_OP": lambda arg: 2,
+    "UNARY_NEGATIVE": lambda arg: 1, "UNARY_POSITIVE": lambda arg: 1,
+    "UNARY_INVERT": lambda arg: 1, "GET_ITER": lambda arg: 1,
+    "UNPACK_SEQUENCE": lambda arg: 1, "BUILD_STRING": lambda arg: arg,
+    "FORMAT_VALUE": lambda arg: 1 + bool(arg & 0x04),
+    "IMPORT_NAME": lambda arg: 2, "STORE_DEREF": lambda arg: 1,
+}
+
+_JUMPS_KEEP_ON_TAKEN = {"JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"}
+_TENSOR_JUMPS = {"POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
+                 "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE",
+                 "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"}
+
+
+class RestartAnalysis(Exception):
+    """Trace again and break before the instruction at `offset`."""
+
+    def __init__(self, offset, error):
+        super().__init__(offset)
+        self.offset = offset
+        self.error = error
+
+
+class BreakInfo:
+    """What the compile found about its graph break (for BreakReason)."""
+
+    def __init__(self, reason, user_stack):
+        self.reason = reason
+        self.user_stack = user_stack
+
+
+class InstructionTranslator(InstructionTranslatorBase):
+    """The outermost frame (see module docstring). After run(): `body` is
+    the rewritten code's instruction list after the prologue, or None when
+    the original code can be kept; `break_info`, `resume_codes`."""
+
+    def __init__(self, output, frame, *, nopython, break_offset=None, break_error=None):
+        code = frame.code
+        args = {}
+        nargs = code.co_argcount + code.co_kwonlyargcount + \
+            bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+        for slot, name in enumerate(code.co_varnames[:nargs]):
+            if name in frame.f_locals:
+                args[name] = PassthroughVariable(LocalSource(name, slot))
+        cells = {name: CellVariable(PassthroughVariable(ClosureSource(i, name)), ClosureSource(i, name))
+                 for i, name in enumerate(code.co_freevars)}
+        super().__init__(output, code, frame.f_globals, args, cells)
+        self.frame = frame
+        self.nopython = nopython
+        self.break_offset = break_offset
+        self.break_error = break_error
+        self.body = None
+        self.break_info = None
+        self.resume_codes = []
+
+    # ------------------------------------------------------------ driver
+    def step(self, inst):
+        if self.break_offset is not None and inst.offset == self.break_offset:
+            self.break_at_instruction(inst)
+            return
+        try:
+            super().step(inst)
+        except Unsupported as e:
+            if self.nopython:
+                raise
+            start = self.break_group_start(inst)
+            if start is None or not self.can_break_at(inst):
+                if not e.user_stack:
+                    e.add_user_stack(self.user_stack())
+                raise
+            if not e.user_stack:
+                e.add_user_stack(self.user_stack())
+            raise RestartAnalysis(start.offset, e) from None
+
+    def break_group_start(self, inst):
+        """First instruction of the group that runs eagerly for a break at
+        `inst` ([KW_NAMES] PRECALL CALL), or None if `inst` cannot break."""
+        if inst.opname not in _BREAK_POPS:
+            return None
+        i = self.index_of[id(inst)]
+        if inst.opname == "CALL":
+            while i > 0 and self.instructions[i - 1].opname in ("PRECALL", "KW_NAMES"):
+                i -= 1
+        return self.instructions[i]
+
+    # ------------------------------------------------------------ values
+    def collect(self, var, out, seen):
+        """Every VT reachable from `var` (for graph outputs)."""
+        if id(var) in seen or not isinstance(var, VariableTracker):
+            return
+        seen.add(id(var))
+        out.append(var)
+        for attr in ("items", "obj", "value"):
+            child = getattr(var, attr, None)
+            if isinstance(child, dict):
+                for v in child.values():
+                    self.collect(v, out, seen)
+            elif isinstance(child, list):
+                for v in child:
+                    self.collect(v, out, seen)
+            elif isinstance(child, VariableTracker):
+                self.collect(child, out, seen)
+
+    def compile_graph(self, roots):
+        found, seen = [], set()
+        for var in roots:
+            self.collect(var, found, seen)
+        info, index, sources = self.output.compile_graph(
+            [v for v in found if isinstance(v, TensorVariable)])
+        if info is not None:
+            self.output.graphs.append(info)
+        cg = PyCodegen(self.code, (GRAPH_OUT, index))
+        if info is not None:
+            cg.call_graph(info, sources, GRAPH_OUT)
+        return cg
+
+    def live_values(self, index):
+        """(name, VT) of the locals live at instruction `index` that have a
+        value, in co_varnames order (cell variables included)."""
+        live = live_locals(self.instructions, index, include_cells=True)
+        order = {n: i for i, n in enumerate(self.code.co_varnames + self.code.co_cellvars)}
+        out = []
+        for name in sorted(live, key=lambda n: order.get(n, len(order))):
+            if name in self.code.co_freevars:
+                continue
+            if name in self.cells:
+                value = self.cells[name].value
+            else:
+                value = self.locals.get(name)
+            if value is not None:
+                out.append((name, value))
+        return out
+
+    def materialize(self, cg, stack, named):
+        """Rebuild `stack` (NULLs skipped) into temporaries and `named`
+        locals into their variables; returns the temporaries (None for
+        NULLs). Everything is loaded before anything is stored, so sources
+        naming arguments still see the original arguments."""
+        temps = []
+        stores = []
+        for var in stack:
+            if isinstance(var, NullVariable):
+                temps.append(None)
+                continue
+            cg.reconstruct(var)
+            temps.append(cg.new_temp("___stack"))
+            stores.append(temps[-1])
+        for name, var in named:
+            if isinstance(var.source, LocalSource) and var.source.local_name == name:
+                continue          # the argument itself, still in its variable
+            cg.reconstruct(var)
+            stores.append(name)
+        for name in reversed(stores):
+            cg.store_local(name)
+        return temps
+
+    def load_resume_function(self, cg, target, null_mask, names):
+        """Push NULL and __resume_at_<offset>_<n> for a resume at `target`
+        with that stack shape and those locals."""
+        code, name = resume.resume_code(self.code, target.offset, tuple(null_mask), tuple(names))
+        self.resume_codes.append(code)
+        if self.code.co_freevars:
+            cg.emit("PUSH_NULL")
+            for fv in self.code.co_freevars:
+                cg.emit("LOAD_CLOSURE", argval=fv)
+            cg.emit("BUILD_TUPLE", arg=len(self.code.co_freevars))
+            cg.load_const(code)
+            cg.emit("MAKE_FUNCTION", arg=0x08)
+        else:
+            self.output.install[name] = resume.make_function(code, self.frame.f_globals, name)
+            cg.emit("LOAD_GLOBAL", argval=name, push_null=True)
+
+    def emit_resume_call(self, cg, target, stack_temps, named):
+        """Call the resume function at `target` with the stack held in
+        `stack_temps` (None: a NULL) and the locals `named`; return its result."""
+        names = [n for n, _ in named]
+        self.load_resume_function(cg, target, [t is None for t in stack_temps], names)
+        nargs = 0
+        for temp in stack_temps:
+            if temp is not None:
+                cg.load_local(temp)
+                nargs += 1
+        self.finish_resume_call(cg, names, nargs)
+
+    def finish_resume_call(self, cg, names, nargs_on_stack):
+        for n in names:
+            cg.load_local(n)
+        nargs = nargs_on_stack + len(names)
+        cg.emit("PRECALL", arg=nargs)
+        cg.emit("CALL", arg=nargs)
+        cg.emit("RETURN_VALUE")
+
+    def set_run_time_grad_mode(self, cg):
+        """The graph restores the entry grad mode; set the traced mode for
+        the code that runs eagerly after it (inside a no_grad block)."""
+        import torch
+        if self.output.grad_enabled != self.output.initial_grad:
+            cg.load_const(torch._C._set_grad_enabled)
+            cg.load_const(self.output.grad_enabled)
+            cg.call(1)
+            cg.emit("POP_TOP")
+
+    # ------------------------------------------------------------ breaks
+    def RETURN_VALUE(self, inst):
+        value = self.pop()
+        cg = self.compile_graph([value])
+        if not self.output.graphs:
+            self.body = None        # nothing compiled: keep the original code
+        else:
+            cg.reconstruct(value)
+            cg.emit("RETURN_VALUE")
+            self.body = cg.insts
+        self.done = True
+
+    def _pop_jump(self, inst, jump_if):
+        if not isinstance(self.stack[-1], TensorVariable):
+            return super()._pop_jump(inst, jump_if)
+        self.tensor_jump(inst)
+
+    def JUMP_IF_TRUE_OR_POP(self, inst):
+        if isinstance(self.stack[-1], TensorVariable):
+            return self.tensor_jump(inst)
+        return super().JUMP_IF_TRUE_OR_POP(inst)
+
+    def JUMP_IF_FALSE_OR_POP(self, inst):
+        if isinstance(self.stack[-1], TensorVariable):
+            return self.tensor_jump(inst)
+        return super().JUMP_IF_FALSE_OR_POP(inst)
+
+    def tensor_jump(self, inst):
+        if self.nopython or not self.can_break_at(inst):
+            raise Unsupported("generic_jump TensorVariable()")
+        self.break_info = BreakInfo("generic_jump TensorVariable()", self.user_stack())
+        cond = self.pop()
+        i = self.index_of[id(inst)]
+        taken, fall = self.instructions.index(inst.target), i + 1
+        live_taken, live_fall = self.live_values(taken), self.live_values(fall)
+        named = dict(live_fall)
+        named.update(live_taken)
+        order = list(self.code.co_varnames + self.code.co_cellvars)
+        named = sorted(named.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
+        cg = self.compile_graph([v for _, v in named] + self.stack + [cond])
+        temps = self.materialize(cg, self.stack, named)
+        keep = inst.opname in _JUMPS_KEEP_ON_TAKEN
+        cond_temp = None
+        if keep:
+            cg.reconstruct(cond)
+            cond_temp = cg.new_temp("___stack")
+            cg.store_local(cond_temp)
+            cg.load_local(cond_temp)
+        else:
+            cg.reconstruct(cond)
+        self.set_run_time_grad_mode(cg)
+        jump_name = inst.opname
+        if keep:      # the cond was saved: a popping jump suffices
+            jump_name = "POP_JUMP_FORWARD_IF_TRUE" if "TRUE" in inst.opname else "POP_JUMP_FORWARD_IF_FALSE"
+        label = create_instruction("NOP")
+        cg.append(create_instruction(jump_name, target=label))
+        self.emit_resume_call(cg, self.instructions[fall], temps, [kv for kv in named if kv in live_fall])
+        cg.append(label)
+        taken_stack = temps + ([cond_temp] if keep else [])
+        self.emit_resume_call(cg, inst.target, taken_stack, [kv for kv in named if kv in live_taken])
+        self.body = cg.insts
+        self.done = True
+
+    def break_at_instruction(self, inst):
+        """Second pass: stop before `inst`, run its group eagerly."""
+        err = self.break_error
+        self.break_info = BreakInfo(err.reason if err else "graph break", err.user_stack if err else [])
+        if not self.can_break_at(inst):
+            raise err or Unsupported("graph break inside a try/with block")
+        i = self.index_of[id(inst)]
+        j = i
+        while self.instructions[j].opname in ("KW_NAMES", "PRECALL"):
+            j += 1
+        group = self.instructions[i:j + 1]
+        last = group[-1]
+        npop = _BREAK_POPS[last.opname](last.arg or 0)
+        # 3.11 splits a call's effect between PRECALL (-n) and CALL (-1)
+        npush = npop + sum(dis.stack_effect(g.opcode, g.arg if g.opcode >= dis.HAVE_ARGUMENT else None)
+                           for g in group)
+        deep, operands = self.stack[:len(self.stack) - npop], self.stack[len(self.stack) - npop:]
+        named = self.live_values(j + 1)
+        cg = self.compile_graph([v for _, v in named] + self.stack)
+        temps = self.materialize(cg, deep + operands, named)
+        deep_temps, operand_temps = temps[:len(deep)], temps[len(deep):]
+        # the resume function goes under everything the break leaves behind
+        names = [n for n, _ in named]
+        self.load_resume_function(cg, self.instructions[j + 1],
+                                  [t is None for t in deep_temps] + [False] * npush, names)
+        n_deep = 0
+        for temp in deep_temps:
+            if temp is not None:
+                cg.load_local(temp)
+                n_deep += 1
+        for temp in operand_temps:
+            if temp is None:
+                cg.emit("PUSH_NULL")
+            else:
+                cg.load_local(temp)
+        self.set_run_time_grad_mode(cg)
+        for orig in group:
+            copy = create_instruction(orig.opname, arg=orig.arg, argval=orig.argval)
+            copy.positions = orig.positions
+            cg.append(copy)
+        self.finish_resume_call(cg, names, n_deep + npush)
+        self.body = cg.insts
+        self.done = True
+

@@ -1,0 +1,601 @@
+"""The symbolic bytecode interpreter: one method per 3.11 opcode.
+
+InstructionTranslatorBase runs a code object over VariableTrackers (its
+stack, locals and cells). InliningTranslator runs a called user function or
+forward() until RETURN_VALUE and hands back the return value; it never
+breaks the graph itself — an Unsupported inside it propagates to the
+outermost frame, whose call instruction then becomes the break.
+InstructionTranslator (in frame.py) is the outermost frame: it owns the
+graph breaks and the rewritten code. Nothing here calls the backend.
+"""
+import dis
+import opcode
+import operator
+import traceback
+import types
+
+import torch
+
+from ..bytecode import decode
+from ..exc import Unsupported
+from ..guards import GlobalSource, ItemSource
+from .variables import (CellVariable, ConstantVariable, DictVariable, GradModeVariable,
+                        ListIteratorVariable, ListVariable, NestedFunctionVariable, NullVariable,
+                        PassthroughVariable, TensorVariable, TupleVariable, WithExitVariable,
+                        wrap, wrap_const)
+from .variables.base import BINARY_OPS, COMPARE_OPS, VariableTracker
+from .variables.builtin import (BuiltinVariable, binary_op, compare_op, contains, getitem,
+                                identical, unary_op)
+
+MAX_INLINE_DEPTH = 24
+_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
+_CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200
+_CO_GENERATOR = 0x20
+_NB_SYMBOL = [sym for _, sym in opcode._nb_ops]
+
+
+class InstructionTranslatorBase:
+    """Shared interpreter state and the opcode methods (see module doc)."""
+
+    def __init__(self, output, code, f_globals, symbolic_locals, cells, parent=None):
+        self.output = output
+        self.code = code
+        self.f_globals = f_globals
+        self.instructions = decode(code)
+        self.index_of = {id(inst): i for i, inst in enumerate(self.instructions)}
+        self.ip = 0
+        self.stack = []
+        self.locals = dict(symbolic_locals)
+        self.cells = dict(cells)
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.kw_names = ()
+        self.lineno = code.co_firstlineno
+        self.current = None
+        self.done = False
+        self.with_stack = []           # active grad-mode `with` blocks
+
+    # ------------------------------------------------------------ driver
+    def run(self):
+        while not self.done:
+            inst = self.instructions[self.ip]
+            self.ip += 1
+            self.current = inst
+            if inst.positions is not None and inst.positions.lineno is not None:
+                self.lineno = inst.positions.lineno
+            elif inst.starts_line is not None:
+                self.lineno = inst.starts_line
+            try:
+                self.step(inst)
+            except Unsupported as e:
+                if not e.user_stack:
+                    e.add_user_stack(self.user_stack())
+                raise
+
+    def step(self, inst):
+        handler = getattr(self, inst.opname, None)
+        if handler is None:
+            raise Unsupported(f"opcode {inst.opname} is not supported")
+        handler(inst)
+
+    def frame_summary(self):
+        return traceback.FrameSummary(self.code.co_filename, self.lineno, self.code.co_name)
+
+    def user_stack(self):
+        chain, tx = [], self
+        while tx is not None:
+            chain.append(tx.frame_summary())
+            tx = tx.parent
+        return list(reversed(chain))
+
+    # ------------------------------------------------------------ stack
+    def push(self, var):
+        assert isinstance(var, VariableTracker), var
+        self.stack.append(var)
+
+    def pop(self):
+        return self.stack.pop()
+
+    def popn(self, n):
+        if n == 0:
+            return []
+        out = self.stack[-n:]
+        del self.stack[-n:]
+        return out
+
+    def jump(self, inst):
+        self.ip = self.index_of[id(inst.target)]
+
+    # ------------------------------------------------------------ values
+    def global_source(self, name):
+        """Source of global `name` of this code (None: no guard possible)."""
+        if self.f_globals is self.output.frame.f_globals:
+            return GlobalSource(name)
+        mangled = self.output.globals_alias(self.f_globals)
+        return ItemSource(GlobalSource(mangled), name)
+
+    def realize(self, var):
+        """Wrap a passthrough frame value on first real use."""
+        if isinstance(var, PassthroughVariable):
+            value = self.output.frame.fetch(var.source)
+            return wrap(self, value, var.source)
+        return var
+
+    # ------------------------------------------------------------ inlining
+    def inline_call(self, fn_var, args, kwargs):
+        code = fn_var.get_code()
+        if self.depth + 1 > MAX_INLINE_DEPTH:
+            raise Unsupported(f"inlining depth limit {MAX_INLINE_DEPTH} reached at {code.co_name}")
+        if code.co_flags & _CO_GENERATOR_LIKE and not code.co_flags & _CO_GENERATOR:
+            raise Unsupported(f"inlining coroutine {code.co_name}")
+        defaults, kwdefaults = fn_var.get_defaults()
+        bound = bind_args(self, fn_var, code, args, kwargs, defaults, kwdefaults)
+        cls = GeneratorTranslator if code.co_flags & _CO_GENERATOR else InliningTranslator
+        sub = cls(self.output, code, fn_var.get_globals(), bound, fn_var.closure_cells(self),
+                  parent=self)
+        sub.run()
+        return sub.returned
+
+    # ------------------------------------------------------------ opcodes: misc
+    def NOP(self, inst):
+        pass
+
+    def RESUME(self, inst):
+        pass
+
+    def PRECALL(self, inst):
+        pass
+
+    def COPY_FREE_VARS(self, inst):
+        pass
+
+    def MAKE_CELL(self, inst):
+        name = inst.argval
+        self.cells[name] = CellVariable(self.locals.pop(name, None))
+
+    def POP_TOP(self, inst):
+        self.pop()
+
+    def PUSH_NULL(self, inst):
+        self.push(NullVariable())
+
+    def COPY(self, inst):
+        self.push(self.stack[-inst.arg])
+
+    def SWAP(self, inst):
+        n = inst.arg
+        self.stack[-1], self.stack[-n] = self.stack[-n], self.stack[-1]
+
+    def KW_NAMES(self, inst):
+        self.kw_names = tuple(inst.argval)
+
+    # ------------------------------------------------------------ locals
+    def LOAD_FAST(self, inst):
+        name = inst.argval
+        if name not in self.locals:
+            raise Unsupported(f"UnboundLocalError: local variable {name!r} referenced before assignment")
+        var = self.locals[name] = self.realize(self.locals[name])
+        self.push(var)
+
+    def STORE_FAST(self, inst):
+        self.locals[inst.argval] = self.pop()
+
+    def DELETE_FAST(self, inst):
+        self.locals.pop(inst.argval, None)
+
+    def LOAD_CONST(self, inst):
+        self.push(wrap_const(inst.argval))
+
+    def LOAD_GLOBAL(self, inst):
+        if inst.arg & 1:
+            self.push(NullVariable())
+        name = inst.argval
+        if name in self.f_globals:
+            self.push(wrap(self, self.f_globals[name], self.global_source(name)))
+            return
+        builtins_dict = self.f_globals.get("__builtins__", self.output.frame.f_builtins)
+        if isinstance(builtins_dict, types.ModuleType):
+            builtins_dict = builtins_dict.__dict__
+        if name not in builtins_dict:
+            raise Unsupported(f"NameError: name {name!r} is not defined")
+        self.push(wrap(self, builtins_dict[name], None))
+
+    def STORE_GLOBAL(self, inst):
+        raise Unsupported(f"assignment to global {inst.argval!r}")
+
+    def LOAD_DEREF(self, inst):
+        cell = self.cells.get(inst.argval)
+        if cell is None or cell.value is None:
+            raise Unsupported(f"free variable {inst.argval!r} referenced before assignment")
+        cell.value = self.realize(cell.value)
+        self.push(cell.value)
+
+    def STORE_DEREF(self, inst):
+        cell = self.cells[inst.argval]
+        if cell.source is not None:
+            raise Unsupported(f"assignment to closure variable {inst.argval!r} of the compiled frame")
+        cell.value = self.pop()
+
+    def LOAD_CLOSURE(self, inst):
+        self.push(self.cells[inst.argval])
+
+    def IMPORT_NAME(self, inst):
+        import sys
+        fromlist, level = self.pop(), self.pop()
+        name = inst.argval
+        if level.as_python_constant() != 0 or name not in sys.modules:
+            raise Unsupported(f"import of {name!r} inside the compiled frame (not yet imported)")
+        top = fromlist.as_python_constant() is None
+        module = sys.modules[name.split(".")[0] if top else name]
+        self.push(wrap(self, module, None))
+
+    def IMPORT_FROM(self, inst):
+        self.push(self.stack[-1].var_getattr(self, inst.argval))
+
+    # ------------------------------------------------------------ attributes
+    def LOAD_ATTR(self, inst):
+        obj = self.pop()
+        self.push(obj.var_getattr(self, inst.argval))
+
+    def LOAD_METHOD(self, inst):
+        obj = self.pop()
+        self.push(NullVariable())
+        self.push(obj.var_getattr(self, inst.argval))
+
+    def STORE_ATTR(self, inst):
+        obj, value = self.pop(), self.pop()
+        raise Unsupported(f"assignment to attribute {inst.argval!r} of {obj}")
+
+    # ------------------------------------------------------------ calls
+    def CALL(self, inst):
+        args = self.popn(inst.arg)
+        self_or_fn = self.pop()
+        fn = self.pop()
+        if isinstance(fn, NullVariable):
+            fn = self_or_fn
+        else:
+            args = [self_or_fn, *args]
+        kwargs = {}
+        if self.kw_names:
+            n = len(self.kw_names)
+            kwargs = dict(zip(self.kw_names, args[-n:]))
+            args = args[:-n]
+            self.kw_names = ()
+        self.push(fn.call(self, args, kwargs))
+
+    def CALL_FUNCTION_EX(self, inst):
+        kwargs = self.pop() if inst.arg & 1 else None
+        args = self.pop()
+        fn = self.pop()
+        null = self.pop()
+        if not isinstance(null, NullVariable):
+            raise Unsupported("CALL_FUNCTION_EX without NULL")
+        arg_list = args.unpack(self)
+        kw = {}
+        if kwargs is not None:
+            if not isinstance(kwargs, DictVariable):
+                raise Unsupported(f"**kwargs from {kwargs}")
+            kw = dict(kwargs.items)
+        self.push(fn.call(self, arg_list, kw))
+
+    def MAKE_FUNCTION(self, inst):
+        flags = inst.arg
+        code = self.pop().as_python_constant()
+        closure = self.pop().items if flags & 0x08 else []
+        if flags & 0x04:
+            self.pop()
+        kwdefaults = self.pop().items if flags & 0x02 else {}
+        defaults = self.pop().unpack(self) if flags & 0x01 else []
+        self.push(NestedFunctionVariable(code, self.f_globals, None, defaults, kwdefaults, closure))
+
+    # ------------------------------------------------------------ operators
+    def BINARY_OP(self, inst):
+        b, a = self.pop(), self.pop()
+        self.push(binary_op(self, BINARY_OPS[_NB_SYMBOL[inst.arg]], a, b))
+
+    def COMPARE_OP(self, inst):
+        b, a = self.pop(), self.pop()
+        self.push(compare_op(self, COMPARE_OPS[inst.argval], a, b))
+
+    def IS_OP(self, inst):
+        b, a = self.pop(), self.pop()
+        same = identical(a, b)
+        if same is None:
+            raise Unsupported(f"`is` between {a} and {b}")
+        self.push(ConstantVariable(same != bool(inst.arg)))
+
+    def CONTAINS_OP(self, inst):
+        container, item = self.pop(), self.pop()
+        self.push(ConstantVariable(contains(self, item, container) != bool(inst.arg)))
+
+    def UNARY_NEGATIVE(self, inst):
+        self.push(unary_op(self, operator.neg, self.pop()))
+
+    def UNARY_POSITIVE(self, inst):
+        self.push(unary_op(self, operator.pos, self.pop()))
+
+    def UNARY_INVERT(self, inst):
+        self.push(unary_op(self, operator.invert, self.pop()))
+
+    def UNARY_NOT(self, inst):
+        self.push(ConstantVariable(not self.pop().truth(self)))
+
+    def BINARY_SUBSCR(self, inst):
+        key, obj = self.pop(), self.pop()
+        self.push(getitem(self, obj, key))
+
+    def STORE_SUBSCR(self, inst):
+        key, obj, value = self.pop(), self.pop(), self.pop()
+        if isinstance(obj, (TensorVariable, ListVariable, DictVariable)):
+            obj.call_method(self, "__setitem__", [key, value], {})
+            return
+        raise Unsupported(f"item assignment on {obj}")
+
+    def DELETE_SUBSCR(self, inst):
+        key, obj = self.pop(), self.pop()
+        if isinstance(obj, (ListVariable, DictVariable)):
+            obj.call_method(self, "__delitem__", [key], {})
+            return
+        raise Unsupported(f"item deletion on {obj}")
+
+    # ------------------------------------------------------------ building
+    def BUILD_TUPLE(self, inst):
+        self.push(TupleVariable(self.popn(inst.arg)))
+
+    def BUILD_LIST(self, inst):
+        self.push(ListVariable(self.popn(inst.arg)))
+
+    def BUILD_MAP(self, inst):
+        flat = self.popn(2 * inst.arg)
+        self.push(DictVariable({flat[i].as_python_constant(): flat[i + 1]
+                                for i in range(0, len(flat), 2)}))
+
+    def BUILD_CONST_KEY_MAP(self, inst):
+        keys = self.pop().as_python_constant()
+        values = self.popn(inst.arg)
+        self.push(DictVariable(dict(zip(keys, values))))
+
+    def BUILD_SLICE(self, inst):
+        parts = self.popn(inst.arg)
+        self.push(ConstantVariable(slice(*[p.as_python_constant() for p in parts])))
+
+    def BUILD_STRING(self, inst):
+        parts = self.popn(inst.arg)
+        self.push(ConstantVariable("".join(p.as_python_constant() for p in parts)))
+
+    def FORMAT_VALUE(self, inst):
+        flags = inst.arg
+        spec = self.pop().as_python_constant() if flags & 0x04 else ""
+        value = self.pop().as_python_constant()
+        conv = {1: str, 2: repr, 3: ascii}.get(flags & 0x03)
+        if conv is not None:
+            value = conv(value)
+        self.push(ConstantVariable(format(value, spec)))
+
+    def LIST_APPEND(self, inst):
+        v = self.pop()
+        self.stack[-inst.arg].items.append(v)
+
+    def LIST_EXTEND(self, inst):
+        v = self.pop()
+        self.stack[-inst.arg].items.extend(v.unpack(self))
+
+    def LIST_TO_TUPLE(self, inst):
+        self.push(TupleVariable(self.pop().items))
+
+    def DICT_MERGE(self, inst):
+        v = self.pop()
+        target = self.stack[-inst.arg]
+        if not isinstance(v, DictVariable):
+            raise Unsupported(f"** of {v}")
+        target.items.update(v.items)
+
+    DICT_UPDATE = DICT_MERGE
+
+    def MAP_ADD(self, inst):
+        value, key = self.pop(), self.pop()
+        self.stack[-inst.arg].items[key.as_python_constant()] = value
+
+    def UNPACK_SEQUENCE(self, inst):
+        items = self.pop().unpack(self)
+        if len(items) != inst.arg:
+            raise Unsupported(f"unpacking {len(items)} values into {inst.arg}")
+        for item in reversed(items):
+            self.push(item)
+
+    def UNPACK_EX(self, inst):
+        before, after = inst.arg & 0xFF, inst.arg >> 8
+        items = self.pop().unpack(self)
+        if len(items) < before + after:
+            raise Unsupported("not enough values to unpack")
+        middle = ListVariable(items[before:len(items) - after])
+        for item in reversed(items[:before] + [middle] + items[len(items) - after:]):
+            self.push(item)
+
+    # ------------------------------------------------------------ iteration
+    def GET_ITER(self, inst):
+        obj = self.pop()
+        if isinstance(obj, ListIteratorVariable):
+            self.push(obj)
+            return
+        self.push(ListIteratorVariable(obj.unpack(self)))
+
+    def FOR_ITER(self, inst):
+        it = self.stack[-1]
+        if not isinstance(it, ListIteratorVariable):
+            raise Unsupported(f"iteration over {it}")
+        item = it.next()
+        if item is None:
+            self.pop()
+            self.jump(inst)
+        else:
+            self.push(item)
+
+    # ------------------------------------------------------------ jumps
+    def JUMP_FORWARD(self, inst):
+        self.jump(inst)
+
+    JUMP_BACKWARD = JUMP_BACKWARD_NO_INTERRUPT = JUMP_ABSOLUTE = JUMP_FORWARD
+
+    def _pop_jump(self, inst, jump_if):
+        cond = self.pop()
+        if cond.truth(self) == jump_if:
+            self.jump(inst)
+
+    def _pop_jump_none(self, inst, jump_if_none):
+        v = self.pop()
+        is_none = isinstance(v, ConstantVariable) and v.value is None
+        if not is_none and not isinstance(v, ConstantVariable) and v.is_python_constant():
+            is_none = v.as_python_constant() is None
+        if is_none == jump_if_none:
+            self.jump(inst)
+
+    def POP_JUMP_FORWARD_IF_TRUE(self, inst):
+        self._pop_jump(inst, True)
+
+    def POP_JUMP_FORWARD_IF_FALSE(self, inst):
+        self._pop_jump(inst, False)
+
+    POP_JUMP_BACKWARD_IF_TRUE = POP_JUMP_FORWARD_IF_TRUE
+    POP_JUMP_BACKWARD_IF_FALSE = POP_JUMP_FORWARD_IF_FALSE
+
+    def POP_JUMP_FORWARD_IF_NONE(self, inst):
+        self._pop_jump_none(inst, True)
+
+    def POP_JUMP_FORWARD_IF_NOT_NONE(self, inst):
+        self._pop_jump_none(inst, False)
+
+    POP_JUMP_BACKWARD_IF_NONE = POP_JUMP_FORWARD_IF_NONE
+    POP_JUMP_BACKWARD_IF_NOT_NONE = POP_JUMP_FORWARD_IF_NOT_NONE
+
+    def JUMP_IF_TRUE_OR_POP(self, inst):
+        if self.stack[-1].truth(self):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def JUMP_IF_FALSE_OR_POP(self, inst):
+        if not self.stack[-1].truth(self):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    # ------------------------------------------------------------ with
+    def BEFORE_WITH(self, inst):
+        ctx = self.pop()
+        if not isinstance(ctx, GradModeVariable):
+            raise Unsupported(f"`with` on {ctx} (only torch.no_grad/enable_grad/set_grad_enabled)")
+        body = self.instructions[self.ip]
+        handler = body.exn_tab_entry.target if body.exn_tab_entry is not None else None
+        self.with_stack.append((ctx, handler, self.can_break_at(inst)))
+        if not ctx.entered_on_init:
+            ctx.enter(self)
+        self.push(WithExitVariable(ctx))
+        self.push(ConstantVariable(None))
+
+    def exit_with(self, exit_var):
+        if self.with_stack and self.with_stack[-1][0] is exit_var.ctx:
+            self.with_stack.pop()
+
+    def can_break_at(self, inst):
+        """May a graph break happen at `inst`: not inside a try block, and
+        inside `with` blocks only if they are all grad-mode blocks."""
+        entry = inst.exn_tab_entry
+        if not self.with_stack:
+            return entry is None
+        _, handler, clean = self.with_stack[-1]
+        return clean and entry is not None and entry.target is handler
+
+    # ------------------------------------------------------------ return
+    def RETURN_VALUE(self, inst):
+        raise NotImplementedError
+
+
+class InliningTranslator(InstructionTranslatorBase):
+    """Runs one inlined call; `returned` holds its value afterwards."""
+
+    def __init__(self, output, code, f_globals, symbolic_locals, cells, parent):
+        super().__init__(output, code, f_globals, symbolic_locals, cells, parent)
+        self.returned = None
+
+    def RETURN_VALUE(self, inst):
+        self.returned = self.pop()
+        self.done = True
+
+    def can_break_at(self, inst):
+        return False
+
+
+class GeneratorTranslator(InliningTranslator):
+    """Runs a generator function to completion at trace time and returns an
+    iterator over what it yielded. Sound for the generators model code uses
+    (genexprs consumed by all/any/tuple/sum): the body is traced eagerly,
+    so a generator that is only partly consumed still runs to the end in
+    the trace (its traced side effects are graph ops, not Python effects)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.yielded = []
+
+    def RETURN_GENERATOR(self, inst):
+        self.push(ConstantVariable(None))
+
+    def YIELD_VALUE(self, inst):
+        self.yielded.append(self.pop())
+        self.push(ConstantVariable(None))
+
+    def RETURN_VALUE(self, inst):
+        self.pop()
+        self.returned = ListIteratorVariable(self.yielded)
+        self.done = True
+
+
+def bind_args(tx, fn_var, code, args, kwargs, defaults, kwdefaults):
+    """Map call arguments to `code`'s parameters (dict name -> VT). Real
+    default values are wrapped (guarded through the function's source)."""
+    from ..guards import AttrSource
+    nargs, nkw, posonly = code.co_argcount, code.co_kwonlyargcount, code.co_posonlyargcount
+    names = code.co_varnames
+    pos_names, kw_names = names[:nargs], names[nargs:nargs + nkw]
+    i = nargs + nkw
+    varargs = names[i] if code.co_flags & _CO_VARARGS else None
+    i += bool(varargs)
+    varkw = names[i] if code.co_flags & _CO_VARKEYWORDS else None
+    bound = dict(zip(pos_names, args))
+    if len(args) > nargs:
+        if varargs is None:
+            raise Unsupported(f"{code.co_name}() takes {nargs} positional arguments but {len(args)} were given")
+    if varargs is not None:
+        bound[varargs] = TupleVariable(list(args[nargs:]))
+    rest = {}
+    for k, v in kwargs.items():
+        if (k in pos_names[posonly:] or k in kw_names) and k not in bound:
+            bound[k] = v
+        elif varkw is not None:
+            rest[k] = v
+        else:
+            raise Unsupported(f"{code.co_name}() got an unexpected keyword argument {k!r}")
+    if varkw is not None:
+        bound[varkw] = DictVariable(rest)
+    fn_src = getattr(fn_var, "source", None)
+
+    def default(value, src):
+        return value if isinstance(value, VariableTracker) else wrap(tx, value, src)
+    first_default = nargs - len(defaults)
+    for idx, name in enumerate(pos_names):
+        if name not in bound:
+            d = idx - first_default
+            if d < 0:
+                raise Unsupported(f"{code.co_name}() missing argument {name!r}")
+            src = ItemSource(AttrSource(fn_src, "__defaults__"), d) if fn_src is not None else None
+            bound[name] = default(defaults[d], src)
+    for name in kw_names:
+        if name not in bound:
+            if name not in kwdefaults:
+                raise Unsupported(f"{code.co_name}() missing keyword argument {name!r}")
+            src = ItemSource(AttrSource(fn_src, "__kwdefaults__"), name) if fn_src is not None else None
+            bound[name] = default(kwdefaults[name], src)
+    return bound
+
+
+__all__ = ["InstructionTranslatorBase", "InliningTranslator", "bind_args", "dis", "torch"]

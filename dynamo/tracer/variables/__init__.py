@@ -1,0 +1,19 @@
+"""VariableTracker kinds: what the tracer knows about each value.
+
+base (constants, NULL, cells, classes), tensor, containers, functions,
+builtin (builtins and the shared operator helpers), torch (torch modules,
+functions, grad mode), nn_module, misc (Python modules, user objects,
+skipped callables), builder (wrap real values with guards).
+"""
+from .base import (CellVariable, ClassVariable, ConstantVariable, NullVariable, OpaqueVariable,
+                   VariableTracker)
+from .builder import wrap, wrap_const
+from .builtin import BuiltinVariable, ObservedAttributeError
+from .containers import (DictVariable, ListIteratorVariable, ListVariable, SizeVariable,
+                         TupleVariable)
+from .functions import (BoundMethodVariable, NestedFunctionVariable, UserFunctionVariable,
+                        UserMethodVariable)
+from .misc import PassthroughVariable, PythonModuleVariable, UserDefinedObjectVariable
+from .nn_module import NNModuleVariable
+from .tensor import TensorVariable
+from .torch import GradModeVariable, TorchFunctionVariable, WithExitVariable

@@ -1,0 +1,156 @@
+"""wrap(): turn a real value read from the frame into a VariableTracker and
+record the guards that make the trace valid for it.
+
+Guards per kind: tensors TENSOR_MATCH (and become graph inputs), constants
+EQUALS_MATCH (None: ID_MATCH), tuples/lists LENGTH plus per-item guards,
+dicts DICT_KEYS plus per-value guards, modules and functions
+FUNCTION_MATCH/ID_MATCH, nn.Modules ID_MATCH plus `training`, other objects
+TYPE_MATCH. Values without a source (made by traced code) get no guard.
+"""
+import sys
+import sysconfig
+import types
+
+import torch
+
+from ...exc import Unsupported
+from ...guards import (DICT_KEYS, EQUALS_MATCH, FUNCTION_MATCH, ID_MATCH, LENGTH, TYPE_MATCH,
+                       ItemSource)
+from .base import ClassVariable, ConstantVariable, OpaqueVariable, is_constant_value
+from .builtin import BuiltinVariable, is_builtin_callable
+from .containers import DictVariable, ListVariable, TupleVariable, wrap_sequence_items
+from .functions import UserFunctionVariable, UserMethodVariable
+from .misc import PythonModuleVariable, SkippedFunctionVariable, UserDefinedObjectVariable
+from .nn_module import NNModuleVariable
+from .torch import (TorchFunctionVariable, TorchModuleVariable, is_graphable_torch_callable,
+                    is_torch_object)
+
+_STDLIB = tuple(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib"))
+_SKIP_ROOTS = {"numpy", "scipy", "pandas", "sympy", "PIL", "matplotlib", "tabulate",
+               "dynamo", "_pytest", "pytest", "functools", "typing"}
+
+
+def is_skipped_function(fn):
+    """Functions the tracer does not inline: stdlib, numpy/scipy/..., dynamo
+    itself. torch functions are handled before this check."""
+    module = (getattr(fn, "__module__", None) or "").split(".")[0]
+    if module in _SKIP_ROOTS:
+        return True
+    code = getattr(fn, "__code__", None)
+    filename = code.co_filename if code is not None else ""
+    if filename.startswith(_STDLIB) and "site-packages" not in filename:
+        return True
+    return False
+
+
+def _guard(tx, source, kind, *expected):
+    if source is not None:
+        tx.output.add_guard(source, kind, *expected)
+
+
+def wrap(tx, value, source):
+    """A VariableTracker for `value` found at `source` (None: no guards)."""
+    if isinstance(value, torch.Tensor):
+        if source is None:
+            raise Unsupported("a tensor the tracer cannot reload at run time (no source)")
+        return tx.output.add_input(source, value)
+    if value is None:
+        _guard(tx, source, ID_MATCH, None)
+        return ConstantVariable(None, source)
+    if is_constant_value(value):
+        _guard(tx, source, EQUALS_MATCH, value)
+        return ConstantVariable(value, source)
+    if isinstance(value, tuple) and hasattr(type(value), "_fields") and hasattr(type(value), "_make"):
+        from .containers import NamedTupleVariable
+        _guard(tx, source, LENGTH, type(value), len(value))
+        return NamedTupleVariable(wrap_sequence_items(tx, value, source), type(value)._fields,
+                                  source, cls=type(value))
+    if type(value) in (tuple, list):
+        _guard(tx, source, LENGTH, type(value), len(value))
+        items = wrap_sequence_items(tx, value, source)
+        return (TupleVariable if type(value) is tuple else ListVariable)(items, source)
+    if type(value) is dict and all(type(k) in (str, int) for k in value):
+        _guard(tx, source, DICT_KEYS, tuple(value))
+        items = {k: wrap(tx, v, ItemSource(source, k) if source is not None else None)
+                 for k, v in value.items()}
+        return DictVariable(items, source)
+    if isinstance(value, torch.nn.Module):
+        if source is None:
+            raise Unsupported("an nn.Module without a source")
+        _guard(tx, source, ID_MATCH, value)
+        var = NNModuleVariable(value, source)
+        var.guard_training(tx)
+        return var
+    if isinstance(value, types.ModuleType):
+        _guard(tx, source, FUNCTION_MATCH, value)
+        if value.__name__ == "torch" or value.__name__.startswith("torch."):
+            return TorchModuleVariable(value, source)
+        return PythonModuleVariable(value, source)
+    if is_builtin_callable(value):
+        return BuiltinVariable(value, source)
+    if is_torch_object(value):
+        if is_graphable_torch_callable(value):
+            return TorchFunctionVariable(value, source)
+        return SkippedFunctionVariable(value, source)
+    if isinstance(value, types.FunctionType):
+        if is_skipped_function(value):
+            return SkippedFunctionVariable(value, source)
+        _guard(tx, source, FUNCTION_MATCH, value)
+        return UserFunctionVariable(value, source)
+    if isinstance(value, types.MethodType):
+        if isinstance(value.__func__, types.FunctionType) and not is_skipped_function(value.__func__) \
+                and not is_torch_object(value.__func__):
+            self_src = None
+            if source is not None:
+                from ...guards import AttrSource
+                self_src = AttrSource(source, "__self__")
+            _guard(tx, source and _func_source(source), FUNCTION_MATCH, value.__func__)
+            return UserMethodVariable(value.__func__, wrap(tx, value.__self__, self_src), source)
+        return SkippedFunctionVariable(value, source)
+    if isinstance(value, type):
+        _guard(tx, source, ID_MATCH, value)
+        return ClassVariable(value, source)
+    if callable(value) and type(value).__name__ in ("builtin_function_or_method", "method_descriptor",
+                                                     "wrapper_descriptor", "ufunc", "cython_function_or_method",
+                                                     "method-wrapper", "functools.partial", "partial"):
+        return SkippedFunctionVariable(value, source)
+    module = (type(value).__module__ or "").split(".")[0]
+    if module in _SKIP_ROOTS or module == "builtins":
+        return OpaqueVariable(value, source)
+    _guard(tx, source, TYPE_MATCH, type(value))
+    return UserDefinedObjectVariable(value, source)
+
+
+def _func_source(source):
+    from ...guards import AttrSource
+    return AttrSource(source, "__func__")
+
+
+def wrap_torch_attr(tx, value, source):
+    """Attributes of torch modules: not guarded."""
+    if isinstance(value, types.ModuleType):
+        return TorchModuleVariable(value, source)
+    if is_constant_value(value):
+        return ConstantVariable(value)
+    if isinstance(value, torch.Tensor):
+        raise Unsupported("tensor attribute of a torch module")
+    if isinstance(value, type):
+        if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.Size,
+                     torch.device, torch.finfo, torch.iinfo):
+            return TorchFunctionVariable(value, source)
+        return ClassVariable(value, source)
+    if callable(value):
+        if is_graphable_torch_callable(value):
+            return TorchFunctionVariable(value, source)
+        return SkippedFunctionVariable(value, source)
+    return OpaqueVariable(value, source)
+
+
+def wrap_const(value):
+    """A VT for a LOAD_CONST operand (tuples become TupleVariables)."""
+    if type(value) is tuple:
+        return TupleVariable([wrap_const(v) for v in value])
+    return ConstantVariable(value)
+
+
+__all__ = ["wrap", "wrap_torch_attr", "wrap_const", "is_skipped_function", "sys"]

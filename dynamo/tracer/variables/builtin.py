@@ -1,0 +1,439 @@
+"""Builtins, operator.* and math.* as traced callables, and the shared
+binary/compare/unary operation helpers the opcodes use.
+
+On constants these fold (run at trace time); on tensors they become fx
+nodes; on containers they work on the item lists. `print`, `id`, `setattr`
+and friends are Unsupported: the caller graph-breaks and runs them eagerly.
+"""
+import builtins
+import math
+import operator
+
+import torch
+
+from ...exc import Unsupported
+from .base import ClassVariable, ConstantVariable, NullVariable, VariableTracker, is_constant_value
+from .containers import (BaseListVariable, DictVariable, ListIteratorVariable, ListVariable,
+                         TupleVariable)
+from .tensor import TensorVariable
+
+
+class ObservedAttributeError(Unsupported):
+    """getattr of a missing attribute: hasattr()/getattr(default) catch it."""
+
+
+def any_tensor(values):
+    return any(isinstance(v, TensorVariable) for v in values)
+
+
+def all_constant(values):
+    return all(v.is_python_constant() for v in values)
+
+
+def seq_items(tx, vt):
+    if isinstance(vt, BaseListVariable):
+        return list(vt.items)
+    return vt.unpack(tx)
+
+
+def binary_op(tx, fn, a, b):
+    """a <fn> b for traced values (fn from the operator module)."""
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        return tx.output.call_function(tx, fn, [a, b], {})
+    if fn in (operator.iadd,) and isinstance(a, ListVariable):
+        a.check_mutable()
+        a.items.extend(b.unpack(tx))
+        return a
+    if fn in (operator.add, operator.iadd) and isinstance(a, BaseListVariable) and \
+            isinstance(b, (BaseListVariable, ConstantVariable)) and not (
+                a.is_python_constant() and b.is_python_constant() and isinstance(a, TupleVariable)):
+        if isinstance(b, ConstantVariable) and not isinstance(b.value, (tuple, list)):
+            raise Unsupported(f"{a} + {b}")
+        return type(a)(list(a.items) + seq_items(tx, b))
+    if fn in (operator.add, operator.iadd) and isinstance(b, BaseListVariable) and \
+            isinstance(a, ConstantVariable) and isinstance(a.value, tuple) and not b.is_python_constant():
+        return TupleVariable(seq_items(tx, a) + list(b.items))
+    if fn in (operator.mul, operator.imul) and isinstance(a, BaseListVariable) and b.is_python_constant():
+        return type(a)(list(a.items) * b.as_python_constant())
+    if fn in (operator.or_, operator.ior) and isinstance(a, DictVariable) and isinstance(b, DictVariable):
+        return DictVariable({**a.items, **b.items})
+    if a.is_python_constant() and b.is_python_constant():
+        return ConstantVariable(fn(a.as_python_constant(), b.as_python_constant()))
+    raise Unsupported(f"binary operation {fn.__name__} on {a} and {b}")
+
+
+def compare_op(tx, fn, a, b):
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        return tx.output.call_function(tx, fn, [a, b], {})
+    if a.is_python_constant() and b.is_python_constant():
+        return ConstantVariable(fn(a.as_python_constant(), b.as_python_constant()))
+    if fn in (operator.eq, operator.ne):
+        same = identical(a, b)
+        if same is not None:
+            return ConstantVariable(same if fn is operator.eq else not same)
+    raise Unsupported(f"comparison {fn.__name__} of {a} and {b}")
+
+
+def identical(a, b):
+    """`a is b` decided at trace time, or None if unknown."""
+    if a is b:
+        return True
+    if isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
+        if a.node is b.node:
+            return True
+        if a.source is not None and b.source is not None:
+            return a.source == b.source
+        return False
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        return False
+    va, vb = getattr(a, "value", _MISSING), getattr(b, "value", _MISSING)
+    if va is not _MISSING and vb is not _MISSING:
+        return va is vb
+    if isinstance(a, ConstantVariable) or isinstance(b, ConstantVariable):
+        return False      # a constant (e.g. None) is never a container or function
+    return None
+
+
+_MISSING = object()
+
+
+def unary_op(tx, fn, a):
+    if isinstance(a, TensorVariable):
+        return tx.output.call_function(tx, fn, [a], {})
+    if a.is_python_constant():
+        return ConstantVariable(fn(a.as_python_constant()))
+    raise Unsupported(f"unary operation {fn.__name__} on {a}")
+
+
+def contains(tx, item, container):
+    if isinstance(container, DictVariable):
+        return item.as_python_constant() in container.items
+    if isinstance(container, TensorVariable):
+        raise Unsupported("`in` on a tensor needs its data")
+    if container.is_python_constant() and item.is_python_constant():
+        return item.as_python_constant() in container.as_python_constant()
+    for v in container.unpack(tx):
+        same = identical(item, v)
+        if same is None and item.is_python_constant() and v.is_python_constant():
+            same = item.as_python_constant() == v.as_python_constant()
+        if same is None:
+            raise Unsupported(f"`in` on {container}")
+        if same:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- builtins
+
+# fold when every argument is a constant
+_PURE = {abs, min, max, len, int, float, bool, str, round, divmod, pow, repr, format,
+         sorted, any, all, sum, hash, chr, ord, complex, isinstance, issubclass}
+
+
+class BuiltinVariable(VariableTracker):
+    """A builtin function or type, or a function of operator/math."""
+
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def as_python_constant(self):
+        return self.fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def truth(self, tx):
+        return True
+
+    def reconstruct(self, cg):
+        cg.load_const(self.fn)
+
+    def call(self, tx, args, kwargs):
+        fn = self.fn
+        handler = _HANDLERS.get(fn)
+        if handler is not None:
+            out = handler(tx, *args, **kwargs)
+            if out is not None:
+                return out
+        module = getattr(fn, "__module__", None)
+        if module in ("_operator", "operator"):
+            return call_operator(tx, fn, args, kwargs)
+        if (fn in _PURE or module == "math") and all_constant(args) and all_constant(kwargs.values()):
+            return ConstantVariable(fn(*[a.as_python_constant() for a in args],
+                                       **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        raise Unsupported(f"call to builtin {getattr(fn, '__qualname__', fn)}")
+
+    def __repr__(self):
+        return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+def call_operator(tx, fn, args, kwargs):
+    if kwargs:
+        raise Unsupported(f"operator.{fn.__name__} with keywords")
+    if fn is operator.getitem:
+        return getitem(tx, args[0], args[1])
+    if fn is operator.setitem:
+        return args[0].call_method(tx, "__setitem__", list(args[1:]), {})
+    if fn is operator.contains:
+        return ConstantVariable(contains(tx, args[1], args[0]))
+    if fn in (operator.is_, operator.is_not):
+        same = identical(args[0], args[1])
+        if same is None:
+            raise Unsupported("identity test of untracked values")
+        return ConstantVariable(same if fn is operator.is_ else not same)
+    if fn is operator.not_:
+        return ConstantVariable(not args[0].truth(tx))
+    if fn is operator.truth:
+        return ConstantVariable(args[0].truth(tx))
+    if len(args) == 2:
+        return binary_op(tx, fn, args[0], args[1])
+    if len(args) == 1:
+        return unary_op(tx, fn, args[0])
+    raise Unsupported(f"operator.{fn.__name__}")
+
+
+def getitem(tx, obj, key):
+    if isinstance(obj, TensorVariable):
+        return tx.output.call_function(tx, operator.getitem, [obj, key], {})
+    if isinstance(key, TensorVariable):
+        raise Unsupported("indexing a container with a tensor")
+    return obj.call_method(tx, "__getitem__", [key], {}) if not isinstance(obj, ConstantVariable) \
+        else ConstantVariable(obj.value[key.as_python_constant()]) \
+        if is_constant_value(obj.value[key.as_python_constant()]) \
+        else _unsupported(f"item of constant {type(obj.value).__name__}")
+
+
+def _unsupported(msg):
+    raise Unsupported(msg)
+
+
+def _len(tx, obj):
+    if isinstance(obj, TensorVariable):
+        tx.output.sizes_read = True
+        if obj.example.dim() == 0:
+            raise Unsupported("len() of a 0-d tensor")
+        return ConstantVariable(obj.example.shape[0])
+    if isinstance(obj, (BaseListVariable, DictVariable)):
+        return ConstantVariable(len(obj.items))
+    if obj.is_python_constant():
+        return ConstantVariable(len(obj.as_python_constant()))
+    return ConstantVariable(len(obj.unpack(tx)))
+
+
+def _isinstance(tx, obj, cls):
+    classinfo = cls.as_python_constant()
+    try:
+        t = obj.python_type()
+    except Unsupported:
+        raise Unsupported(f"isinstance of {obj}")
+    if isinstance(obj, TensorVariable) and t is torch.Tensor and isinstance(classinfo, type) \
+            and issubclass(classinfo, torch.Tensor) and classinfo is not torch.Tensor:
+        return ConstantVariable(False)
+    if isinstance(obj, ConstantVariable):
+        return ConstantVariable(isinstance(obj.value, classinfo))
+    return ConstantVariable(issubclass(t, classinfo))
+
+
+def _getattr(tx, obj, name, *default):
+    name = name.as_python_constant()
+    try:
+        return obj.var_getattr(tx, name)
+    except ObservedAttributeError:
+        if default:
+            return default[0]
+        raise
+
+
+def _hasattr(tx, obj, name):
+    try:
+        obj.var_getattr(tx, name.as_python_constant())
+        return ConstantVariable(True)
+    except ObservedAttributeError:
+        return ConstantVariable(False)
+
+
+def _range(tx, *args):
+    return ConstantVariable(range(*[a.as_python_constant() for a in args]))
+
+
+def _enumerate(tx, iterable, start=None):
+    first = start.as_python_constant() if start is not None else 0
+    return ListIteratorVariable([TupleVariable([ConstantVariable(i), v])
+                                 for i, v in enumerate(iterable.unpack(tx), first)])
+
+
+def _zip(tx, *iterables, **kwargs):
+    lists = [it.unpack(tx) for it in iterables]
+    return ListIteratorVariable([TupleVariable(list(group)) for group in zip(*lists)])
+
+
+def _map(tx, fn, *iterables):
+    lists = [it.unpack(tx) for it in iterables]
+    return ListIteratorVariable([fn.call(tx, list(group), {}) for group in zip(*lists)])
+
+
+def _tuple(tx, iterable=None):
+    if iterable is None:
+        return TupleVariable([])
+    if isinstance(iterable, TupleVariable):
+        return iterable
+    return TupleVariable(iterable.unpack(tx))
+
+
+def _list(tx, iterable=None):
+    return ListVariable([] if iterable is None else iterable.unpack(tx))
+
+
+def _dict(tx, arg=None, **kwargs):
+    items = {}
+    if isinstance(arg, DictVariable):
+        items.update(arg.items)
+    elif arg is not None:
+        for pair in arg.unpack(tx):
+            k, v = pair.unpack(tx)
+            items[k.as_python_constant()] = v
+    items.update(kwargs)
+    return DictVariable(items)
+
+
+def _sum(tx, iterable, start=None):
+    items = iterable.unpack(tx)
+    acc = start if start is not None else ConstantVariable(0)
+    if all_constant(items) and acc.is_python_constant():
+        return ConstantVariable(sum((i.as_python_constant() for i in items), acc.as_python_constant()))
+    for item in items:
+        acc = binary_op(tx, operator.add, acc, item)
+    return acc
+
+
+def _minmax(fn):
+    def handler(tx, *args, **kwargs):
+        if kwargs:
+            return None
+        items = args[0].unpack(tx) if len(args) == 1 else list(args)
+        if all_constant(items):
+            return ConstantVariable(fn(i.as_python_constant() for i in items))
+        raise Unsupported(f"{fn.__name__}() of tensors needs their data")
+    return handler
+
+
+def _abs(tx, x):
+    if isinstance(x, TensorVariable):
+        return tx.output.call_function(tx, abs, [x], {})
+    return None
+
+
+def _to_number(fn):
+    def handler(tx, *args):
+        if any_tensor(args):
+            raise Unsupported(f"{fn.__name__}() of a tensor needs its data")
+        if len(args) == 1 and not args[0].is_python_constant() and fn is bool:
+            return ConstantVariable(args[0].truth(tx))
+        return None
+    return handler
+
+
+def _iter(tx, obj):
+    if isinstance(obj, ListIteratorVariable):
+        return obj
+    return ListIteratorVariable(obj.unpack(tx))
+
+
+def _next(tx, it, *default):
+    if not isinstance(it, ListIteratorVariable):
+        raise Unsupported(f"next() on {it}")
+    v = it.next()
+    if v is None:
+        if default:
+            return default[0]
+        raise Unsupported("StopIteration at trace time")
+    return v
+
+
+def _reversed(tx, seq):
+    return ListIteratorVariable(list(reversed(seq.unpack(tx))))
+
+
+def _type(tx, obj):
+    return ClassVariable(obj.python_type())
+
+
+def _callable(tx, obj):
+    from .functions import BaseUserFunctionVariable, BoundMethodVariable
+    from .nn_module import NNModuleVariable
+    from .torch import TorchFunctionVariable
+    if isinstance(obj, (BaseUserFunctionVariable, BoundMethodVariable, BuiltinVariable,
+                        TorchFunctionVariable, NNModuleVariable, ClassVariable)):
+        return ConstantVariable(True)
+    if obj.is_python_constant():
+        return ConstantVariable(callable(obj.as_python_constant()))
+    if isinstance(obj, (TensorVariable, BaseListVariable, DictVariable)):
+        return ConstantVariable(False)
+    return None
+
+
+def _slice(tx, *args):
+    return ConstantVariable(slice(*[a.as_python_constant() for a in args]))
+
+
+def _sorted(tx, iterable, **kwargs):
+    if kwargs:
+        return None
+    items = iterable.unpack(tx)
+    if all_constant(items):
+        return ListVariable([ConstantVariable(v) for v in sorted(i.as_python_constant() for i in items)])
+    raise Unsupported("sorted() of non-constants")
+
+
+def _any_all(fn):
+    def handler(tx, iterable):
+        items = iterable.unpack(tx)
+        return ConstantVariable(fn(i.truth(tx) for i in items))
+    return handler
+
+
+def _super(tx, *args):
+    raise Unsupported("super()")
+
+
+_HANDLERS = {
+    len: _len, isinstance: _isinstance, getattr: _getattr, hasattr: _hasattr,
+    range: _range, enumerate: _enumerate, zip: _zip, map: _map, tuple: _tuple,
+    list: _list, dict: _dict, sum: _sum, min: _minmax(min), max: _minmax(max),
+    abs: _abs, int: _to_number(int), float: _to_number(float), bool: _to_number(bool),
+    iter: _iter, next: _next, reversed: _reversed, type: _type, callable: _callable,
+    slice: _slice, sorted: _sorted, any: _any_all(any), all: _any_all(all),
+    super: _super,
+}
+
+BUILTIN_CALLABLES = set(_HANDLERS) | _PURE | {str, repr, format, round, divmod, pow}
+
+
+def is_builtin_callable(value):
+    """True for builtins/operator/math callables BuiltinVariable handles."""
+    try:
+        if value in BUILTIN_CALLABLES:
+            return True
+    except TypeError:
+        return False
+    module = getattr(value, "__module__", None)
+    return callable(value) and module in ("_operator", "operator", "math") and \
+        type(value).__name__ == "builtin_function_or_method"
+
+
+def call_builtin_class(tx, cls_vt, args, kwargs):
+    """Calling a class: only builtin types and torch value types fold."""
+    cls = cls_vt.value
+    if cls in _HANDLERS or cls in _PURE:
+        return BuiltinVariable(cls).call(tx, args, kwargs)
+    if cls in (torch.Size, torch.device, torch.dtype) and all_constant(args) and \
+            all_constant(kwargs.values()):
+        return ConstantVariable(cls(*[a.as_python_constant() for a in args],
+                                    **{k: v.as_python_constant() for k, v in kwargs.items()}))
+    raise Unsupported(f"constructing {getattr(cls, '__qualname__', cls)} inside the compiled frame")
+
+
+__all__ = ["BuiltinVariable", "binary_op", "compare_op", "unary_op", "contains", "getitem",
+           "identical", "is_builtin_callable", "ObservedAttributeError", "NullVariable",
+           "builtins", "math"]

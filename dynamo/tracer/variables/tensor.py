@@ -1,0 +1,82 @@
+"""TensorVariable: a tensor whose value is an fx node plus a fake example.
+
+Metadata (shape, dtype, device, ndim, requires_grad, ...) is read from the
+fake example and folded to constants; operations become fx nodes through
+`tx.output`. Anything that needs the tensor's data (item, tolist, numpy,
+bool, iteration) is Unsupported, which the caller turns into a graph break.
+"""
+import operator
+
+import torch
+
+from ...exc import Unsupported
+from .base import ConstantVariable, VariableTracker
+
+# read from the example and folded to constants
+_META_ATTRS = {"dtype", "device", "ndim", "layout", "is_cuda", "is_sparse", "is_quantized",
+               "is_meta", "requires_grad", "is_leaf", "is_mkldnn", "is_nested"}
+# attributes that are tensors: recorded as getattr nodes
+_TENSOR_ATTRS = {"T", "mT", "H", "mH", "real", "imag"}
+# need data or autograd state the graph cannot provide
+_DATA_METHODS = {"item", "tolist", "numpy", "backward", "__bool__", "data_ptr",
+                 "__int__", "__float__", "__index__", "nonzero", "unique", "register_hook",
+                 "retain_grad", "untyped_storage", "storage", "__len__", "__iter__",
+                 "masked_select", "equal"}
+_SHAPE_METHODS = {"size", "dim", "ndimension", "numel", "nelement", "stride",
+                  "is_contiguous", "element_size", "get_device", "is_floating_point",
+                  "is_complex", "__len__"}
+
+
+class TensorVariable(VariableTracker):
+    """A tensor in the graph: `node` (fx.Node), `example` (a fake tensor),
+    `source` (graph inputs and parameters: where to reload it from)."""
+
+    def __init__(self, node, example, source=None, cls=torch.Tensor):
+        super().__init__(source)
+        self.node = node
+        self.example = example
+        self.cls = cls
+
+    def python_type(self):
+        return self.cls
+
+    def truth(self, tx):
+        raise Unsupported("generic_jump TensorVariable()")
+
+    def unpack(self, tx):
+        raise Unsupported("iteration over a tensor (its first dimension)")
+
+    def var_getattr(self, tx, name):
+        from .functions import BoundMethodVariable
+        if name == "shape":
+            tx.output.sizes_read = True
+            return ConstantVariable(self.example.shape)
+        if name in _META_ATTRS:
+            return ConstantVariable(getattr(self.example, name))
+        if name in _TENSOR_ATTRS:
+            return tx.output.call_function(tx, getattr, [self, ConstantVariable(name)], {})
+        if name in ("grad", "data", "grad_fn", "_version", "_base"):
+            raise Unsupported(f"tensor attribute .{name}")
+        if callable(getattr(torch.Tensor, name, None)):
+            return BoundMethodVariable(self, name)
+        raise Unsupported(f"tensor attribute .{name}")
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in _DATA_METHODS:
+            raise Unsupported(f"Tensor.{name}() needs the tensor's data")
+        if name in _SHAPE_METHODS:
+            tx.output.sizes_read = True
+        if name == "__getitem__":
+            return tx.output.call_function(tx, operator.getitem, [self, args[0]], {})
+        if name == "__setitem__":
+            return tx.output.call_function(tx, operator.setitem, [self, *args], {})
+        if name in ("requires_grad_", "retain_grad") or name.startswith("_"):
+            if not name.startswith("__"):
+                raise Unsupported(f"Tensor.{name}()")
+        return tx.output.call_method(tx, name, [self, *args], kwargs)
+
+    def reconstruct(self, cg):
+        cg.load_tensor(self)
+
+    def __repr__(self):
+        return "TensorVariable()"

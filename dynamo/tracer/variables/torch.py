@@ -1,0 +1,229 @@
+"""torch as seen by the tracer: the torch modules, torch functions (recorded
+as call_function nodes), and grad-mode context managers.
+
+Calls of torch functions run on fake tensors to get example values; results
+that are tensors become nodes, Python values fold to constants. Functions
+with effects the graph cannot express (RNG seeding, numpy bridges, autograd
+entry points, I/O) are Unsupported.
+"""
+import inspect
+import types
+
+import torch
+
+from ...exc import Unsupported
+from ...guards import AttrSource
+from .base import ConstantVariable, VariableTracker, is_constant_value
+
+
+def _torch_name(fn):
+    return f"{getattr(fn, '__module__', None) or 'torch'}.{getattr(fn, '__qualname__', getattr(fn, '__name__', fn))}"
+
+
+_DENY = {torch.from_numpy, torch.manual_seed, torch.save, torch.load, torch.set_default_dtype,
+         torch.autograd.backward, torch.autograd.grad, torch.Tensor.backward,
+         torch.set_default_device, torch.use_deterministic_algorithms, torch.Tensor.item,
+         torch.Tensor.tolist, torch.Tensor.numpy, torch.seed, torch.initial_seed}
+_FALSE_CONSTANT = {torch.jit.is_scripting, torch.jit.is_tracing, torch._C._get_tracing_state}
+try:
+    _FALSE_CONSTANT.add(torch.fx._symbolic_trace.is_fx_tracing)
+    _FALSE_CONSTANT.add(torch.compiler.is_compiling)
+    _FALSE_CONSTANT.add(torch.compiler.is_dynamo_compiling)
+except AttributeError:
+    pass
+
+
+# Python functions from these modules are pure tensor functions: recorded as
+# graph nodes. Python code elsewhere in torch (optim, utils, autograd, ...)
+# may touch hidden state and is never run on fake values: calls to it break.
+_GRAPHABLE_MODULES = {"torch", "torch.functional", "torch.nn.functional", "torch._tensor",
+                      "torch.linalg", "torch.fft", "torch.special", "torch.nn.modules.utils",
+                      "torch._VF", "torch._C._nn", "torch._C._linalg", "torch._C._fft",
+                      "torch._C._special", "torch._C._VariableFunctions"}
+
+
+_CALLABLE_KINDS = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
+                   types.WrapperDescriptorType, types.MethodWrapperType, types.GetSetDescriptorType,
+                   types.ClassMethodDescriptorType, type)
+
+
+def is_torch_object(value):
+    """Functions, builtins, descriptors and classes that belong to torch
+    (never instances: an optimizer or a module is data, not a function)."""
+    if not isinstance(value, _CALLABLE_KINDS):
+        return False
+    module = getattr(value, "__module__", None) or ""
+    if module == "torch" or module.startswith("torch."):
+        return True
+    objclass = getattr(value, "__objclass__", None)
+    return objclass is not None and objclass in (torch._C.TensorBase, torch.Tensor)
+
+
+def is_graphable_torch_callable(value):
+    """May a call of torch object `value` become a graph node? C functions
+    and descriptors of torch (pure on their tensor arguments), classes (handled
+    by TorchFunctionVariable.call) and Python functions of the modules above."""
+    if isinstance(value, type) or not isinstance(value, types.FunctionType):
+        return not inspect.ismethod(value)
+    return (getattr(value, "__module__", None) or "") in _GRAPHABLE_MODULES
+
+
+class TorchModuleVariable(VariableTracker):
+    """The torch package or one of its submodules (torch.nn.functional, ...).
+    Attributes are not guarded: torch is assumed not to be monkey-patched."""
+
+    def __init__(self, module, source=None):
+        super().__init__(source)
+        self.module = module
+
+    def python_type(self):
+        return types.ModuleType
+
+    def as_python_constant(self):
+        return self.module
+
+    def truth(self, tx):
+        return True
+
+    def var_getattr(self, tx, name):
+        from .builder import wrap_torch_attr
+        from .builtin import ObservedAttributeError
+        if not hasattr(self.module, name):
+            raise ObservedAttributeError(f"module {self.module.__name__} has no attribute {name}")
+        value = getattr(self.module, name)
+        src = AttrSource(self.source, name) if self.source is not None else None
+        return wrap_torch_attr(tx, value, src)
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+        else:
+            cg.load_const(self.module)
+
+    def __repr__(self):
+        return f"TorchModuleVariable({self.module.__name__})"
+
+
+class TorchFunctionVariable(VariableTracker):
+    """A torch function, class or Tensor method descriptor."""
+
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def as_python_constant(self):
+        return self.fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def truth(self, tx):
+        return True
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+        else:
+            cg.load_const(self.fn)
+
+    def var_getattr(self, tx, name):
+        value = getattr(self.fn, name)
+        if is_constant_value(value):
+            return ConstantVariable(value)
+        if isinstance(value, type) or callable(value):
+            return TorchFunctionVariable(value)
+        raise Unsupported(f"attribute {name} of {_torch_name(self.fn)}")
+
+    def call(self, tx, args, kwargs):
+        fn = self.fn
+        out = tx.output
+        if fn in (torch.no_grad, torch.enable_grad):
+            if args or kwargs:
+                raise Unsupported(f"{fn.__name__} with arguments")
+            return GradModeVariable(fn is torch.enable_grad)
+        if fn is torch.set_grad_enabled:
+            mode = args[0].as_python_constant()
+            ctx = GradModeVariable(bool(mode))
+            ctx.enter(tx)           # takes effect on construction, like eager
+            ctx.entered_on_init = True
+            return ctx
+        if fn is torch.is_grad_enabled:
+            return ConstantVariable(out.grad_enabled)
+        if fn in _FALSE_CONSTANT:
+            return ConstantVariable(None if fn is torch._C._get_tracing_state else False)
+        if fn in _DENY or getattr(fn, "__module__", "") in ("torch.cuda", "torch.distributed",
+                                                            "torch.random", "torch.serialization"):
+            raise Unsupported(f"call to {_torch_name(fn)}")
+        if fn in (torch.Size, torch.device, torch.dtype, torch.finfo, torch.iinfo):
+            try:
+                value = fn(*[a.as_python_constant() for a in args],
+                           **{k: v.as_python_constant() for k, v in kwargs.items()})
+            except Unsupported:
+                raise Unsupported(f"{fn.__name__}() of non-constants")
+            if not is_constant_value(value):
+                raise Unsupported(f"{fn.__name__}() value")
+            return ConstantVariable(value)
+        if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
+            raise Unsupported(f"constructing {fn.__name__} inside the compiled frame")
+        if isinstance(fn, type) and fn in (torch.Tensor, torch.nn.Parameter):
+            raise Unsupported(f"constructing {fn.__name__} inside the compiled frame")
+        if isinstance(fn, type) and not issubclass(fn, torch.Tensor):
+            raise Unsupported(f"constructing {_torch_name(fn)} inside the compiled frame")
+        return out.call_function(tx, fn, list(args), dict(kwargs))
+
+    def __repr__(self):
+        return f"TorchFunctionVariable({_torch_name(self.fn)})"
+
+
+class GradModeVariable(VariableTracker):
+    """torch.no_grad() / enable_grad() / set_grad_enabled(b) as a context
+    manager. Entering records torch._C._set_grad_enabled in the graph."""
+
+    def __init__(self, target):
+        super().__init__(None)
+        self.target = target
+        self.prev = None
+        self.entered_on_init = False
+
+    def enter(self, tx):
+        self.prev = tx.output.grad_enabled
+        tx.output.set_grad_enabled(self.target)
+
+    def python_type(self):
+        return torch.autograd.grad_mode._DecoratorContextManager
+
+    def call(self, tx, args, kwargs):
+        # used as a decorator on a function inside traced code
+        raise Unsupported("grad-mode object used as a decorator inside the compiled frame")
+
+
+class WithExitVariable(VariableTracker):
+    """The __exit__ that BEFORE_WITH leaves on the stack for a grad-mode
+    block. Calling it restores the previous grad mode."""
+
+    def __init__(self, ctx):
+        super().__init__(None)
+        self.ctx = ctx
+
+    def call(self, tx, args, kwargs):
+        tx.output.set_grad_enabled(self.ctx.prev)
+        tx.exit_with(self)
+        return ConstantVariable(None)
+
+    def reconstruct(self, cg):
+        cg.load_const(GradModeExit(self.ctx.prev))
+
+
+class GradModeExit:
+    """Stands in for a grad-mode context's __exit__ after a graph break: the
+    resume function's with-exit sequence calls it to restore the mode."""
+
+    def __init__(self, prev):
+        self.prev = prev
+
+    def __call__(self, *exc_info):
+        torch._C._set_grad_enabled(self.prev)
+        return False
+
+    def __repr__(self):
+        return f"<restore grad mode {self.prev}>"
