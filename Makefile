@@ -15,6 +15,7 @@ WFLAGS   := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initi
 EXT_SRC  := $(wildcard core/*.c guards/*.c)
 EXT_HDR  := $(wildcard core/*.h guards/*.h)
 PREFIX   ?= /usr/local
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 DEBIAN_PKGS := libncurses-dev libelf-dev libgraphviz-dev graphviz tmux
 
 .PHONY: all deps venv test demo bench clean install asan
@@ -27,7 +28,7 @@ deps:
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
 venv: $(STAMP)
