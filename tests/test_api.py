@@ -103,3 +103,32 @@ def test_testing_helpers():
     assert t.shape == (2, 3) and t.stride() == (1, 2)
     assert same([torch.ones(2), 3], [torch.ones(2), 3])
     assert not same(torch.ones(2), torch.zeros(2))
+
+
+def test_import_on_other_python_fails_clearly():
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "class V(tuple):\n"
+            "    pass\n"
+            "sys.version_info = V((3, 12, 0, 'final', 0))\n"
+            "import dynamo\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "CPython 3.11 only" in r.stderr
+
+
+def test_frame_that_cannot_compile_runs_eagerly_and_explain_shows_why():
+    def guarded(x):
+        try:
+            y = x * 2
+            print("inside try")        # a break inside a try block
+            return y + 1
+        except ValueError:
+            return x
+
+    x = torch.randn(3)
+    res = dynamo.explain(guarded)(x)
+    assert res.failures and "guarded" in res.failures[0]
+    opt = dynamo.optimize("eager")(guarded)
+    assert same(opt(x), x * 2 + 1)
