@@ -5,8 +5,8 @@ PY3      ?= python3
 VENV     := .venv
 PYTHON   := $(VENV)/bin/python
 STAMP    := $(VENV)/.stamp
-EXT_SUFFIX = $(shell $(PYTHON) -c "import sysconfig;print(sysconfig.get_config_var('EXT_SUFFIX'))")
-PY_INC    = $(shell $(PYTHON) -c "import sysconfig;print(sysconfig.get_paths()['include'])")
+EXT_SUFFIX := $(shell $(PY3) -c "import sysconfig;print(sysconfig.get_config_var('EXT_SUFFIX'))")
+PY_INC    := $(shell $(PY3) -c "import sysconfig;print(sysconfig.get_paths()['include'])")
 EXT       = dynamo/_C$(EXT_SUFFIX)
 
 CC       ?= gcc
