@@ -52,6 +52,10 @@ def is_skipped_file(filename):
 
 # ---------------------------------------------------------------- callback
 
+# Codes whose cache_size_limit warning was given; one warning per code until
+# reset(), whichever optimize() wrapper reached the limit.
+_limit_warned = set()
+
 class _Callback:
     """Called by the C hook on a cache miss in COMPILE mode (hook is off).
 
@@ -63,7 +67,6 @@ class _Callback:
         self.backend_name, fn = backends.lookup(backend)
         self.compiler_fn = backends.wrap(self.backend_name, fn)
         self.nopython = nopython
-        self._limit_warned = set()
         # Codes the user handed to optimize() directly: compiled even when
         # they live in a skipped file (an nn.Sequential's forward, say).
         self.forced_codes = set()
@@ -135,9 +138,9 @@ class _Callback:
         return compile_graph
 
     def _warn_limit(self, code, failures, f_locals, f_globals, f_builtins, func):
-        if code in self._limit_warned:
+        if code in _limit_warned:
             return
-        self._limit_warned.add(code)
+        _limit_warned.add(code)
         why = describe_failure(failures[0], f_locals, f_globals, f_builtins, func)
         record = records.new_record(code)
         record.status, record.recompile_reason = "limit", why
@@ -267,6 +270,7 @@ def reset():
     """Forget every compiled entry, skip mark and compile record."""
     _C.reset()
     records.clear()
+    _limit_warned.clear()
     try:
         from . import resume
         if hasattr(resume, "clear"):
