@@ -60,7 +60,7 @@ demo: deps all
 	$(PYTHON) examples/demo.py
 
 bench: deps all
-	$(PYTHON) bench/run.py
+	$(PYTHON) bench/run.py $(BENCH_ARGS)
 
 install: all
 	$(PYTHON) -m pip install -q -e .

@@ -1,9 +1,18 @@
 """make bench: per-call cost of eager, dynamo and torch.compile, side by side.
 
-Measured in one process and one run, so the ratios are comparable. Only this
-directory may import torch's own compiler, and only to compare against it.
-Prints a table and writes bench/results.json.
+Everything is measured in one process and one run so the ratios compare like
+with like. Only bench/ may import torch's own compiler, and only to compare
+against it. Prints tables and writes bench/results.json.
+
+Figures:
+  * per-call time and overhead over eager for add(a, b), a sum of 8 tensors
+    and a 3-layer MLP module on tiny tensors (backend "eager" for both
+    compilers, dynamic=False, cache limits raised);
+  * lookup time with 1, 8, 64 and 256 cache entries of one function (one
+    entry per input shape) called round robin, so the entry that hits
+    changes on every call; and dynamo's guard-tree nodes visited per call.
 """
+import argparse
 import json
 import os
 import statistics
@@ -14,6 +23,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import dynamo  # noqa: E402
+from dynamo import _C  # noqa: E402
 
 
 def add(a, b):
@@ -35,47 +45,110 @@ class MLP(torch.nn.Module):
         return self.l3(torch.relu(self.l2(torch.relu(self.l1(x)))))
 
 
-def per_call_ns(fn, args, n=20000, repeat=7):
-    for _ in range(200):
-        fn(*args)
-    best = []
+def time_calls(fn, arg_sets, n, repeat):
+    """Median over `repeat` runs of the mean ns per call; each run makes `n`
+    calls cycling through `arg_sets`."""
+    k = len(arg_sets)
+    for i in range(max(200, 2 * k)):
+        fn(*arg_sets[i % k])
+    runs = []
     for _ in range(repeat):
+        sets = (arg_sets * (n // k + 1))[:n]
         t0 = time.perf_counter_ns()
-        for _ in range(n):
+        for args in sets:
             fn(*args)
-        best.append((time.perf_counter_ns() - t0) / n)
-    return statistics.median(best)
+        runs.append((time.perf_counter_ns() - t0) / n)
+    return statistics.median(runs)
+
+
+def reference_compile(fn):
+    return torch.compile(fn, backend="eager", dynamic=False)
+
+
+def configure_reference(limit):
+    import torch._dynamo as ref  # comparison only
+    for name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+                 "accumulated_recompile_limit"):
+        if hasattr(ref.config, name):
+            setattr(ref.config, name, limit)
+    return ref
+
+
+def per_call_table(n, repeat):
+    cases = [
+        ("add(a, b)", add, (torch.randn(4), torch.randn(4))),
+        ("sum of 8 tensors", sum8, tuple(torch.randn(4) for _ in range(8))),
+        ("3-layer MLP", MLP().eval(), (torch.randn(2, 4),)),
+    ]
+    rows = {}
+    for name, fn, args in cases:
+        dynamo.reset()
+        eager = time_calls(fn, [args], n, repeat)
+        ours = time_calls(dynamo.optimize("eager")(fn), [args], n, repeat)
+        theirs = time_calls(reference_compile(fn), [args], n, repeat)
+        rows[name] = {"eager_ns": eager, "dynamo_ns": ours, "torch_compile_ns": theirs,
+                      "dynamo_overhead_ns": ours - eager,
+                      "torch_compile_overhead_ns": theirs - eager}
+    return rows
+
+
+def lookup_table(counts, n, repeat):
+    rows = {}
+    for count in counts:
+        arg_sets = [(torch.randn(i + 1), torch.randn(i + 1)) for i in range(count)]
+        dynamo.reset()
+        opt = dynamo.optimize("eager")(add)
+        ours = time_calls(opt, arg_sets, n, repeat)
+        entries = len(_C.cache_entries(add.__code__))
+        visited = None
+        if hasattr(_C, "tree_stats"):
+            for args in arg_sets:
+                opt(*args)
+            stats = _C.tree_stats(add.__code__)
+            visited = stats.get("visited_per_call") if isinstance(stats, dict) else stats
+        ref = configure_reference(max(1024, 2 * count))
+        ref.reset()
+        theirs = time_calls(reference_compile(add), arg_sets, n, repeat)
+        eager = time_calls(add, arg_sets, n, repeat)
+        rows[str(count)] = {"entries": entries, "eager_ns": eager, "dynamo_ns": ours,
+                            "torch_compile_ns": theirs, "tree_nodes_visited_per_call": visited}
+    base = rows[str(counts[0])]
+    for row in rows.values():
+        row["dynamo_vs_1_entry"] = row["dynamo_ns"] / base["dynamo_ns"]
+        row["torch_compile_vs_1_entry"] = row["torch_compile_ns"] / base["torch_compile_ns"]
+    return rows
 
 
 def main():
-    import torch._dynamo as ref  # comparison only
-    ref.config.cache_size_limit = 512
-    dynamo.config.cache_size_limit = 512
-    cases = [
-        ("add(a, b)", add, (torch.randn(4), torch.randn(4))),
-        ("sum of 8", sum8, tuple(torch.randn(4) for _ in range(8))),
-        ("3-layer MLP", MLP().eval(), (torch.randn(2, 4),)),
-    ]
-    rows, out = [], {}
-    with torch.no_grad():
-        for name, fn, args in cases:
-            eager = per_call_ns(fn, args)
-            ours = per_call_ns(dynamo.optimize("eager")(fn), args)
-            theirs = per_call_ns(torch.compile(fn, backend="eager", dynamic=False), args)
-            out[name] = {"eager_ns": eager, "dynamo_ns": ours, "torch_compile_ns": theirs,
-                         "dynamo_overhead_ns": ours - eager,
-                         "torch_compile_overhead_ns": theirs - eager}
-            rows.append([name, f"{eager:.0f}", f"{ours:.0f}", f"{theirs:.0f}",
-                         f"{ours - eager:.0f}", f"{theirs - eager:.0f}",
-                         f"{(theirs - eager) / max(ours - eager, 1):.1f}x"])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--calls", type=int, default=20000, help="calls per timing run")
+    ap.add_argument("--repeat", type=int, default=7, help="timing runs (median taken)")
+    ap.add_argument("--entries", default="1,8,64,256", help="cache entry counts for lookup")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results.json"))
+    args = ap.parse_args()
+    configure_reference(1024)
+    dynamo.config.cache_size_limit = 1024
     from tabulate import tabulate
-    print(tabulate(rows, headers=["case", "eager ns", "dynamo ns", "torch.compile ns",
-                                  "dynamo overhead", "torch.compile overhead",
-                                  "overhead ratio"]))
-    path = os.path.join(os.path.dirname(__file__), "results.json")
-    with open(path, "w") as f:
-        json.dump(out, f, indent=2)
-    print(f"\nwrote {path}")
+    with torch.no_grad():
+        per_call = per_call_table(args.calls, args.repeat)
+        lookup = lookup_table([int(c) for c in args.entries.split(",")], args.calls, args.repeat)
+    print("Per-call time (ns), backend 'eager' for both compilers")
+    print(tabulate([[k, f"{v['eager_ns']:.0f}", f"{v['dynamo_ns']:.0f}",
+                     f"{v['torch_compile_ns']:.0f}", f"{v['dynamo_overhead_ns']:.0f}",
+                     f"{v['torch_compile_overhead_ns']:.0f}"] for k, v in per_call.items()],
+                   headers=["case", "eager", "dynamo", "torch.compile", "dynamo overhead",
+                            "torch.compile overhead"]))
+    print("\nLookup with N cache entries of add(a, b), called round robin (ns per call)")
+    print(tabulate([[k, v["entries"], f"{v['eager_ns']:.0f}", f"{v['dynamo_ns']:.0f}",
+                     f"{v['dynamo_vs_1_entry']:.2f}x", f"{v['torch_compile_ns']:.0f}",
+                     f"{v['torch_compile_vs_1_entry']:.2f}x",
+                     v["tree_nodes_visited_per_call"]] for k, v in lookup.items()],
+                   headers=["N", "entries", "eager", "dynamo", "vs N=1", "torch.compile",
+                            "vs N=1", "tree nodes/call"]))
+    with open(args.out, "w") as f:
+        json.dump({"per_call": per_call, "lookup": lookup,
+                   "torch": torch.__version__, "python": sys.version.split()[0]}, f, indent=2)
+    print(f"\nwrote {args.out}")
 
 
 if __name__ == "__main__":

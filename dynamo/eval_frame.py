@@ -106,9 +106,13 @@ class _Callback:
             records.add(record)
             if self.nopython or isinstance(e, BackendCompilerFailed):
                 raise
+            detail = record.error
+            if config.verbose:
+                import traceback
+                detail += "\n" + "".join(traceback.format_exception(e))
             warnings.warn(f"dynamo: could not compile {code.co_name} "
                           f"({code.co_filename}:{code.co_firstlineno}); running it eagerly: "
-                          f"{record.error}", RuntimeWarning)
+                          f"{detail}", RuntimeWarning)
             log.debug("compile failure", exc_info=True)
             _C.set_skip(code)
             return None
@@ -121,6 +125,12 @@ class _Callback:
         record.original_bytecode = debug.bytecode_listing(code)
         record.modified_bytecode = debug.bytecode_listing(out.new_code)
         records.add(record)
+        log.info("compiled %s %s (%s:%d): %d graph(s), %d op(s), %d guard(s) in %.1f ms",
+                 record.id, code.co_name, code.co_filename, code.co_firstlineno,
+                 len(record.graphs), record.op_count, len(record.guards), record.compile_ns / 1e6)
+        for br in record.break_reasons:
+            log.info("graph break in %s at %s:%s: %s", code.co_name, br.filename, br.lineno,
+                     br.reason)
         if config.debug or config.output_code:
             debug.report_compile(record)
         return out.new_code, [g.lower() for g in out.guards], record

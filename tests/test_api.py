@@ -132,3 +132,19 @@ def test_frame_that_cannot_compile_runs_eagerly_and_explain_shows_why():
     assert res.failures and "guarded" in res.failures[0]
     opt = dynamo.optimize("eager")(guarded)
     assert same(opt(x), x * 2 + 1)
+
+
+def test_log_level_info_reports_compiles_and_breaks(caplog):
+    import logging
+
+    def f(x):
+        y = x + 1
+        print(end="")
+        return y * 2
+
+    dynamo.config.log_level = logging.INFO
+    with caplog.at_level(logging.INFO, logger="dynamo"):
+        assert same(dynamo.optimize("eager")(f)(torch.ones(2)), (torch.ones(2) + 1) * 2)
+    text = caplog.text
+    assert "compiled [0/0] f" in text
+    assert "graph break in f" in text
