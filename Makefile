@@ -8,6 +8,7 @@ STAMP    := $(VENV)/.stamp
 EXT_SUFFIX := $(shell $(PY3) -c "import sysconfig;print(sysconfig.get_config_var('EXT_SUFFIX'))")
 PY_INC    := $(shell $(PY3) -c "import sysconfig;print(sysconfig.get_paths()['include'])")
 EXT       = dynamo/_C$(EXT_SUFFIX)
+TMETA_OBJ := build/tmeta.o
 
 CC       ?= gcc
 CFLAGS   ?= -O2 -g
@@ -38,20 +39,42 @@ $(STAMP): requirements.txt
 	$(PYTHON) -m pip install -q -r requirements.txt
 	touch $(STAMP)
 
-$(EXT): $(EXT_SRC) $(EXT_HDR) $(STAMP)
+$(EXT): $(EXT_SRC) $(EXT_HDR) $(TMETA_OBJ) $(STAMP)
 	$(CC) $(CFLAGS) $(WFLAGS) -std=c11 -fPIC -shared -fvisibility=hidden -I$(PY_INC) -Icore -Iguards \
-	    $(EXT_SRC) -o $@
+	    $(EXT_SRC) $(TMETA_OBJ) -o $@ $(TORCH_LDFLAGS)
+
+# guards/tmeta.cpp, the one C++ unit, reads tensor metadata through libtorch.
+# Torch lives in the venv, which may not exist yet when make parses this
+# file: TORCH_DIR/TORCH_ABI expand (once, then cached) only inside recipes,
+# i.e. after $(STAMP) is up to date.  Its own object, so that editing a .c
+# file does not recompile it (~13 s: the torch-python headers are heavy).
+CXXFLAGS ?= -O2 -g
+TORCH_DIR = $(eval TORCH_DIR := $$(shell $(PYTHON) -c "import importlib.util as u, os; print(os.path.dirname(u.find_spec('torch').origin))"))$(TORCH_DIR)
+TORCH_ABI = $(eval TORCH_ABI := $$(shell $(PYTHON) -c "import torch; print(int(torch.compiled_with_cxx11_abi()))"))$(TORCH_ABI)
+TORCH_CXXFLAGS = -std=c++20 -D_GLIBCXX_USE_CXX11_ABI=$(TORCH_ABI) -fPIC -fvisibility=hidden \
+    -isystem $(TORCH_DIR)/include -isystem $(TORCH_DIR)/include/torch/csrc/api/include -isystem $(PY_INC)
+TORCH_LDFLAGS = -L$(TORCH_DIR)/lib -Wl,-rpath,$(TORCH_DIR)/lib -ltorch_python -lc10 -lstdc++
+$(TMETA_OBJ): guards/tmeta.cpp guards/tmeta.h $(STAMP)
+	mkdir -p build
+	$(CXX) $(CXXFLAGS) $(WFLAGS) $(TORCH_CXXFLAGS) -Iguards -c guards/tmeta.cpp -o $@
 
 # AddressSanitizer build of the extension (build/asan/); tests load it with
 # LD_PRELOAD=$$(gcc -print-file-name=libasan.so) DYNAMO_C_PATH=build/asan/_C$(EXT_SUFFIX).
 ASAN_EXT  = build/asan/_C$(EXT_SUFFIX)
 
+ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+ASAN_TMETA_OBJ := build/asan/tmeta.o
+
 asan: $(ASAN_EXT)
-$(ASAN_EXT): $(EXT_SRC) $(EXT_HDR) $(STAMP)
+$(ASAN_EXT): $(EXT_SRC) $(EXT_HDR) $(ASAN_TMETA_OBJ) $(STAMP)
 	mkdir -p build/asan
-	$(CC) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined \
+	$(CC) $(ASAN_FLAGS) \
 	    $(WFLAGS) -std=c11 -fPIC -shared -fvisibility=hidden \
-	    -I$(PY_INC) -Icore -Iguards $(EXT_SRC) -o $@
+	    -I$(PY_INC) -Icore -Iguards $(EXT_SRC) $(ASAN_TMETA_OBJ) -o $@ $(TORCH_LDFLAGS)
+
+$(ASAN_TMETA_OBJ): guards/tmeta.cpp guards/tmeta.h $(STAMP)
+	mkdir -p build/asan
+	$(CXX) $(ASAN_FLAGS) $(WFLAGS) $(TORCH_CXXFLAGS) -Iguards -c guards/tmeta.cpp -o $@
 
 test: deps all
 	$(PYTHON) -m pytest -q tests

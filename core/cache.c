@@ -50,7 +50,9 @@ free_extra(void *extra)
         return;
     unlink_cache(c);
     CacheEntry *entries = c->entries;
+    GTree *tree = c->tree;
     PyMem_Free(c);
+    gtree_decref(tree);             /* entries still hold what the tree holds */
     cache_entry_decref(entries);    /* may run Python code: do it last */
 }
 
@@ -116,7 +118,70 @@ cache_push(CodeCache *cache, PyObject *new_code, GirSet *guards, PyObject *paylo
     e->guards = guards;
     e->next = cache->entries;       /* takes over the cache's reference */
     cache->entries = e;
+    GTree *stale = cache->tree;     /* rebuilt at the next lookup */
+    cache->tree = NULL;
+    gtree_decref(stale);
     return 0;
+}
+
+/* Unlink entries whose guards died; returns them as a chain to drop. */
+static CacheEntry *
+unlink_dead(CodeCache *c)
+{
+    CacheEntry *doomed = NULL, **link = &c->entries, *e;
+    while ((e = *link) != NULL) {
+        if (!e->guards->dead) {
+            link = &e->next;
+            continue;
+        }
+        *link = e->next;            /* the reference e held moves to the link */
+        e->next = doomed;           /* e's link reference now comes from doomed */
+        doomed = e;
+    }
+    return doomed;
+}
+
+GTree *
+cache_tree(CodeCache *c, GirRuntime *rt)
+{
+    CacheEntry *doomed = NULL;
+    GTree *old = NULL;
+    if (c->dead_epoch != gir_dead_epoch) {          /* some guarded object died? */
+        c->dead_epoch = gir_dead_epoch;
+        if ((doomed = unlink_dead(c)) != NULL) {
+            cache_generation++;
+            old = c->tree;
+            c->tree = NULL;
+        }
+    }
+    if (c->tree == NULL && c->entries != NULL) {
+        Py_ssize_t n = 0;
+        for (CacheEntry *e = c->entries; e != NULL; e = e->next)
+            n++;
+        GtreeInput *in = PyMem_Malloc(n * sizeof(GtreeInput));
+        if (in == NULL)
+            PyErr_NoMemory();
+        else {
+            n = 0;
+            for (CacheEntry *e = c->entries; e != NULL; e = e->next)
+                in[n++] = (GtreeInput){.guards = e->guards, .payload = e->payload, .tag = e};
+            c->tree = gtree_build(in, n, rt);
+            PyMem_Free(in);
+            c->rebuilds += c->tree != NULL;
+        }
+    }
+    GTree *result = c->tree != NULL ? gtree_incref(c->tree) : NULL;
+    /* Python code run by the drops below may change c; result stays valid
+     * (it holds its own references, and its tags are checked against
+     * cache_generation by the caller). */
+    gtree_decref(old);
+    if (doomed != NULL) {
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        cache_entry_decref(doomed);
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+    }
+    return result;
 }
 
 void
@@ -126,8 +191,11 @@ cache_clear(PyObject *code)
     if (c == NULL)
         return;
     CacheEntry *entries = c->entries;
+    GTree *tree = c->tree;
     c->entries = NULL;
+    c->tree = NULL;
     cache_generation++;
+    gtree_decref(tree);             /* entries still hold what the tree holds */
     cache_entry_decref(entries);
 }
 
@@ -139,6 +207,11 @@ cache_reset_all(void)
     CacheEntry *doomed = NULL;
     for (CodeCache *c = touched; c != NULL; c = c->next) {
         c->skip = 0;
+        /* No Python code runs here: the entries (freed below) hold their
+         * own references on everything the tree references. */
+        GTree *tree = c->tree;
+        c->tree = NULL;
+        gtree_decref(tree);
         CacheEntry *tail = c->entries;
         if (tail == NULL)
             continue;
@@ -165,6 +238,8 @@ cache_payloads(PyObject *code)
     if (list == NULL || c == NULL)
         return list;
     for (CacheEntry *e = c->entries; e != NULL; e = e->next) {
+        if (e->guards->dead)        /* pruned at the next lookup */
+            continue;
         if (PyList_Append(list, e->payload) < 0) {
             Py_DECREF(list);
             return NULL;

@@ -2,7 +2,8 @@
  *
  * Owns: cache entries (new code, compiled guards, payload) per code object,
  * newest first; the skip mark; the list of every code object the module has
- * touched, so reset() can clear them all.  It must not evaluate guards or
+ * touched, so reset() can clear them all; the guard tree of each cache
+ * (built lazily from the entries, dropped when they change).  It must not evaluate guards or
  * run frames (core/hook.c does), and it never holds a strong reference to
  * the code object a cache belongs to (the cache dies with the code).
  */
@@ -12,6 +13,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>     /* PyObject, PyCodeObject */
 #include "ir.h"         /* GirSet */
+#include "tree.h"       /* GTree: the lookup structure of a cache */
 
 /* One compiled version of a code object.  Reference counted in C because a
  * lookup may run Python code (guard checks) that clears the cache while the
@@ -29,6 +31,9 @@ typedef struct CacheEntry {
 typedef struct CodeCache {
     CacheEntry *entries;        /* owned reference: newest first, or NULL */
     int skip;                   /* always run the default evaluator */
+    GTree *tree;                /* owned reference: tree of `entries`, or NULL (stale) */
+    uint64_t dead_epoch;        /* gir_dead_epoch when dead entries were last pruned */
+    uint64_t rebuilds;          /* trees built for this code, count */
     PyObject *code;             /* borrowed: the owner (cache dies with it) */
     struct CodeCache *prev;     /* touched list, borrowed links */
     struct CodeCache *next;
@@ -60,6 +65,12 @@ cache_entry_incref(CacheEntry *e)
     return e;
 }
 void cache_entry_decref(CacheEntry *e);
+
+/* The guard tree of cache's entries, as a new reference: rebuilt when
+ * entries were added, and after pruning entries whose guarded objects died
+ * (which bumps cache_generation).  NULL with an exception when the build
+ * failed, or NULL without one when the cache has no entries left. */
+GTree *cache_tree(CodeCache *cache, GirRuntime *rt /* borrowed */);
 
 /* Drop all entries of one code object (its skip mark stays). */
 void cache_clear(PyObject *code /* borrowed */);

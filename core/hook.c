@@ -4,7 +4,7 @@
  * only file of the extension compiled against CPython internals
  * (Py_BUILD_CORE); it refuses any CPython other than 3.11.  For each fresh
  * function frame while the thread mode is not OFF it looks the code up in
- * its cache (core/cache.c), evaluates guards (guards/eval.c), calls the
+ * its cache (core/cache.c), evaluates its guard tree (guards/tree.c), calls the
  * Python callback on a miss in COMPILE mode, and runs the chosen code in a
  * shadow frame.  It must never crash or corrupt the interpreter: an internal
  * failure is reported with PyErr_WriteUnraisable and the frame runs
@@ -27,7 +27,7 @@
 #include "hook.h"
 #include "cache.h"      /* CodeCache, CacheEntry */
 #include "callable.h"   /* thread mode and callback */
-#include "eval.h"       /* geval_run */
+#include "tree.h"       /* gtree_lookup */
 
 /* What the interpreter ran before the hook (NULL: the default evaluator);
  * frames the hook does not handle go there. */
@@ -36,14 +36,6 @@ static _PyFrameEvalFunction previous_eval;
 /* Torch callables for the guards (module state, borrowed). */
 static GirRuntime *runtime;
 
-/* Index of the first failing guard per entry, in lookup order.  Small
- * counts stay in buf so a hit after a few failed entries does not allocate. */
-typedef struct {
-    Py_ssize_t buf[16];
-    Py_ssize_t *fails;      /* buf or owned heap array */
-    Py_ssize_t n, cap;
-    uint64_t generation;    /* cache_generation when the walk started */
-} FailLog;
 
 static PyObject *hook_eval_frame(PyThreadState *, _PyInterpreterFrame *, int);
 
@@ -98,65 +90,30 @@ is_fresh_function_frame(_PyInterpreterFrame *frame)
            && frame->prev_instr == _PyCode_CODE(code) - 1;
 }
 
-/* ---- failure log -------------------------------------------------------- */
-
-static int
-faillog_add(FailLog *log, Py_ssize_t failed)
-{
-    if (log->n == log->cap) {
-        Py_ssize_t cap = 2 * log->cap;
-        Py_ssize_t *grown = PyMem_Malloc(cap * sizeof(Py_ssize_t));
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        memcpy(grown, log->fails, log->n * sizeof(Py_ssize_t));
-        if (log->fails != log->buf)
-            PyMem_Free(log->fails);
-        log->fails = grown;
-        log->cap = cap;
-    }
-    log->fails[log->n++] = failed;
-    return 0;
-}
-
-static void
-faillog_release(FailLog *log)
-{
-    if (log->fails != log->buf)
-        PyMem_Free(log->fails);
-}
-
 /* ---- lookup --------------------------------------------------------------- */
 
-/* Walk the entries newest first.  On a hit *hit is a referenced entry (drop
- * it with cache_entry_decref); on a miss *hit is NULL.  0, or -1 with an
- * exception from a guard. */
+/* Evaluate the cache's guard tree.  On a hit *hit is a referenced entry
+ * (drop it with cache_entry_decref); on a miss *hit is NULL and, when
+ * failures is not NULL, *failures is the new list for the callback (empty
+ * when Python code run by a check dropped entries).  0, or -1 with an
+ * exception from a guard or the tree build. */
 static int
-lookup(CodeCache *cache, const GevalFrame *gf, FailLog *log, CacheEntry **hit)
+lookup(CodeCache *cache, GevalFrame *gf, CacheEntry **hit, PyObject **failures)
 {
     *hit = NULL;
-    CacheEntry *e = cache->entries;
-    if (e != NULL)
-        cache_entry_incref(e);
-    while (e != NULL) {
-        Py_ssize_t failed = geval_run(e->guards, gf, runtime);
-        if (failed == -1) {                     /* all guards pass? */
-            *hit = e;
-            return 0;
-        }
-        if (failed == -2 || faillog_add(log, failed) < 0) {
-            cache_entry_decref(e);
-            return -1;
-        }
-        /* Guards ran Python code; if it dropped entries, stop: e->next may
-         * no longer belong to this cache. */
-        CacheEntry *next = cache_generation == log->generation ? e->next : NULL;
-        if (next != NULL)
-            cache_entry_incref(next);
-        cache_entry_decref(e);
-        e = next;
-    }
+    GTree *tree = cache_tree(cache, runtime);
+    if (tree == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    gf->generation = &cache_generation;
+    gf->generation0 = cache_generation;
+    Py_ssize_t r = gtree_lookup(tree, gf, failures);
+    if (r >= 0 && cache_generation == gf->generation0)     /* tags still valid? */
+        *hit = cache_entry_incref(gtree_tag(tree, r));
+    else if (r == GTREE_ABORTED && failures != NULL)
+        *failures = PyList_New(0);
+    gtree_decref(tree);
+    if (r == GTREE_ERROR || (failures != NULL && r < 0 && *failures == NULL))
+        return -1;
     return 0;
 }
 
@@ -286,26 +243,6 @@ arguments_dict(_PyInterpreterFrame *frame)
     return d;
 }
 
-/* New list of (payload, failing index) per entry, in lookup order. */
-static PyObject *
-failures_list(CodeCache *cache, const FailLog *log)
-{
-    PyObject *list = PyList_New(0);
-    if (list == NULL || cache == NULL || cache_generation != log->generation)
-        return list;
-    Py_ssize_t i = 0;
-    for (CacheEntry *e = cache->entries; e != NULL && i < log->n; e = e->next, i++) {
-        PyObject *item = Py_BuildValue("(On)", e->payload, log->fails[i]);
-        if (item == NULL || PyList_Append(list, item) < 0) {
-            Py_XDECREF(item);
-            Py_DECREF(list);
-            return NULL;
-        }
-        Py_DECREF(item);
-    }
-    return list;
-}
-
 static int
 bad_code(const char *why)
 {
@@ -377,7 +314,7 @@ add_entry(_PyInterpreterFrame *frame, PyObject *result)
  * normally, or NULL with the callback's exception; internal errors are
  * reported here and give Py_None. */
 static PyObject *
-ask_callback(_PyInterpreterFrame *frame, CodeCache *cache, const FailLog *log)
+ask_callback(_PyInterpreterFrame *frame, PyObject *failures /* borrowed */)
 {
     PyObject *callback = Py_NewRef(callable_callback());
     int prev_mode;
@@ -386,8 +323,7 @@ ask_callback(_PyInterpreterFrame *frame, CodeCache *cache, const FailLog *log)
     PyObject *todo = NULL, *result = NULL;
     int internal = 0;
     PyObject *f_locals = arguments_dict(frame);
-    PyObject *failures = f_locals ? failures_list(cache, log) : NULL;
-    if (failures == NULL) {
+    if (f_locals == NULL) {
         internal = 1;
         goto done;
     }
@@ -409,7 +345,6 @@ done:
     }
     Py_XDECREF(result);
     Py_XDECREF(f_locals);
-    Py_XDECREF(failures);
     Py_DECREF(callback);
     callable_restore(prev_mode, prev_callback);
     return todo;
@@ -428,34 +363,33 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
     if (cache != NULL && cache->skip)
         return eval_normally(tstate, frame, 0);
 
-    FailLog log = {.n = 0, .cap = 16, .generation = cache_generation};
-    log.fails = log.buf;
     CacheEntry *hit = NULL;
     GevalFrame gf = {
         .locals = frame->localsplus, .nlocals = arg_count(code),
         .globals = frame->f_globals, .builtins = frame->f_builtins,
         .closure = frame->f_func->func_closure,
     };
-    if (cache != NULL && lookup(cache, &gf, &log, &hit) < 0) {
-        faillog_release(&log);
+    int asks = mode == MODE_COMPILE && callable_callback() != NULL;
+    PyObject *failures = NULL;
+    if (cache != NULL && cache->entries != NULL
+            && lookup(cache, &gf, &hit, asks ? &failures : NULL) < 0)
         goto internal;
-    }
 
     PyObject *todo;                             /* code to run, or None */
     if (hit != NULL) {
         todo = Py_NewRef(hit->code);
         cache_entry_decref(hit);
     }
-    else if (mode == MODE_COMPILE && callable_callback() != NULL) {
-        todo = ask_callback(frame, cache, &log);
-        if (todo == NULL) {                     /* the callback raised */
-            faillog_release(&log);
+    else if (asks) {
+        if (failures == NULL && (failures = PyList_New(0)) == NULL)
+            goto internal;
+        todo = ask_callback(frame, failures);
+        Py_DECREF(failures);
+        if (todo == NULL)                       /* the callback raised */
             return NULL;
-        }
     }
     else
         todo = Py_NewRef(Py_None);
-    faillog_release(&log);
     if (todo == Py_None) {
         Py_DECREF(todo);
         return eval_normally(tstate, frame, 0);

@@ -11,7 +11,10 @@
 #include "callable.h"   /* thread mode, OptimizedCallable */
 #include "hook.h"       /* hook_install */
 #include "ir.h"         /* gir_compile */
-#include "eval.h"       /* geval_run */
+#include "tree.h"       /* guard trees: lookup, info, stats */
+
+/* guards/tmeta_py.c: the tmeta test hooks (_tensor_meta, _dtype_code, ...). */
+int tmeta_add_test_functions(PyObject *module);
 
 typedef struct {
     GirRuntime runtime;     /* torch callables for the guards */
@@ -157,6 +160,7 @@ eval_guards(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     PyObject *result = NULL, *locals = NULL;
     GirSet *gs = NULL;
+    GTree *tree = NULL;
     GevalFrame fr = {.closure = args[4] == Py_None ? NULL : args[4]};
     if (fr.closure != NULL && !PyTuple_Check(fr.closure)) {
         PyErr_SetString(PyExc_TypeError, "eval_guards: closure must be a tuple of cells or None");
@@ -171,13 +175,177 @@ eval_guards(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     ModuleState *st = PyModule_GetState(module);
     if ((gs = gir_compile(args[0], &st->runtime)) == NULL)
         goto error;
-    Py_ssize_t failed = geval_run(gs, &fr, &st->runtime);
+    GtreeInput in = {.guards = gs, .payload = Py_None};
+    if ((tree = gtree_build(&in, 1, &st->runtime)) == NULL)
+        goto error;
+    Py_ssize_t failed = gtree_first_failure(tree, 0, &fr);
     if (failed != -2)
         result = PyLong_FromSsize_t(failed);
 error:
+    gtree_decref(tree);
     gir_free(gs);
     Py_XDECREF(locals);
     return result;
+}
+
+/* ---- guard trees ------------------------------------------------------------ */
+
+static const char tree_capsule_name[] = "dynamo._C.GuardTree";
+
+static void
+tree_capsule_free(PyObject *capsule)
+{
+    gtree_decref(PyCapsule_GetPointer(capsule, tree_capsule_name));
+}
+
+PyDoc_STRVAR(tree_new_doc,
+"_tree_new(entries) -> tree\n\n"
+"Build a guard tree (tests) from a list of (guards, payload), newest first.");
+
+static PyObject *
+tree_new(PyObject *module, PyObject *entries)
+{
+    ModuleState *st = PyModule_GetState(module);
+    PyObject *seq = PySequence_Fast(entries, "_tree_new: entries must be a list");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), compiled = 0;
+    PyObject *result = NULL;
+    GtreeInput *in = PyMem_Calloc(n ? n : 1, sizeof(GtreeInput));
+    if (in == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    for (; compiled < n; compiled++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, compiled);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_TypeError, "_tree_new: entries are (guards, payload)");
+            goto error;
+        }
+        in[compiled].payload = PyTuple_GET_ITEM(item, 1);
+        if ((in[compiled].guards = gir_compile(PyTuple_GET_ITEM(item, 0), &st->runtime)) == NULL)
+            goto error;
+    }
+    GTree *tree = gtree_build(in, n, &st->runtime);
+    if (tree != NULL && (result = PyCapsule_New(tree, tree_capsule_name, tree_capsule_free)) == NULL)
+        gtree_decref(tree);
+error:
+    for (Py_ssize_t i = 0; in != NULL && i < compiled; i++)
+        gir_free(in[i].guards);
+    PyMem_Free(in);
+    Py_DECREF(seq);
+    return result;
+}
+
+PyDoc_STRVAR(tree_lookup_doc,
+"_tree_lookup(tree, f_locals, f_globals, f_builtins, closure) -> (hit, failures)\n\n"
+"hit: index of the chosen entry or -1; failures: the callback's list on a miss.");
+
+static PyObject *
+tree_lookup(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!_PyArg_CheckPositional("_tree_lookup", nargs, 5, 5))
+        return NULL;
+    GTree *tree = PyCapsule_GetPointer(args[0], tree_capsule_name);
+    if (tree == NULL)
+        return NULL;
+    PyObject *locals = NULL, *failures = NULL, *result = NULL;
+    GevalFrame fr = {.closure = args[4] == Py_None ? NULL : args[4]};
+    if (fr.closure != NULL && !PyTuple_Check(fr.closure)) {
+        PyErr_SetString(PyExc_TypeError, "_tree_lookup: closure must be a tuple of cells or None");
+        return NULL;
+    }
+    if ((locals = dict_values_tuple(args[1])) == NULL
+            || (fr.globals = as_namespace(args[2], "f_globals")) == NULL
+            || (fr.builtins = as_namespace(args[3], "f_builtins")) == NULL)
+        goto error;
+    fr.locals = &PyTuple_GET_ITEM(locals, 0);
+    fr.nlocals = PyTuple_GET_SIZE(locals);
+    gtree_incref(tree);
+    Py_ssize_t hit = gtree_lookup(tree, &fr, &failures);
+    gtree_decref(tree);
+    if (hit == GTREE_ERROR)
+        goto error;
+    result = Py_BuildValue("(nO)", hit >= 0 ? hit : -1, failures ? failures : Py_None);
+error:
+    Py_XDECREF(failures);
+    Py_XDECREF(locals);
+    return result;
+}
+
+PyDoc_STRVAR(tree_view_doc,
+"_tree_info(tree) -> dict; _tree_stats(tree) -> dict (see tree_info / tree_stats).");
+
+static PyObject *
+tree_view(PyObject *module, PyObject *args)
+{
+    PyObject *capsule;
+    int stats = 0;
+    if (!PyArg_ParseTuple(args, "O|p", &capsule, &stats))
+        return NULL;
+    GTree *tree = PyCapsule_GetPointer(capsule, tree_capsule_name);
+    if (tree == NULL)
+        return NULL;
+    return stats ? gtree_stats(tree) : gtree_info(tree);
+}
+
+/* The current tree of code (built if stale) as a new reference; NULL with
+ * an exception, or NULL without one when code has no entries. */
+static GTree *
+code_tree(PyObject *module, PyObject *code)
+{
+    if (require_code(code) < 0)
+        return NULL;
+    CodeCache *c = cache_get(code);
+    if (c == NULL || c->entries == NULL)
+        return NULL;
+    ModuleState *st = PyModule_GetState(module);
+    return cache_tree(c, &st->runtime);
+}
+
+PyDoc_STRVAR(tree_info_doc,
+"tree_info(code) -> dict or None\n\n"
+"The guard tree of code's cache entries: {'entries': [payload, ...],\n"
+"'nodes': n, 'root': node}; a node is {'tests': [(source, property,\n"
+"expected)], 'switch': (source, property) or None, 'branches': [(value,\n"
+"node)], 'default': node or None, 'leaf': [(payload, entry_index, tests)]\n"
+"or None, 'evaluations': n, 'failures': n, 'newest': entry_index}.");
+
+static PyObject *
+tree_info(PyObject *module, PyObject *code)
+{
+    GTree *tree = code_tree(module, code);
+    if (tree == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *info = gtree_info(tree);
+    gtree_decref(tree);
+    return info;
+}
+
+PyDoc_STRVAR(tree_stats_doc,
+"tree_stats(code) -> dict or None\n\n"
+"{'last_visited': nodes entered by the last lookup, 'visited_total',\n"
+"'lookups', 'hits', 'misses', 'nodes', 'entries', 'tests', 'rebuilds'}.");
+
+static PyObject *
+tree_stats(PyObject *module, PyObject *code)
+{
+    GTree *tree = code_tree(module, code);
+    if (tree == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *stats = gtree_stats(tree);
+    gtree_decref(tree);
+    PyObject *rebuilds = stats ? PyLong_FromUnsignedLongLong(cache_get(code)->rebuilds) : NULL;
+    if (rebuilds == NULL || PyDict_SetItemString(stats, "rebuilds", rebuilds) < 0)
+        Py_CLEAR(stats);
+    Py_XDECREF(rebuilds);
+    return stats;
 }
 
 PyDoc_STRVAR(hook_installed_doc, "_hook_installed() -> bool (tests).");
@@ -198,6 +366,11 @@ static PyMethodDef module_methods[] = {
     {"reset", reset, METH_NOARGS, reset_doc},
     {"eval_guards", (PyCFunction)(void (*)(void))eval_guards, METH_FASTCALL, eval_guards_doc},
     {"_hook_installed", hook_installed_py, METH_NOARGS, hook_installed_doc},
+    {"tree_info", tree_info, METH_O, tree_info_doc},
+    {"tree_stats", tree_stats, METH_O, tree_stats_doc},
+    {"_tree_new", tree_new, METH_O, tree_new_doc},
+    {"_tree_lookup", (PyCFunction)(void (*)(void))tree_lookup, METH_FASTCALL, tree_lookup_doc},
+    {"_tree_info", tree_view, METH_VARARGS, tree_view_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -244,7 +417,7 @@ PyInit__C(void)
         PyErr_SetString(PyExc_ImportError, "dynamo._C cannot be loaded twice");
         return NULL;
     }
-    if (cache_init() < 0 || PyType_Ready(&OptimizedCallable_Type) < 0)
+    if (cache_init() < 0 || PyType_Ready(&OptimizedCallable_Type) < 0 || gtree_module_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
@@ -255,6 +428,8 @@ PyInit__C(void)
             || PyModule_AddIntConstant(m, "MODE_OFF", MODE_OFF) < 0
             || PyModule_AddIntConstant(m, "MODE_COMPILE", MODE_COMPILE) < 0
             || PyModule_AddIntConstant(m, "MODE_RUN", MODE_RUN) < 0
+            || PyModule_AddObjectRef(m, "MISSING", gtree_missing()) < 0
+            || tmeta_add_test_functions(m) < 0
             || PyState_AddModule(m, &module_def) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -164,8 +164,9 @@ class _Callback:
 
 def describe_failure(failure, f_locals, f_globals, f_builtins, func):
     """Text of the guard that failed for one cache entry: source, kind,
-    expected and actual value. `failure` is (record, guard_index)."""
-    record, index = failure
+    expected and actual value. `failure` is (record, guard_index, ...): the
+    closest entry's item also carries (property, expected, actual)."""
+    record, index = failure[0], failure[1]
     try:
         guard = record.guards[index]
     except (AttributeError, IndexError, TypeError):

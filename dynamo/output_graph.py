@@ -10,7 +10,9 @@ installs `__compiled_fn_<n>` in the frame's globals. PyCodegen emits the
 instructions that load inputs, call the graph and rebuild values from its
 outputs. Neither decides *where* to break: that is the translator's job.
 """
+import contextlib
 import itertools
+import logging
 import operator
 
 import torch
@@ -24,6 +26,24 @@ from .guards import (GRAD_MODE, TENSOR_MATCH, AttrSource, ClosureSource, GlobalS
                      ItemSource, LocalSource, NoSource, _rank, ordered, tensor_expected)
 
 _graph_counter = itertools.count()
+# torch logs an ERROR with a traceback when a meta kernel fails; for the
+# tracer that failure is an ordinary graph break (or the user's own error)
+_FAKE_TENSOR_LOGGERS = ("torch._subclasses.fake_tensor", "torch._subclasses.fake_impls")
+
+
+@contextlib.contextmanager
+def _quiet_fake_tensor_log():
+    """Silence torch's fake-tensor loggers while probing an op; restore
+    their levels afterwards (also on errors)."""
+    loggers = [logging.getLogger(name) for name in _FAKE_TENSOR_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
 
 
 class GraphInfo:
@@ -52,7 +72,10 @@ def _mangle(source):
         return f"{_mangle(source.base)}_{source.attr}"
     if isinstance(source, ItemSource):
         key = "".join(c if c.isalnum() else "_" for c in str(source.key))
-        return f"{_mangle(source.base)}_{key}"
+        base = source.base
+        if isinstance(base, AttrSource) and base.attr == "_modules":
+            base = base.base        # self._modules['lin'] reads as self_lin
+        return f"{_mangle(base)}_{key}"
     return "v"
 
 
@@ -196,7 +219,7 @@ class OutputGraph:
 
     def _run_fake(self, what, fn):
         try:
-            with self.fake_mode, torch.set_grad_enabled(self.grad_enabled):
+            with _quiet_fake_tensor_log(), self.fake_mode, torch.set_grad_enabled(self.grad_enabled):
                 return fn()
         except Unsupported:
             raise
@@ -321,6 +344,7 @@ class PyCodegen:
         self.built = {}                  # id(var) -> temp local holding it
         self.keep = []                   # vars referenced by `built`
         self.temps = itertools.count()
+        self.temp_names = []             # temporaries stored, in creation order
         self.cells = set(code.co_cellvars) | set(code.co_freevars)
 
     def emit(self, opname, **kw):
@@ -341,7 +365,17 @@ class PyCodegen:
         self.emit("STORE_DEREF" if name in self.cells else "STORE_FAST", argval=name)
 
     def new_temp(self, prefix="___tmp"):
-        return f"{prefix}_{next(self.temps)}"
+        name = f"{prefix}_{next(self.temps)}"
+        self.temp_names.append(name)
+        return name
+
+    def delete_temps(self):
+        """DELETE_FAST every temporary stored so far (the graph output
+        included), so user code run in this frame afterwards (a call run
+        eagerly at a break) sees only its own names in locals()."""
+        for name in self.temp_names:
+            self.emit("DELETE_FAST", argval=name)
+        self.temp_names = []
 
     def call(self, nargs):
         """Call with stack [callable, args...]: a NULL goes under the callable."""
@@ -414,3 +448,4 @@ class PyCodegen:
         self.emit("PRECALL", arg=len(input_sources))
         self.emit("CALL", arg=len(input_sources))
         self.store_local(out_name)
+        self.temp_names.append(out_name)

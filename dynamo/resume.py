@@ -18,12 +18,21 @@ from .bytecode import code_with_new_body, create_instruction, decode, strip_prol
 
 _lock = threading.Lock()
 _cache = {}                      # key -> (code, name)
+_origin = {}                     # resume code -> (original code, {its offset: original offset})
 _counter = itertools.count()
+
+
+ITER = "iter"      # null_mask entry: the argument is a tuple standing for an iterator
 
 
 def resume_code(code, offset, null_mask, local_names):
     """(code object, name) of the resume function of `code` at `offset`
-    for a stack of len(null_mask) values (True: NULL) and `local_names`."""
+    for a stack of len(null_mask) values and `local_names`. A mask entry is
+    True for a NULL, False for a value passed as is, ITER for an iterator
+    passed as the tuple of its remaining items: the prologue turns it back
+    into an iterator (GET_ITER), so when the resume function is traced the
+    tuple's items are known and guarded, and a `for` loop that broke keeps
+    compiling in it."""
     key = (code, offset, tuple(null_mask), tuple(local_names))
     with _lock:
         hit = _cache.get(key)
@@ -36,16 +45,35 @@ def resume_code(code, offset, null_mask, local_names):
         raise ValueError(f"{code.co_name}: no instruction at offset {offset}")
     head, argnames, k = [], [], 0
     for is_null in null_mask:
-        if is_null:
+        if is_null is True:
             head.append(create_instruction("PUSH_NULL"))
         else:
             argnames.append(f"___stack{k}")
             head.append(create_instruction("LOAD_FAST", argval=argnames[-1]))
+            if is_null == ITER:
+                head.append(create_instruction("GET_ITER"))
             k += 1
     head.append(create_instruction("JUMP_FORWARD", target=target))
     new = code_with_new_body(code, head + body, argnames=argnames + list(local_names), name=name)
+    copied = strip_prologue(decode(new))[len(head):]
+    offsets = {c.offset: b.offset for c, b in zip(copied, body)}
     with _lock:
-        return _cache.setdefault(key, (new, name))
+        hit = _cache.setdefault(key, (new, name))
+        _origin.setdefault(hit[0], (code, offsets))
+        return hit
+
+
+def origin(code, offset):
+    """(original code, offset) of instruction `offset` of `code`: a resume
+    code maps back to the function it was cut from, so a break inside a
+    resume function resumes through a function of the original (a loop that
+    breaks on every iteration reuses one resume code instead of nesting a
+    new one per iteration)."""
+    with _lock:
+        hit = _origin.get(code)
+    if hit is None or offset not in hit[1]:
+        return code, offset
+    return hit[0], hit[1][offset]
 
 
 def make_function(code, f_globals, name):
@@ -58,3 +86,4 @@ def clear():
     """Forget cached resume codes (dynamo.reset())."""
     with _lock:
         _cache.clear()
+        _origin.clear()

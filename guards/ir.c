@@ -10,6 +10,10 @@
 
 #include <string.h>     /* memset */
 
+#include "tmeta.h"      /* dtype / device codes of TENSOR_MATCH, tmeta_init */
+
+uint64_t gir_dead_epoch;
+
 /* Growing arrays and the dedup memo of one compile. */
 typedef struct {
     GirSet *gs;             /* owned until returned */
@@ -17,6 +21,7 @@ typedef struct {
     PyObject *memo;         /* strong: dict source tuple -> index */
     GirRuntime *rt;         /* borrowed */
     Py_ssize_t guard_index; /* for error messages */
+    PyObject *died;         /* strong: weakref callback of this set, or NULL */
 } Builder;
 
 static int
@@ -183,6 +188,8 @@ parse_tensor(Builder *b, GirCheck *c, PyObject *g /* borrowed */)
     PyObject *cls = PyTuple_GET_ITEM(g, 2);
     if (!PyType_Check(cls))
         return fail(b, PyExc_TypeError, "TENSOR_MATCH cls must be a type");
+    if (gir_runtime_load(b->rt) < 0)            /* tmeta conversions need torch */
+        return -1;
     GirTensor *t = PyMem_Calloc(1, sizeof(GirTensor));
     if (t == NULL) {
         PyErr_NoMemory();
@@ -192,6 +199,9 @@ parse_tensor(Builder *b, GirCheck *c, PyObject *g /* borrowed */)
     t->cls = Py_NewRef(cls);
     t->dtype = Py_NewRef(PyTuple_GET_ITEM(g, 3));
     t->device = Py_NewRef(PyTuple_GET_ITEM(g, 4));
+    if (tmeta_dtype_from_py(t->dtype, &t->dtype_code) < 0
+            || tmeta_device_from_py(t->device, &t->device_type, &t->device_index) < 0)
+        return -1;
     t->requires_grad = PyObject_IsTrue(PyTuple_GET_ITEM(g, 5));
     if (t->requires_grad < 0)
         return -1;
@@ -207,6 +217,47 @@ parse_tensor(Builder *b, GirCheck *c, PyObject *g /* borrowed */)
             || parse_dims(b, PyTuple_GET_ITEM(g, 9), t->ndim, &t->strides) < 0)
         return -1;
     b->gs->needs_torch = 1;
+    return 0;
+}
+
+/* Weakref callback: the object of an ID/FUNCTION_MATCH died, so its set
+ * can never pass again (and a new object may reuse the address).  self is
+ * a capsule holding the GirSet; the set owns the weakref, so the callback
+ * cannot outlive it. */
+static PyObject *
+identity_died(PyObject *self, PyObject *wref)
+{
+    GirSet *gs = PyCapsule_GetPointer(self, NULL);
+    if (gs == NULL)
+        return NULL;
+    gs->dead = 1;
+    gir_dead_epoch++;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef identity_died_def = {"_dynamo_guard_died", identity_died, METH_O, NULL};
+
+/* ID/FUNCTION_MATCH: keep e alive only if it cannot be watched by weakref. */
+static int
+watch_identity(Builder *b, GirCheck *c, PyObject *e /* borrowed */)
+{
+    if (!PyType_SUPPORTS_WEAKREFS(Py_TYPE(e))) {
+        c->obj = Py_NewRef(e);
+        return 0;
+    }
+    if (b->died == NULL) {
+        PyObject *capsule = PyCapsule_New(b->gs, NULL, NULL);
+        if (capsule == NULL)
+            return -1;
+        b->died = PyCFunction_New(&identity_died_def, capsule);
+        Py_DECREF(capsule);
+        if (b->died == NULL)
+            return -1;
+    }
+    c->wref = PyWeakref_NewRef(e, b->died);
+    if (c->wref == NULL)
+        return -1;
+    c->obj = e;                                 /* borrowed, watched */
     return 0;
 }
 
@@ -244,8 +295,9 @@ compile_check(Builder *b, GirCheck *c, PyObject *g /* borrowed */)
         c->obj = Py_NewRef(e);
         return 0;
     case GIR_ID_MATCH:
-    case GIR_EQUALS_MATCH:
     case GIR_FUNCTION_MATCH:
+        return watch_identity(b, c, e);
+    case GIR_EQUALS_MATCH:
         c->obj = Py_NewRef(e);
         return 0;
     case GIR_LENGTH:
@@ -278,6 +330,8 @@ gir_compile(PyObject *guards, GirRuntime *rt)
     if (seq == NULL)
         return NULL;
     b.gs = PyMem_Calloc(1, sizeof(GirSet));
+    if (b.gs != NULL)
+        b.gs->refs = 1;
     b.memo = PyDict_New();
     if (b.gs == NULL || b.memo == NULL) {
         if (b.gs == NULL)
@@ -300,11 +354,13 @@ gir_compile(PyObject *guards, GirRuntime *rt)
         goto error;
     Py_DECREF(seq);
     Py_DECREF(b.memo);
+    Py_XDECREF(b.died);
     return b.gs;
 
 error:
     Py_DECREF(seq);
     Py_XDECREF(b.memo);
+    Py_XDECREF(b.died);
     gir_free(b.gs);
     return NULL;
 }
@@ -312,10 +368,14 @@ error:
 void
 gir_free(GirSet *gs)
 {
-    if (gs == NULL)
+    if (gs == NULL || --gs->refs > 0)
         return;
     for (Py_ssize_t i = 0; i < gs->nchecks; i++) {
         GirCheck *c = &gs->checks[i];
+        if (c->wref != NULL) {                  /* obj is borrowed */
+            Py_CLEAR(c->wref);
+            c->obj = NULL;
+        }
         Py_CLEAR(c->obj);
         if (c->tensor != NULL) {
             Py_CLEAR(c->tensor->cls);
@@ -364,6 +424,31 @@ error:
     return rc;
 }
 
+/* torch.nn.Module.__getattr__ and object.__getattribute__: the tree reads
+ * attributes of modules that use exactly these in C (guards/tree.c). */
+static int
+load_module_getattr(GirRuntime *rt)
+{
+    PyObject *nn = PyImport_ImportModule("torch.nn");
+    if (nn == NULL)
+        return -1;
+    PyObject *module_type = PyObject_GetAttrString(nn, "Module");
+    Py_DECREF(nn);
+    if (module_type == NULL)
+        return -1;
+    if (!PyType_Check(module_type)) {
+        Py_DECREF(module_type);
+        PyErr_SetString(PyExc_TypeError, "torch.nn.Module is not a type");
+        return -1;
+    }
+    PyObject *fn = _PyType_Lookup((PyTypeObject *)module_type, rt->s_getattr);
+    Py_XSETREF(rt->module_getattr, Py_XNewRef(fn));
+    Py_DECREF(module_type);
+    fn = _PyType_Lookup(&PyBaseObject_Type, rt->s_getattribute);
+    Py_XSETREF(rt->object_getattribute, Py_XNewRef(fn));
+    return 0;
+}
+
 static int
 intern_names(GirRuntime *rt)
 {
@@ -371,7 +456,10 @@ intern_names(GirRuntime *rt)
         {&rt->s_dtype, "dtype"}, {&rt->s_device, "device"},
         {&rt->s_requires_grad, "requires_grad"}, {&rt->s_dim, "dim"},
         {&rt->s_size, "size"}, {&rt->s_stride, "stride"},
-        {&rt->s_raw_repr, "raw_repr"},
+        {&rt->s_raw_repr, "raw_repr"}, {&rt->s_getattr, "__getattr__"},
+        {&rt->s_getattribute, "__getattribute__"},
+        {&rt->s_module_dicts[0], "_parameters"}, {&rt->s_module_dicts[1], "_buffers"},
+        {&rt->s_module_dicts[2], "_modules"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (*names[i].slot == NULL
@@ -408,6 +496,8 @@ gir_runtime_load(GirRuntime *rt)
     keys = PyObject_CallNoArgs(rt->tls_include);
     if (keys == NULL || load_backend_mask(rt, (PyObject *)Py_TYPE(keys)) < 0)
         goto error;
+    if (tmeta_init() < 0 || load_module_getattr(rt) < 0)
+        goto error;
     rt->loaded = 1;
     rc = 0;
 error:
@@ -430,5 +520,11 @@ gir_runtime_clear(GirRuntime *rt)
     Py_CLEAR(rt->s_size);
     Py_CLEAR(rt->s_stride);
     Py_CLEAR(rt->s_raw_repr);
+    Py_CLEAR(rt->s_getattr);
+    Py_CLEAR(rt->s_getattribute);
+    for (int i = 0; i < 3; i++)
+        Py_CLEAR(rt->s_module_dicts[i]);
+    Py_CLEAR(rt->module_getattr);
+    Py_CLEAR(rt->object_getattribute);
     rt->loaded = 0;
 }

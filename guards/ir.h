@@ -61,17 +61,26 @@ typedef struct {
     Py_ssize_t ndim;        /* t.dim() */
     Py_ssize_t *sizes;      /* owned, ndim entries, -1 = any; NULL = unchecked */
     Py_ssize_t *strides;    /* owned, ndim entries, -1 = any; NULL = unchecked */
+    int32_t dtype_code;     /* c10::ScalarType of dtype (tmeta) */
+    int32_t device_type;    /* c10::DeviceType of device (tmeta) */
+    int32_t device_index;   /* -1 when the device has no index */
 } GirTensor;
 
 typedef struct {
     int kind;               /* GirCheckKind */
     int source;             /* index into GirSet.sources */
-    PyObject *obj;          /* strong: type / obj / value / keys tuple; or NULL */
+    PyObject *obj;          /* type / obj / value / keys tuple, or NULL: strong,
+                               except ID/FUNCTION_MATCH with wref set, where it
+                               is borrowed (valid while the set is not dead) */
+    PyObject *wref;         /* strong: weakref to obj whose callback marks the
+                               set dead; NULL when obj is held strongly */
     Py_ssize_t n;           /* LENGTH n; GRAD_MODE enabled; NONE_MATCH is_none */
     GirTensor *tensor;      /* owned, TENSOR_MATCH only, else NULL */
 } GirCheck;
 
 typedef struct {
+    Py_ssize_t refs;        /* C references (cache entry, trees) */
+    int dead;               /* an ID/FUNCTION_MATCH object died: never passes */
     Py_ssize_t nsources;
     GirSource *sources;     /* owned, bases before their users */
     Py_ssize_t nchecks;
@@ -95,7 +104,16 @@ typedef struct {
     PyObject *s_size;
     PyObject *s_stride;
     PyObject *s_raw_repr;
+    PyObject *s_getattr;        /* strong: "__getattr__" */
+    PyObject *s_getattribute;   /* strong: "__getattribute__" */
+    PyObject *s_module_dicts[3];/* strong: "_parameters", "_buffers", "_modules" */
+    PyObject *module_getattr;   /* strong: torch.nn.Module.__getattr__ */
+    PyObject *object_getattribute; /* strong: object.__getattribute__ */
 } GirRuntime;
+
+/* Bumped by the weakref callbacks each time a guarded object dies (a set
+ * became dead): caches compare it to know when to prune and rebuild. */
+extern uint64_t gir_dead_epoch;
 
 /* Compile a guard list (list or tuple of tuples) into a new GirSet.
  * guards: borrowed.  rt: the runtime, loaded here if a check needs torch.
@@ -103,7 +121,16 @@ typedef struct {
  * ValueError naming the offending guard index (or ImportError from torch). */
 GirSet *gir_compile(PyObject *guards /* borrowed */, GirRuntime *rt);
 
-/* Free a set and drop every reference it holds.  NULL is accepted. */
+/* Take a C reference on a set. */
+static inline GirSet *
+gir_incref(GirSet *gs)
+{
+    gs->refs++;
+    return gs;
+}
+
+/* Drop a C reference (gir_compile returns one); the last one frees the set
+ * and drops every reference it holds.  NULL is accepted. */
 void gir_free(GirSet *gs);
 
 /* Import torch and fill rt; idempotent.  0, or -1 with an exception. */

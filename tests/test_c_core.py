@@ -126,13 +126,14 @@ def test_failing_guard_recompiles_and_names_the_guard():
     assert oc(2, 3) == 6
     assert oc(2.0, 3) == 6.0                  # guard 1 of e1 fails
     assert len(cb.calls) == 2
-    assert cb.calls[1]["failures"] == [("e1", 1)]
+    assert cb.calls[1]["failures"] == [("e1", 1, "type", int, float)]
     assert C.cache_entries(add.__code__) == ["e2", "e1"]
     assert oc(2, 5) == 10 and oc(1.5, 2) == 3.0
     assert len(cb.calls) == 2
     with pytest.raises(StopIteration):        # third miss: callback raises
         oc("x", 2)
-    assert cb.calls[2]["failures"] == [("e2", 0), ("e1", 1)]
+    # closest first: e1 passed one test (type of b), e2 none; then the rest
+    assert cb.calls[2]["failures"] == [("e1", 1, "type", int, str), ("e2", 0)]
 
 
 def test_callback_none_runs_original_every_time():
@@ -732,7 +733,8 @@ def test_non_function_frames_never_reach_the_callback():
 
 
 def test_asan_build_subset():
-    """Run these tests against the ASan/UBSan build (make asan), if present."""
+    """Run the C unit tests (core, guards, guard trees) against the ASan/UBSan
+    build (make asan), if present."""
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     so = os.path.join(ROOT, "build", "asan", "_C" + suffix)
     if os.environ.get("DYNAMO_C_PATH"):
@@ -756,7 +758,8 @@ def test_asan_build_subset():
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                           "-k", "not leaks and not asan",
                           os.path.join(tests, "test_c_core.py"),
-                          os.path.join(tests, "test_c_guards.py")],
+                          os.path.join(tests, "test_c_guards.py"),
+                          os.path.join(tests, "test_guard_tree.py")],
                          capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     assert "ERROR: AddressSanitizer" not in out.stderr

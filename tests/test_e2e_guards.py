@@ -246,8 +246,6 @@ def test_module_parameter_updated_in_place():
     assert cnt.frame_count == 1
 
 
-@pytest.mark.xfail(strict=True, reason="no guard on the identity of submodules: replacing "
-                   "m.lin after compile silently returns the OLD module's result")
 def test_submodule_replaced():
     torch.manual_seed(0)
     m = Scaled()
@@ -257,8 +255,6 @@ def test_submodule_replaced():
     assert same(opt(T), m(T))
 
 
-@pytest.mark.xfail(strict=True, reason="no guard on Sequential items: seq[1] = nn.Sigmoid() "
-                   "after compile silently keeps using the old ReLU")
 def test_sequential_item_replaced():
     torch.manual_seed(0)
     seq = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
@@ -392,8 +388,6 @@ def test_closure_cell_rebound():
     assert same(opt(T), f(T))
 
 
-@pytest.mark.xfail(strict=True, reason="builtins are not guarded: defining a module-global "
-                   "`len` after compile keeps calling the builtin (stale result)")
 def test_builtin_shadowed_by_global():
     code = (
         "import torch, dynamo\n"

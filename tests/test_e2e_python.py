@@ -1096,9 +1096,6 @@ def test_graph_break_in_loop_right_result():
     check(f, X)
 
 
-@pytest.mark.xfail(strict=True, reason="graph break inside a for loop: the resume function "
-                   "cannot iterate the live iterator, so the rest of the loop runs eagerly "
-                   "(1 graph instead of one per iteration)")
 def test_graph_break_in_loop_keeps_compiling():
     def f(x):
         for i in range(5):
@@ -1191,8 +1188,6 @@ def test_getframe_lineno_matches_eager():
     check(f, torch.zeros(1))
 
 
-@pytest.mark.xfail(strict=True, reason="locals() inside an optimized frame exposes internal "
-                   "temporaries ('___graph_out', '___stack_0')")
 def test_locals_has_only_user_names():
     def f(x):
         y = x + 1  # noqa: F841

@@ -283,9 +283,6 @@ def test_nn_module_with_genexpr_right_result(name):
     check_module(make(), *inp(), frames=None, breaks=None)
 
 
-@pytest.mark.xfail(strict=True, reason="generator expression in forward (MHA, "
-                   "TransformerEncoderLayer): 'cannot rebuild nested function <genexpr> after "
-                   "a graph break' -> whole forward runs eagerly, 0 graphs")
 @pytest.mark.parametrize("name", list(GENEXPR_MODULES))
 def test_nn_module_with_genexpr_compiled(name):
     make, inp = GENEXPR_MODULES[name]
@@ -645,8 +642,6 @@ def test_torch_generator_argument():
     assert cnt.frame_count == 1
 
 
-@pytest.mark.xfail(strict=True, reason="tracing an op that fails on shapes makes torch's "
-                   "fake_tensor logger print an ERROR with a full traceback before the break")
 def test_failing_op_no_error_log_noise(caplog):
     import logging
 

@@ -553,3 +553,183 @@ def test_module_with_hooks_breaks_at_the_call():
     out, cc, res = call_compiled(f, outer, x)
     assert seen == [1] and same(res, outer(x) + 1)
     assert "hooks" in out.break_reasons[0].reason
+
+
+# ---------------------------------------------------------------- module / builtin guards
+
+class Tree(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.layers = torch.nn.ModuleList([torch.nn.ReLU(), torch.nn.Tanh()])
+        self.heads = torch.nn.ModuleDict({"a": torch.nn.Linear(3, 1)})
+
+    def forward(self, x):
+        x = self.lin(x)
+        for layer in self.layers:
+            x = layer(x)
+        return self.heads["a"](x) + self.layers[-1](x).sum()
+
+
+def test_every_reached_submodule_has_one_id_guard():
+    from dynamo import guards as G
+    mod, x = Tree(), torch.randn(2, 3)
+    out, cc, res = call_compiled(Tree.forward, mod, x)
+    assert same(res, mod(x)) and cc.frame_count == 1
+    ids = [g for g in out.guards if g.kind == G.ID_MATCH]
+    # self, self.lin, self.layers, its 2 items, self.heads, heads['a']: one each
+    assert len(ids) == 7, [g.source.name() for g in ids]
+    lowered = [g.lower() for g in out.guards]
+    assert (G.ID_MATCH, (4, (3, (0, 0), "_modules"), "lin"), mod.lin) in lowered
+    assert (G.DICT_KEYS, (3, (4, (3, (0, 0), "_modules"), "layers"), "_modules"), ("0", "1")) in lowered
+    assert [n.target for n in cc.graphs[0].graph.nodes if n.op == "call_module"][0] == "self_lin"
+    args = ({"self": mod, "x": x}, Tree.forward.__globals__)
+    assert G.evaluate(out.guards, *args, builtins.__dict__, None) == -1
+    for replace in (lambda: setattr(mod, "lin", torch.nn.Linear(3, 3)),
+                    lambda: mod.layers.__setitem__(1, torch.nn.Sigmoid()),
+                    lambda: mod.layers.append(torch.nn.ReLU())):
+        saved = (mod.lin, list(mod.layers))
+        replace()
+        failed = out.guards[G.evaluate(out.guards, *args, builtins.__dict__, None)]
+        assert failed.kind in (G.ID_MATCH, G.DICT_KEYS), failed
+        mod.lin, mod.layers = saved[0], torch.nn.ModuleList(saved[1])
+        out, cc, _ = call_compiled(Tree.forward, mod, x)
+
+
+def test_replaced_submodule_recompiles():
+    import dynamo
+    mod, x = Tree(), torch.randn(2, 3)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(mod)
+    opt(x)
+    mod.heads["a"] = torch.nn.Linear(3, 1)
+    assert same(opt(x), mod(x)) and cnt.frame_count == 2
+    opt(x)
+    assert cnt.frame_count == 2
+
+
+def uses_builtins(x):
+    return x * len([1, 2]) + isinstance(x, torch.Tensor)
+
+
+def test_builtins_get_a_global_function_match():
+    from dynamo import guards as G
+    x = torch.randn(3)
+    out, cc, res = call_compiled(uses_builtins, x)
+    lowered = [g.lower() for g in out.guards]
+    assert (G.FUNCTION_MATCH, (1, "len"), len) in lowered
+    assert (G.FUNCTION_MATCH, (1, "isinstance"), isinstance) in lowered
+    assert " - global 'len' FUNCTION_MATCH" in [g.describe() for g in out.guards]
+    shadowed = dict(uses_builtins.__globals__, len=lambda v: 10)
+    idx = G.evaluate(out.guards, {"x": x}, shadowed, builtins.__dict__, None)
+    assert out.guards[idx].source.name() == "G['len']"
+
+
+# ---------------------------------------------------------------- generators, state queries
+
+def lazy_generators(x):
+    seen = []
+    a, b = (t * 2 for t in (x, x + 1))
+    g = (seen.append(i) or i for i in range(5))
+    first = next(g)
+    hit = any(seen.append(i) or i > 1 for i in range(10))
+    return a + b + first + hit + len(seen) + sum(t.sum() for t in (x, a))
+
+
+def test_generators_run_lazily_in_one_graph():
+    x = torch.randn(3)
+    out, cc, res = call_compiled(lazy_generators, x)
+    assert same(res, lazy_generators(x))        # len(seen) == 1 + 3, as eager
+    assert cc.frame_count == 1 and out.break_reasons == []
+
+
+@pytest.mark.parametrize("train", [False, True])
+@pytest.mark.parametrize("grad", [True, False])
+def test_transformer_layer_root_one_graph(train, grad):
+    import dynamo
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).train(train)
+    x = torch.randn(2, 3, 32)
+    with torch.set_grad_enabled(grad):
+        e = dynamo.explain(layer)(x)
+        assert (e.graph_count, e.graph_break_count) == (1, 0), e.summary()
+        dynamo.reset()
+        torch.manual_seed(0)
+        expected = layer(x)
+        torch.manual_seed(0)
+        cnt = CompileCounter()
+        assert same(dynamo.optimize(cnt)(layer)(x), expected) and cnt.frame_count == 1
+    fast = [g for g in e.out_guards if "_is_fastpath_enabled" in g.source.name()]
+    assert len(fast) == 1 and fast[0].source.name().startswith("G['___globals_torch_backends_mha']")
+
+
+def test_fastpath_flag_is_guarded():
+    import dynamo
+    import torch.backends.mha as mha
+    layer = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()
+    x = torch.randn(2, 3, 8)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(layer)
+    with torch.no_grad():
+        opt(x)
+        mha.set_fastpath_enabled(False)
+        try:
+            assert same(opt(x), layer(x))
+        finally:
+            mha.set_fastpath_enabled(True)
+    assert cnt.frame_count == 2
+
+
+# ---------------------------------------------------------------- loops, logging
+
+def loop_with_print(x):
+    for i in range(5):
+        x = x + i
+        print(end="")
+    return x
+
+
+def test_break_in_loop_resumes_compile_with_one_resume_code():
+    import dynamo
+    x = torch.randn(3)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(loop_with_print)
+    assert same(opt(x), loop_with_print(x))
+    assert cnt.frame_count == 5 and cnt.op_count == 5
+    assert same(opt(x), loop_with_print(x)) and cnt.frame_count == 5   # all cached
+    e = dynamo.explain(loop_with_print)(x)
+    assert e.graph_count == 5 and e.graph_break_count == 5
+    out, _, _ = call_compiled(loop_with_print, x)
+    (resume_code,) = out.resume_codes
+    # the resume function takes the loop's remaining items as a tuple
+    o2, cc2, r2 = call_compiled(loop_with_print, (2, 3, 4), None, x + 1, code=resume_code)
+    assert same(r2, loop_with_print(x)) and cc2.frame_count == 1
+    assert o2.resume_codes == [resume_code]         # a break in it resumes through it again
+
+
+def test_failing_op_is_quiet_and_restores_logger_level():
+    import logging
+    lg = logging.getLogger("torch._subclasses.fake_tensor")
+    before = lg.level
+
+    def f(x):
+        return (x + 1) @ torch.ones(3)
+    with pytest.raises(RuntimeError):
+        call_compiled(f, torch.ones(4))
+    assert lg.level == before
+
+
+def locals_after_op(x):
+    y = x + 1  # noqa: F841
+    return sorted(locals())
+
+
+def test_break_code_deletes_its_temporaries():
+    x = torch.randn(3)
+    out, cc, res = call_compiled(locals_after_op, x)
+    assert res == ["x", "y"] and cc.frame_count == 1 and len(out.break_reasons) == 1
+    import dis
+    insts = list(dis.get_instructions(out.new_code))
+    stored = {i.argval for i in insts if i.opname == "STORE_FAST" and i.argval.startswith("___")}
+    deleted = [i.argval for i in insts if i.opname == "DELETE_FAST"]
+    # ___graph_out and the two ___stack temporaries, deleted before the eager call
+    assert len(deleted) == 3 and set(deleted) == stored and "___graph_out" in stored

@@ -23,7 +23,8 @@ from ..guards import ClosureSource, LocalSource
 from ..output_graph import PyCodegen
 from .. import resume
 from .translator import InstructionTranslatorBase
-from .variables import (CellVariable, NullVariable, PassthroughVariable, TensorVariable)
+from .variables import (CellVariable, ListIteratorVariable, NullVariable, PassthroughVariable,
+                        TensorVariable, TupleVariable)
 from .variables.base import VariableTracker
 
 GRAPH_OUT = "___graph_out"
@@ -48,6 +49,13 @@ _JUMPS_KEEP_ON_TAKEN = {"JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"}
 _TENSOR_JUMPS = {"POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
                  "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE",
                  "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"}
+
+
+def _reads_frame_locals(var):
+    """Is `var` a builtin that reads the calling frame's locals?"""
+    import builtins
+    value = getattr(var, "fn", None)
+    return value in (builtins.locals, builtins.vars, builtins.dir)
 
 
 class RestartAnalysis(Exception):
@@ -90,6 +98,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.body = None
         self.break_info = None
         self.resume_codes = []
+        self.iter_temps = set()        # stack temporaries holding an iterator's items
 
     # ------------------------------------------------------------ driver
     def step(self, inst):
@@ -169,20 +178,42 @@ class InstructionTranslator(InstructionTranslatorBase):
                 out.append((name, value))
         return out
 
-    def materialize(self, cg, stack, named):
+    def all_values(self):
+        """(name, VT) of every local and cell variable that has a value, in
+        co_varnames order."""
+        out = []
+        for name in self.code.co_varnames + self.code.co_cellvars:
+            value = self.cells[name].value if name in self.cells else self.locals.get(name)
+            if value is not None and not isinstance(value, PassthroughVariable):
+                out.append((name, value))
+        return out
+
+    def materialize(self, cg, stack, named, n_resume=None):
         """Rebuild `stack` (NULLs skipped) into temporaries and `named`
         locals into their variables; returns the temporaries (None for
         NULLs). Everything is loaded before anything is stored, so sources
-        naming arguments still see the original arguments."""
+        naming arguments still see the original arguments. Iterators among
+        the first `n_resume` stack values (those handed to a resume
+        function; default all) are stored as the tuple of their remaining
+        items and their temporaries added to `self.iter_temps`."""
         temps = []
         stores = []
-        for var in stack:
+        aliased = {id(v) for _, v in named}
+        n_resume = len(stack) if n_resume is None else n_resume
+        for i, var in enumerate(stack):
             if isinstance(var, NullVariable):
                 temps.append(None)
                 continue
-            cg.reconstruct(var)
+            as_tuple = (i < n_resume and type(var) is ListIteratorVariable
+                        and id(var) not in aliased)
+            if as_tuple:
+                TupleVariable(var.items[var.index:]).reconstruct(cg)
+            else:
+                cg.reconstruct(var)
             temps.append(cg.new_temp("___stack"))
             stores.append(temps[-1])
+            if as_tuple:
+                self.iter_temps.add(temps[-1])
         for name, var in named:
             if isinstance(var.source, LocalSource) and var.source.local_name == name:
                 continue          # the argument itself, still in its variable
@@ -195,7 +226,8 @@ class InstructionTranslator(InstructionTranslatorBase):
     def load_resume_function(self, cg, target, null_mask, names):
         """Push NULL and __resume_at_<offset>_<n> for a resume at `target`
         with that stack shape and those locals."""
-        code, name = resume.resume_code(self.code, target.offset, tuple(null_mask), tuple(names))
+        base, offset = resume.origin(self.code, target.offset)
+        code, name = resume.resume_code(base, offset, tuple(null_mask), tuple(names))
         self.resume_codes.append(code)
         if self.code.co_freevars:
             cg.emit("PUSH_NULL")
@@ -208,11 +240,17 @@ class InstructionTranslator(InstructionTranslatorBase):
             self.output.install[name] = resume.make_function(code, self.frame.f_globals, name)
             cg.emit("LOAD_GLOBAL", argval=name, push_null=True)
 
+    def stack_kind(self, temp):
+        """resume_code's mask entry for a stack temporary (None: a NULL)."""
+        if temp is None:
+            return True
+        return resume.ITER if temp in self.iter_temps else False
+
     def emit_resume_call(self, cg, target, stack_temps, named):
         """Call the resume function at `target` with the stack held in
         `stack_temps` (None: a NULL) and the locals `named`; return its result."""
         names = [n for n, _ in named]
-        self.load_resume_function(cg, target, [t is None for t in stack_temps], names)
+        self.load_resume_function(cg, target, [self.stack_kind(t) for t in stack_temps], names)
         nargs = 0
         for temp in stack_temps:
             if temp is not None:
@@ -319,13 +357,16 @@ class InstructionTranslator(InstructionTranslatorBase):
                            for g in group)
         deep, operands = self.stack[:len(self.stack) - npop], self.stack[len(self.stack) - npop:]
         named = self.live_values(j + 1)
+        if last.opname == "CALL" and any(_reads_frame_locals(v) for v in operands[:2]):
+            named = self.all_values()      # locals()/vars()/dir() see dead locals too
         cg = self.compile_graph([v for _, v in named] + self.stack)
-        temps = self.materialize(cg, deep + operands, named)
+        # the operands run in the eager group: iterators stay real iterators
+        temps = self.materialize(cg, deep + operands, named, n_resume=len(deep))
         deep_temps, operand_temps = temps[:len(deep)], temps[len(deep):]
         # the resume function goes under everything the break leaves behind
         names = [n for n, _ in named]
         self.load_resume_function(cg, self.instructions[j + 1],
-                                  [t is None for t in deep_temps] + [False] * npush, names)
+                                  [self.stack_kind(t) for t in deep_temps] + [False] * npush, names)
         n_deep = 0
         for temp in deep_temps:
             if temp is not None:
@@ -336,6 +377,7 @@ class InstructionTranslator(InstructionTranslatorBase):
                 cg.emit("PUSH_NULL")
             else:
                 cg.load_local(temp)
+        cg.delete_temps()          # every temporary is on the stack now
         self.set_run_time_grad_mode(cg)
         for orig in group:
             copy = create_instruction(orig.opname, arg=orig.arg, argval=orig.argval)

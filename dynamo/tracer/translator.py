@@ -19,8 +19,8 @@ import torch
 from ..bytecode import decode
 from ..exc import Unsupported
 from ..guards import GlobalSource, ItemSource
-from .variables import (CellVariable, ConstantVariable, DictVariable, GradModeVariable,
-                        ListIteratorVariable, ListVariable, NestedFunctionVariable, NullVariable,
+from .variables import (CellVariable, ConstantVariable, DictVariable, GeneratorVariable,
+                        GradModeVariable, ListIteratorVariable, ListVariable, NestedFunctionVariable, NullVariable,
                         PassthroughVariable, TensorVariable, TupleVariable, WithExitVariable,
                         wrap, wrap_const)
 from .variables.base import BINARY_OPS, COMPARE_OPS, VariableTracker
@@ -114,6 +114,18 @@ class InstructionTranslatorBase:
         mangled = self.output.globals_alias(self.f_globals)
         return ItemSource(GlobalSource(mangled), name)
 
+    def builtin_source(self, name):
+        """Source of builtin `name` as LOAD_GLOBAL finds it, or None.
+
+        A GLOBAL source resolves like LOAD_GLOBAL (f_globals, then
+        f_builtins), so its guard also fails when a global later shadows the
+        builtin. Only the compiled frame's own globals can be named that way:
+        builtins read by functions inlined from other modules are assumed not
+        to be shadowed later (no guard kind can test a missing dict key)."""
+        if self.f_globals is self.output.frame.f_globals:
+            return GlobalSource(name)
+        return None
+
     def realize(self, var):
         """Wrap a passthrough frame value on first real use."""
         if isinstance(var, PassthroughVariable):
@@ -133,6 +145,8 @@ class InstructionTranslatorBase:
         cls = GeneratorTranslator if code.co_flags & _CO_GENERATOR else InliningTranslator
         sub = cls(self.output, code, fn_var.get_globals(), bound, fn_var.closure_cells(self),
                   parent=self)
+        if cls is GeneratorTranslator:
+            return GeneratorVariable(sub)     # the body runs on each next()
         sub.run()
         return sub.returned
 
@@ -198,7 +212,7 @@ class InstructionTranslatorBase:
             builtins_dict = builtins_dict.__dict__
         if name not in builtins_dict:
             raise Unsupported(f"NameError: name {name!r} is not defined")
-        self.push(wrap(self, builtins_dict[name], None))
+        self.push(wrap(self, builtins_dict[name], self.builtin_source(name)))
 
     def STORE_GLOBAL(self, inst):
         raise Unsupported(f"assignment to global {inst.argval!r}")
@@ -527,26 +541,35 @@ class InliningTranslator(InstructionTranslatorBase):
 
 
 class GeneratorTranslator(InliningTranslator):
-    """Runs a generator function to completion at trace time and returns an
-    iterator over what it yielded. Sound for the generators model code uses
-    (genexprs consumed by all/any/tuple/sum): the body is traced eagerly,
-    so a generator that is only partly consumed still runs to the end in
-    the trace (its traced side effects are graph ops, not Python effects)."""
+    """The suspended frame of a generator made by traced code. next_item()
+    runs it to its next YIELD_VALUE (like gen.__next__), so it is consumed
+    lazily through GeneratorVariable; only the body's traced effects happen,
+    in the same order as eager."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.yielded = []
+        self.yielded = None
+        self.exhausted = False
+
+    def next_item(self):
+        """The next yielded VT, or None once the generator has returned."""
+        if self.exhausted:
+            return None
+        self.done, self.yielded = False, None
+        self.run()
+        return None if self.exhausted else self.yielded
 
     def RETURN_GENERATOR(self, inst):
         self.push(ConstantVariable(None))
 
     def YIELD_VALUE(self, inst):
-        self.yielded.append(self.pop())
-        self.push(ConstantVariable(None))
+        self.yielded = self.pop()
+        self.push(ConstantVariable(None))   # the value send() would deliver
+        self.done = True                    # suspend until the next next_item()
 
     def RETURN_VALUE(self, inst):
         self.pop()
-        self.returned = ListIteratorVariable(self.yielded)
+        self.exhausted = True
         self.done = True
 
 

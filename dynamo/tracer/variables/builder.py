@@ -23,7 +23,7 @@ from .functions import UserFunctionVariable, UserMethodVariable
 from .misc import PythonModuleVariable, SkippedFunctionVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
 from .torch import (TorchFunctionVariable, TorchModuleVariable, is_graphable_torch_callable,
-                    is_torch_object)
+                    is_state_query, is_torch_object)
 
 _STDLIB = tuple(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib"))
 _SKIP_ROOTS = {"numpy", "scipy", "pandas", "sympy", "PIL", "matplotlib", "tabulate",
@@ -87,9 +87,11 @@ def wrap(tx, value, source):
             return TorchModuleVariable(value, source)
         return PythonModuleVariable(value, source)
     if is_builtin_callable(value):
+        # folded at trace time: the trace is only valid for this very callable
+        _guard(tx, source, FUNCTION_MATCH, value)
         return BuiltinVariable(value, source)
     if is_torch_object(value):
-        if is_graphable_torch_callable(value):
+        if is_graphable_torch_callable(value) or is_state_query(value):
             return TorchFunctionVariable(value, source)
         return SkippedFunctionVariable(value, source)
     if isinstance(value, types.FunctionType):
@@ -140,7 +142,7 @@ def wrap_torch_attr(tx, value, source):
             return TorchFunctionVariable(value, source)
         return ClassVariable(value, source)
     if callable(value):
-        if is_graphable_torch_callable(value):
+        if is_graphable_torch_callable(value) or is_state_query(value):
             return TorchFunctionVariable(value, source)
         return SkippedFunctionVariable(value, source)
     return OpaqueVariable(value, source)

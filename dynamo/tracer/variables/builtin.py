@@ -113,9 +113,10 @@ def contains(tx, item, container):
     if container.is_python_constant() and item.is_python_constant():
         return item.as_python_constant() in container.as_python_constant()
     for v in container.unpack(tx):
-        same = identical(item, v)
-        if same is None and item.is_python_constant() and v.is_python_constant():
+        if item.is_python_constant() and v.is_python_constant():   # `in` compares with ==
             same = item.as_python_constant() == v.as_python_constant()
+        else:
+            same = identical(item, v)
         if same is None:
             raise Unsupported(f"`in` on {container}")
         if same:
@@ -387,9 +388,15 @@ def _sorted(tx, iterable, **kwargs):
 
 
 def _any_all(fn):
+    stop_on = fn is any      # any() stops at the first true item, all() at the first false
+
     def handler(tx, iterable):
-        items = iterable.unpack(tx)
-        return ConstantVariable(fn(i.truth(tx) for i in items))
+        it = iterable if isinstance(iterable, ListIteratorVariable) else \
+            ListIteratorVariable(iterable.unpack(tx))
+        while (item := it.next()) is not None:
+            if item.truth(tx) == stop_on:
+                return ConstantVariable(stop_on)
+        return ConstantVariable(not stop_on)
     return handler
 
 

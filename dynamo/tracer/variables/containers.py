@@ -292,6 +292,41 @@ class ListIteratorVariable(VariableTracker):
         cg.call(1)
 
 
+class GeneratorVariable(ListIteratorVariable):
+    """A generator made by traced code (a genexpr or an inlined generator
+    function), run lazily like CPython: each next() resumes its suspended
+    translator `gen_tx` up to the next yield, so short-circuiting consumers
+    (any/all, a `for` with `break`, next()) run exactly as many items as
+    eager would. It cannot be rebuilt in generated code."""
+
+    def __init__(self, gen_tx):
+        super().__init__([])
+        self.gen_tx = gen_tx
+
+    def python_type(self):
+        import types
+        return types.GeneratorType
+
+    def next(self):
+        return self.gen_tx.next_item()
+
+    def unpack(self, tx):
+        out = []
+        while (item := self.next()) is not None:
+            out.append(item)
+        return out
+
+    def truth(self, tx):
+        return True
+
+    def reconstruct(self, cg):
+        raise Unsupported(f"cannot rebuild generator {self.gen_tx.code.co_name} after a graph "
+                          "break (it is not consumed before the break)")
+
+    def __repr__(self):
+        return f"GeneratorVariable({self.gen_tx.code.co_name})"
+
+
 def wrap_sequence_items(tx, value, source):
     """VTs for the items of a tuple/list read from the frame (with guards)."""
     from .builder import wrap

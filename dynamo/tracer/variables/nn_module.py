@@ -1,11 +1,13 @@
 """nn.Module values: submodules, parameters and buffers, and module calls.
 
-Policy (documented in the report and ARCHITECTURE.md):
+Policy (documented in ARCHITECTURE.md, contract 3):
 - the module reached from a frame value is guarded by ID_MATCH and an
-  EQUALS_MATCH on its `training` flag; submodules are reached through it and
-  assumed not to be replaced between calls (like early TorchDynamo's
-  NN_MODULE guard); leaf modules called as call_module and every `training`
-  read add a `training` guard of their own;
+  EQUALS_MATCH on its `training` flag; every submodule the trace reaches
+  (attribute, container item, children/modules()) gets one ID_MATCH on
+  `<parent>._modules[<key>]` (a dict item: no Module.__getattr__ call at
+  guard time), so replacing a submodule recompiles; iterating or taking the
+  len() of a container adds DICT_KEYS on its `_modules`; leaf modules called
+  as call_module and every `training` read add a `training` guard;
 - parameters and buffers become get_attr nodes on the GraphModule (shared
   objects, so optimizers and BatchNorm running stats see the same tensors);
 - calling a standard torch.nn leaf module (class defined in torch.nn.modules,
@@ -19,7 +21,7 @@ import inspect
 import torch
 
 from ...exc import Unsupported
-from ...guards import EQUALS_MATCH, AttrSource, ItemSource
+from ...guards import DICT_KEYS, EQUALS_MATCH, ID_MATCH, LENGTH, AttrSource, ItemSource
 from .base import ClassVariable, ConstantVariable, VariableTracker
 
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict,
@@ -37,6 +39,32 @@ def has_hooks(mod):
                 or getattr(mod, "_backward_pre_hooks", None)
                 or m._global_forward_hooks or m._global_forward_pre_hooks
                 or m._global_backward_hooks or getattr(m, "_global_backward_pre_hooks", None))
+
+
+def submodule_source(parent_source, key):
+    """Where submodule `key` of the module at `parent_source` lives."""
+    return ItemSource(AttrSource(parent_source, "_modules"), key)
+
+
+def submodule(tx, parent, key):
+    """The VT of `parent.module._modules[key]`, guarded by identity (a
+    replaced submodule must recompile: the graph calls the object itself)."""
+    sub = parent.module._modules[key]
+    src = submodule_source(parent.source, key)
+    tx.output.add_guard(src, ID_MATCH, sub)
+    return ConstantVariable(None, src) if sub is None else NNModuleVariable(sub, src)
+
+
+# per-module hook tables a trace may read (TransformerEncoderLayer's fast-path check)
+_HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+                "_backward_pre_hooks", "_forward_hooks_with_kwargs",
+                "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called")
+
+
+# Module methods that generate over the module tree (generators with a memo
+# set): the tracer answers them from the real tree, with guards, when called
+# without arguments on a module that does not override them
+_NATIVE_METHODS = ("modules", "named_modules", "children", "named_children", "parameters")
 
 
 class NNModuleVariable(VariableTracker):
@@ -81,8 +109,9 @@ class NNModuleVariable(VariableTracker):
                     return ConstantVariable(None)
                 return tx.output.get_attr(value, src)
         if name in d.get("_modules", {}):
-            sub = d["_modules"][name]
-            return ConstantVariable(None) if sub is None else NNModuleVariable(sub, src)
+            return submodule(tx, self, name)
+        if name in _HOOK_TABLES and name in d and not d[name]:
+            return self.empty_hook_table(tx, name)
         if name in d:
             return wrap(tx, d[name], src)
         try:
@@ -95,9 +124,25 @@ class NNModuleVariable(VariableTracker):
             return UserMethodVariable(static.__func__, ClassVariable(type(mod)))
         if isinstance(static, property):
             return UserFunctionVariable(static.fget).call(tx, [self], {})
+        if name in _NATIVE_METHODS and static is getattr(torch.nn.Module, name):
+            from .functions import BoundMethodVariable
+            return BoundMethodVariable(self, name)      # call_method walks the tree itself
         if inspect.isfunction(static):
             return UserMethodVariable(static, self)
         return wrap(tx, getattr(mod, name), src)
+
+    def empty_hook_table(self, tx, name):
+        """An empty hook dict, guarded to stay empty (LENGTH on its type)."""
+        from .containers import DictVariable
+        table = self.module.__dict__[name]
+        src = AttrSource(self.source, name)
+        tx.output.add_guard(src, LENGTH, type(table), 0)
+        return DictVariable({}, src)
+
+    def guard_structure(self, tx):
+        """DICT_KEYS on `_modules`: the trace depends on the set of children."""
+        tx.output.add_guard(AttrSource(self.source, "_modules"), DICT_KEYS,
+                            tuple(self.module._modules))
 
     def call(self, tx, args, kwargs):
         mod = self.module
@@ -116,6 +161,10 @@ class NNModuleVariable(VariableTracker):
 
     def call_method(self, tx, name, args, kwargs):
         mod = self.module
+        if name in _NATIVE_METHODS and (args or kwargs):
+            # a variant (recurse=False, prefix=...) the walk below does not model
+            from .functions import UserMethodVariable
+            return UserMethodVariable(getattr(torch.nn.Module, name), self).call(tx, args, kwargs)
         if name == "forward" and not is_leaf_module(mod):
             return self.call(tx, args, kwargs)
         if name in ("__getitem__",):
@@ -125,8 +174,8 @@ class NNModuleVariable(VariableTracker):
             return ListIteratorVariable(self.unpack_values(tx))
         if name == "named_children" or (name == "items" and isinstance(mod, torch.nn.ModuleDict)):
             from .containers import ListIteratorVariable, TupleVariable
-            return ListIteratorVariable([TupleVariable([ConstantVariable(k), v])
-                                         for k, v in zip(mod._modules, self.unpack_values(tx))])
+            return ListIteratorVariable([TupleVariable([ConstantVariable(v.source.key), v])
+                                         for v in self.unpack_values(tx)])
         if name == "keys" and isinstance(mod, torch.nn.ModuleDict):
             from .containers import ListIteratorVariable
             return ListIteratorVariable([ConstantVariable(k) for k in mod._modules])
@@ -139,20 +188,44 @@ class NNModuleVariable(VariableTracker):
                     src = AttrSource(src, part)
                 items.append(tx.output.get_attr(p, src))
             return ListIteratorVariable(items)
+        if name in ("modules", "named_modules") and not args and not kwargs:
+            from .containers import ListIteratorVariable, TupleVariable
+            found = self.all_modules(tx)
+            if name == "modules":
+                return ListIteratorVariable([v for _, v in found])
+            return ListIteratorVariable([TupleVariable([ConstantVariable(q), v]) for q, v in found])
         if name == "__len__":
+            self.guard_structure(tx)
             return ConstantVariable(len(mod))
         return super().call_method(tx, name, args, kwargs)
 
     def unpack_values(self, tx):
-        return [NNModuleVariable(m, AttrSource(self.source, k)) for k, m in self.module._modules.items()
-                if m is not None]
+        self.guard_structure(tx)
+        return [submodule(tx, self, k) for k, m in self.module._modules.items() if m is not None]
+
+    def all_modules(self, tx):
+        """(qualified name, VT) of self.named_modules(), each module once,
+        depth first like torch; every `_modules` dict walked is guarded."""
+        out, seen = [], set()
+
+        def visit(var, prefix):
+            if id(var.module) in seen:
+                return
+            seen.add(id(var.module))
+            out.append((prefix, var))
+            for child in var.unpack_values(tx):
+                key = child.source.key
+                visit(child, f"{prefix}.{key}" if prefix else key)
+        visit(self, "")
+        return out
 
     def unpack(self, tx):
         mod = self.module
         if isinstance(mod, torch.nn.ModuleDict):
+            self.guard_structure(tx)
             return [ConstantVariable(k) for k in mod._modules]
         if isinstance(mod, (torch.nn.ModuleList, torch.nn.Sequential)):
-            return [NNModuleVariable(m, ItemSource(self.source, i)) for i, m in enumerate(mod)]
+            return self.unpack_values(tx)
         if isinstance(mod, (torch.nn.ParameterList,)):
             return [tx.output.get_attr(p, ItemSource(self.source, i)) for i, p in enumerate(mod)]
         raise Unsupported(f"iteration over {type(mod).__name__}")
@@ -166,10 +239,12 @@ class NNModuleVariable(VariableTracker):
             n = len(mod)
             if not -n <= k < n:
                 raise Unsupported("module index out of range")
-            k = k % n
-            return NNModuleVariable(mod[k], ItemSource(self.source, k))
+            self.guard_structure(tx)     # seq[-1] / seq[i] depend on the order
+            return submodule(tx, self, list(mod._modules)[k % n])
         if isinstance(mod, torch.nn.ModuleDict):
-            return NNModuleVariable(mod[k], ItemSource(self.source, k))
+            if k not in mod._modules:
+                raise Unsupported(f"KeyError {k!r} on {type(mod).__name__}")
+            return submodule(tx, self, k)
         if isinstance(mod, (torch.nn.ParameterList, torch.nn.ParameterDict)):
             return tx.output.get_attr(mod[k], ItemSource(self.source, k))
         raise Unsupported(f"indexing {type(mod).__name__}")

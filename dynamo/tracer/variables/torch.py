@@ -33,6 +33,89 @@ except AttributeError:
     pass
 
 
+# ---------------------------------------------------------------- state queries
+# Pure queries of torch's global state that model code branches on (the
+# MultiheadAttention / TransformerEncoderLayer fast-path checks). They are
+# called at trace time and folded to constants. How each stays valid:
+#  - get_fastpath_enabled: EQUALS_MATCH on the module global it reads
+#    (through the `___globals_torch_backends_mha` alias);
+#  - autocast queries: autocast toggles the thread-local dispatch key
+#    exclude set, which every TENSOR_MATCH guard checks, so a frame with a
+#    tensor input recompiles when autocast is entered;
+#  - dispatch-mode stack: an active mode adds the Python dispatch key, also
+#    part of TENSOR_MATCH;
+#  - deterministic-algorithm flags, sdp priority, privateuse1 name: NOT
+#    guarded (no guard kind reads them); assumed constant for the process,
+#    as set-up code sets them once before running models.
+def _state_queries():
+    import torch.backends.mha as mha
+    import torch.utils._python_dispatch as pydispatch
+    guarded = {mha.get_fastpath_enabled: (mha.__dict__, "_is_fastpath_enabled")}
+    unguarded = [torch.is_autocast_enabled, torch._C._is_any_autocast_enabled,
+                 torch.are_deterministic_algorithms_enabled,
+                 torch.is_deterministic_algorithms_warn_only_enabled,
+                 pydispatch._get_current_dispatch_mode_stack,
+                 torch._C._get_privateuse1_backend_name]
+    for name in ("is_autocast_cpu_enabled", "get_autocast_dtype", "get_autocast_cpu_dtype",
+                 "is_autocast_cache_enabled"):
+        if hasattr(torch, name):
+            unguarded.append(getattr(torch, name))
+    return guarded, set(unguarded)
+
+
+STATE_QUERY_GUARDED, STATE_QUERIES = _state_queries()
+STATE_QUERIES |= set(STATE_QUERY_GUARDED)
+HAS_TORCH_FUNCTION = {torch.overrides.has_torch_function, torch.overrides.has_torch_function_unary,
+                      torch.overrides.has_torch_function_variadic}
+
+
+def is_state_query(value):
+    try:
+        return value in STATE_QUERIES or value in HAS_TORCH_FUNCTION
+    except TypeError:            # unhashable
+        return False
+
+
+def fold_state_query(tx, fn, args, kwargs):
+    """The value of state query `fn` now, as a constant (see the table above)."""
+    from .builder import wrap
+    from ...guards import EQUALS_MATCH, GlobalSource, ItemSource
+    if fn in HAS_TORCH_FUNCTION:
+        return ConstantVariable(_has_torch_function(tx, args))
+    try:
+        a = [v.as_python_constant() for v in args]
+        k = {n: v.as_python_constant() for n, v in kwargs.items()}
+    except Unsupported:
+        raise Unsupported(f"{_torch_name(fn)} with non-constant arguments")
+    value = fn(*a, **k)
+    if fn in STATE_QUERY_GUARDED:
+        module_globals, name = STATE_QUERY_GUARDED[fn]
+        alias = tx.output.globals_alias(module_globals)
+        src = ItemSource(GlobalSource(alias), name)
+        tx.output.add_guard(src, EQUALS_MATCH, module_globals[name])
+    if is_constant_value(value):
+        return ConstantVariable(value)
+    return wrap(tx, value, None)
+
+
+def _has_torch_function(tx, args):
+    """has_torch_function*(...) decided from the traced values' types: plain
+    tensors and Parameters have no __torch_function__ override."""
+    from .containers import BaseListVariable
+    from .tensor import TensorVariable
+    items = []
+    for a in args:
+        items.extend(a.items if isinstance(a, BaseListVariable) else [a])
+    for v in items:
+        if isinstance(v, TensorVariable):
+            tf = getattr(v.cls, "__torch_function__", None)
+            if v.cls is not torch.Tensor and tf is not torch._C._disabled_torch_function_impl:
+                raise Unsupported(f"has_torch_function on a {v.cls.__name__} (tensor subclass)")
+        elif not v.is_python_constant():
+            raise Unsupported(f"has_torch_function on {v}")
+    return False
+
+
 # Python functions from these modules are pure tensor functions: recorded as
 # graph nodes. Python code elsewhere in torch (optim, utils, autograd, ...)
 # may touch hidden state and is never run on fake values: calls to it break.
@@ -149,6 +232,8 @@ class TorchFunctionVariable(VariableTracker):
             return ctx
         if fn is torch.is_grad_enabled:
             return ConstantVariable(out.grad_enabled)
+        if is_state_query(fn):
+            return fold_state_query(tx, fn, args, kwargs)
         if fn in _FALSE_CONSTANT:
             return ConstantVariable(None if fn is torch._C._get_tracing_state else False)
         if fn in _DENY or getattr(fn, "__module__", "") in ("torch.cuda", "torch.distributed",

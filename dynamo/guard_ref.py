@@ -1,0 +1,230 @@
+"""Plain-Python reference of the C guard tree's decision (guards/tree.c).
+
+Evaluates the guard IR tuples of ARCHITECTURE.md contract 1 directly over a
+list of entries (newest first), one entry at a time: no tree.  Tests only:
+tests/test_guard_tree.py requires the C tree to agree with `lookup` on
+every input.  It must not import dynamo._C (it is the independent side).
+
+Each guard decomposes into tests (source, property, expected) in this order:
+TYPE_MATCH -> type; ID/FUNCTION_MATCH -> id; EQUALS_MATCH -> type, value;
+LENGTH -> type, len; TENSOR_MATCH -> type, dtype, device, requires_grad,
+dispatch_keys, ndim, size()[i] (static dims), stride()[i]; GRAD_MODE ->
+grad_mode; DICT_KEYS -> type, keys; NONE_MATCH -> is_none.
+"""
+from typing import Any, List, Optional, Sequence, Tuple
+
+import torch
+
+from .guards import dispatch_keys
+
+LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE = range(6)
+(TYPE_MATCH, ID_MATCH, EQUALS_MATCH, LENGTH, TENSOR_MATCH, GRAD_MODE, DICT_KEYS,
+ FUNCTION_MATCH, NONE_MATCH) = range(9)
+
+
+class _Missing:
+    def __repr__(self):
+        return "<missing>"
+
+
+MISSING = _Missing()        # `actual` of a source that cannot be fetched
+
+
+def decompose(guard: tuple) -> List[Tuple[tuple, str, Any]]:
+    """The (source, property, expected) tests of one guard tuple."""
+    kind, src = guard[0], guard[1]
+    if kind == TYPE_MATCH:
+        return [(src, "type", guard[2])]
+    if kind in (ID_MATCH, FUNCTION_MATCH):
+        return [(src, "id", guard[2])]
+    if kind == EQUALS_MATCH:
+        return [(src, "type", type(guard[2])), (src, "value", guard[2])]
+    if kind == LENGTH:
+        return [(src, "type", guard[2]), (src, "len", guard[3])]
+    if kind == GRAD_MODE:
+        return [(src, "grad_mode", bool(guard[2]))]
+    if kind == DICT_KEYS:
+        return [(src, "type", dict), (src, "keys", guard[2])]
+    if kind == NONE_MATCH:
+        return [(src, "is_none", bool(guard[2]))]
+    if kind == TENSOR_MATCH:
+        cls, dtype, device, rg, keys, ndim, sizes, strides = guard[2:]
+        tests = [(src, "type", cls), (src, "dtype", dtype), (src, "device", device),
+                 (src, "requires_grad", bool(rg)), (src, "dispatch_keys", keys),
+                 (src, "ndim", ndim)]
+        for name, dims in (("size()", sizes), ("stride()", strides)):
+            for i, d in enumerate(dims or ()):
+                if d is not None:
+                    tests.append((src, f"{name}[{i}]", d))
+        return tests
+    raise ValueError(f"unknown guard kind {kind}")
+
+
+class Frame:
+    """The values the guards see: f_locals (slot i = i-th value), globals
+    with the builtins fallback, closure cells."""
+
+    def __init__(self, f_locals, f_globals, f_builtins, closure=None):
+        self.slots = list(f_locals.values())
+        self.f_globals, self.f_builtins, self.closure = f_globals, f_builtins, closure
+        self.memo = {}
+
+    def fetch(self, src: tuple):
+        if src not in self.memo:
+            self.memo[src] = self._fetch(src)
+        return self.memo[src]
+
+    def _fetch(self, src):
+        kind = src[0]
+        if kind == LOCAL:
+            return self.slots[src[1]] if src[1] < len(self.slots) else MISSING
+        if kind == GLOBAL:
+            for ns in (self.f_globals, self.f_builtins):
+                if src[1] in ns:
+                    return ns[src[1]]
+            return MISSING
+        if kind == CLOSURE:
+            try:
+                return self.closure[src[1]].cell_contents
+            except (IndexError, TypeError, ValueError):
+                return MISSING
+        if kind == NONE:
+            return None
+        base = self.fetch(src[1])
+        if base is MISSING:
+            return MISSING
+        if kind == ATTR:
+            try:
+                return getattr(base, src[2])
+            except AttributeError:
+                return MISSING
+        key = src[2]
+        if type(base) in (list, tuple) and type(key) is int:
+            return base[key] if -len(base) <= key < len(base) else MISSING
+        try:
+            return base[key]
+        except (KeyError, IndexError, TypeError):
+            return MISSING
+
+
+def _tensor_prop(v, prop):
+    """(available, value) of a tensor property of v."""
+    if not isinstance(v, torch.Tensor):
+        return False, None
+    if prop == "dtype":
+        return True, v.dtype
+    if prop == "device":
+        return True, v.device
+    if prop == "requires_grad":
+        return True, v.requires_grad
+    if prop == "dispatch_keys":
+        return True, dispatch_keys(v)
+    if prop == "ndim":
+        return True, v.dim()
+    name, i = prop.split("[")
+    i = int(i[:-1])
+    if i >= v.dim():
+        return False, None
+    return True, (v.size(i) if name == "size()" else v.stride(i))
+
+
+def actual(test, frame: Frame):
+    """The property's value in this frame (None when it does not exist)."""
+    src, prop, _ = test
+    v = frame.fetch(src)
+    if v is MISSING:
+        return MISSING
+    if prop == "type":
+        return type(v)
+    if prop in ("id", "value"):
+        return v
+    if prop == "is_none":
+        return v is None
+    if prop == "grad_mode":
+        return torch.is_grad_enabled()
+    if prop == "len":
+        return len(v)
+    if prop == "keys":
+        return tuple(v) if type(v) is dict else v
+    return _tensor_prop(v, prop)[1]
+
+
+def value_equal(v, e) -> bool:
+    """EQUALS_MATCH's value test: same type, and for exact tuples the same
+    rule item by item (stricter than ==: (1.0,) does not match (1,))."""
+    if type(v) is not type(e):
+        return False
+    if v is e:
+        return True
+    if type(e) is tuple:
+        return len(v) == len(e) and all(value_equal(a, b) for a, b in zip(v, e))
+    return v == e
+
+
+def passes(test, frame: Frame) -> bool:
+    src, prop, expected = test
+    v = frame.fetch(src)
+    if v is MISSING:
+        return False
+    if prop == "type":
+        return type(v) is expected
+    if prop == "id":
+        return v is expected
+    if prop == "value":
+        return value_equal(v, expected)
+    if prop == "is_none":
+        return (v is None) == expected
+    if prop == "grad_mode":
+        return torch.is_grad_enabled() == expected
+    if prop == "len":
+        return len(v) == expected
+    if prop == "keys":
+        return type(v) is dict and tuple(v) == expected
+    ok, value = _tensor_prop(v, prop)
+    if not ok:
+        return False
+    if prop == "dtype":
+        return value is expected
+    return value == expected
+
+
+def entry_tests(guards: Sequence[tuple]):
+    """[(guard_index, test)] of one entry, in guard order."""
+    return [(g, t) for g, guard in enumerate(guards) for t in decompose(guard)]
+
+
+def first_failure(tests, frame: Frame) -> int:
+    """Position of the first failing test, len(tests) when all pass."""
+    for j, (_, t) in enumerate(tests):
+        if not passes(t, frame):
+            return j
+    return len(tests)
+
+
+def lookup(entries: Sequence[Tuple[Sequence[tuple], Any]], f_locals, f_globals, f_builtins,
+           closure=None) -> Tuple[int, Optional[list]]:
+    """(hit, failures) as the C side defines them: hit = index of the newest
+    entry whose guards all pass, else -1 with failures = the closest entry
+    (longest passing prefix of its tests; ties: newest) as (payload,
+    guard_index, property, expected, actual), then (payload, guard_index) of
+    every other entry, newest first."""
+    frame = Frame(f_locals, f_globals, f_builtins, closure)
+    per_entry = [entry_tests(guards) for guards, _ in entries]
+    fails = []
+    for i, tests in enumerate(per_entry):
+        j = first_failure(tests, frame)
+        if j == len(tests):
+            return i, None
+        fails.append(j)
+    if not entries:
+        return -1, []
+    closest = max(range(len(entries)), key=lambda i: (fails[i], -i))
+    out = []
+    for i in [closest] + [i for i in range(len(entries)) if i != closest]:
+        g, test = per_entry[i][fails[i]]
+        payload = entries[i][1]
+        if i == closest:
+            out.append((payload, g, test[1], test[2], actual(test, frame)))
+        else:
+            out.append((payload, g))
+    return -1, out

@@ -1,0 +1,66 @@
+/* guards/tmeta.h — tensor metadata read through libtorch, behind a C interface.
+ *
+ * Implemented by guards/tmeta.cpp, the one C++ translation unit of the
+ * extension (built against the installed torch's headers and libraries).
+ * Lets the guard evaluator read a tensor's Python class, dtype, device,
+ * requires_grad, dispatch keys (with the thread-local include/exclude sets
+ * applied), ndim, sizes and strides without Python attribute lookups and
+ * without allocating. Must not call Python code or raise on the read path.
+ */
+#ifndef DYNAMO_GUARDS_TMETA_H
+#define DYNAMO_GUARDS_TMETA_H
+
+#include <Python.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    PyTypeObject *cls;          /* borrowed: Py_TYPE of the tensor object */
+    int32_t dtype;              /* c10::ScalarType value */
+    int32_t device_type;        /* c10::DeviceType value */
+    int32_t device_index;       /* -1 when the device has no index */
+    int32_t requires_grad;      /* 0 or 1 */
+    int32_t ndim;
+    uint64_t dispatch_keys;     /* raw DispatchKeySet, TLS include/exclude applied */
+    const int64_t *sizes;       /* borrowed from the TensorImpl; ndim entries */
+    const int64_t *strides;     /* borrowed from the TensorImpl; ndim entries */
+} TmetaView;
+
+/* Once at module init.  Imports torch (a no-op when it is already imported,
+ * as dynamo/__init__.py does) and checks that its major.minor version is the
+ * one the extension was compiled against.  0, or -1 with an exception. */
+int tmeta_init(void);
+
+/* 1 if obj is a torch.Tensor (or subclass) instance, else 0. Never raises. */
+int tmeta_is_tensor(PyObject *obj);
+
+/* Fill *out for tensor obj. 0 on success; -1 if obj is not a tensor or its
+ * metadata cannot be read without calling Python or risking a C++ throw:
+ * symbolic or custom sizes/strides (sparse, nested, mkldnn, vmap-batched),
+ * __torch_dispatch__ subclasses (device/sizes may come from Python), an
+ * undefined tensor.  On -1 the caller falls back to Python-level reads.
+ * No exception is set either way.  The sizes/strides pointers stay valid
+ * while obj is alive and not resized/restrided (read them right away). */
+int tmeta_read(PyObject *obj, TmetaView *out);
+
+/* at::GradMode::is_enabled() of the calling thread. */
+int tmeta_grad_enabled(void);
+
+/* Expected-value conversions, used when guards are compiled (cold path).
+ * 0, or -1 with a Python exception set: TypeError for a wrong type,
+ * ValueError for a device string c10 cannot parse. */
+int tmeta_dtype_from_py(PyObject *dtype, int32_t *out);
+int tmeta_device_from_py(PyObject *device, int32_t *type, int32_t *index);
+
+/* Adds the test hooks _tensor_meta, _tensor_meta_loop, _grad_enabled,
+ * _dtype_code, _device_code (guards/tmeta_py.c) to module (borrowed).
+ * 0, or -1 with an exception. */
+int tmeta_add_test_functions(PyObject *module);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

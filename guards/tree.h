@@ -1,0 +1,107 @@
+/* guards/tree.h — one guard decision tree per code object.
+ *
+ * Owns: the decomposition of the compiled guards (GirSet) of every cache
+ * entry of one code object into (source, property, expected value) tests,
+ * the decision tree built from them, its evaluation against a frame (the
+ * hot path of every call), the closest-entry report on a miss, the per-node
+ * counters, and the Python views of all that (tree_info).  It must not know
+ * about caches, frames or modes: entries come in as (guards, payload, tag)
+ * triples and the caller maps a hit back to its own entry by `tag`.
+ *
+ * Flat semantics are the contract: the entry chosen is exactly the one the
+ * newest-first walk over the entries' guard lists would choose.
+ */
+#ifndef DYNAMO_GUARDS_TREE_H
+#define DYNAMO_GUARDS_TREE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>     /* PyObject, Py_ssize_t */
+#include <stdint.h>     /* uint64_t */
+#include "ir.h"         /* GirSet, GirRuntime */
+
+/* The frame as the guards see it. */
+typedef struct {
+    PyObject *const *locals;    /* borrowed: argument slots */
+    Py_ssize_t nlocals;         /* valid slots in locals */
+    PyObject *globals;          /* borrowed: dict */
+    PyObject *builtins;         /* borrowed: dict */
+    PyObject *closure;          /* borrowed: tuple of cells, or NULL */
+    const uint64_t *generation; /* borrowed, or NULL: the walk stops (result
+                                   GTREE_ABORTED) as soon as *generation !=
+                                   generation0, i.e. when Python code run by
+                                   a check dropped cache entries */
+    uint64_t generation0;
+} GevalFrame;
+
+/* One entry handed to gtree_build, newest first. */
+typedef struct {
+    GirSet *guards;             /* borrowed; the tree takes its own reference */
+    PyObject *payload;          /* borrowed; the tree takes a strong reference */
+    void *tag;                  /* opaque to the tree (the caller's entry) */
+} GtreeInput;
+
+typedef struct GTree GTree;
+
+/* Results of gtree_lookup besides a hit index (>= 0). */
+#define GTREE_MISS     (-1)
+#define GTREE_ERROR    (-2)     /* an exception is set */
+#define GTREE_ABORTED  (-3)     /* the caller's generation changed mid-walk */
+
+/* Build the tree of n entries (in[0] is the newest).  Takes references on
+ * every GirSet and payload.  rt is borrowed and must outlive the tree.
+ * Returns a tree with one reference, or NULL with an exception.  May run
+ * Python code only for == of simple constants (no user code). */
+GTree *gtree_build(const GtreeInput *in, Py_ssize_t n, GirRuntime *rt);
+
+static inline GTree *gtree_incref(GTree *t);
+/* Drop a reference; the last one frees the tree (dropping its references
+ * on GirSets and payloads, which may run Python code).  NULL accepted. */
+void gtree_decref(GTree *t);
+
+/* Evaluate the tree against fr.  Returns the index (as given to
+ * gtree_build) of the newest entry whose guards all pass, GTREE_MISS,
+ * GTREE_ERROR (exception set: a check raised something other than "value
+ * missing"), or GTREE_ABORTED.  On GTREE_MISS, when failures is not NULL,
+ * *failures is a new list (see ARCHITECTURE.md, contract 1, "failures"):
+ * the closest entry's (payload, guard_index, property, expected, actual)
+ * first, then (payload, guard_index) of each other live entry, newest first.
+ * A hit allocates nothing and, for the kinds listed in ARCHITECTURE.md,
+ * calls no Python code. */
+Py_ssize_t gtree_lookup(GTree *t, const GevalFrame *fr, PyObject **failures);
+
+/* Flat evaluation of entry i alone, in its guards' order (eval_guards):
+ * -1 when every guard passes, the index of the first failing guard, or -2
+ * with an exception. */
+Py_ssize_t gtree_first_failure(GTree *t, Py_ssize_t i, const GevalFrame *fr);
+
+/* Number of entries, and the tag / payload (borrowed) of entry i. */
+Py_ssize_t gtree_size(const GTree *t);
+void *gtree_tag(const GTree *t, Py_ssize_t i);
+PyObject *gtree_payload(const GTree *t, Py_ssize_t i);
+
+/* New nested dict describing the tree (nodes, tests, switches, counters,
+ * leaves with payloads), or NULL with an exception. */
+PyObject *gtree_info(const GTree *t);
+
+/* New dict of lookup statistics: nodes visited on the last lookup, totals. */
+PyObject *gtree_stats(const GTree *t);
+
+/* The object reported as `actual` for a source that cannot be fetched
+ * (borrowed; created by gtree_module_init). */
+PyObject *gtree_missing(void);
+
+/* Once at module init.  0, or -1 with an exception. */
+int gtree_module_init(void);
+
+/* ---- inline --------------------------------------------------------------- */
+
+struct GTreeHead { Py_ssize_t refs; };  /* first member of struct GTree */
+
+static inline GTree *
+gtree_incref(GTree *t)
+{
+    ((struct GTreeHead *)t)->refs++;
+    return t;
+}
+
+#endif /* DYNAMO_GUARDS_TREE_H */

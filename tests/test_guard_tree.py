@@ -1,0 +1,479 @@
+"""Tests of the guard decision tree (guards/tree.c) against its Python twin
+(dynamo/guard_ref.py), plus targeted tests through the real hook: global
+fast path, dead guarded objects, nn.Module attributes, many entries.
+
+The randomized part builds entry sets from random "base inputs" (each
+entry's guards pass on its base input), then asks the tree and the
+reference about exact base inputs, near misses and fresh inputs; every
+decision (hit index, or the closest entry's failing test) must agree.
+"""
+import gc
+import os
+import random
+import sys
+import warnings
+
+import pytest
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_c_core import C, Recorder, clean_state  # noqa: E402,F401
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+from dynamo import guard_ref  # noqa: E402
+from dynamo.guards import tensor_expected  # noqa: E402
+
+LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE = range(6)
+(TYPE_MATCH, ID_MATCH, EQUALS_MATCH, LENGTH, TENSOR_MATCH, GRAD_MODE, DICT_KEYS,
+ FUNCTION_MATCH, NONE_MATCH) = range(9)
+BUILTINS = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
+
+
+class Thing:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def f1(): pass          # noqa: E704
+def f2(): pass          # noqa: E704
+def f3(): pass          # noqa: E704
+
+
+FUNCS = [f1, f2, f3]
+OBJS = [Thing(), Thing()]
+TENSORS = {}
+
+
+def tensor(rng):
+    """A random tensor from a small pool (so shapes and dtypes repeat)."""
+    dtype = rng.choice([torch.float32, torch.float64, torch.int64, torch.bool])
+    shape = tuple(rng.choice([1, 2, 3]) for _ in range(rng.randint(0, 3)))
+    rg = dtype in (torch.float32, torch.float64) and rng.random() < 0.3
+    t = torch.zeros(shape, dtype=dtype, requires_grad=rg)
+    if len(shape) >= 2 and rng.random() < 0.3:
+        t = t.detach().transpose(0, 1).requires_grad_(rg)
+    return t
+
+
+def value(rng, depth=0):
+    r = rng.random()
+    if r < 0.25:
+        return tensor(rng)
+    if r < 0.40:
+        return rng.randint(0, 4)
+    if r < 0.47:
+        return rng.choice(["a", "b", "cc"])
+    if r < 0.52:
+        return None
+    if r < 0.56:
+        return rng.choice([0.5, 1.0, True, False])
+    if r < 0.62:
+        return rng.choice(FUNCS)
+    if r < 0.66:
+        return rng.choice(OBJS)
+    if depth > 0:
+        return rng.randint(0, 2)
+    if r < 0.74:
+        return [value(rng, 1) for _ in range(rng.randint(0, 3))]
+    if r < 0.82:
+        return tuple(value(rng, 1) for _ in range(rng.randint(0, 3)))
+    if r < 0.90:
+        return {k: value(rng, 1) for k in rng.sample("abc", rng.randint(0, 3))}
+    return Thing(x=value(rng, 1), y=value(rng, 1))
+
+
+def simple(v):
+    return v is None or type(v) in (int, float, str, bool) or (
+        type(v) is tuple and all(simple(x) for x in v))
+
+
+def guards_for(rng, src, v, out, depth=0):
+    """Random guards on v at src (v passes all of them)."""
+    if isinstance(v, torch.Tensor):
+        exp = list(tensor_expected(v, dynamic=rng.random() < 0.15))
+        if exp[6] is not None and rng.random() < 0.2:          # one dynamic dim
+            sizes = list(exp[6])
+            if sizes:
+                sizes[rng.randrange(len(sizes))] = None
+            exp[6] = tuple(sizes)
+        out.append((TENSOR_MATCH, src, *exp))
+        return
+    options = [lambda: out.append((TYPE_MATCH, src, type(v))),
+               lambda: out.append((NONE_MATCH, src, v is None))]
+    if simple(v):
+        options += [lambda: out.append((EQUALS_MATCH, src, v))] * 3
+    if callable(v) or isinstance(v, Thing) or v is None:
+        options += [lambda: out.append((ID_MATCH if not callable(v) else FUNCTION_MATCH, src, v))] * 2
+    if type(v) in (list, tuple, dict):
+        options.append(lambda: out.append((LENGTH, src, type(v), len(v))))
+    if type(v) is dict:
+        options.append(lambda: out.append((DICT_KEYS, src, tuple(v))))
+    for pick in rng.sample(options, rng.randint(1, min(2, len(options)))):
+        pick()
+    if depth == 0 and type(v) in (list, tuple) and v and rng.random() < 0.6:
+        guards_for(rng, (ITEM, src, 0), v[0], out, depth + 1)
+    if depth == 0 and type(v) is dict and v and rng.random() < 0.6:
+        k = rng.choice(list(v))
+        guards_for(rng, (ITEM, src, k), v[k], out, depth + 1)
+    if depth == 0 and hasattr(v, "x") and rng.random() < 0.7:
+        guards_for(rng, (ATTR, src, "x"), v.x, out, depth + 1)
+
+
+NLOCALS = 3
+GLOBAL_NAMES = ["G0", "G1", "len"]
+
+
+def random_input(rng):
+    f_locals = {f"a{i}": value(rng) for i in range(NLOCALS)}
+    f_globals = {n: value(rng) for n in GLOBAL_NAMES[:2] if rng.random() < 0.8}
+    grad = rng.random() < 0.8
+    return f_locals, f_globals, grad
+
+
+def mutate(rng, inp):
+    f_locals, f_globals, grad = dict(inp[0]), dict(inp[1]), inp[2]
+    r = rng.random()
+    if r < 0.6:
+        k = rng.choice(list(f_locals))
+        f_locals[k] = value(rng)
+    elif r < 0.8:
+        if f_globals and rng.random() < 0.5:
+            del f_globals[rng.choice(list(f_globals))]
+        else:
+            f_globals[rng.choice(GLOBAL_NAMES)] = value(rng)
+    else:
+        grad = not grad
+    return f_locals, f_globals, grad
+
+
+def random_guards(rng, inp):
+    f_locals, f_globals, grad = inp
+    guards = []
+    for i, (k, v) in enumerate(f_locals.items()):
+        if rng.random() < 0.75:
+            guards_for(rng, (LOCAL, i), v, guards)
+    for n in GLOBAL_NAMES:
+        if rng.random() < 0.3:
+            v = f_globals.get(n, BUILTINS.get(n))
+            if v is not None or n in f_globals:
+                guards_for(rng, (GLOBAL, n), v, guards)
+    if rng.random() < 0.3:
+        guards.append((GRAD_MODE, (NONE,), grad))
+    rng.shuffle(guards)
+    return guards
+
+
+def same(a, b):
+    if a is b:
+        return True
+    if a is C.MISSING or b is guard_ref.MISSING:
+        return a is C.MISSING and b is guard_ref.MISSING
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):   # fresh views (t[0])
+        return (type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype
+                and torch.equal(a, b))
+    return type(a) is type(b) and a == b
+
+
+def same_failures(c, ref):
+    if len(c) != len(ref):
+        return False
+    if not c:
+        return True
+    head_c, head_r = c[0], ref[0]
+    if head_c[:3] != head_r[:3] or not same(head_c[3], head_r[3]) or not same(head_c[4], head_r[4]):
+        return False
+    return list(c[1:]) == list(ref[1:])
+
+
+def some_source_raises(entries, f_locals, f_globals):
+    frame = guard_ref.Frame(f_locals, f_globals, BUILTINS)
+    for guards, _ in entries:
+        for g in guards:
+            try:
+                frame.fetch(g[1])
+            except Exception:
+                return True
+    return False
+
+
+def check_case(rng, nentries, ninputs):
+    bases = [random_input(rng) for _ in range(max(1, nentries // 3 + 1))]
+    entries, entry_inputs = [], []
+    for i in range(nentries):
+        inp = rng.choice(bases)
+        if rng.random() < 0.5:
+            inp = mutate(rng, inp)
+        entries.append((random_guards(rng, inp), i))
+        entry_inputs.append(inp)
+    tree = C._tree_new(entries)
+    hits = 0
+    for _ in range(ninputs):
+        r = rng.random()
+        if r < 0.4 and entry_inputs:
+            inp = rng.choice(entry_inputs)
+        elif r < 0.85 and entry_inputs:
+            inp = mutate(rng, rng.choice(entry_inputs))
+        else:
+            inp = random_input(rng)
+        f_locals, f_globals, grad = inp
+        with torch.set_grad_enabled(grad), warnings.catch_warnings():
+            warnings.simplefilter("ignore")             # tensor["a"] indexing warnings
+            try:
+                got = C._tree_lookup(tree, f_locals, f_globals, BUILTINS, None)
+            except Exception:
+                # The tree may fetch a source the flat order never reaches;
+                # an error there is an error: some source must raise.
+                assert some_source_raises(entries, f_locals, f_globals)
+                continue
+            want = guard_ref.lookup(entries, f_locals, f_globals, BUILTINS)
+        assert got[0] == want[0], (entries, inp, got, want)
+        if got[0] < 0:
+            assert same_failures(got[1], want[1]), (got[1], want[1])
+        else:
+            hits += 1
+    return hits
+
+
+# ---- randomized: tree == reference ---------------------------------------------
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_small_sets_match_reference(seed):
+    rng = random.Random(seed)
+    hits = 0
+    for _ in range(40):
+        hits += check_case(rng, rng.randint(0, 12), 10)
+    assert hits > 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_large_sets_match_reference(seed):
+    rng = random.Random(1000 + seed)
+    hits = check_case(rng, rng.choice([100, 200, 300]), 150)
+    assert hits > 0
+
+
+def test_random_same_structure_many_entries():
+    """The usual recompile pattern: every entry guards the same sources."""
+    rng = random.Random(7)
+    entries, inputs = [], []
+    for i in range(300):
+        t = torch.zeros(rng.randint(1, 20), rng.randint(1, 20))
+        n = rng.randint(0, 5)
+        inputs.append(({"x": t, "n": n}, {}))
+        entries.append(([(TENSOR_MATCH, (LOCAL, 0), *tensor_expected(t, False)),
+                         (EQUALS_MATCH, (LOCAL, 1), n)], i))
+    tree = C._tree_new(entries)
+    for f_locals, f_globals in inputs + [({"x": torch.zeros(21, 1), "n": 0}, {})]:
+        got = C._tree_lookup(tree, f_locals, f_globals, BUILTINS, None)
+        want = guard_ref.lookup(entries, f_locals, f_globals, BUILTINS)
+        assert got[0] == want[0]
+        if got[0] < 0:
+            assert same_failures(got[1], want[1])
+    stats = C._tree_info(tree, True)
+    assert stats["last_visited"] <= 8, stats
+
+
+# ---- targeted ---------------------------------------------------------------------
+
+def test_tree_info_shape_and_counters():
+    entries = [([(TYPE_MATCH, (LOCAL, 0), int), (EQUALS_MATCH, (LOCAL, 1), k)], f"e{k}")
+               for k in range(4)]
+    tree = C._tree_new(entries)
+    assert C._tree_lookup(tree, {"a": 1, "b": 2}, {}, BUILTINS, None) == (2, None)
+    info = C._tree_info(tree)
+    assert info["entries"] == ["e0", "e1", "e2", "e3"]
+    root = info["root"]
+    assert root["tests"] == [((LOCAL, 0), "type", int), ((LOCAL, 1), "type", int)]
+    assert root["switch"] == ((LOCAL, 1), "value")
+    assert sorted(v for v, _ in root["branches"]) == [0, 1, 2, 3]
+    assert root["evaluations"] == 1 and root["failures"] == 0
+    stats = C._tree_info(tree, True)
+    assert stats["last_visited"] == 2 and stats["hits"] == 1
+
+
+def test_default_branch_keeps_newest_first():
+    # e0 (newest) does not constrain b; e1 does: an input matching both picks e0.
+    entries = [([(TYPE_MATCH, (LOCAL, 0), int)], "e0"),
+               ([(EQUALS_MATCH, (LOCAL, 1), 5), (TYPE_MATCH, (LOCAL, 0), int)], "e1"),
+               ([(EQUALS_MATCH, (LOCAL, 1), 6)], "e2")]
+    tree = C._tree_new(entries)
+    assert C._tree_lookup(tree, {"a": 1, "b": 5}, {}, BUILTINS, None)[0] == 0
+    assert C._tree_lookup(tree, {"a": 1.0, "b": 5}, {}, BUILTINS, None)[0] == -1
+    assert C._tree_lookup(tree, {"a": 1.0, "b": 6}, {}, BUILTINS, None)[0] == 2
+
+
+def test_equal_values_of_other_types_do_not_match():
+    entries = [([(EQUALS_MATCH, (LOCAL, 0), v)], repr(v)) for v in (1, 1.0, True, "1")]
+    tree = C._tree_new(entries)
+    for i, v in enumerate((1, 1.0, True, "1")):
+        assert C._tree_lookup(tree, {"a": v}, {}, BUILTINS, None)[0] == i
+
+
+def test_closest_entry_reports_size():
+    entries = [([(TENSOR_MATCH, (LOCAL, 0), *tensor_expected(torch.zeros(4), False))], "p")]
+    tree = C._tree_new(entries)
+    hit, failures = C._tree_lookup(tree, {"x": torch.zeros(8)}, {}, BUILTINS, None)
+    assert hit == -1 and failures == [("p", 0, "size()[0]", 4, 8)]
+    hit, failures = C._tree_lookup(tree, {"x": torch.zeros(4, dtype=torch.float64)}, {},
+                                   BUILTINS, None)
+    assert failures == [("p", 0, "dtype", torch.float32, torch.float64)]
+    hit, failures = C._tree_lookup(tree, {}, {}, BUILTINS, None)
+    assert failures == [("p", 0, "type", torch.Tensor, C.MISSING)]
+
+
+# ---- through the hook: globals fast path ------------------------------------------
+
+def test_global_rebound_deleted_and_shadowed_never_hit_stale():
+    ns = {"__builtins__": BUILTINS}
+    exec("def f():\n    return g\n", ns)
+    fn = ns["f"]
+    marker = object()
+    ns["g"] = marker
+    calls = []
+
+    def answer(code, f_locals, f_globals, f_builtins, func, failures):
+        calls.append(failures)
+        return (code, [(ID_MATCH, (GLOBAL, "g"), f_globals["g"])], len(calls))
+    oc = C.OptimizedCallable(fn, Recorder(answer), C.MODE_COMPILE)
+    assert oc() is marker and oc() is marker and len(calls) == 1
+    other = object()
+    ns["g"] = other                                     # rebound
+    assert oc() is other and len(calls) == 2
+    assert calls[-1][0][2:] == ("id", marker, other)
+    assert oc() is other and len(calls) == 2            # fast path again
+    del ns["g"]                                         # deleted
+    with pytest.raises(KeyError):                       # the callback's own lookup
+        oc()
+    assert len(calls) == 3 and calls[-1][0][4] is C.MISSING
+
+
+def test_builtin_shadowed_by_new_global():
+    ns = {"__builtins__": BUILTINS}
+    exec("def f(x):\n    return len(x)\n", ns)
+    calls = []
+
+    def answer(code, f_locals, f_globals, f_builtins, func, failures):
+        calls.append(failures)
+        value = f_globals["len"] if "len" in f_globals else f_builtins["len"]
+        return (code, [(FUNCTION_MATCH, (GLOBAL, "len"), value)], len(calls))
+    oc = C.OptimizedCallable(ns["f"], Recorder(answer, ns["f"].__code__), C.MODE_COMPILE)
+    assert oc([1, 2]) == 2 and oc([1]) == 1 and len(calls) == 1
+    ns["len"] = lambda x: 42                            # shadows the builtin
+    assert oc([1]) == 42 and len(calls) == 2
+    assert calls[-1][0][2] == "id" and calls[-1][0][3] is len
+    del ns["len"]
+    assert oc([1]) == 1 and len(calls) == 2             # the first entry again
+
+
+# ---- dead guarded objects ----------------------------------------------------------------
+
+def test_dead_guarded_object_never_hits_a_new_object_at_its_address():
+    def f(a):
+        return a
+
+    class Obj:
+        pass
+    calls = []
+
+    def answer(code, f_locals, f_globals, f_builtins, func, failures):
+        calls.append(failures)
+        # the payload keeps only the id, not the object
+        return (code, [(ID_MATCH, (LOCAL, 0), f_locals["a"])], id(f_locals["a"]))
+    oc = C.OptimizedCallable(f, answer, C.MODE_COMPILE)     # keeps no f_locals
+    o = Obj()
+    addr = id(o)
+    oc(o)
+    oc(o)
+    assert len(calls) == 1 and C.cache_entries(f.__code__) == [addr]
+    del o
+    gc.collect()
+    assert C.cache_entries(f.__code__) == []            # dead entries are not listed
+    keep = []
+    for _ in range(100000):                             # reuse the address
+        n = Obj()
+        if id(n) == addr:
+            break
+        keep.append(n)
+    else:
+        pytest.skip("allocator did not reuse the address")
+    oc(n)
+    assert len(calls) == 2 and calls[-1] == []          # a miss, no stale hit
+    assert C.cache_entries(f.__code__) == [addr]
+
+
+def test_objects_without_weakrefs_stay_strong():
+    def f(a):
+        return a
+    calls = []
+    key = (1, 2)                                        # tuples have no weakrefs
+
+    def answer(code, f_locals, f_globals, f_builtins, func, failures):
+        calls.append(failures)
+        return (code, [(ID_MATCH, (LOCAL, 0), f_locals["a"])], 0)
+    oc = C.OptimizedCallable(f, Recorder(answer), C.MODE_COMPILE)
+    oc(key)
+    oc(key)
+    assert len(calls) == 1
+
+
+# ---- nn.Module attributes in C ------------------------------------------------------
+
+def test_module_attributes_read_without_python():
+    lin = torch.nn.Linear(2, 3)
+    model = torch.nn.Sequential(lin)
+    model.lin = lin
+    w = lin.weight
+    guards = [(ID_MATCH, (ATTR, (ATTR, (LOCAL, 0), "lin"), "weight"), w),
+              (TENSOR_MATCH, (ATTR, (ATTR, (LOCAL, 0), "lin"), "bias"),
+               *tensor_expected(lin.bias, False)),
+              (EQUALS_MATCH, (ATTR, (LOCAL, 0), "training"), True)]
+    tree = C._tree_new([(guards, "m")])
+    calls = []
+
+    def tracer(frame, event, arg):
+        calls.append(frame.f_code.co_name)
+    sys.setprofile(tracer)
+    try:
+        got = C._tree_lookup(tree, {"self": model}, {}, BUILTINS, None)
+    finally:
+        sys.setprofile(None)
+    assert got == (0, None)
+    assert "__getattr__" not in calls, calls
+    model.eval()
+    assert C._tree_lookup(tree, {"self": model}, {}, BUILTINS, None)[0] == -1
+    model.train()
+    del model._modules["lin"]
+    hit, failures = C._tree_lookup(tree, {"self": model}, {}, BUILTINS, None)
+    assert hit == -1 and failures[0][4] is C.MISSING
+
+
+# ---- many entries through the hook ---------------------------------------------------
+
+def add(a, b):
+    return a + b
+
+
+@pytest.mark.parametrize("n", [1, 8, 64, 256])
+def test_round_robin_entries_hit(n):
+    def answer(code, f_locals, f_globals, f_builtins, func, failures):
+        a = f_locals["a"]
+        return (code, [(TENSOR_MATCH, (LOCAL, 0), *tensor_expected(a, False)),
+                       (TENSOR_MATCH, (LOCAL, 1), *tensor_expected(f_locals["b"], False))],
+                a.shape[0])
+    cb = Recorder(answer)
+    oc = C.OptimizedCallable(add, cb, C.MODE_COMPILE)
+    xs = [torch.ones(i + 1) for i in range(n)]
+    for x in xs:
+        oc(x, x)
+    assert len(cb.calls) == n
+    for _ in range(3):
+        for x in xs:
+            assert torch.equal(oc(x, x), 2 * x)
+    assert len(cb.calls) == n                           # every call hit
+    stats = C.tree_stats(add.__code__)
+    assert stats["entries"] == n and stats["misses"] == 0 or stats["lookups"] >= 3 * n
+    assert stats["last_visited"] <= 4, stats
+    info = C.tree_info(add.__code__)
+    assert info["entries"] == list(range(n, 0, -1))
