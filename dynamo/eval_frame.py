@@ -163,17 +163,49 @@ class _Callback:
 
 
 def describe_failure(failure, f_locals, f_globals, f_builtins, func):
-    """Text of the guard that failed for one cache entry: source, kind,
-    expected and actual value. `failure` is (record, guard_index, ...): the
-    closest entry's item also carries (property, expected, actual)."""
+    """Text of the guard that failed for one cache entry, as
+    "L['a'].size()[0]: expected 10, actual 7 (TENSOR_MATCH)".
+
+    `failure` is an item of the hook's `failures` list. The closest entry's
+    item is (record, guard_index, property, expected, actual), straight from
+    the C guard tree's walk; other items are (record, guard_index) and are
+    explained by the Python reference evaluator."""
     record, index = failure[0], failure[1]
     try:
         guard = record.guards[index]
     except (AttributeError, IndexError, TypeError):
         return f"guard #{index} of entry {getattr(record, 'id', '?')}"
     from . import guards
+    if len(failure) >= 5:
+        prop, expected, actual = failure[2:5]
+        kind = guards.KIND_NAMES.get(guard.kind, str(guard.kind))
+        return (f"{_property_text(guard.source.name(), prop)}: expected {_short(expected)}, "
+                f"actual {_short(actual)} ({kind} of entry {record.id})")
     closure = getattr(func, "__closure__", None)
     return guards.explain_failure(guard, f_locals, f_globals, f_builtins, closure)
+
+
+def _property_text(src, prop):
+    if prop in ("type", "id", "len"):
+        return f"{prop}({src})"
+    if prop == "grad_mode":
+        return "torch.is_grad_enabled()"
+    if prop == "is_none":
+        return f"{src} is None"
+    if prop == "value":
+        return src
+    if prop == "keys":
+        return f"{src}.keys()"
+    return f"{src}.{prop}"
+
+
+def _short(value):
+    if value is _C.MISSING:
+        return "<missing>"
+    if isinstance(value, type):
+        return value.__qualname__
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # ---------------------------------------------------------------- wrappers
