@@ -21,7 +21,13 @@ DEBIAN_PKGS := libncurses-dev libelf-dev libgraphviz-dev graphviz tmux
 
 .PHONY: all deps venv test demo bench clean install asan
 
-all: $(STAMP) $(EXT)
+# Per-layer fragments (inspect/, tui/, viz/) add to EXT_SRC, EXT_HDR, TOOLS,
+# INSTALL_BINS and define their own rules.
+TOOLS :=
+INSTALL_BINS :=
+-include inspect/inspect.mk tui/tui.mk viz/viz.mk
+
+all: $(STAMP) $(EXT) $(TOOLS)
 
 # Debian packages; idempotent: installs only what is missing.
 deps:
@@ -76,7 +82,7 @@ $(ASAN_TMETA_OBJ): guards/tmeta.cpp guards/tmeta.h $(STAMP)
 	mkdir -p build/asan
 	$(CXX) $(ASAN_FLAGS) $(WFLAGS) $(TORCH_CXXFLAGS) -Iguards -c guards/tmeta.cpp -o $@
 
-test: deps all
+test: deps all asan
 	$(PYTHON) -m pytest -q tests
 
 demo: deps all
@@ -87,6 +93,7 @@ bench: deps all
 
 install: all
 	$(PYTHON) -m pip install -q -e .
+	$(if $(INSTALL_BINS),install -d $(DESTDIR)$(PREFIX)/bin && install -m 0755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/)
 
 clean:
 	rm -rf build $(EXT) dynamo/__pycache__ dynamo/*/__pycache__ tests/__pycache__

@@ -11,6 +11,24 @@ if sys.version_info[:2] != (3, 11):
         f"dynamo supports CPython 3.11 only; this is {sys.implementation.name} "
         f"{sys.version.split()[0]}. Create the environment with python3.11 (see README.md).")
 
+def _load_extension_override():
+    """Tests run the package against another build of the extension (e.g.
+    the AddressSanitizer one from `make asan`) named by DYNAMO_C_PATH."""
+    import importlib.machinery
+    import importlib.util
+    import os
+    path = os.environ.get("DYNAMO_C_PATH")
+    if not path or "dynamo._C" in sys.modules:
+        return
+    loader = importlib.machinery.ExtensionFileLoader("dynamo._C", path)
+    spec = importlib.util.spec_from_file_location("dynamo._C", path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["dynamo._C"] = module
+    spec.loader.exec_module(module)
+
+
+_load_extension_override()
+
 from . import config, exc  # noqa: E402
 from .backends import list_backends, register_backend  # noqa: E402
 from .eval_frame import (OptimizedModule, disable, optimize, optimize_assert,  # noqa: E402

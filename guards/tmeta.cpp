@@ -62,6 +62,8 @@ effective_keys(const c10::TensorImpl *impl)
     return ((impl->key_set() | tls.included_) - tls.excluded_).raw_repr();
 }
 
+/* *out from impl's plain fields (impl from plain_impl, obj its owner).  0;
+ * may throw for a tensor without a device, so only tmeta_read calls it. */
 int
 fill(const c10::TensorImpl *impl, PyObject *obj, TmetaView *out)
 {

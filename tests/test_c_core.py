@@ -763,3 +763,13 @@ def test_asan_build_subset():
                          capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     assert "ERROR: AddressSanitizer" not in out.stderr
+
+
+def test_extension_path_matches_env():
+    """Under DYNAMO_C_PATH (the ASan run) the whole package uses that build."""
+    import dynamo._C as loaded
+    want = os.environ.get("DYNAMO_C_PATH")
+    if want:
+        assert os.path.samefile(loaded.__file__, want)
+    else:
+        assert os.path.dirname(loaded.__file__) == os.path.join(ROOT, "dynamo")
