@@ -6,6 +6,7 @@
  * when a code object dies.  It must not call guards or run frames.
  */
 #include "cache.h"
+#include "../inspect/telemetry.h"   /* slots: marked dead with their entry / code */
 
 /* co_extra slot reserved at init; -1 until then. */
 static Py_ssize_t extra_index = -1;
@@ -21,6 +22,8 @@ cache_entry_decref(CacheEntry *e)
     /* Iterative: freeing an entry drops its reference on the next one. */
     while (e != NULL && --e->refs == 0) {
         CacheEntry *next = e->next;
+        if (e->tele != NULL)
+            telemetry_entry_dead(e->tele);
         gir_free(e->guards);
         Py_XDECREF(e->code);
         Py_XDECREF(e->payload);
@@ -49,6 +52,8 @@ free_extra(void *extra)
     if (c == NULL)
         return;
     unlink_cache(c);
+    if (c->tele != NULL)
+        telemetry_code_dead(c);
     CacheEntry *entries = c->entries;
     GTree *tree = c->tree;
     PyMem_Free(c);
@@ -116,6 +121,8 @@ cache_push(CodeCache *cache, PyObject *new_code, GirSet *guards, PyObject *paylo
     e->code = Py_NewRef(new_code);
     e->payload = Py_NewRef(payload);
     e->guards = guards;
+    e->tele = cache->tele_pending;
+    cache->tele_pending = NULL;
     e->next = cache->entries;       /* takes over the cache's reference */
     cache->entries = e;
     GTree *stale = cache->tree;     /* rebuilt at the next lookup */

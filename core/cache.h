@@ -14,6 +14,7 @@
 #include <Python.h>     /* PyObject, PyCodeObject */
 #include "ir.h"         /* GirSet */
 #include "tree.h"       /* GTree: the lookup structure of a cache */
+#include "../inspect/layout.h"  /* DtCode, DtEntry: telemetry slots */
 
 /* One compiled version of a code object.  Reference counted in C because a
  * lookup may run Python code (guard checks) that clears the cache while the
@@ -25,6 +26,7 @@ typedef struct CacheEntry {
     PyObject *code;             /* strong: the code to run on a hit */
     PyObject *payload;          /* strong: opaque to C, returned by cache_entries */
     GirSet *guards;             /* owned */
+    DtEntry *tele;              /* borrowed: telemetry slot (shared region), or NULL */
 } CacheEntry;
 
 /* The co_extra record of one code object. */
@@ -35,6 +37,8 @@ typedef struct CodeCache {
     uint64_t dead_epoch;        /* gir_dead_epoch when dead entries were last pruned */
     uint64_t rebuilds;          /* trees built for this code, count */
     PyObject *code;             /* borrowed: the owner (cache dies with it) */
+    DtCode *tele;               /* borrowed: telemetry slot (shared region), or NULL */
+    DtEntry *tele_pending;      /* borrowed: slot published for the next cache_push, or NULL */
     struct CodeCache *prev;     /* touched list, borrowed links */
     struct CodeCache *next;
 } CodeCache;
@@ -53,7 +57,8 @@ CodeCache *cache_get(PyObject *code /* borrowed */);
 CodeCache *cache_ensure(PyObject *code /* borrowed */);
 
 /* Add a new entry at the front.  new_code and payload are borrowed (new
- * references taken); guards is consumed (freed on error too).  0 or -1. */
+ * references taken); guards is consumed (freed on error too).  The entry
+ * takes cache->tele_pending as its telemetry slot.  0 or -1. */
 int cache_push(CodeCache *cache, PyObject *new_code, GirSet *guards, PyObject *payload);
 
 /* Take / drop a C reference on an entry (NULL allowed for decref).

@@ -28,6 +28,7 @@
 #include "cache.h"      /* CodeCache, CacheEntry */
 #include "callable.h"   /* thread mode and callback */
 #include "tree.h"       /* gtree_lookup */
+#include "../inspect/telemetry.h"  /* counters of the shared telemetry region */
 
 /* What the interpreter ran before the hook (NULL: the default evaluator);
  * frames the hook does not handle go there. */
@@ -338,6 +339,8 @@ ask_callback(_PyInterpreterFrame *frame, PyObject *failures /* borrowed */)
         todo = Py_NewRef(Py_None);
     else if ((todo = add_entry(frame, result)) == NULL)     /* guards compile while OFF */
         internal = 1;
+    else
+        telemetry_entry_added(cache_get((PyObject *)frame->f_code));
 done:
     if (internal) {                             /* reported while still OFF */
         PyErr_WriteUnraisable((PyObject *)frame->f_code);
@@ -374,6 +377,8 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
     if (cache != NULL && cache->entries != NULL
             && lookup(cache, &gf, &hit, asks ? &failures : NULL) < 0)
         goto internal;
+    if (cache != NULL && cache->tele != NULL)   /* telemetry on for this code? */
+        telemetry_count_lookup(cache->tele, hit != NULL ? hit->tele : NULL, hit != NULL);
 
     PyObject *todo;                             /* code to run, or None */
     if (hit != NULL) {
@@ -383,6 +388,8 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
     else if (asks) {
         if (failures == NULL && (failures = PyList_New(0)) == NULL)
             goto internal;
+        if (cache != NULL && cache->tele != NULL)
+            telemetry_note_failure(cache, failures);
         todo = ask_callback(frame, failures);
         Py_DECREF(failures);
         if (todo == NULL)                       /* the callback raised */

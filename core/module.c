@@ -12,6 +12,7 @@
 #include "hook.h"       /* hook_install */
 #include "ir.h"         /* gir_compile */
 #include "tree.h"       /* guard trees: lookup, info, stats */
+#include "../inspect/telemetry.h"  /* the telemetry region and _telemetry_* */
 
 /* guards/tmeta_py.c: the tmeta test hooks (_tensor_meta, _dtype_code, ...). */
 int tmeta_add_test_functions(PyObject *module);
@@ -116,6 +117,7 @@ static PyObject *
 reset(PyObject *module, PyObject *unused)
 {
     cache_reset_all();
+    telemetry_reset_event();
     Py_RETURN_NONE;
 }
 
@@ -430,10 +432,12 @@ PyInit__C(void)
             || PyModule_AddIntConstant(m, "MODE_RUN", MODE_RUN) < 0
             || PyModule_AddObjectRef(m, "MISSING", gtree_missing()) < 0
             || tmeta_add_test_functions(m) < 0
+            || telemetry_add_functions(m) < 0
             || PyState_AddModule(m, &module_def) < 0) {
         Py_DECREF(m);
         return NULL;
     }
     hook_set_runtime(&st->runtime);
+    telemetry_init();
     return m;
 }

@@ -35,7 +35,8 @@ from .eval_frame import (OptimizedModule, disable, optimize, optimize_assert,  #
                          reset, run)
 from .explain import ExplainOutput, explain  # noqa: E402
 from .export import export  # noqa: E402
+from .telemetry import save_snapshot  # noqa: E402
 
 __all__ = ["optimize", "optimize_assert", "run", "disable", "reset", "explain", "export",
            "list_backends", "register_backend", "config", "exc", "OptimizedModule",
-           "ExplainOutput"]
+           "ExplainOutput", "save_snapshot"]

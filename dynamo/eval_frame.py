@@ -17,7 +17,7 @@ import warnings
 
 import torch
 
-from . import _C, backends, config, records
+from . import _C, backends, config, records, telemetry
 from .exc import BackendCompilerFailed, Unsupported
 
 log = logging.getLogger("dynamo")
@@ -51,6 +51,13 @@ def is_skipped_file(filename):
 
 
 # ---------------------------------------------------------------- callback
+
+def _add_record(record):
+    """Keep a compile record and publish it to the live telemetry (which
+    never raises)."""
+    records.add(record)
+    telemetry.publish(record)
+
 
 # Codes whose cache_size_limit warning was given; one warning per code until
 # reset(), whichever optimize() wrapper reached the limit.
@@ -95,7 +102,7 @@ class _Callback:
             record.status, record.error = "unsupported", str(e)
             if hasattr(e, "break_reasons"):
                 record.break_reasons = list(e.break_reasons)
-            records.add(record)
+            _add_record(record)
             if self.nopython:
                 raise
             _C.set_skip(code)
@@ -103,7 +110,7 @@ class _Callback:
         except Exception as e:  # noqa: BLE001 - any tracer failure: run eagerly, keep why
             record.compile_ns = time.perf_counter_ns() - t0
             record.status, record.error = "error", f"{type(e).__name__}: {e}"
-            records.add(record)
+            _add_record(record)
             if self.nopython or isinstance(e, BackendCompilerFailed):
                 raise
             detail = record.error
@@ -124,7 +131,7 @@ class _Callback:
         record.resume_codes = list(out.resume_codes)
         record.original_bytecode = debug.bytecode_listing(code)
         record.modified_bytecode = debug.bytecode_listing(out.new_code)
-        records.add(record)
+        _add_record(record)
         log.info("compiled %s %s (%s:%d): %d graph(s), %d op(s), %d guard(s) in %.1f ms",
                  record.id, code.co_name, code.co_filename, code.co_firstlineno,
                  len(record.graphs), record.op_count, len(record.guards), record.compile_ns / 1e6)
@@ -155,7 +162,7 @@ class _Callback:
         record = records.new_record(code)
         record.status, record.recompile_reason = "limit", why
         record.backend = self.backend_name
-        records.add(record)
+        _add_record(record)
         warnings.warn(f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
                       f"config.cache_size_limit={config.cache_size_limit}; running it eagerly "
                       f"from now on when no compiled entry matches. Last failing guard: {why}",
@@ -179,7 +186,10 @@ def describe_failure(failure, f_locals, f_globals, f_builtins, func):
     if len(failure) >= 5:
         prop, expected, actual = failure[2:5]
         kind = guards.KIND_NAMES.get(guard.kind, str(guard.kind))
-        return (f"{_property_text(guard.source.name(), prop)}: expected {_short(expected)}, "
+        text = _property_text(guard.source.name(), prop)
+        if guard.kind == guards.SAME_OBJECT:
+            text = f"{guard.source.name()} is {guard.expected[0].name()}"
+        return (f"{text}: expected {_short(expected)}, "
                 f"actual {_short(actual)} ({kind} of entry {record.id})")
     closure = getattr(func, "__closure__", None)
     return guards.explain_failure(guard, f_locals, f_globals, f_builtins, closure)

@@ -9,7 +9,9 @@ Each guard decomposes into tests (source, property, expected) in this order:
 TYPE_MATCH -> type; ID/FUNCTION_MATCH -> id; EQUALS_MATCH -> type, value;
 LENGTH -> type, len; TENSOR_MATCH -> type, dtype, device, requires_grad,
 dispatch_keys, ndim, size()[i] (static dims), stride()[i]; GRAD_MODE ->
-grad_mode; DICT_KEYS -> type, keys; NONE_MATCH -> is_none.
+grad_mode; DICT_KEYS -> type, keys; NONE_MATCH -> is_none; SAME_OBJECT ->
+same_object (its expected field here is (other source, same); the report
+gives `same`).
 """
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -19,7 +21,7 @@ from .guards import dispatch_keys
 
 LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE = range(6)
 (TYPE_MATCH, ID_MATCH, EQUALS_MATCH, LENGTH, TENSOR_MATCH, GRAD_MODE, DICT_KEYS,
- FUNCTION_MATCH, NONE_MATCH) = range(9)
+ FUNCTION_MATCH, NONE_MATCH, SAME_OBJECT) = range(10)
 
 
 class _Missing:
@@ -47,6 +49,8 @@ def decompose(guard: tuple) -> List[Tuple[tuple, str, Any]]:
         return [(src, "type", dict), (src, "keys", guard[2])]
     if kind == NONE_MATCH:
         return [(src, "is_none", bool(guard[2]))]
+    if kind == SAME_OBJECT:
+        return [(src, "same_object", (guard[2], bool(guard[3])))]
     if kind == TENSOR_MATCH:
         cls, dtype, device, rg, keys, ndim, sizes, strides = guard[2:]
         tests = [(src, "type", cls), (src, "dtype", dtype), (src, "device", device),
@@ -108,7 +112,8 @@ class Frame:
 
 
 def _tensor_prop(v, prop):
-    """(available, value) of a tensor property of v."""
+    """(available, value) of a tensor property of v (sizes/strides a tensor
+    does not have, like a sparse tensor's strides, are unavailable)."""
     if not isinstance(v, torch.Tensor):
         return False, None
     if prop == "dtype":
@@ -125,7 +130,10 @@ def _tensor_prop(v, prop):
     i = int(i[:-1])
     if i >= v.dim():
         return False, None
-    return True, (v.size(i) if name == "size()" else v.stride(i))
+    try:
+        return True, (v.size(i) if name == "size()" else v.stride(i))
+    except RuntimeError:
+        return False, None
 
 
 def actual(test, frame: Frame):
@@ -142,6 +150,9 @@ def actual(test, frame: Frame):
         return v is None
     if prop == "grad_mode":
         return torch.is_grad_enabled()
+    if prop == "same_object":
+        other = frame.fetch(test[2][0])
+        return None if other is MISSING else v is other
     if prop == "len":
         return len(v)
     if prop == "keys":
@@ -176,6 +187,9 @@ def passes(test, frame: Frame) -> bool:
         return (v is None) == expected
     if prop == "grad_mode":
         return torch.is_grad_enabled() == expected
+    if prop == "same_object":
+        other = frame.fetch(expected[0])
+        return other is not MISSING and (v is other) == expected[1]
     if prop == "len":
         return len(v) == expected
     if prop == "keys":
@@ -224,7 +238,8 @@ def lookup(entries: Sequence[Tuple[Sequence[tuple], Any]], f_locals, f_globals, 
         g, test = per_entry[i][fails[i]]
         payload = entries[i][1]
         if i == closest:
-            out.append((payload, g, test[1], test[2], actual(test, frame)))
+            expected = test[2][1] if test[1] == "same_object" else test[2]
+            out.append((payload, g, test[1], expected, actual(test, frame)))
         else:
             out.append((payload, g))
     return -1, out

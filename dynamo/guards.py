@@ -8,7 +8,7 @@ values), `Guard.lower()` (the tuple IR of ARCHITECTURE.md contract 1) and
 `evaluate()` is the reference twin of the C evaluator: tests only, never on
 the per-call path. It must not import the tracer.
 """
-import dataclasses
+import weakref
 from typing import Any, List, Optional, Tuple
 
 import torch
@@ -24,12 +24,13 @@ GRAD_MODE = 5
 DICT_KEYS = 6
 FUNCTION_MATCH = 7
 NONE_MATCH = 8          # NOT_NONE / IS_NONE: expected (is_none,)
+SAME_OBJECT = 9         # expected (other: Source, same: bool): (v is other) == same
 
 KIND_NAMES = {TYPE_MATCH: "TYPE_MATCH", ID_MATCH: "ID_MATCH",
               EQUALS_MATCH: "EQUALS_MATCH", LENGTH: "LENGTH",
               TENSOR_MATCH: "TENSOR_MATCH", GRAD_MODE: "GRAD_MODE",
               DICT_KEYS: "DICT_KEYS", FUNCTION_MATCH: "FUNCTION_MATCH",
-              NONE_MATCH: "NONE_MATCH"}
+              NONE_MATCH: "NONE_MATCH", SAME_OBJECT: "SAME_OBJECT"}
 
 
 class SourceError(LookupError):
@@ -192,29 +193,73 @@ def dispatch_keys(t) -> int:
     return ks.raw_repr()
 
 
+def _dims(method):
+    """tuple(t.size()) / tuple(t.stride()), or None (unchecked) for a tensor
+    without them (sparse strides, nested sizes)."""
+    try:
+        return tuple(method())
+    except RuntimeError:
+        return None
+
+
 def tensor_expected(t, dynamic: bool) -> tuple:
     """The expected fields of TENSOR_MATCH for tensor `t`."""
-    sizes = None if dynamic else tuple(t.size())
-    strides = None if dynamic else tuple(t.stride())
+    sizes = None if dynamic else _dims(t.size)
+    strides = None if dynamic else _dims(t.stride)
     return (type(t), t.dtype, t.device, t.requires_grad, dispatch_keys(t),
             t.dim(), sizes, strides)
 
 
 # ---------------------------------------------------------------- guard
 
-@dataclasses.dataclass
+class _Dead:
+    """Stands for the expected object of an ID/FUNCTION_MATCH that died."""
+
+    def __repr__(self):
+        return "<dead>"
+
+
+DEAD = _Dead()
+
+
 class Guard:
     """One check on one value: `kind` (a constant above) on `source`, with
-    the kind's `expected` fields (see contract 1)."""
-    source: Source
-    kind: int
-    expected: Tuple[Any, ...] = ()
+    the kind's `expected` fields (see contract 1).
+
+    ID/FUNCTION_MATCH hold their object through a weakref when its type
+    supports one (compile records keep guards forever; a strong reference
+    would keep the object, and so the C cache entry, alive): `expected`
+    then reads `(DEAD,)` once it is gone."""
+
+    __slots__ = ("source", "kind", "_expected", "_ref")
+
+    def __init__(self, source: Source, kind: int, expected: Tuple[Any, ...] = ()):
+        self.source, self.kind = source, kind
+        self._expected, self._ref = tuple(expected), None
+        if kind in (ID_MATCH, FUNCTION_MATCH) and len(self._expected) == 1:
+            try:
+                self._ref = weakref.ref(self._expected[0])
+                self._expected = ()
+            except TypeError:           # no weakref support: held strongly
+                pass
+
+    @property
+    def expected(self) -> Tuple[Any, ...]:
+        if self._ref is None:
+            return self._expected
+        obj = self._ref()
+        return (DEAD,) if obj is None else (obj,)
 
     def key(self):
+        if self.kind == SAME_OBJECT:
+            return (self.source.name(), self.kind, self._expected[0].name())
         return (self.source.name(), self.kind)
 
     def lower(self) -> tuple:
         """The C guard IR tuple `(kind, source, *expected)`."""
+        if self.kind == SAME_OBJECT:
+            other, same = self._expected
+            return (self.kind, self.source.lower(), other.lower(), bool(same))
         return (self.kind, self.source.lower(), *self.expected)
 
     def describe(self) -> str:
@@ -230,10 +275,25 @@ class Guard:
             where = "global state"
         else:
             where = src.name()
-        return f" - {where} {KIND_NAMES[self.kind]}"
+        line = f" - {where} {KIND_NAMES[self.kind]}"
+        if self.kind == SAME_OBJECT:
+            line += f" {'is' if self._expected[1] else 'is not'} {self._expected[0].name()}"
+        elif self._ref is not None and self._ref() is None:
+            line += " <dead>"
+        return line
+
+    def __eq__(self, other):
+        return (type(other) is Guard and other.kind == self.kind and other.source == self.source
+                and _same_expected(other.expected, self.expected))
+
+    __hash__ = None
 
     def __repr__(self):
         return f"Guard({self.source.name()}, {KIND_NAMES[self.kind]})"
+
+
+def _same_expected(a, b):
+    return len(a) == len(b) and all(x is y or (type(x) is type(y) and x == y) for x, y in zip(a, b))
 
 
 def _rank(source: Source):
@@ -268,6 +328,10 @@ def check(guard: Guard, value) -> Optional[str]:
         return None if type(value) is exp[0] else f"expected type {exp[0].__name__}, actual {type(value).__name__}"
     if k in (ID_MATCH, FUNCTION_MATCH):
         return None if value is exp[0] else f"expected {exp[0]!r:.60}, actual {value!r:.60}"
+    if k == SAME_OBJECT:          # value: (this value, the other source's value)
+        same = value[0] is value[1]
+        return None if same == exp[1] else \
+            f"expected {'the same object as' if exp[1] else 'another object than'} {exp[0].name()}"
     if k == EQUALS_MATCH:
         ok = type(value) is type(exp[0]) and value == exp[0]
         return None if ok else f"expected {exp[0]!r}, actual {value!r}"
@@ -302,9 +366,12 @@ def _check_tensor(exp, value) -> Optional[str]:
     for field, e, a in zip(_TENSOR_FIELDS[1:6], exp[1:6], actual[1:]):
         if e != a:
             return f"{field}: expected {e}, actual {a}"
-    for field, seq, got in (("size()", sizes, value.size()), ("stride()", strides, value.stride())):
+    for field, seq, method in (("size()", sizes, value.size), ("stride()", strides, value.stride)):
         if seq is None:
             continue
+        got = _dims(method)
+        if got is None:
+            return f"{field}: expected {seq}, actual None"
         for i, (e, a) in enumerate(zip(seq, got)):
             if e != a:
                 return f"{field}[{i}]: expected {e}, actual {a}"
@@ -312,7 +379,10 @@ def _check_tensor(exp, value) -> Optional[str]:
 
 
 def _fetch(guard, f_locals, f_globals, f_builtins, closure):
-    return guard.source.get(f_locals, f_globals, f_builtins, closure)
+    value = guard.source.get(f_locals, f_globals, f_builtins, closure)
+    if guard.kind == SAME_OBJECT:
+        return value, guard.expected[0].get(f_locals, f_globals, f_builtins, closure)
+    return value
 
 
 def evaluate(guards: List[Guard], f_locals, f_globals, f_builtins, closure) -> int:

@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import logging
 import operator
+import weakref
 
 import torch
 import torch.fx
@@ -22,7 +23,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from . import config
 from .bytecode import create_instruction
 from .exc import Unsupported
-from .guards import (GRAD_MODE, TENSOR_MATCH, AttrSource, ClosureSource, GlobalSource, Guard,
+from .guards import (GRAD_MODE, SAME_OBJECT, TENSOR_MATCH, AttrSource, ClosureSource, GlobalSource, Guard,
                      ItemSource, LocalSource, NoSource, _rank, ordered, tensor_expected)
 
 _graph_counter = itertools.count()
@@ -54,10 +55,25 @@ class GraphInfo:
 
     def __init__(self, name, gm, compiled_fn, example_inputs, op_count):
         self.name, self.gm, self.compiled_fn = name, gm, compiled_fn
-        self.example_inputs, self.op_count = example_inputs, op_count
+        self.op_count = op_count
+        # weak: records live forever and must not keep the caller's tensors
+        self._inputs = [_weak_or_strong(t) for t in example_inputs]
+
+    @property
+    def example_inputs(self):
+        """The example tensors, None for those that died since."""
+        return [ref() for ref in self._inputs]
 
     def __repr__(self):
         return f"GraphInfo({self.name}, ops={self.op_count})"
+
+
+def _weak_or_strong(obj):
+    """A zero-argument callable returning obj: a weakref when obj supports one."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
 
 
 def _mangle(source):
@@ -94,6 +110,7 @@ class OutputGraph:
         self.fake_mode = FakeTensorMode()
         self.guards = []
         self.inputs = {}                        # source name -> TensorVariable
+        self.input_objs = {}                    # id(tensor) -> (tensor, TensorVariable)
         self.input_order = itertools.count()
         self.attr_nodes = {}                    # id(tensor) -> TensorVariable
         self.root = {}                          # GraphModule root: target -> object
@@ -120,8 +137,11 @@ class OutputGraph:
             if g.kind == TENSOR_MATCH:
                 g = Guard(g.source, TENSOR_MATCH, tensor_expected(g.expected[0], dynamic))
             out.append(g)
+        out += self._distinct_input_guards([g for g in out if g.kind == TENSOR_MATCH])
         grad = [g for g in out if g.kind == GRAD_MODE]
-        return ordered([g for g in out if g.kind != GRAD_MODE]) + grad
+        alias = [g for g in out if g.kind == SAME_OBJECT]       # relations last, as printed
+        rest = [g for g in out if g.kind not in (GRAD_MODE, SAME_OBJECT)]
+        return ordered(rest) + ordered(alias) + grad
 
     def globals_alias(self, f_globals):
         """Name of a global of the frame bound to another module's globals
@@ -134,12 +154,31 @@ class OutputGraph:
             self.install[name] = f_globals
         return name
 
+    def _distinct_input_guards(self, tensor_guards):
+        """SAME_OBJECT(b, a, False) for input sources a, b the trace took as
+        two different tensors: the graph treats them as independent (an
+        in-place op on one, `a is b`). Pairs whose TENSOR_MATCH cannot both
+        pass on one object need no guard, which leaves few pairs in practice."""
+        out = []
+        for i, gb in enumerate(tensor_guards):
+            for ga in tensor_guards[:i]:
+                if _could_be_one_tensor(ga.expected, gb.expected):
+                    out.append(Guard(gb.source, SAME_OBJECT, (ga.source, False)))
+        return out
+
     # ------------------------------------------------------------ inputs
     def add_input(self, source, value):
-        """A graph input for tensor `value` at `source` (one per source)."""
+        """A graph input for tensor `value` at `source` (one per source).
+        A tensor already read from another source is the same variable
+        (aliasing is guarded: SAME_OBJECT(source, first source, True))."""
         key = source.name()
         if key in self.inputs:
             return self.inputs[key]
+        seen = self.input_objs.get(id(value))
+        if seen is not None and seen[0] is value:
+            self.add_guard(source, SAME_OBJECT, seen[1].source, True)
+            self.inputs[key] = seen[1]
+            return seen[1]
         from .tracer.variables import TensorVariable
         self.guards.append(Guard(source, TENSOR_MATCH, (value,)))   # lowered in final_guards
         rank = (_rank(source), next(self.input_order))
@@ -155,6 +194,7 @@ class OutputGraph:
         node.meta["example_value"] = example
         var = TensorVariable(node, example, source, cls=type(value))
         self.inputs[key] = var
+        self.input_objs[id(value)] = (value, var)
         return var
 
     def get_attr(self, tensor, source):
@@ -313,12 +353,24 @@ class OutputGraph:
         placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
         gm = torch.fx.GraphModule(self.root, self.graph)
         gm.meta = {}
-        example_inputs = [n.meta["real"] for n in placeholders]
+        example_inputs = [n.meta.pop("real") for n in placeholders]   # gm keeps no real inputs
         name = f"__compiled_fn_{next(_graph_counter)}"
         compiled = self.compiler_fn(gm, example_inputs)
         self.install[name] = compiled
         info = GraphInfo(name, gm, compiled, example_inputs, self.op_count())
         return info, index, [n.meta["source"] for n in placeholders]
+
+
+def _could_be_one_tensor(a, b):
+    """Could one tensor pass both TENSOR_MATCH expected tuples? (Fields both
+    check must agree; None sizes/strides or dims are unchecked.)"""
+    if a[:6] != b[:6]:
+        return False
+    for x, y in ((a[6], b[6]), (a[7], b[7])):
+        if x is not None and y is not None and any(
+                p is not None and q is not None and p != q for p, q in zip(x, y)):
+            return False
+    return True
 
 
 def _structseq_fields(value):

@@ -266,6 +266,7 @@ static const Py_ssize_t check_arity[GIR_NKINDS] = {
     [GIR_TYPE_MATCH] = 3, [GIR_ID_MATCH] = 3, [GIR_EQUALS_MATCH] = 3,
     [GIR_LENGTH] = 4, [GIR_TENSOR_MATCH] = 10, [GIR_GRAD_MODE] = 3,
     [GIR_DICT_KEYS] = 3, [GIR_FUNCTION_MATCH] = 3, [GIR_NONE_MATCH] = 3,
+    [GIR_SAME_OBJECT] = 4,
 };
 
 /* Fill check c from guard tuple g. */
@@ -318,6 +319,19 @@ compile_check(Builder *b, GirCheck *c, PyObject *g /* borrowed */)
             return fail(b, PyExc_TypeError, "DICT_KEYS expects a tuple of keys");
         c->obj = Py_NewRef(e);
         return 0;
+    case GIR_SAME_OBJECT: {                     /* e is the other source */
+        int same = PyObject_IsTrue(PyTuple_GET_ITEM(g, 3));
+        if (same < 0)
+            return -1;
+        int other = compile_source(b, e, 0);
+        if (other < 0)
+            return -1;
+        if (b->gs->sources[other].kind == GIR_SRC_NONE || other == c->source)
+            return fail(b, PyExc_ValueError, "SAME_OBJECT needs another value source");
+        c->n = other;
+        c->obj = Py_NewRef(same ? Py_True : Py_False);
+        return 0;
+    }
     }
     return fail(b, PyExc_ValueError, "unknown guard kind");
 }

@@ -38,6 +38,7 @@ typedef enum {
     GIR_DICT_KEYS = 6,
     GIR_FUNCTION_MATCH = 7,
     GIR_NONE_MATCH = 8,     /* NOT_NONE / IS_NONE */
+    GIR_SAME_OBJECT = 9,    /* (9, source, other_source, same): (v is other) == same */
     GIR_NKINDS
 } GirCheckKind;
 
@@ -69,12 +70,14 @@ typedef struct {
 typedef struct {
     int kind;               /* GirCheckKind */
     int source;             /* index into GirSet.sources */
-    PyObject *obj;          /* type / obj / value / keys tuple, or NULL: strong,
+    PyObject *obj;          /* type / obj / value / keys tuple, SAME_OBJECT's
+                               Py_True / Py_False, or NULL: strong,
                                except ID/FUNCTION_MATCH with wref set, where it
                                is borrowed (valid while the set is not dead) */
     PyObject *wref;         /* strong: weakref to obj whose callback marks the
                                set dead; NULL when obj is held strongly */
-    Py_ssize_t n;           /* LENGTH n; GRAD_MODE enabled; NONE_MATCH is_none */
+    Py_ssize_t n;           /* LENGTH n; GRAD_MODE enabled; NONE_MATCH is_none;
+                               SAME_OBJECT: index of the other source */
     GirTensor *tensor;      /* owned, TENSOR_MATCH only, else NULL */
 } GirCheck;
 

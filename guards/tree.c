@@ -53,12 +53,12 @@
 /* Properties, in evaluation-cost order (shared and leaf tests run in this
  * order: TYPE first, so dependent properties see the expected type). */
 typedef enum {
-    P_TYPE, P_ID, P_NONE, P_GRAD, P_LEN, P_DTYPE, P_DEVICE, P_REQGRAD, P_DKEYS,
+    P_TYPE, P_ID, P_NONE, P_GRAD, P_SAME, P_LEN, P_DTYPE, P_DEVICE, P_REQGRAD, P_DKEYS,
     P_NDIM, P_SIZE, P_STRIDE, P_VALUE, P_KEYS, NPROPS
 } Prop;
 
 static const char *const prop_names[NPROPS] = {
-    "type", "id", "is_none", "grad_mode", "len", "dtype", "device",
+    "type", "id", "is_none", "grad_mode", "same_object", "len", "dtype", "device",
     "requires_grad", "dispatch_keys", "ndim", "size()", "stride()", "value", "keys",
 };
 
@@ -84,7 +84,7 @@ is_scalar_prop(int p)
 typedef struct {
     int src;            /* tree source */
     int prop;           /* Prop */
-    int dim;            /* SIZE/STRIDE dimension, else 0 */
+    int dim;            /* SIZE/STRIDE dimension; SAME: the other tree source; else 0 */
 } Key;
 
 typedef struct {
@@ -168,6 +168,7 @@ typedef struct {
     PyObject *value;    /* NULL unfetched, MISSING, or strong */
     int tstate;         /* tensor metadata: 0 unread, 1 read, -1 not readable */
     TmetaView tm;
+    int64_t *py_dims;   /* owned or NULL: sizes + strides of a Python-read tm */
 } Slot;
 
 /* Thread-local stack of slot chunks.  Walks take and release slots LIFO
@@ -408,14 +409,123 @@ fetch(Walk *w, int i)
     return slot->value = v;
 }
 
-/* Tensor metadata of source i's value v, read once per call; NULL when v
- * is not a readable tensor. */
+/* v.size() or v.stride() into dims[0 .. ndim): 1 read, 0 the tensor has
+ * none (RuntimeError: sparse strides, nested sizes), -1 error. */
+static int
+python_dims(PyObject *v, PyObject *method /* borrowed */, Py_ssize_t ndim, int64_t *dims)
+{
+    PyObject *seq = PyObject_CallMethodNoArgs(v, method), *fast = NULL;
+    if (seq == NULL)
+        return clear_missing(PyExc_RuntimeError, NULL) == 0 ? 0 : -1;
+    fast = PySequence_Fast(seq, "size()/stride() must return a sequence");
+    Py_DECREF(seq);
+    if (fast == NULL)
+        return -1;
+    int rc = PySequence_Fast_GET_SIZE(fast) == ndim;
+    for (Py_ssize_t d = 0; rc == 1 && d < ndim; d++) {
+        dims[d] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, d));
+        if (dims[d] == -1 && PyErr_Occurred())
+            rc = -1;
+    }
+    Py_DECREF(fast);
+    return rc;
+}
+
+/* ((_dispatch_keys(v) | tls_include) - tls_exclude).raw_repr(), as the
+ * Python side defines TENSOR_MATCH's dispatch_keys.  0, or -1 on error. */
+static int
+python_dispatch_keys(GirRuntime *rt, PyObject *v, uint64_t *out)
+{
+    int rc = -1;
+    PyObject *keys = NULL, *inc = NULL, *exc = NULL, *with = NULL, *eff = NULL, *raw = NULL;
+    if ((keys = PyObject_CallOneArg(rt->dispatch_keys, v)) == NULL
+            || (inc = PyObject_CallNoArgs(rt->tls_include)) == NULL
+            || (exc = PyObject_CallNoArgs(rt->tls_exclude)) == NULL
+            || (with = PyNumber_Or(keys, inc)) == NULL
+            || (eff = PyNumber_Subtract(with, exc)) == NULL
+            || (raw = PyObject_CallMethodNoArgs(eff, rt->s_raw_repr)) == NULL)
+        goto error;
+    *out = PyLong_AsUnsignedLongLong(raw);
+    if (*out == (uint64_t)-1 && PyErr_Occurred())
+        goto error;
+    rc = 0;
+error:
+    Py_XDECREF(keys);
+    Py_XDECREF(inc);
+    Py_XDECREF(exc);
+    Py_XDECREF(with);
+    Py_XDECREF(eff);
+    Py_XDECREF(raw);
+    return rc;
+}
+
+/* Slow path for tensors tmeta refuses (sparse, nested, __torch_dispatch__
+ * subclasses): fill slot->tm through Python attribute reads and calls, so
+ * their TENSOR_MATCH passes and fails like anyone else's.  Sizes/strides
+ * the tensor does not have stay NULL (their tests fail).  0, or -1 with an
+ * exception (an internal error, like any raising check). */
+static int
+python_view(GirRuntime *rt, PyObject *v, Slot *slot)
+{
+    TmetaView *tm = &slot->tm;
+    PyObject *dtype = NULL, *device = NULL, *flag = NULL, *dim = NULL;
+    int rc = -1;
+    memset(tm, 0, sizeof(*tm));
+    tm->cls = Py_TYPE(v);
+    if ((dtype = PyObject_GetAttr(v, rt->s_dtype)) == NULL
+            || tmeta_dtype_from_py(dtype, &tm->dtype) < 0
+            || (device = PyObject_GetAttr(v, rt->s_device)) == NULL
+            || tmeta_device_from_py(device, &tm->device_type, &tm->device_index) < 0
+            || (flag = PyObject_GetAttr(v, rt->s_requires_grad)) == NULL
+            || (tm->requires_grad = PyObject_IsTrue(flag)) < 0
+            || (dim = PyObject_CallMethodNoArgs(v, rt->s_dim)) == NULL
+            || python_dispatch_keys(rt, v, &tm->dispatch_keys) < 0)
+        goto error;
+    long ndim = PyLong_AsLong(dim);
+    if (ndim == -1 && PyErr_Occurred())
+        goto error;
+    if (ndim < 0 || ndim > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "dynamo: tensor dim() out of range");
+        goto error;
+    }
+    tm->ndim = (int32_t)ndim;
+    slot->py_dims = PyMem_Malloc((2 * (size_t)ndim + 1) * sizeof(int64_t));
+    if (slot->py_dims == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    int has_sizes = python_dims(v, rt->s_size, ndim, slot->py_dims);
+    int has_strides = has_sizes < 0 ? -1 : python_dims(v, rt->s_stride, ndim, slot->py_dims + ndim);
+    if (has_strides < 0)
+        goto error;
+    tm->sizes = has_sizes ? slot->py_dims : NULL;
+    tm->strides = has_strides ? slot->py_dims + ndim : NULL;
+    rc = 0;
+error:
+    Py_XDECREF(dtype);
+    Py_XDECREF(device);
+    Py_XDECREF(flag);
+    Py_XDECREF(dim);
+    return rc;
+}
+
+/* Tensor metadata of source i's value v, read once per call (through
+ * Python for tensors tmeta refuses); NULL when v is not a tensor, or with
+ * an exception when the Python read raised. */
 static const TmetaView *
 tensor_view(Walk *w, int i, PyObject *v)
 {
     Slot *slot = &w->slots[i];
-    if (slot->tstate == 0)
-        slot->tstate = tmeta_is_tensor(v) && tmeta_read(v, &slot->tm) == 0 ? 1 : -1;
+    if (slot->tstate == 0) {
+        slot->tstate = -1;
+        if (tmeta_is_tensor(v)) {
+            GirRuntime *rt = w->t->rt;
+            if (tmeta_read(v, &slot->tm) == 0)
+                slot->tstate = 1;
+            else if (rt != NULL && rt->loaded)      /* slow path, this tensor only */
+                slot->tstate = python_view(rt, v, slot) == 0 ? 1 : -1;
+        }
+    }
     return slot->tstate == 1 ? &slot->tm : NULL;
 }
 
@@ -443,6 +553,15 @@ scalar_actual(Walk *w, const Key *k, PyObject *v, int64_t *out)
     case P_GRAD:
         *out = tmeta_grad_enabled() != 0;
         return 1;
+    case P_SAME: {
+        PyObject *other = fetch(w, k->dim);
+        if (other == NULL)
+            return -1;
+        if (other == MISSING)
+            return 0;
+        *out = v == other;
+        return 1;
+    }
     case P_LEN: {
         Py_ssize_t n;
         if (PyList_CheckExact(v) || PyTuple_CheckExact(v))
@@ -459,7 +578,7 @@ scalar_actual(Walk *w, const Key *k, PyObject *v, int64_t *out)
     }
     const TmetaView *tm = tensor_view(w, k->src, v);
     if (tm == NULL)
-        return 0;
+        return PyErr_Occurred() ? -1 : 0;
     switch (k->prop) {
     case P_DTYPE:
         *out = tm->dtype;
@@ -478,7 +597,7 @@ scalar_actual(Walk *w, const Key *k, PyObject *v, int64_t *out)
         return 1;
     case P_SIZE:
     case P_STRIDE:
-        if (k->dim >= tm->ndim)
+        if (k->dim >= tm->ndim || (k->prop == P_SIZE ? tm->sizes : tm->strides) == NULL)
             return 0;
         *out = (k->prop == P_SIZE ? tm->sizes : tm->strides)[k->dim];
         return 1;
@@ -686,7 +805,7 @@ expected_obj(const GTree *tr, const Test *t)
     switch (tr->keys[t->key].prop) {
     case P_TYPE: case P_ID: case P_VALUE: case P_KEYS: case P_DTYPE: case P_DEVICE:
         return Py_NewRef(t->obj);
-    case P_NONE: case P_GRAD: case P_REQGRAD:
+    case P_NONE: case P_GRAD: case P_REQGRAD: case P_SAME:
         return PyBool_FromLong(t->bits != 0);
     case P_DKEYS:
         return PyLong_FromUnsignedLongLong((uint64_t)t->bits);
@@ -714,8 +833,11 @@ actual_obj(Walk *w, const Test *t)
     case P_KEYS:
         return PyDict_CheckExact(v) ? PySequence_Tuple(v) : Py_NewRef(v);
     case P_DTYPE: case P_DEVICE:
-        if (tensor_view(w, k->src, v) == NULL)
+        if (tensor_view(w, k->src, v) == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
             Py_RETURN_NONE;
+        }
         return PyObject_GetAttrString(v, k->prop == P_DTYPE ? "dtype" : "device");
     default:
         break;
@@ -727,7 +849,7 @@ actual_obj(Walk *w, const Test *t)
     if (rc == 0)
         Py_RETURN_NONE;
     switch (k->prop) {
-    case P_NONE: case P_GRAD: case P_REQGRAD:
+    case P_NONE: case P_GRAD: case P_REQGRAD: case P_SAME:
         return PyBool_FromLong(bits != 0);
     case P_DKEYS:
         return PyLong_FromUnsignedLongLong((uint64_t)bits);
@@ -836,6 +958,8 @@ walk_end(Walk *w)
     for (int i = 0; i < w->t->nsources; i++) {
         PyObject *v = w->slots[i].value;
         w->slots[i].value = NULL;
+        PyMem_Free(w->slots[i].py_dims);
+        w->slots[i].py_dims = NULL;
         if (v != NULL && v != MISSING)
             Py_DECREF(v);
     }
@@ -1024,10 +1148,12 @@ ptr_bits(PyObject *o)
     return (int64_t)(intptr_t)o;
 }
 
-/* Decompose check c (guard g) of entry `entry` into tests. */
+/* Decompose check c (guard g) of entry `entry` into tests; map: tree
+ * source of each source of the entry's set. */
 static int
-decompose(Build *b, int entry, int g, const GirCheck *c, int src)
+decompose(Build *b, int entry, int g, const GirCheck *c, const int *map)
 {
+    int src = map[c->source];
     switch (c->kind) {
     case GIR_TYPE_MATCH:
         return add_test(b, entry, g, src, P_TYPE, 0, ptr_bits(c->obj), c->obj);
@@ -1054,6 +1180,8 @@ decompose(Build *b, int entry, int g, const GirCheck *c, int src)
     }
     case GIR_NONE_MATCH:
         return add_test(b, entry, g, src, P_NONE, 0, c->n != 0, NULL);
+    case GIR_SAME_OBJECT:                           /* key dim: the other source */
+        return add_test(b, entry, g, src, P_SAME, map[c->n], c->obj == Py_True, NULL);
     case GIR_TENSOR_MATCH: {
         const GirTensor *e = c->tensor;
         if (add_test(b, entry, g, src, P_TYPE, 0, ptr_bits(e->cls), e->cls) < 0
@@ -1100,7 +1228,7 @@ decompose_entries(Build *b)
         }
         t->entries[i].first = t->ntests;
         for (Py_ssize_t g = 0; g < gs->nchecks; g++) {
-            if (decompose(b, i, (int)g, &gs->checks[g], map[gs->checks[g].source]) < 0) {
+            if (decompose(b, i, (int)g, &gs->checks[g], map) < 0) {
                 PyMem_Free(map);
                 return -1;
             }

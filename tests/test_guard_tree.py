@@ -27,7 +27,7 @@ from dynamo.guards import tensor_expected  # noqa: E402
 
 LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE = range(6)
 (TYPE_MATCH, ID_MATCH, EQUALS_MATCH, LENGTH, TENSOR_MATCH, GRAD_MODE, DICT_KEYS,
- FUNCTION_MATCH, NONE_MATCH) = range(9)
+ FUNCTION_MATCH, NONE_MATCH, SAME_OBJECT) = range(10)
 BUILTINS = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
 
 
@@ -125,17 +125,28 @@ NLOCALS = 3
 GLOBAL_NAMES = ["G0", "G1", "len"]
 
 
-def random_input(rng):
+def alias_some(rng, values, p):
+    """With probability p, make one value the same object as another."""
+    if p and rng.random() < p:
+        names = list(values)
+        a, b = rng.sample(names, 2)
+        values[b] = values[a]
+
+
+def random_input(rng, alias=0.0):
     f_locals = {f"a{i}": value(rng) for i in range(NLOCALS)}
+    alias_some(rng, f_locals, alias)
     f_globals = {n: value(rng) for n in GLOBAL_NAMES[:2] if rng.random() < 0.8}
     grad = rng.random() < 0.8
     return f_locals, f_globals, grad
 
 
-def mutate(rng, inp):
+def mutate(rng, inp, alias=0.0):
     f_locals, f_globals, grad = dict(inp[0]), dict(inp[1]), inp[2]
     r = rng.random()
-    if r < 0.6:
+    if alias and r < alias:
+        alias_some(rng, f_locals, 1.0)
+    elif r < 0.6:
         k = rng.choice(list(f_locals))
         f_locals[k] = value(rng)
     elif r < 0.8:
@@ -148,12 +159,20 @@ def mutate(rng, inp):
     return f_locals, f_globals, grad
 
 
-def random_guards(rng, inp):
+def random_guards(rng, inp, alias=0.0):
     f_locals, f_globals, grad = inp
     guards = []
     for i, (k, v) in enumerate(f_locals.items()):
         if rng.random() < 0.75:
             guards_for(rng, (LOCAL, i), v, guards)
+    values = list(f_locals.values())
+    for i in range(len(values)):
+        for j in range(len(values)):
+            if i != j and alias and rng.random() < alias:       # (v_i is v_j) == same
+                other = (LOCAL, j) if rng.random() < 0.8 else (GLOBAL, "G0")
+                v = values[j] if other[0] == LOCAL else f_globals.get("G0", guard_ref.MISSING)
+                if other[0] == LOCAL or v is not guard_ref.MISSING:
+                    guards.append((SAME_OBJECT, (LOCAL, i), other, values[i] is v))
     for n in GLOBAL_NAMES:
         if rng.random() < 0.3:
             v = f_globals.get(n, BUILTINS.get(n))
@@ -198,14 +217,14 @@ def some_source_raises(entries, f_locals, f_globals):
     return False
 
 
-def check_case(rng, nentries, ninputs):
-    bases = [random_input(rng) for _ in range(max(1, nentries // 3 + 1))]
+def check_case(rng, nentries, ninputs, alias=0.0):
+    bases = [random_input(rng, alias) for _ in range(max(1, nentries // 3 + 1))]
     entries, entry_inputs = [], []
     for i in range(nentries):
         inp = rng.choice(bases)
         if rng.random() < 0.5:
-            inp = mutate(rng, inp)
-        entries.append((random_guards(rng, inp), i))
+            inp = mutate(rng, inp, alias)
+        entries.append((random_guards(rng, inp, alias), i))
         entry_inputs.append(inp)
     tree = C._tree_new(entries)
     hits = 0
@@ -214,9 +233,9 @@ def check_case(rng, nentries, ninputs):
         if r < 0.4 and entry_inputs:
             inp = rng.choice(entry_inputs)
         elif r < 0.85 and entry_inputs:
-            inp = mutate(rng, rng.choice(entry_inputs))
+            inp = mutate(rng, rng.choice(entry_inputs), alias)
         else:
-            inp = random_input(rng)
+            inp = random_input(rng, alias)
         f_locals, f_globals, grad = inp
         with torch.set_grad_enabled(grad), warnings.catch_warnings():
             warnings.simplefilter("ignore")             # tensor["a"] indexing warnings
@@ -245,6 +264,35 @@ def test_random_small_sets_match_reference(seed):
     for _ in range(40):
         hits += check_case(rng, rng.randint(0, 12), 10)
     assert hits > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_aliasing_matches_reference(seed):
+    """SAME_OBJECT (kind 9) mixed with the other kinds: inputs often pass
+    one object in two arguments; the tree may switch on same_object."""
+    rng = random.Random(500 + seed)
+    hits = 0
+    for _ in range(40):
+        hits += check_case(rng, rng.randint(0, 12), 10, alias=0.4)
+    hits += check_case(rng, 150, 100, alias=0.3)
+    assert hits > 0
+
+
+def test_same_object_guard_and_report():
+    a, b = torch.zeros(2), torch.zeros(2)
+    same = [(SAME_OBJECT, (LOCAL, 1), (LOCAL, 0), True)]
+    differ = [(SAME_OBJECT, (LOCAL, 1), (LOCAL, 0), False)]
+    assert C.eval_guards(same, {"x": a, "y": a}, {}, BUILTINS, None) == -1
+    assert C.eval_guards(same, {"x": a, "y": b}, {}, BUILTINS, None) == 0
+    assert C.eval_guards(differ, {"x": a, "y": b}, {}, BUILTINS, None) == -1
+    assert C.eval_guards(differ, {"x": a}, {}, BUILTINS, None) == 0      # other missing
+    tree = C._tree_new([(differ, "new"), (same, "old")])
+    assert C._tree_lookup(tree, {"x": a, "y": a}, {}, BUILTINS, None)[0] == 1
+    assert C._tree_lookup(tree, {"x": a, "y": b}, {}, BUILTINS, None)[0] == 0
+    hit, failures = C._tree_lookup(C._tree_new([(same, "e")]), {"x": a, "y": b}, {}, BUILTINS, None)
+    assert hit == -1 and failures == [("e", 0, "same_object", True, False)]
+    with pytest.raises(ValueError, match="another value source"):
+        C.eval_guards([(SAME_OBJECT, (LOCAL, 0), (LOCAL, 0), True)], {"x": a}, {}, BUILTINS, None)
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -43,6 +43,19 @@ def is_skipped_function(fn):
     return False
 
 
+# Plain-Python torch helpers the tracer inlines (nn.MultiheadAttention's and
+# TransformerEncoderLayer's fast-path checks on self-attention inputs).
+_INLINABLE_TORCH_HELPERS = {
+    "torch.nn.modules.activation._check_arg_device",
+    "torch.nn.modules.activation._arg_requires_grad",
+    "torch.nn.modules.activation._is_make_fx_tracing",
+}
+
+
+def _qualified(fn):
+    return f"{getattr(fn, '__module__', None)}.{getattr(fn, '__qualname__', None)}"
+
+
 def _guard(tx, source, kind, *expected):
     if source is not None:
         tx.output.add_guard(source, kind, *expected)
@@ -90,8 +103,13 @@ def wrap(tx, value, source):
         # folded at trace time: the trace is only valid for this very callable
         _guard(tx, source, FUNCTION_MATCH, value)
         return BuiltinVariable(value, source)
+    if isinstance(value, types.FunctionType) and _qualified(value) in _INLINABLE_TORCH_HELPERS:
+        _guard(tx, source, FUNCTION_MATCH, value)
+        return UserFunctionVariable(value, source)
     if is_torch_object(value):
         if is_graphable_torch_callable(value) or is_state_query(value):
+            # recorded into the graph (or folded): valid for this callable only
+            _guard(tx, source, FUNCTION_MATCH, value)
             return TorchFunctionVariable(value, source)
         return SkippedFunctionVariable(value, source)
     if isinstance(value, types.FunctionType):

@@ -9,7 +9,10 @@ Policy (documented in ARCHITECTURE.md, contract 3):
   len() of a container adds DICT_KEYS on its `_modules`; leaf modules called
   as call_module and every `training` read add a `training` guard;
 - parameters and buffers become get_attr nodes on the GraphModule (shared
-  objects, so optimizers and BatchNorm running stats see the same tensors);
+  objects, so optimizers and BatchNorm running stats see the same tensors),
+  each guarded by ID_MATCH on `<module>._parameters[<name>]` (or
+  `_buffers`): the graph holds the object itself, so a replaced Parameter
+  must recompile, while in-place updates keep the object and hit;
 - calling a standard torch.nn leaf module (class defined in torch.nn.modules,
   not a container) records a call_module node; calling any other module
   inlines its forward;
@@ -53,6 +56,25 @@ def submodule(tx, parent, key):
     src = submodule_source(parent.source, key)
     tx.output.add_guard(src, ID_MATCH, sub)
     return ConstantVariable(None, src) if sub is None else NNModuleVariable(sub, src)
+
+
+def tensor_attr(tx, module_source, table, key, value, source=None):
+    """The get_attr VT of parameter/buffer `value` stored at
+    `<module_source>.<table>[key]`, guarded by identity (an ITEM of the
+    instance-dict table: read in C at guard time)."""
+    tx.output.add_guard(ItemSource(AttrSource(module_source, table), key), ID_MATCH, value)
+    return tx.output.get_attr(value, source or AttrSource(module_source, key))
+
+
+def container_item(tx, var, key, value, source):
+    """Item `key` (str) of a ParameterList/ParameterDict: guarded like any
+    parameter when it lives in `_parameters`/`_buffers` (plain values set as
+    attributes are wrapped from the instance dict by var_getattr)."""
+    d = var.module.__dict__
+    for table in ("_parameters", "_buffers"):
+        if key in d.get(table, {}):
+            return tensor_attr(tx, var.source, table, key, value, source)
+    return var.var_getattr(tx, key)
 
 
 # per-module hook tables a trace may read (TransformerEncoderLayer's fast-path check)
@@ -106,8 +128,10 @@ class NNModuleVariable(VariableTracker):
             if name in d.get(table, {}):
                 value = d[table][name]
                 if value is None:
+                    tx.output.add_guard(ItemSource(AttrSource(self.source, table), name),
+                                        ID_MATCH, None)
                     return ConstantVariable(None)
-                return tx.output.get_attr(value, src)
+                return tensor_attr(tx, self.source, table, name, value, src)
         if name in d.get("_modules", {}):
             return submodule(tx, self, name)
         if name in _HOOK_TABLES and name in d and not d[name]:
@@ -182,11 +206,18 @@ class NNModuleVariable(VariableTracker):
         if name == "parameters" and not args and not kwargs:
             from .containers import ListIteratorVariable
             items = []
-            for qual, p in mod.named_parameters():
-                src = self.source
-                for part in qual.split("."):
-                    src = AttrSource(src, part)
-                items.append(tx.output.get_attr(p, src))
+            # the parameter list depends on every module's children and
+            # parameter names: DICT_KEYS on each, ID_MATCH on each parameter
+            seen = set()
+            for _, var in self.all_modules(tx):
+                table = var.module.__dict__.get("_parameters", {})
+                tx.output.add_guard(AttrSource(var.source, "_parameters"), DICT_KEYS, tuple(table))
+                for name, p in table.items():
+                    if p is None or id(p) in seen:
+                        continue
+                    seen.add(id(p))
+                    owner_src = var.source
+                    items.append(tensor_attr(tx, owner_src, "_parameters", name, p))
             return ListIteratorVariable(items)
         if name in ("modules", "named_modules") and not args and not kwargs:
             from .containers import ListIteratorVariable, TupleVariable
@@ -227,7 +258,11 @@ class NNModuleVariable(VariableTracker):
         if isinstance(mod, (torch.nn.ModuleList, torch.nn.Sequential)):
             return self.unpack_values(tx)
         if isinstance(mod, (torch.nn.ParameterList,)):
-            return [tx.output.get_attr(p, ItemSource(self.source, i)) for i, p in enumerate(mod)]
+            self.guard_structure(tx)
+            tx.output.add_guard(AttrSource(self.source, "_parameters"), DICT_KEYS,
+                                tuple(mod._parameters))
+            return [container_item(tx, self, str(i), p, ItemSource(self.source, i))
+                    for i, p in enumerate(mod)]
         raise Unsupported(f"iteration over {type(mod).__name__}")
 
     def getitem(self, tx, key):
@@ -245,8 +280,17 @@ class NNModuleVariable(VariableTracker):
             if k not in mod._modules:
                 raise Unsupported(f"KeyError {k!r} on {type(mod).__name__}")
             return submodule(tx, self, k)
-        if isinstance(mod, (torch.nn.ParameterList, torch.nn.ParameterDict)):
-            return tx.output.get_attr(mod[k], ItemSource(self.source, k))
+        if isinstance(mod, torch.nn.ParameterList):
+            n = len(mod)
+            if not isinstance(k, int) or not -n <= k < n:
+                raise Unsupported("parameter index out of range")
+            tx.output.add_guard(AttrSource(self.source, "_parameters"), DICT_KEYS,
+                                tuple(mod._parameters))
+            return container_item(tx, self, str(k % n), mod[k], ItemSource(self.source, k))
+        if isinstance(mod, torch.nn.ParameterDict):
+            if k not in mod:
+                raise Unsupported(f"KeyError {k!r} on {type(mod).__name__}")
+            return container_item(tx, self, k, mod[k], ItemSource(self.source, k))
         raise Unsupported(f"indexing {type(mod).__name__}")
 
     def __repr__(self):

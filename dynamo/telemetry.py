@@ -1,0 +1,257 @@
+"""Live telemetry: compile records serialized into the process's shared region.
+
+Owns the Python half of the telemetry writer: the DtValue encoding of a
+CompileRecord (graphs with fx nodes and tensor metadata, guards, break
+reasons with user stacks, both bytecode listings) and of a code's guard tree
+(inspect/layout.h, "RECORD" and "TREE"), the events of a compile, and
+`save_snapshot`. The region, the counters and the snapshot format are C
+(inspect/telemetry.c). `publish` never raises: a telemetry failure must
+never break compiling. Nothing here runs on a cache hit.
+"""
+import logging
+import os
+import struct
+
+from . import _C
+
+log = logging.getLogger("dynamo")
+
+# DtEvent kinds (inspect/layout.h DT_EV_*).
+EV_COMPILE, EV_BREAK, EV_RECOMPILE, EV_LIMIT, EV_ERROR = 1, 2, 3, 4, 5
+
+_TEXT_MAX = 2000          # args text per fx node, bytes
+failures = 0              # publishes that failed (tests, diagnostics)
+
+
+def enabled():
+    """True when this process publishes telemetry (DYNAMO_TELEMETRY != 0)."""
+    return _C._telemetry_enabled()
+
+
+def info():
+    """Region facts: enabled, path ('' if anonymous), pid, sizes, counts."""
+    return _C._telemetry_info()
+
+
+def save_snapshot(path):
+    """Write this process's telemetry to `path` (mode 0600) in the snapshot
+    format `dynamo-inspect --file` and `dynamo-top --file` read. Guard trees
+    are republished first so their node counters are current. Raises
+    RuntimeError when telemetry is off."""
+    if not _C._telemetry_enabled():
+        raise RuntimeError("dynamo telemetry is off in this process (DYNAMO_TELEMETRY=0)")
+    _C._telemetry_refresh_trees()
+    _C._telemetry_save(os.fspath(path))
+
+
+def publish(record):
+    """Publish one CompileRecord (any status). Never raises."""
+    global failures
+    if not _C._telemetry_enabled():
+        return
+    try:
+        ok = record.status == "ok"
+        _C._telemetry_publish(record.code, record.frame_id, record.compile_id, record.status,
+                              int(record.compile_ns), len(record.guards) if ok else 0,
+                              encode_record(record), _events(record))
+    except Exception:  # noqa: BLE001 - telemetry must never break compiling
+        failures += 1
+        log.debug("dynamo telemetry: publishing %s failed", getattr(record, "id", "?"),
+                  exc_info=True)
+
+
+def _events(record):
+    where = f"{record.filename}:{record.firstlineno}"
+    status = record.status
+    if status == "limit":
+        return [(EV_LIMIT, record.recompile_reason or "", where)]
+    events = [(EV_COMPILE, f"{status}: {record.name}", where)]
+    if status == "ok" and record.recompile_reason:
+        events.append((EV_RECOMPILE, record.recompile_reason, where))
+    for br in record.break_reasons:
+        events.append((EV_BREAK, str(br.reason), f"{br.filename}:{br.lineno}"))
+    if status in ("error", "unsupported"):
+        events.append((EV_ERROR, record.error or "", where))
+    return events
+
+
+# ---------------------------------------------------------------- DtValue
+
+def encode(value):
+    """DtValue bytes of ints, strs and (nested) lists/tuples."""
+    out = []
+    _encode(value, out)
+    return b"".join(out)
+
+
+def _encode(value, out):
+    if isinstance(value, bool) or isinstance(value, int):
+        out.append(b"i" + struct.pack("<q", max(min(int(value), 2**63 - 1), -2**63)))
+    elif isinstance(value, str):
+        data = value.encode("utf-8", "replace")
+        out.append(b"s" + struct.pack("<I", len(data)) + data)
+    elif isinstance(value, (list, tuple)):
+        out.append(b"l" + struct.pack("<I", len(value)))
+        for item in value:          # depth bounded by the schemas (<= 4)
+            _encode(item, out)
+    else:
+        _encode("" if value is None else str(value), out)
+
+
+def _short(value, limit=120):
+    if value is getattr(_C, "MISSING", object()):
+        return "<missing>"
+    if isinstance(value, type):
+        return value.__qualname__
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+# ---------------------------------------------------------------- records
+
+def encode_record(r):
+    """The DT_BLOB_RECORD payload of CompileRecord r (schema in layout.h)."""
+    return encode([
+        r.frame_id, r.compile_id, r.status, r.backend or "", r.name, r.filename, r.firstlineno,
+        int(r.start_time * 1e9), int(r.compile_ns), int(r.backend_ns),
+        r.recompile_reason or "", r.error or "", r.original_bytecode or "",
+        r.modified_bytecode or "",
+        [_graph(g) for g in r.graphs], [_guard(g) for g in r.guards],
+        [_break(b) for b in r.break_reasons], r.op_count,
+    ])
+
+
+def _graph(info):
+    nodes = [_node(n) for n in info.gm.graph.nodes]
+    return [info.name, info.op_count, nodes]
+
+
+def _target_text(node):
+    t = node.target
+    if isinstance(t, str):
+        return t
+    mod = getattr(t, "__module__", None) or ""
+    name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None) or repr(t)
+    if name.startswith("_VariableFunctionsClass."):
+        name, mod = t.__name__, "torch"
+    mod = {"_operator": "operator", "torch._C._VariableFunctions": "torch",
+           "torch._C._nn": "torch.nn.functional"}.get(mod, mod)
+    return f"{mod}.{name}" if mod else name
+
+
+def _tensor_meta(value):
+    import torch
+    if isinstance(value, torch.Tensor):
+        try:
+            stride = str(list(value.stride()))
+        except RuntimeError:       # sparse and other layouts without strides
+            stride = ""
+        return str(value.dtype), str(list(value.shape)), stride, str(value.device)
+    if isinstance(value, (list, tuple)) and value:
+        metas = [_tensor_meta(v) for v in value]
+        return tuple("(" + ", ".join(m[k] for m in metas) + ")" for k in range(4))
+    return "", "", "", ""
+
+
+def _node(n):
+    args = str(n.args)
+    if n.kwargs:
+        args += " " + str(n.kwargs)
+    if len(args) > _TEXT_MAX:
+        args = args[:_TEXT_MAX - 3] + "..."
+    dtype, shape, stride, device = _tensor_meta(n.meta.get("example_value", n.meta.get("val")))
+    module_path = n.target if n.op in ("call_module", "get_attr") else ""
+    stack = n.meta.get("nn_module_stack")
+    if not module_path and stack:
+        module_path = str(list(stack)[-1])
+    return [n.op, n.name, _target_text(n), args, dtype, shape, stride, device, module_path,
+            [u.name for u in n.users], [i.name for i in n.all_input_nodes]]
+
+
+def _guard(g):
+    from .guards import KIND_NAMES
+    try:
+        detail = ", ".join(_short(v, 60) for v in g.expected)
+    except Exception:  # noqa: BLE001 - a dead weakref or an odd repr: no detail
+        detail = ""
+    return [g.describe().strip(), KIND_NAMES.get(g.kind, str(g.kind)), g.source.name(), detail]
+
+
+def _break(b):
+    stack = [[f.filename or "", f.lineno or 0, f.name or "", f.line or ""]
+             for f in (b.user_stack or [])]
+    return [str(b.reason), b.filename or "", b.lineno or 0, stack]
+
+
+# ---------------------------------------------------------------- guard trees
+
+def _source_text(code, src):
+    kind = src[0]
+    if kind == 0:
+        names = code.co_varnames
+        return f"L[{names[src[1]]!r}]" if src[1] < len(names) else f"L[{src[1]}]"
+    if kind == 1:
+        return f"G[{src[1]!r}]"
+    if kind == 2:
+        names = code.co_freevars
+        return f"C[{names[src[1]]!r}]" if src[1] < len(names) else f"C[{src[1]}]"
+    if kind == 3:
+        return f"{_source_text(code, src[1])}.{src[2]}"
+    if kind == 4:
+        return f"{_source_text(code, src[1])}[{src[2]!r}]"
+    return "global state"
+
+
+def _property_text(src, prop):
+    if prop in ("type", "id", "len"):
+        return f"{prop}({src})"
+    if prop == "grad_mode":
+        return "torch.is_grad_enabled()"
+    if prop == "is_none":
+        return f"{src} is None"
+    if prop == "value":
+        return src
+    if prop == "keys":
+        return f"{src}.keys()"
+    return f"{src}.{prop}"
+
+
+def _test_text(code, test):
+    src, prop, expected = test
+    return f"{_property_text(_source_text(code, src), prop)} == {_short(expected, 60)}"
+
+
+def encode_tree(code):
+    """The DT_BLOB_TREE payload of code's guard tree (depth-first nodes)."""
+    info = _C.tree_info(code)
+    nodes = []
+    stack = [(info["root"], -1, 0, "")] if info and info.get("root") else []
+    while stack:
+        node, parent, depth, via = stack.pop()
+        index = len(nodes)
+        switch = node.get("switch")
+        switch_text = (_property_text(_source_text(code, switch[0]), switch[1])
+                       if switch else "")
+        leaf = [" ".join([getattr(payload, "id", "?")] + [_test_text(code, t) for t in tests])
+                for payload, _index, tests in (node.get("leaf") or [])]
+        nodes.append([index, parent, depth, via, [_test_text(code, t) for t in node["tests"]],
+                      switch_text, leaf, node["evaluations"], node["failures"], node["newest"]])
+        children = [(child, f"= {_short(value, 40)}") for value, child in node.get("branches", [])]
+        if node.get("default") is not None:
+            children.append((node["default"], "default"))
+        for child, label in reversed(children):
+            stack.append((child, index, depth + 1, label))
+    return encode([0, nodes])
+
+
+def _init():
+    import torch
+    try:
+        from importlib.metadata import version
+        dynamo_version = version("dynamo")
+    except Exception:  # noqa: BLE001 - not installed as a distribution
+        dynamo_version = "0.1.0"
+    _C._telemetry_set_info(torch.__version__, dynamo_version, encode_tree)
+
+
+_init()

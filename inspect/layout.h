@@ -1,0 +1,255 @@
+/* inspect/layout.h — the telemetry region: the one contract between a
+ * process running dynamo (the writer, inspect/writer.c inside dynamo._C) and
+ * the tools that read it (inspect/reader.c, dynamo-top, dynamo-dot).
+ *
+ * Owns: the byte layout of the region, of a snapshot file (the same bytes,
+ * cut after the used part of the blob area), of the anchor symbol, and of
+ * the blobs.  Plain C11, no Python, no libc beyond <stdint.h>: both sides
+ * include it.  Every field is fixed width, little endian (x86-64 only), and
+ * every counter says its unit.  Changing any struct, constant or blob schema
+ * here means bumping DT_VERSION: readers refuse other versions.
+ *
+ * Region (one per process; /dev/shm/dynamo-<pid>, mode 0600, a sparse file
+ * mapped MAP_SHARED; or anonymous memory found through the anchor):
+ *
+ *   [0, DT_HEADER_SIZE)        DtHeader
+ *   [codes_off, ...)           DtCode   codes[codes_cap]     one per code object
+ *   [entries_off, ...)         DtEntry  entries[entries_cap] one per cache entry
+ *   [events_off, ...)          DtEvent  events[events_cap]   ring, by seq % cap
+ *   [blob_off, blob_off+blob_cap)  blobs, append-only; blob_used bytes used
+ *
+ * Concurrency.  One writer at a time (the writer runs under the GIL).
+ * Structural changes (new slots, new blobs, events, last-failure texts,
+ * flags) happen between two increments of DtHeader.seq: odd while writing,
+ * even when stable (a seqlock).  Counters (hits, misses, ...) are bumped
+ * without the seqlock, each a naturally aligned 64-bit store: a reader sees
+ * each counter whole and monotonic, but not all counters of one instant.
+ * Readers copy the region, then re-read seq: equal and even = consistent.
+ * Blobs are append-only and never rewritten, except DT_BLOB_COUNTERS
+ * payloads (arrays of u64 counters bumped in place).
+ */
+#ifndef DYNAMO_INSPECT_LAYOUT_H
+#define DYNAMO_INSPECT_LAYOUT_H
+
+#include <stdint.h>
+
+#define DT_MAGIC        "DYNTELEM"  /* 8 bytes, no NUL: DtHeader.magic */
+#define DT_VERSION      1u
+#define DT_HEADER_SIZE  4096u       /* bytes; DtHeader is padded to this */
+
+/* Default capacities (the header carries the real ones: readers must use
+ * those).  Region ~ 51 MiB of address space; only touched pages cost. */
+#define DT_CODES_CAP    4096u
+#define DT_ENTRIES_CAP  16384u
+#define DT_EVENTS_CAP   4096u
+#define DT_BLOB_CAP     (48u << 20)
+
+/* DtHeader.flags */
+#define DT_F_EXITED     0x1u        /* atexit ran: the process is going away */
+#define DT_F_SNAPSHOT   0x2u        /* this is a saved snapshot file */
+#define DT_F_ANON       0x4u        /* region is anonymous memory (no shm file) */
+#define DT_F_BLOB_FULL  0x8u        /* a blob did not fit; see blobs_dropped */
+#define DT_F_SLOTS_FULL 0x10u       /* a code or entry slot was refused */
+
+/* A reference into the blob area: offset from blob_off, length in bytes.
+ * {0, 0} is "none".  A reader must check off + len <= blob_used. */
+typedef struct {
+    uint32_t off;                   /* bytes from the start of the blob area */
+    uint32_t len;                   /* bytes */
+} DtRef;
+_Static_assert(sizeof(DtRef) == 8, "DtRef");
+
+typedef struct {
+    char magic[8];                  /* DT_MAGIC */
+    uint32_t version;               /* DT_VERSION */
+    uint32_t header_size;           /* bytes: DT_HEADER_SIZE */
+    uint64_t region_size;           /* bytes: whole region (snapshot: file size) */
+    uint64_t seq;                   /* seqlock: odd while the writer changes structure */
+    uint64_t pid;                   /* writer's process id */
+    uint64_t start_ns;              /* writer init time, CLOCK_REALTIME ns since epoch */
+    uint64_t snapshot_ns;           /* snapshot files: save time, CLOCK_REALTIME ns; else 0 */
+    uint64_t exit_ns;               /* DT_F_EXITED: exit time, CLOCK_REALTIME ns; else 0 */
+    uint32_t flags;                 /* DT_F_* */
+    uint32_t reserved0;
+    /* geometry: offsets in bytes from the region start, capacities in slots */
+    uint64_t codes_off;
+    uint64_t entries_off;
+    uint64_t events_off;
+    uint64_t blob_off;
+    uint32_t codes_cap;             /* slots */
+    uint32_t entries_cap;           /* slots */
+    uint32_t events_cap;            /* slots */
+    uint32_t blob_cap;              /* bytes */
+    /* fill levels (written inside the seqlock) */
+    uint32_t n_codes;               /* slots used, count */
+    uint32_t n_entries;             /* slots used, count */
+    uint64_t n_events;              /* events ever written, count; next seq = n_events + 1 */
+    uint32_t blob_used;             /* bytes */
+    uint32_t reserved1;
+    uint64_t blobs_dropped;         /* blobs refused for lack of space, count */
+    uint64_t slots_dropped;         /* code/entry slots refused, count */
+    uint64_t publishes;             /* compile records published, count */
+    /* process identity, NUL-terminated UTF-8 */
+    char python_version[32];        /* "3.11.9" */
+    char torch_version[32];         /* "2.13.0+cpu" or "" until torch is imported */
+    char dynamo_version[32];
+    char argv[512];                 /* command line, arguments separated by ' ' */
+    char shm_path[64];              /* "/dev/shm/dynamo-<pid>" or "" (anonymous) */
+    uint8_t pad[4096 - 840];
+} DtHeader;
+_Static_assert(sizeof(DtHeader) == DT_HEADER_SIZE, "DtHeader must fill its page");
+
+/* DtCode.flags / DtEntry.flags */
+#define DT_C_DEAD       0x1u        /* code object freed (counters frozen) */
+#define DT_C_LIMIT      0x2u        /* hit config.cache_size_limit */
+#define DT_C_SKIP       0x4u        /* marked skip (unsupported in nopython, errors) */
+#define DT_E_DEAD       0x1u        /* entry dropped (reset, clear_cache, dead weakref) */
+#define DT_E_RECORD     0x2u        /* record only: a compile that made no cache entry
+                                       (status skipped/error/limit/unsupported) */
+
+/* One code object that has compile records.  Counters from the hook. */
+typedef struct {
+    uint32_t frame_id;              /* F of [F/C]; UINT32_MAX until a record names it */
+    uint32_t flags;                 /* DT_C_* */
+    uint64_t calls;                 /* frames of this code seen by the hook with a cache, count */
+    uint64_t hits;                  /* of those, guard tree hits, count */
+    uint64_t misses;                /* of those, misses, count */
+    uint64_t guard_failures;        /* misses with a closest entry (a guard failed), count */
+    uint64_t compiles;              /* compile records published, count */
+    uint64_t compile_ns;            /* cumulative compile time, ns */
+    uint64_t first_ns;              /* slot creation, CLOCK_REALTIME ns */
+    DtRef name;                     /* DT_BLOB_TEXT: co_name */
+    DtRef filename;                 /* DT_BLOB_TEXT: co_filename */
+    uint32_t firstlineno;           /* line */
+    uint32_t n_entries;             /* entry slots made for this code, count */
+    DtRef tree;                     /* DT_BLOB_TREE: latest guard tree, or none */
+    uint32_t last_entry;            /* newest entry slot index + 1, 0 = none */
+    uint32_t reserved;
+    uint8_t pad[24];
+} DtCode;
+_Static_assert(sizeof(DtCode) == 128, "DtCode");
+
+/* One compile record: a cache entry (status "ok"), or a record only
+ * (DT_E_RECORD).  Slots are never reused: this table is the compile log. */
+typedef struct {
+    uint32_t frame_id;              /* F */
+    uint32_t compile_id;            /* C */
+    uint32_t code_slot;             /* index into codes */
+    uint32_t flags;                 /* DT_E_* */
+    uint64_t hits;                  /* guard tree hits selecting this entry, count */
+    uint64_t guard_failures;        /* misses where this entry was the closest, count */
+    uint64_t compile_ns;            /* compile time of this entry, ns */
+    uint64_t created_ns;            /* CLOCK_REALTIME ns */
+    DtRef record;                   /* DT_BLOB_RECORD of this compile */
+    DtRef fail_counts;              /* DT_BLOB_COUNTERS: u64[n_guards], failures per guard, count */
+    uint32_t n_guards;              /* count */
+    uint32_t last_fail_guard;       /* index of the last failing guard; UINT32_MAX = never */
+    uint64_t last_fail_ns;          /* CLOCK_REALTIME ns, 0 = never */
+    char last_fail_property[24];    /* "size()[0]", "dtype", ... (NUL-terminated) */
+    char last_fail_expected[80];    /* repr, truncated, NUL-terminated */
+    char last_fail_actual[80];      /* repr, truncated, NUL-terminated; "<missing>" */
+    uint8_t pad[56];
+} DtEntry;
+_Static_assert(sizeof(DtEntry) == 320, "DtEntry");
+
+/* DtEvent.kind */
+#define DT_EV_COMPILE   1u          /* a frame compiled: text = "status: name", ref the record */
+#define DT_EV_BREAK     2u          /* a graph break: text = reason, where = "file:line" */
+#define DT_EV_RECOMPILE 3u          /* a compile caused by a failing guard: text = failing guard */
+#define DT_EV_LIMIT     4u          /* cache_size_limit hit: text = last failing guard */
+#define DT_EV_ERROR     5u          /* compile failed / unsupported: text = error */
+#define DT_EV_RESET     6u          /* dynamo.reset(): entries dropped */
+
+/* One event of the ring: slot seq % events_cap.  A reader keeps an event
+ * only when its seq matches the one it expects for that slot. */
+typedef struct {
+    uint64_t seq;                   /* 1, 2, ...; 0 = empty slot */
+    uint64_t time_ns;               /* CLOCK_REALTIME ns */
+    uint32_t kind;                  /* DT_EV_* */
+    uint32_t frame_id;              /* F, or UINT32_MAX */
+    uint32_t compile_id;            /* C, or UINT32_MAX */
+    uint32_t code_slot;             /* index into codes, or UINT32_MAX */
+    uint32_t entry_slot;            /* index into entries, or UINT32_MAX */
+    uint32_t guard_index;           /* RECOMPILE: failing guard of the closest entry, or UINT32_MAX */
+    DtRef text;                     /* DT_BLOB_TEXT: see DT_EV_* */
+    DtRef where;                    /* DT_BLOB_TEXT: "file:line" or none */
+    DtRef expected;                 /* DT_BLOB_TEXT: RECOMPILE/LIMIT expected value, or none */
+    DtRef actual;                   /* DT_BLOB_TEXT: RECOMPILE/LIMIT actual value, or none */
+    DtRef property;                 /* DT_BLOB_TEXT: failing property ("dtype"), or none */
+    uint8_t pad[48];
+} DtEvent;
+_Static_assert(sizeof(DtEvent) == 128, "DtEvent");
+
+/* ---- blobs -----------------------------------------------------------------
+ * Each blob starts with a DtBlob header (8-byte aligned); a DtRef points at
+ * the header and its len covers header + payload. */
+
+#define DT_BLOB_MAGIC    0x31425444u /* "DTB1" */
+#define DT_BLOB_TEXT     1u          /* payload: UTF-8 bytes (no NUL) */
+#define DT_BLOB_RECORD   2u          /* payload: one DtValue, schema "RECORD" below */
+#define DT_BLOB_TREE     3u          /* payload: one DtValue, schema "TREE" below */
+#define DT_BLOB_COUNTERS 4u          /* payload: u64 counters (8-aligned), bumped in place */
+
+typedef struct {
+    uint32_t magic;                 /* DT_BLOB_MAGIC */
+    uint16_t type;                  /* DT_BLOB_* */
+    uint16_t version;               /* schema version of the payload: 1 */
+    uint32_t len;                   /* payload bytes (after this header) */
+    uint32_t reserved;
+} DtBlob;
+_Static_assert(sizeof(DtBlob) == 16, "DtBlob");
+
+/* DtValue: the self-describing encoding of RECORD and TREE payloads.
+ *   'i' int64 (8 bytes LE)                 integer
+ *   's' u32 len, len bytes of UTF-8        string
+ *   'l' u32 count, count DtValues          list
+ * Nesting is at most DT_VALUE_MAX_DEPTH; readers enforce it and check every
+ * length against the payload end.  Schemas are positional lists; a reader
+ * treats a missing trailing item or an item of the wrong type as empty
+ * ("" / 0 / []), so later versions may append items.
+ *
+ * RECORD = [frame_id i, compile_id i, status s ("ok", "skipped", "error",
+ *   "limit", "unsupported"), backend s, name s, filename s, firstlineno i,
+ *   start_ns i (CLOCK_REALTIME), compile_ns i, backend_ns i,
+ *   recompile_reason s, error s, original_bytecode s, modified_bytecode s,
+ *   graphs [GRAPH], guards [GUARD], breaks [BREAK], op_count i]
+ * GRAPH  = [name s, op_count i, nodes [NODE]]
+ * NODE   = [op s (placeholder, get_attr, call_function, call_method,
+ *   call_module, output), name s, target s, args s (text of args and
+ *   kwargs), dtype s, shape s ("[2, 3]"), stride s, device s, module_path s
+ *   (nn.Module qualified path, "" if none), users [s] (node names),
+ *   inputs [s] (names of the nodes in args/kwargs)]
+ * GUARD  = [text s (Guard.describe()), kind s ("TENSOR_MATCH"), source s
+ *   ("L['a']"), detail s (expected value text)]
+ * BREAK  = [reason s, filename s, lineno i, user_stack [FRAME]]
+ * FRAME  = [filename s, lineno i, name s, line s]
+ * TREE   = [frame_id i, nodes [TNODE]], nodes in depth-first order
+ * TNODE  = [id i, parent i (-1 root), depth i, via s ("=" value, "default",
+ *   "" for the root), tests [s], switch s ("" if none), leaf [s] (entries
+ *   "[F/C] n tests" when a leaf), evaluations i (count), failures i (count),
+ *   newest i]
+ */
+#define DT_VALUE_MAX_DEPTH 8
+
+/* ---- the anchor --------------------------------------------------------------
+ * Exported from dynamo._C (default visibility) as `dynamo_telemetry_anchor`.
+ * Readers find it with libelf (dynamic symbol table of the mapped .so) and
+ * read it with process_vm_readv; it locates the region in the writer's
+ * address space when the shm file is not reachable. */
+#define DT_ANCHOR_SYMBOL "dynamo_telemetry_anchor"
+#define DT_ANCHOR_MAGIC  "DYNANCHR"
+
+typedef struct {
+    char magic[8];                  /* DT_ANCHOR_MAGIC */
+    uint32_t version;               /* DT_VERSION */
+    uint32_t size;                  /* bytes: sizeof(DtAnchor) */
+    uint64_t region_addr;           /* writer's address of the region, 0 = none */
+    uint64_t region_size;           /* bytes */
+    uint32_t enabled;               /* 0: DYNAMO_TELEMETRY=0 or init failed */
+    uint32_t init_errno;            /* errno of a failed region creation, else 0 */
+    char shm_path[64];              /* as DtHeader.shm_path */
+    uint8_t pad[8];
+} DtAnchor;
+_Static_assert(sizeof(DtAnchor) == 112, "DtAnchor");
+
+#endif /* DYNAMO_INSPECT_LAYOUT_H */

@@ -1,0 +1,1091 @@
+/* inspect/reader.c — the telemetry reader library (reader.h).
+ *
+ * Owns: the three ways to reach a region (shm file by pid, the anchor
+ * symbol through /proc/PID/maps + libelf + process_vm_readv, a snapshot
+ * file), the error codes and messages, and the decoding of a compact image
+ * (image.h) into a DrSnapshot.  Input is untrusted: every ref, length and
+ * index is checked; bad data yields empty fields or DR_ECORRUPT, never a
+ * crash.  It never writes to the watched process.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* process_vm_readv, pread */
+#endif
+#include <errno.h>      /* errno */
+#include <fcntl.h>      /* open */
+#include <gelf.h>       /* GElf_Sym, GElf_Phdr */
+#include <libelf.h>     /* elf_begin */
+#include <signal.h>     /* kill */
+#include <stdarg.h>     /* va_list */
+#include <stdio.h>      /* FILE, snprintf */
+#include <stdlib.h>     /* malloc, free */
+#include <string.h>     /* memcpy, strcmp */
+#include <sys/stat.h>   /* fstat */
+#include <sys/uio.h>    /* process_vm_readv */
+#include <time.h>       /* clock_gettime */
+#include <unistd.h>     /* pread, close */
+
+#include "reader.h"
+#include "layout.h"
+#include "image.h"
+#include "value.h"
+
+enum { SRC_SHM, SRC_ANCHOR, SRC_FILE };
+
+struct DrReader {
+    int kind;                   /* SRC_* */
+    pid_t pid;                  /* 0 for files */
+    int fd;                     /* SRC_SHM: read-only fd of the shm file, else -1 */
+    uint64_t remote_addr;       /* SRC_ANCHOR: region address in the target */
+    uint64_t remote_size;       /* SRC_ANCHOR: bytes */
+    uint8_t *image;             /* owned: last good compact image */
+    size_t image_len;
+    int exited;                 /* the process was seen gone / exiting */
+    char source[320];
+};
+
+/* ---- errors -------------------------------------------------------------------- */
+
+const char *
+dr_strerror(DrError code)
+{
+    switch (code) {
+    case DR_OK: return "ok";
+    case DR_ENOPROC: return "no such process";
+    case DR_ENODYNAMO: return "no dynamo telemetry in that process";
+    case DR_EPERM: return "permission denied";
+    case DR_EVERSION: return "telemetry layout version mismatch";
+    case DR_ECORRUPT: return "corrupt or truncated telemetry data";
+    case DR_EIO: return "I/O error";
+    case DR_ENOMEM: return "out of memory";
+    case DR_EBUSY: return "telemetry region busy";
+    }
+    return "unknown error";
+}
+
+int
+dr_exit_code(DrError code)
+{
+    switch (code) {
+    case DR_OK: return 0;
+    case DR_ENOPROC: return 3;
+    case DR_ENODYNAMO: return 4;
+    case DR_EPERM: return 5;
+    case DR_EVERSION: return 6;
+    case DR_ECORRUPT: return 7;
+    default: return 1;
+    }
+}
+
+__attribute__((format(printf, 3, 4)))
+static DrError
+set_status(DrStatus *st, DrError code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    st->code = code;
+    vsnprintf(st->msg, sizeof st->msg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static const char perm_hint[] =
+    "run the tool as the same user as the process, or as root";
+static const char ptrace_hint[] =
+    "reading process memory needs ptrace access: run as the same user with "
+    "kernel.yama.ptrace_scope <= 1 (0 if the tool is not the process's ancestor; "
+    "sysctl kernel.yama.ptrace_scope=0), or as root / with CAP_SYS_PTRACE";
+
+static int
+process_alive(pid_t pid)
+{
+    return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+/* ---- reading ------------------------------------------------------------------- */
+
+static int
+read_fd(void *ctx, uint64_t off, void *dst, size_t len)
+{
+    int fd = *(int *)ctx;
+    uint8_t *p = dst;
+    while (len > 0) {
+        ssize_t n = pread(fd, p, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO;    /* short file */
+            return -1;
+        }
+        p += n;
+        off += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+typedef struct {
+    pid_t pid;
+    uint64_t base, size;
+} Remote;
+
+static int
+read_remote(void *ctx, uint64_t off, void *dst, size_t len)
+{
+    const Remote *rm = ctx;
+    if (off > rm->size || len > rm->size - off) {
+        errno = EFAULT;
+        return -1;
+    }
+    uint8_t *p = dst;
+    uint64_t addr = rm->base + off;
+    while (len > 0) {
+        struct iovec local = {p, len};
+        struct iovec remote = {(void *)(uintptr_t)addr, len};
+        ssize_t n = process_vm_readv(rm->pid, &local, 1, &remote, 1, 0);
+        if (n <= 0) {
+            if (n == 0)
+                errno = EFAULT;
+            return -1;
+        }
+        p += n;
+        addr += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int
+read_memory(void *ctx, uint64_t off, void *dst, size_t len)
+{
+    const DrReader *r = ctx;
+    if (off > r->image_len || len > r->image_len - off) {
+        errno = EFAULT;
+        return -1;
+    }
+    memcpy(dst, r->image + off, len);
+    return 0;
+}
+
+/* Capture r's source into r->image.  DR_OK or an error in *st. */
+static DrError
+refresh(DrReader *r, DrStatus *st)
+{
+    uint8_t *img = NULL;
+    size_t len = 0;
+    DrError e;
+    char msg[256] = "";
+    if (r->kind == SRC_SHM) {
+        struct stat sb;
+        if (fstat(r->fd, &sb) < 0)
+            return set_status(st, DR_EIO, "%s: %s", r->source, strerror(errno));
+        e = image_capture(read_fd, &r->fd, (uint64_t)sb.st_size, &img, &len, msg, sizeof msg);
+    }
+    else if (r->kind == SRC_ANCHOR) {
+        Remote rm = {r->pid, r->remote_addr, r->remote_size};
+        e = image_capture(read_remote, &rm, r->remote_size, &img, &len, msg, sizeof msg);
+        if (e == DR_EIO && (errno == ESRCH || !process_alive(r->pid))) {
+            r->exited = 1;      /* gone: keep the last state */
+            return r->image != NULL ? DR_OK
+                                    : set_status(st, DR_ENOPROC, "pid %d exited", (int)r->pid);
+        }
+        if (e == DR_EIO && errno == EPERM)
+            return set_status(st, DR_EPERM, "pid %d: permission denied reading its memory: %s",
+                              (int)r->pid, ptrace_hint);
+    }
+    else
+        return DR_OK;           /* files never change */
+    if (e != DR_OK)
+        return set_status(st, e, "%s: %s", r->source, msg);
+    free(r->image);
+    r->image = img;
+    r->image_len = len;
+    const DtHeader *h = (const DtHeader *)img;
+    if ((h->flags & DT_F_EXITED) || !process_alive(r->pid))
+        r->exited = 1;
+    return DR_OK;
+}
+
+/* ---- opening --------------------------------------------------------------------- */
+
+static DrReader *
+reader_new(int kind, pid_t pid)
+{
+    DrReader *r = calloc(1, sizeof *r);
+    if (r != NULL) {
+        r->kind = kind;
+        r->pid = pid;
+        r->fd = -1;
+    }
+    return r;
+}
+
+void
+dr_close(DrReader *r)
+{
+    if (r == NULL)
+        return;
+    if (r->fd >= 0)
+        close(r->fd);
+    free(r->image);
+    free(r);
+}
+
+const char *
+dr_source(const DrReader *r)
+{
+    return r->source;
+}
+
+/* Open through the shm file; NULL with *st (ENOENT gives DR_ENODYNAMO). */
+static DrReader *
+open_shm(pid_t pid, DrStatus *st)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/dev/shm/dynamo-%d", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == EACCES || errno == EPERM) {
+            struct stat sb;
+            int owner = stat(path, &sb) == 0 ? (int)sb.st_uid : -1;
+            set_status(st, DR_EPERM, "pid %d: permission denied reading %s (owner uid %d, mode 0600): %s",
+                       (int)pid, path, owner, perm_hint);
+        }
+        else if (errno == ENOENT)
+            set_status(st, DR_ENODYNAMO, "pid %d: no %s", (int)pid, path);
+        else
+            set_status(st, DR_EIO, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    DrReader *r = reader_new(SRC_SHM, pid);
+    if (r == NULL) {
+        close(fd);
+        set_status(st, DR_ENOMEM, "out of memory");
+        return NULL;
+    }
+    r->fd = fd;
+    snprintf(r->source, sizeof r->source, "shm %s", path);
+    if (refresh(r, st) != DR_OK) {
+        dr_close(r);
+        return NULL;
+    }
+    if (((const DtHeader *)r->image)->pid != (uint64_t)pid) {
+        set_status(st, DR_ECORRUPT, "%s belongs to pid %llu, not %d", path,
+                   (unsigned long long)((const DtHeader *)r->image)->pid, (int)pid);
+        dr_close(r);
+        return NULL;
+    }
+    return r;
+}
+
+typedef struct {
+    char path[4096];            /* the mapped _C shared object */
+    uint64_t base;              /* address of its offset-0 mapping */
+    uint64_t anchor;            /* runtime address of the anchor symbol */
+} AnchorLoc;
+
+/* Find the dynamo._C mapping of pid.  DR_OK, or an error in *st. */
+static DrError
+find_module(pid_t pid, AnchorLoc *loc, DrStatus *st)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        if (errno == ENOENT)
+            return set_status(st, DR_ENOPROC, "no process with pid %d", (int)pid);
+        if (errno == EACCES || errno == EPERM)
+            return set_status(st, DR_EPERM, "pid %d: permission denied reading %s: %s", (int)pid,
+                              path, ptrace_hint);
+        return set_status(st, DR_EIO, "%s: %s", path, strerror(errno));
+    }
+    char line[4400];
+    int found = 0, lines = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        lines++;
+        unsigned long long start, end, off;
+        int name_at = 0;
+        if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &off, &name_at) < 3
+                || name_at == 0)
+            continue;
+        char *name = line + name_at;
+        name[strcspn(name, "\n")] = '\0';
+        const char *base = strrchr(name, '/');
+        base = base != NULL ? base + 1 : name;
+        if (strncmp(base, "_C.", 3) != 0 || strstr(base, ".so") == NULL || off != 0)
+            continue;
+        if (!found || start < loc->base) {
+            loc->base = start;
+            snprintf(loc->path, sizeof loc->path, "%s", name);
+        }
+        found = 1;
+    }
+    int read_failed = ferror(f);
+    fclose(f);
+    if (read_failed || (lines == 0 && !process_alive(pid)))
+        return process_alive(pid)
+            ? set_status(st, DR_EPERM, "pid %d: permission denied reading %s: %s", (int)pid, path,
+                         ptrace_hint)
+            : set_status(st, DR_ENOPROC, "no process with pid %d", (int)pid);
+    if (!found)
+        return set_status(st, DR_ENODYNAMO,
+                          "pid %d has not loaded dynamo._C (no dynamo telemetry)", (int)pid);
+    return DR_OK;
+}
+
+/* Resolve the anchor symbol in loc->path with libelf. */
+static DrError
+resolve_anchor(pid_t pid, AnchorLoc *loc, DrStatus *st)
+{
+    if (elf_version(EV_CURRENT) == EV_NONE)
+        return set_status(st, DR_EIO, "libelf: %s", elf_errmsg(-1));
+    /* Through /proc/PID/root so a process in another mount namespace works. */
+    char path[4200];
+    snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, loc->path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        fd = open(loc->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return set_status(st, errno == EACCES ? DR_EPERM : DR_EIO, "%s: %s", loc->path, strerror(errno));
+    DrError e = DR_OK;
+    Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+    uint64_t min_vaddr = UINT64_MAX, value = 0;
+    int have = 0;
+    size_t nph = 0;
+    if (elf == NULL || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph) != 0) {
+        e = set_status(st, DR_ECORRUPT, "%s: not an ELF file", loc->path);
+        goto done;
+    }
+    for (size_t i = 0; i < nph; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(elf, (int)i, &ph) != NULL && ph.p_type == PT_LOAD && ph.p_vaddr < min_vaddr)
+            min_vaddr = ph.p_vaddr;
+    }
+    for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn != NULL && !have; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_DYNSYM || sh.sh_entsize == 0)
+            continue;
+        Elf_Data *data = elf_getdata(scn, NULL);
+        size_t n = data != NULL ? sh.sh_size / sh.sh_entsize : 0;
+        for (size_t k = 0; k < n; k++) {
+            GElf_Sym sym;
+            const char *name;
+            if (gelf_getsym(data, (int)k, &sym) == NULL
+                    || (name = elf_strptr(elf, sh.sh_link, sym.st_name)) == NULL
+                    || strcmp(name, DT_ANCHOR_SYMBOL) != 0 || sym.st_shndx == SHN_UNDEF)
+                continue;
+            value = sym.st_value;
+            have = 1;
+            break;
+        }
+    }
+    if (!have || min_vaddr == UINT64_MAX) {
+        e = set_status(st, DR_ENODYNAMO, "%s has no %s symbol (built without telemetry?)",
+                       loc->path, DT_ANCHOR_SYMBOL);
+        goto done;
+    }
+    loc->anchor = loc->base - (min_vaddr & ~(uint64_t)0xfff) + value;
+done:
+    if (elf != NULL)
+        elf_end(elf);
+    close(fd);
+    return e;
+}
+
+/* Read and check the anchor of pid into *a. */
+static DrError
+read_anchor(pid_t pid, DtAnchor *a, AnchorLoc *loc, DrStatus *st)
+{
+    DrError e = find_module(pid, loc, st);
+    if (e == DR_OK)
+        e = resolve_anchor(pid, loc, st);
+    if (e != DR_OK)
+        return e;
+    Remote rm = {pid, loc->anchor, sizeof *a};
+    if (read_remote(&rm, 0, a, sizeof *a) < 0) {
+        if (errno == EPERM || errno == EACCES)
+            return set_status(st, DR_EPERM, "pid %d: permission denied reading its memory: %s",
+                              (int)pid, ptrace_hint);
+        if (errno == ESRCH)
+            return set_status(st, DR_ENOPROC, "no process with pid %d", (int)pid);
+        return set_status(st, DR_EIO, "pid %d: reading the anchor at 0x%llx: %s", (int)pid,
+                          (unsigned long long)loc->anchor, strerror(errno));
+    }
+    if (memcmp(a->magic, DT_ANCHOR_MAGIC, 8) != 0 || a->size != sizeof *a)
+        return set_status(st, DR_ECORRUPT, "pid %d: bad anchor at 0x%llx", (int)pid,
+                          (unsigned long long)loc->anchor);
+    if (a->version != DT_VERSION)
+        return set_status(st, DR_EVERSION, "pid %d: layout version %u, this reader understands %u",
+                          (int)pid, a->version, DT_VERSION);
+    if (!a->enabled || a->region_addr == 0)
+        return set_status(st, DR_ENODYNAMO,
+                          "pid %d: dynamo telemetry is off (DYNAMO_TELEMETRY=0%s%s)", (int)pid,
+                          a->init_errno ? ", or region creation failed: " : "",
+                          a->init_errno ? strerror((int)a->init_errno) : "");
+    return DR_OK;
+}
+
+static DrReader *
+open_anchor(pid_t pid, DrStatus *st)
+{
+    DtAnchor a;
+    AnchorLoc loc = {0};
+    if (read_anchor(pid, &a, &loc, st) != DR_OK)
+        return NULL;
+    DrReader *r = reader_new(SRC_ANCHOR, pid);
+    if (r == NULL) {
+        set_status(st, DR_ENOMEM, "out of memory");
+        return NULL;
+    }
+    r->remote_addr = a.region_addr;
+    r->remote_size = a.region_size;
+    snprintf(r->source, sizeof r->source, "anchor pid %d @0x%llx", (int)pid,
+             (unsigned long long)a.region_addr);
+    if (refresh(r, st) != DR_OK) {
+        dr_close(r);
+        return NULL;
+    }
+    return r;
+}
+
+DrReader *
+dr_open_pid(pid_t pid, int flags, DrStatus *st)
+{
+    set_status(st, DR_OK, "%s", "");
+    if (pid <= 0) {
+        set_status(st, DR_ENOPROC, "no process with pid %d", (int)pid);
+        return NULL;
+    }
+    int alive = process_alive(pid);
+    DrReader *r = NULL;
+    DrStatus shm_st = {DR_ENODYNAMO, ""};
+    if (!(flags & DR_OPEN_ANCHOR_ONLY)) {
+        r = open_shm(pid, &shm_st);
+        if (r != NULL || shm_st.code != DR_ENODYNAMO) {     /* found, or a real error */
+            *st = shm_st;
+            if (r != NULL && !alive)
+                r->exited = 1;  /* a file left by a crashed process */
+            return r;
+        }
+    }
+    if (!alive) {
+        set_status(st, DR_ENOPROC, "no process with pid %d", (int)pid);
+        return NULL;
+    }
+    if (flags & DR_OPEN_SHM_ONLY) {
+        set_status(st, DR_ENODYNAMO, "pid %d: no dynamo telemetry file /dev/shm/dynamo-%d "
+                   "(dynamo not imported, or DYNAMO_TELEMETRY=0)", (int)pid, (int)pid);
+        return NULL;
+    }
+    return open_anchor(pid, st);
+}
+
+DrReader *
+dr_open_file(const char *path, DrStatus *st)
+{
+    set_status(st, DR_OK, "%s", "");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        set_status(st, errno == EACCES || errno == EPERM ? DR_EPERM : DR_EIO, "%s: %s%s%s", path,
+                   strerror(errno), errno == EACCES ? ": " : "", errno == EACCES ? perm_hint : "");
+        return NULL;
+    }
+    struct stat sb;
+    DrReader *r = NULL;
+    if (fstat(fd, &sb) < 0) {
+        set_status(st, DR_EIO, "%s: %s", path, strerror(errno));
+        goto done;
+    }
+    if ((uint64_t)sb.st_size < DT_HEADER_SIZE) {
+        set_status(st, DR_ECORRUPT, "%s: truncated snapshot (%lld bytes, the header alone is %u)",
+                   path, (long long)sb.st_size, DT_HEADER_SIZE);
+        goto done;
+    }
+    if ((r = reader_new(SRC_FILE, 0)) == NULL || (r->image = malloc((size_t)sb.st_size)) == NULL) {
+        set_status(st, DR_ENOMEM, "out of memory");
+        goto fail;
+    }
+    r->image_len = (size_t)sb.st_size;
+    if (read_fd(&fd, 0, r->image, r->image_len) < 0) {
+        set_status(st, DR_EIO, "%s: %s", path, strerror(errno));
+        goto fail;
+    }
+    char msg[256];
+    DrError e = image_check_header((const DtHeader *)r->image, r->image_len, msg, sizeof msg);
+    if (e != DR_OK) {
+        set_status(st, e, "%s: %s", path, msg);
+        goto fail;
+    }
+    const DtHeader *h = (const DtHeader *)r->image;
+    r->pid = (pid_t)h->pid;
+    snprintf(r->source, sizeof r->source, "file %s", path);
+    goto done;
+fail:
+    dr_close(r);
+    r = NULL;
+done:
+    close(fd);
+    return r;
+}
+
+/* ---- decoding ------------------------------------------------------------------------ */
+
+typedef struct {
+    const uint8_t *img;
+    const DtHeader *h;
+    DvArena *arena;
+} Dec;
+
+/* Payload of a blob ref of `type`, or NULL when absent/invalid. */
+static const uint8_t *
+blob_payload(const Dec *d, DtRef ref, uint16_t type, size_t *len)
+{
+    if (ref.len < sizeof(DtBlob) || ref.off > d->h->blob_used
+            || ref.len > d->h->blob_used - ref.off)
+        return NULL;
+    const uint8_t *p = d->img + d->h->blob_off + ref.off;
+    DtBlob b;
+    memcpy(&b, p, sizeof b);
+    if (b.magic != DT_BLOB_MAGIC || b.type != type || b.len != ref.len - sizeof(DtBlob))
+        return NULL;
+    *len = b.len;
+    return p + sizeof(DtBlob);
+}
+
+static const char *
+text(const Dec *d, DtRef ref)
+{
+    size_t len;
+    const uint8_t *p = blob_payload(d, ref, DT_BLOB_TEXT, &len);
+    return p != NULL ? dv_strndup(d->arena, (const char *)p, len) : "";
+}
+
+/* A fixed char field, NUL-terminated within its size or not. */
+static const char *
+field(const Dec *d, const char *s, size_t cap)
+{
+    return dv_strndup(d->arena, s, strnlen(s, cap));
+}
+
+static const char *
+fmt(const Dec *d, const char *f, unsigned a, unsigned b)
+{
+    char buf[48];
+    int n = snprintf(buf, sizeof buf, f, a, b);
+    return dv_strndup(d->arena, buf, n > 0 ? (size_t)n : 0);
+}
+
+static const char **
+strings(const Dec *d, const DvVal *list, size_t *n)
+{
+    *n = dv_len(list);
+    const char **out = dv_alloc(d->arena, (*n ? *n : 1) * sizeof *out);
+    if (out == NULL) {
+        *n = 0;
+        return NULL;
+    }
+    for (size_t i = 0; i < *n; i++)
+        out[i] = dv_str(d->arena, dv_item(list, i));
+    return out;
+}
+
+static void *
+array(const Dec *d, size_t n, size_t size)
+{
+    return dv_alloc(d->arena, (n ? n : 1) * size);
+}
+
+static void
+decode_graph(const Dec *d, const DvVal *v, DrGraph *g)
+{
+    g->name = dv_str(d->arena, dv_item(v, 0));
+    g->op_count = (uint64_t)dv_int(dv_item(v, 1));
+    const DvVal *nodes = dv_item(v, 2);
+    g->nodes = array(d, dv_len(nodes), sizeof(DrNode));
+    g->n_nodes = g->nodes ? dv_len(nodes) : 0;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const DvVal *nv = dv_item(nodes, i);
+        DrNode *n = &g->nodes[i];
+        const char **fields[] = {&n->op, &n->name, &n->target, &n->args, &n->dtype, &n->shape,
+                                 &n->stride, &n->device, &n->module_path};
+        for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
+            *fields[k] = dv_str(d->arena, dv_item(nv, k));
+        n->users = strings(d, dv_item(nv, 9), &n->n_users);
+        n->inputs = strings(d, dv_item(nv, 10), &n->n_inputs);
+    }
+}
+
+static void
+decode_break(const Dec *d, const DvVal *v, DrBreak *b)
+{
+    b->reason = dv_str(d->arena, dv_item(v, 0));
+    b->filename = dv_str(d->arena, dv_item(v, 1));
+    b->lineno = (uint32_t)dv_int(dv_item(v, 2));
+    const DvVal *stack = dv_item(v, 3);
+    b->user_stack = array(d, dv_len(stack), sizeof(DrFrame));
+    b->n_frames = b->user_stack ? dv_len(stack) : 0;
+    for (size_t i = 0; i < b->n_frames; i++) {
+        const DvVal *fv = dv_item(stack, i);
+        b->user_stack[i] = (DrFrame){
+            .filename = dv_str(d->arena, dv_item(fv, 0)), .lineno = (uint32_t)dv_int(dv_item(fv, 1)),
+            .name = dv_str(d->arena, dv_item(fv, 2)), .line = dv_str(d->arena, dv_item(fv, 3)),
+        };
+    }
+    b->count = 1;
+    b->first_record = "";
+}
+
+/* Fill rec from its DtEntry slot and RECORD blob (absent blob: slot fields only). */
+static void
+decode_record(const Dec *d, const DtEntry *e, DrRecord *rec)
+{
+    DvVal v = {0};
+    size_t len;
+    const uint8_t *p = blob_payload(d, e->record, DT_BLOB_RECORD, &len);
+    if (p != NULL && dv_parse(d->arena, p, len, &v) < 0)
+        memset(&v, 0, sizeof v);
+    DvArena *a = d->arena;
+    rec->frame_id = e->frame_id;
+    rec->compile_id = e->compile_id;
+    rec->id = fmt(d, "[%u/%u]", e->frame_id, e->compile_id);
+    rec->status = dv_str(a, dv_item(&v, 2));
+    rec->backend = dv_str(a, dv_item(&v, 3));
+    rec->name = dv_str(a, dv_item(&v, 4));
+    rec->filename = dv_str(a, dv_item(&v, 5));
+    rec->firstlineno = (uint32_t)dv_int(dv_item(&v, 6));
+    rec->start_ns = (uint64_t)dv_int(dv_item(&v, 7));
+    rec->compile_ns = e->compile_ns;
+    rec->backend_ns = (uint64_t)dv_int(dv_item(&v, 9));
+    rec->recompile_reason = dv_str(a, dv_item(&v, 10));
+    rec->error = dv_str(a, dv_item(&v, 11));
+    rec->original_bytecode = dv_str(a, dv_item(&v, 12));
+    rec->modified_bytecode = dv_str(a, dv_item(&v, 13));
+    rec->op_count = (uint64_t)dv_int(dv_item(&v, 17));
+    const DvVal *graphs = dv_item(&v, 14), *guards = dv_item(&v, 15), *breaks = dv_item(&v, 16);
+    rec->graphs = array(d, dv_len(graphs), sizeof(DrGraph));
+    rec->n_graphs = rec->graphs ? dv_len(graphs) : 0;
+    for (size_t i = 0; i < rec->n_graphs; i++)
+        decode_graph(d, dv_item(graphs, i), &rec->graphs[i]);
+    rec->guards = array(d, dv_len(guards), sizeof(DrGuard));
+    rec->n_guards = rec->guards ? dv_len(guards) : 0;
+    size_t nc = 0;
+    const uint8_t *counts = blob_payload(d, e->fail_counts, DT_BLOB_COUNTERS, &nc);
+    nc = counts != NULL ? nc / 8 : 0;
+    for (size_t i = 0; i < rec->n_guards; i++) {
+        const DvVal *gv = dv_item(guards, i);
+        DrGuard *g = &rec->guards[i];
+        g->text = dv_str(a, dv_item(gv, 0));
+        g->kind = dv_str(a, dv_item(gv, 1));
+        g->source = dv_str(a, dv_item(gv, 2));
+        g->detail = dv_str(a, dv_item(gv, 3));
+        if (i < nc && i < e->n_guards)
+            memcpy(&g->fail_count, counts + 8 * i, 8);
+        g->last_failed = e->last_fail_guard == i;
+    }
+    rec->breaks = array(d, dv_len(breaks), sizeof(DrBreak));
+    rec->n_breaks = rec->breaks ? dv_len(breaks) : 0;
+    for (size_t i = 0; i < rec->n_breaks; i++)
+        decode_break(d, dv_item(breaks, i), &rec->breaks[i]);
+}
+
+static void
+decode_tree(const Dec *d, DtRef ref, DrTree *t)
+{
+    size_t len;
+    const uint8_t *p = blob_payload(d, ref, DT_BLOB_TREE, &len);
+    DvVal v;
+    if (p == NULL || dv_parse(d->arena, p, len, &v) < 0)
+        return;
+    const DvVal *nodes = dv_item(&v, 1);
+    t->nodes = array(d, dv_len(nodes), sizeof(DrTreeNode));
+    t->n_nodes = t->nodes ? dv_len(nodes) : 0;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        const DvVal *nv = dv_item(nodes, i);
+        DrTreeNode *n = &t->nodes[i];
+        n->id = dv_int(dv_item(nv, 0));
+        n->parent = dv_int(dv_item(nv, 1));
+        if (n->parent < -1 || n->parent >= (int64_t)t->n_nodes)
+            n->parent = -1;
+        n->depth = (uint32_t)dv_int(dv_item(nv, 2));
+        n->via = dv_str(d->arena, dv_item(nv, 3));
+        n->tests = strings(d, dv_item(nv, 4), &n->n_tests);
+        n->switch_on = dv_str(d->arena, dv_item(nv, 5));
+        n->leaf = strings(d, dv_item(nv, 6), &n->n_leaf);
+        n->evaluations = (uint64_t)dv_int(dv_item(nv, 7));
+        n->failures = (uint64_t)dv_int(dv_item(nv, 8));
+    }
+}
+
+static const char *const event_names[] = {"?", "compile", "break", "recompile", "limit", "error", "reset"};
+
+static void
+decode_events(const Dec *d, DrSnapshot *s)
+{
+    const DtHeader *h = d->h;
+    const DtEvent *ring = (const DtEvent *)(d->img + h->events_off);
+    uint64_t cap = h->events_cap, n = h->n_events < cap ? h->n_events : cap;
+    s->events = array(d, (size_t)n, sizeof(DrEvent));
+    if (s->events == NULL)
+        return;
+    for (uint64_t seq = h->n_events - n + 1; n > 0 && seq <= h->n_events; seq++) {
+        const DtEvent *ev = &ring[seq % cap];
+        if (ev->seq != seq)
+            continue;
+        DrEvent *out = &s->events[s->n_events++];
+        out->seq = seq;
+        out->time_ns = ev->time_ns;
+        out->kind = (DrEventKind)ev->kind;
+        out->kind_name = ev->kind < sizeof event_names / sizeof *event_names ? event_names[ev->kind] : "?";
+        out->frame_id = ev->frame_id == UINT32_MAX ? -1 : (int64_t)ev->frame_id;
+        out->compile_id = ev->compile_id == UINT32_MAX ? -1 : (int64_t)ev->compile_id;
+        out->id = ev->frame_id == UINT32_MAX ? "" : fmt(d, "[%u/%u]", ev->frame_id, ev->compile_id);
+        out->text = text(d, ev->text);
+        out->where = text(d, ev->where);
+        out->guard_index = ev->guard_index == UINT32_MAX ? -1 : (int64_t)ev->guard_index;
+        out->property = text(d, ev->property);
+        out->expected = text(d, ev->expected);
+        out->actual = text(d, ev->actual);
+        out->code = ev->code_slot < s->n_codes ? &s->codes[ev->code_slot] : NULL;
+        if (ev->entry_slot < h->n_entries && s->records != NULL) {
+            /* records are in slot order: record i is slot i */
+            out->entry = s->records[ev->entry_slot].entry;
+        }
+    }
+}
+
+static void
+dedup_breaks(const Dec *d, DrSnapshot *s)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < s->n_records; i++)
+        total += s->records[i].n_breaks;
+    s->breaks = array(d, total, sizeof(DrBreak));
+    if (s->breaks == NULL)
+        return;
+    for (size_t i = 0; i < s->n_records; i++)
+        for (size_t j = 0; j < s->records[i].n_breaks; j++) {
+            const DrBreak *b = &s->records[i].breaks[j];
+            size_t k = 0;
+            while (k < s->n_breaks && !(s->breaks[k].lineno == b->lineno
+                                        && strcmp(s->breaks[k].reason, b->reason) == 0
+                                        && strcmp(s->breaks[k].filename, b->filename) == 0))
+                k++;
+            if (k < s->n_breaks) {
+                s->breaks[k].count++;
+                continue;
+            }
+            s->breaks[s->n_breaks] = *b;
+            s->breaks[s->n_breaks].count = 1;
+            s->breaks[s->n_breaks].first_record = s->records[i].id;
+            s->n_breaks++;
+        }
+    /* Most frequent first; insertion sort keeps first-seen order among equals. */
+    for (size_t i = 1; i < s->n_breaks; i++) {
+        DrBreak b = s->breaks[i];
+        size_t k = i;
+        while (k > 0 && s->breaks[k - 1].count < b.count) {
+            s->breaks[k] = s->breaks[k - 1];
+            k--;
+        }
+        s->breaks[k] = b;
+    }
+}
+
+static void
+decode_process(const Dec *d, const DrReader *r, DrProcess *p)
+{
+    const DtHeader *h = d->h;
+    p->pid = (int)h->pid;
+    p->exited = r->exited || (h->flags & DT_F_EXITED) != 0;
+    p->from_file = r->kind == SRC_FILE;
+    p->anonymous = r->kind == SRC_ANCHOR || (h->flags & DT_F_ANON) != 0;
+    p->start_ns = h->start_ns;
+    if (h->snapshot_ns != 0)
+        p->snapshot_ns = h->snapshot_ns;
+    else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        p->snapshot_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    }
+    p->exit_ns = h->exit_ns;
+    p->version = h->version;
+    p->python_version = field(d, h->python_version, sizeof h->python_version);
+    p->torch_version = field(d, h->torch_version, sizeof h->torch_version);
+    p->dynamo_version = field(d, h->dynamo_version, sizeof h->dynamo_version);
+    p->argv = field(d, h->argv, sizeof h->argv);
+    p->shm_path = field(d, h->shm_path, sizeof h->shm_path);
+    p->publishes = h->publishes;
+    p->blobs_dropped = h->blobs_dropped;
+    p->slots_dropped = h->slots_dropped;
+    p->blob_used = h->blob_used;
+    p->blob_cap = h->blob_cap;
+}
+
+static void
+decode_codes(const Dec *d, DrSnapshot *s)
+{
+    const DtCode *codes = (const DtCode *)(d->img + d->h->codes_off);
+    s->codes = array(d, d->h->n_codes, sizeof(DrCode));
+    s->n_codes = s->codes ? d->h->n_codes : 0;
+    for (size_t i = 0; i < s->n_codes; i++) {
+        const DtCode *c = &codes[i];
+        DrCode *out = &s->codes[i];
+        out->slot = (uint32_t)i;
+        out->frame_id = c->frame_id;
+        out->name = text(d, c->name);
+        out->filename = text(d, c->filename);
+        out->firstlineno = c->firstlineno;
+        out->dead = (c->flags & DT_C_DEAD) != 0;
+        out->limit_hit = (c->flags & DT_C_LIMIT) != 0;
+        out->skipped = (c->flags & DT_C_SKIP) != 0;
+        out->calls = c->calls;
+        out->hits = c->hits;
+        out->misses = c->misses;
+        out->guard_failures = c->guard_failures;
+        out->compiles = c->compiles;
+        out->compile_ns = c->compile_ns;
+        decode_tree(d, c->tree, &out->tree);
+        s->total_calls += c->calls;
+        s->total_hits += c->hits;
+        s->total_misses += c->misses;
+    }
+}
+
+static void
+decode_entries(const Dec *d, DrSnapshot *s)
+{
+    const DtEntry *slots = (const DtEntry *)(d->img + d->h->entries_off);
+    size_t n = d->h->n_entries, n_live = 0;
+    s->records = array(d, n, sizeof(DrRecord));
+    s->entries = array(d, n, sizeof(DrEntry));
+    if (s->records == NULL || s->entries == NULL)
+        return;
+    s->n_records = n;
+    for (size_t i = 0; i < n; i++) {
+        const DtEntry *e = &slots[i];
+        DrRecord *rec = &s->records[i];
+        decode_record(d, e, rec);
+        rec->code = e->code_slot < s->n_codes ? &s->codes[e->code_slot] : NULL;
+        if (rec->code != NULL) {
+            rec->code->n_records++;
+            if (!*rec->name)
+                rec->name = rec->code->name;
+            if (!*rec->filename)
+                rec->filename = rec->code->filename;
+        }
+        if (e->flags & DT_E_RECORD)
+            continue;
+        DrEntry *out = &s->entries[n_live++];
+        out->slot = (uint32_t)i;
+        out->frame_id = e->frame_id;
+        out->compile_id = e->compile_id;
+        out->id = rec->id;
+        out->dead = (e->flags & DT_E_DEAD) != 0;
+        out->hits = e->hits;
+        out->guard_failures = e->guard_failures;
+        out->compile_ns = e->compile_ns;
+        out->created_ns = e->created_ns;
+        out->last_fail_guard = e->last_fail_guard == UINT32_MAX ? -1 : (int64_t)e->last_fail_guard;
+        out->last_fail_ns = e->last_fail_ns;
+        out->last_fail_property = field(d, e->last_fail_property, sizeof e->last_fail_property);
+        out->last_fail_expected = field(d, e->last_fail_expected, sizeof e->last_fail_expected);
+        out->last_fail_actual = field(d, e->last_fail_actual, sizeof e->last_fail_actual);
+        out->record = rec;
+        out->code = rec->code;
+        rec->entry = out;
+        if (out->code != NULL)
+            out->code->n_entries++;
+    }
+    s->n_entries = n_live;
+}
+
+/* Per-code arrays: entries newest first, records oldest first. */
+static void
+link_codes(const Dec *d, DrSnapshot *s)
+{
+    for (size_t i = 0; i < s->n_codes; i++) {
+        DrCode *c = &s->codes[i];
+        c->entries = array(d, c->n_entries, sizeof(DrEntry *));
+        c->records = array(d, c->n_records, sizeof(DrRecord *));
+        if (c->entries == NULL || c->records == NULL)
+            c->n_entries = c->n_records = 0;
+        size_t ne = c->n_entries, nr = 0;
+        c->n_entries = 0;
+        for (size_t k = s->n_entries; k-- > 0 && c->n_entries < ne;)
+            if (s->entries[k].code == c)
+                c->entries[c->n_entries++] = &s->entries[k];
+        size_t want = c->n_records;
+        for (size_t k = 0; k < s->n_records && nr < want; k++)
+            if (s->records[k].code == c)
+                c->records[nr++] = &s->records[k];
+        c->n_records = nr;
+    }
+}
+
+static DrSnapshot *
+decode(const DrReader *r, DrStatus *st)
+{
+    DrSnapshot *s = calloc(1, sizeof *s);
+    DvArena *arena = calloc(1, sizeof *arena);
+    if (s == NULL || arena == NULL) {
+        free(s);
+        free(arena);
+        set_status(st, DR_ENOMEM, "out of memory");
+        return NULL;
+    }
+    s->priv = arena;
+    Dec d = {r->image, (const DtHeader *)r->image, arena};
+    decode_process(&d, r, &s->process);
+    decode_codes(&d, s);
+    decode_entries(&d, s);
+    link_codes(&d, s);
+    decode_events(&d, s);
+    dedup_breaks(&d, s);
+    if (arena->failed) {
+        dr_snapshot_free(s);
+        set_status(st, DR_ENOMEM, "out of memory decoding the snapshot");
+        return NULL;
+    }
+    return s;
+}
+
+DrSnapshot *
+dr_snapshot(DrReader *r, DrStatus *st)
+{
+    set_status(st, DR_OK, "%s", "");
+    DrStatus rst = {DR_OK, ""};
+    if (refresh(r, &rst) != DR_OK) {
+        /* The process vanished between two refreshes: keep the last state. */
+        if (r->image == NULL || (rst.code != DR_ENOPROC && process_alive(r->pid))) {
+            *st = rst;
+            return NULL;
+        }
+        r->exited = 1;
+    }
+    char msg[256];
+    DrError e = image_check_header((const DtHeader *)r->image, r->image_len, msg, sizeof msg);
+    if (e != DR_OK) {
+        set_status(st, e, "%s: %s", r->source, msg);
+        return NULL;
+    }
+    return decode(r, st);
+}
+
+void
+dr_snapshot_free(DrSnapshot *s)
+{
+    if (s == NULL)
+        return;
+    DvArena *a = s->priv;
+    if (a != NULL) {
+        dv_arena_free(a);
+        free(a);
+    }
+    free(s);
+}
+
+int
+dr_save(DrReader *r, const char *path, DrStatus *st)
+{
+    set_status(st, DR_OK, "%s", "");
+    DrStatus rst = {DR_OK, ""};
+    if (refresh(r, &rst) != DR_OK && r->image == NULL) {
+        *st = rst;
+        return -1;
+    }
+    uint8_t *copy = NULL;
+    size_t len = 0;
+    char msg[256];
+    DrError e = image_capture(read_memory, r, r->image_len, &copy, &len, msg, sizeof msg);
+    if (e != DR_OK) {
+        set_status(st, e, "%s", msg);
+        return -1;
+    }
+    DtHeader *h = (DtHeader *)copy;
+    if (r->exited && !(h->flags & DT_F_EXITED))
+        h->flags |= DT_F_EXITED;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now = h->snapshot_ns ? h->snapshot_ns
+                                  : (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    int rc = image_save(copy, len, path, now);
+    if (rc < 0)
+        set_status(st, errno == EACCES ? DR_EPERM : DR_EIO, "%s: %s", path, strerror(errno));
+    free(copy);
+    return rc;
+}
+
+DrCode *
+dr_find_code(DrSnapshot *s, uint32_t frame_id)
+{
+    for (size_t i = 0; i < s->n_codes; i++)
+        if (s->codes[i].frame_id == frame_id)
+            return &s->codes[i];
+    return NULL;
+}
+
+DrEntry *
+dr_find_entry(DrSnapshot *s, uint32_t frame_id, uint32_t compile_id)
+{
+    for (size_t i = 0; i < s->n_entries; i++)
+        if (s->entries[i].frame_id == frame_id && s->entries[i].compile_id == compile_id)
+            return &s->entries[i];
+    return NULL;
+}
+
+/* ---- diagnostics ---------------------------------------------------------------------- */
+
+int
+dr_diagnose(pid_t pid, void *out, DrStatus *st)
+{
+    FILE *f = out;
+    int ok = 0;
+    set_status(st, DR_OK, "%s", "");
+    int alive = pid > 0 && process_alive(pid);
+    fprintf(f, "process %d: %s\n", (int)pid, alive ? "running" : "not found");
+    DrStatus s1 = {DR_OK, ""};
+    DrReader *r = dr_open_pid(pid, DR_OPEN_SHM_ONLY, &s1);
+    if (r != NULL) {
+        const DtHeader *h = (const DtHeader *)r->image;
+        fprintf(f, "shm: %s ok (version %u, %u codes, %u records, %llu events, %u blob bytes%s)\n",
+                r->source + 4, h->version, h->n_codes, h->n_entries,
+                (unsigned long long)h->n_events, h->blob_used,
+                (h->flags & DT_F_EXITED) ? ", EXITED" : "");
+        ok = 1;
+        dr_close(r);
+    }
+    else
+        fprintf(f, "shm: %s\n", s1.msg);
+    if (!alive) {
+        if (!ok)
+            *st = s1.code == DR_ENODYNAMO ? (DrStatus){DR_ENOPROC, ""} : s1;
+        if (!ok && st->msg[0] == '\0')
+            set_status(st, DR_ENOPROC, "no process with pid %d", (int)pid);
+        return ok ? 0 : -1;
+    }
+    AnchorLoc loc = {0};
+    DrStatus s2 = {DR_OK, ""};
+    DtAnchor a;
+    if (find_module(pid, &loc, &s2) == DR_OK) {
+        fprintf(f, "module: %s mapped at 0x%llx\n", loc.path, (unsigned long long)loc.base);
+        if (resolve_anchor(pid, &loc, &s2) == DR_OK)
+            fprintf(f, "anchor: %s at 0x%llx\n", DT_ANCHOR_SYMBOL, (unsigned long long)loc.anchor);
+    }
+    if (s2.code == DR_OK && read_anchor(pid, &a, &loc, &s2) == DR_OK)
+        fprintf(f, "anchor: version %u, region 0x%llx (%llu bytes), shm path \"%s\"\n", a.version,
+                (unsigned long long)a.region_addr, (unsigned long long)a.region_size, a.shm_path);
+    if (s2.code == DR_OK) {
+        r = open_anchor(pid, &s2);
+        if (r != NULL) {
+            fprintf(f, "anchor: region readable (%zu bytes captured)\n", r->image_len);
+            ok = 1;
+            dr_close(r);
+        }
+    }
+    if (s2.code != DR_OK)
+        fprintf(f, "anchor: %s\n", s2.msg);
+    fprintf(f, "result: %s\n", ok ? "telemetry readable" : "telemetry NOT readable");
+    if (!ok)
+        *st = s1.code != DR_ENODYNAMO ? s1 : s2;
+    return ok ? 0 : -1;
+}

@@ -1,0 +1,817 @@
+/* inspect/telemetry.c — the telemetry writer (part of dynamo._C).
+ *
+ * Owns the region of this process (layout.h) and everything written to it:
+ * creation at module load, the anchor symbol, slots, blobs, events, the
+ * seqlock, snapshots (_telemetry_save), EXITED + unlink at exit, and the
+ * detachment of forked children.  Structural writes happen under the GIL
+ * between seq_begin() and seq_end(); counters are bumped by the hook with
+ * the inline functions of telemetry.h.  It must never make a compile or a
+ * call fail: the Python-facing functions raise (dynamo/telemetry.py catches
+ * everything), the hook-facing ones swallow their own errors.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>      /* errno */
+#include <fcntl.h>      /* open */
+#include <pthread.h>    /* pthread_atfork */
+#include <stdio.h>      /* snprintf */
+#include <stdlib.h>     /* atexit, getenv */
+#include <string.h>     /* memcpy, memset */
+#include <sys/mman.h>   /* mmap */
+#include <sys/stat.h>   /* fchmod */
+#include <time.h>       /* clock_gettime */
+#include <unistd.h>     /* ftruncate, unlink, getpid */
+
+#include "telemetry.h"
+#include "image.h"          /* image_capture, image_save */
+#include "../core/cache.h"  /* CodeCache, CacheEntry: slots hang off them */
+
+/* Found by readers through the dynamic symbol table (layout.h). */
+__attribute__((visibility("default"), used))
+DtAnchor dynamo_telemetry_anchor = {
+    .magic = {'D', 'Y', 'N', 'A', 'N', 'C', 'H', 'R'},
+    .version = DT_VERSION,
+    .size = sizeof(DtAnchor),
+};
+
+static DtHeader *region;        /* owned mapping; NULL: telemetry off */
+static size_t region_len;       /* bytes mapped */
+static int region_is_file;      /* mapped from shm_path */
+static pid_t region_pid;        /* the process that created it */
+static CodeCache **slot_caches; /* owned array, borrowed items: code slot -> cache while alive */
+static PyObject *tree_fn;       /* strong: code -> DT_BLOB_TREE payload bytes, or NULL */
+
+/* The closest entry's failure noted on the last COMPILE-mode miss; a
+ * RECOMPILE/LIMIT event published for the same code carries it. */
+static struct {
+    const void *code;           /* compared only */
+    uint32_t guard;
+    char property[24], expected[80], actual[80];
+} last_failure;
+
+static uint64_t
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline DtCode *
+code_table(void)
+{
+    return (DtCode *)((char *)region + region->codes_off);
+}
+
+static inline DtEntry *
+entry_table(void)
+{
+    return (DtEntry *)((char *)region + region->entries_off);
+}
+
+static inline uint32_t
+code_index(const DtCode *d)
+{
+    return (uint32_t)(d - code_table());
+}
+
+static inline uint32_t
+entry_index(const DtEntry *e)
+{
+    return (uint32_t)(e - entry_table());
+}
+
+/* ---- seqlock ------------------------------------------------------------------ */
+
+static void
+seq_begin(void)
+{
+    __atomic_store_n(&region->seq, region->seq + 1, __ATOMIC_RELAXED);    /* odd */
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void
+seq_end(void)
+{
+    __atomic_store_n(&region->seq, region->seq + 1, __ATOMIC_RELEASE);    /* even */
+}
+
+/* ---- blobs (inside the seqlock) ------------------------------------------------------ */
+
+/* Append a blob of `type` with len payload bytes copied from data (zeros
+ * when data is NULL).  The ref, or {0, 0} when it does not fit. */
+static DtRef
+blob_add(uint16_t type, const void *data, size_t len)
+{
+    uint64_t used = region->blob_used;
+    uint64_t need = (sizeof(DtBlob) + len + 7) & ~(uint64_t)7;
+    if (len > UINT32_MAX - 64 || used + need > region->blob_cap) {
+        region->blobs_dropped++;
+        region->flags |= DT_F_BLOB_FULL;
+        return (DtRef){0, 0};
+    }
+    uint8_t *p = (uint8_t *)region + region->blob_off + used;
+    DtBlob head = {.magic = DT_BLOB_MAGIC, .type = type, .version = 1, .len = (uint32_t)len};
+    memcpy(p, &head, sizeof head);
+    if (data != NULL)
+        memcpy(p + sizeof head, data, len);
+    else
+        memset(p + sizeof head, 0, len);
+    region->blob_used = (uint32_t)(used + need);
+    return (DtRef){(uint32_t)used, (uint32_t)(sizeof head + len)};
+}
+
+static DtRef
+blob_text(const char *s, size_t len)
+{
+    return len == 0 ? (DtRef){0, 0} : blob_add(DT_BLOB_TEXT, s, len);
+}
+
+static DtRef
+blob_cstr(const char *s)
+{
+    return blob_text(s, strlen(s));
+}
+
+/* The u64 counters of a DT_BLOB_COUNTERS ref, or NULL. */
+static uint64_t *
+blob_counters(DtRef ref)
+{
+    if (ref.len < sizeof(DtBlob))
+        return NULL;
+    return (uint64_t *)((uint8_t *)region + region->blob_off + ref.off + sizeof(DtBlob));
+}
+
+/* ---- slots (inside the seqlock) ----------------------------------------------------------- */
+
+static const char *
+utf8_or_empty(PyObject *s, Py_ssize_t *len)
+{
+    const char *p = s != NULL && PyUnicode_Check(s) ? PyUnicode_AsUTF8AndSize(s, len) : NULL;
+    if (p == NULL) {
+        PyErr_Clear();          /* only a failed UTF-8 encoding of a name */
+        *len = 0;
+        return "";
+    }
+    return p;
+}
+
+/* The slot of cache's code, created when missing; NULL when the table is full. */
+static DtCode *
+code_slot(CodeCache *cache)
+{
+    if (cache->tele != NULL)
+        return cache->tele;
+    if (region->n_codes >= region->codes_cap) {
+        region->slots_dropped++;
+        region->flags |= DT_F_SLOTS_FULL;
+        return NULL;
+    }
+    PyCodeObject *co = (PyCodeObject *)cache->code;
+    DtCode *d = &code_table()[region->n_codes];
+    memset(d, 0, sizeof *d);
+    d->frame_id = UINT32_MAX;
+    d->first_ns = now_ns();
+    Py_ssize_t n;
+    const char *s = utf8_or_empty(co->co_name, &n);
+    d->name = blob_text(s, (size_t)n);
+    s = utf8_or_empty(co->co_filename, &n);
+    d->filename = blob_text(s, (size_t)n);
+    d->firstlineno = (uint32_t)co->co_firstlineno;
+    d->calls = d->misses = 1;   /* the call whose miss compiled it */
+    slot_caches[region->n_codes] = cache;
+    region->n_codes++;
+    cache->tele = d;
+    return d;
+}
+
+static DtEntry *
+entry_slot(void)
+{
+    if (region->n_entries >= region->entries_cap) {
+        region->slots_dropped++;
+        region->flags |= DT_F_SLOTS_FULL;
+        return NULL;
+    }
+    DtEntry *e = &entry_table()[region->n_entries++];
+    memset(e, 0, sizeof *e);
+    e->last_fail_guard = UINT32_MAX;
+    return e;
+}
+
+typedef struct {
+    uint32_t kind, frame_id, compile_id, code_slot, entry_slot;
+    const char *text, *where;
+    Py_ssize_t text_len, where_len;
+} EventSpec;
+
+static void
+event_add(const EventSpec *spec)
+{
+    uint64_t seq = region->n_events + 1;
+    DtEvent *ring = (DtEvent *)((char *)region + region->events_off);
+    DtEvent ev = {
+        .seq = seq, .time_ns = now_ns(), .kind = spec->kind,
+        .frame_id = spec->frame_id, .compile_id = spec->compile_id,
+        .code_slot = spec->code_slot, .entry_slot = spec->entry_slot,
+        .guard_index = UINT32_MAX,
+    };
+    if (spec->text != NULL)
+        ev.text = blob_text(spec->text, (size_t)spec->text_len);
+    if (spec->where != NULL)
+        ev.where = blob_text(spec->where, (size_t)spec->where_len);
+    int with_failure = spec->kind == DT_EV_RECOMPILE || spec->kind == DT_EV_LIMIT;
+    if (with_failure && spec->code_slot != UINT32_MAX
+            && last_failure.code == slot_caches[spec->code_slot]) {
+        ev.guard_index = last_failure.guard;
+        ev.property = blob_cstr(last_failure.property);
+        ev.expected = blob_cstr(last_failure.expected);
+        ev.actual = blob_cstr(last_failure.actual);
+    }
+    ring[seq % region->events_cap] = ev;
+    region->n_events = seq;
+}
+
+/* ---- creation, exit, fork ---------------------------------------------------------------- */
+
+static void
+at_exit(void)
+{
+    if (region == NULL || getpid() != region_pid)
+        return;
+    seq_begin();
+    region->flags |= DT_F_EXITED;
+    region->exit_ns = now_ns();
+    seq_end();
+    if (region_is_file)
+        unlink(region->shm_path);
+}
+
+/* A forked child must not write into its parent's region: replace the
+ * shared pages with private zeros (slots held by caches stay valid memory)
+ * and turn telemetry off. */
+static void
+after_fork_child(void)
+{
+    if (region == NULL)
+        return;
+    if (region_is_file)
+        mmap(region, region_len, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    region = NULL;
+    dynamo_telemetry_anchor.enabled = 0;
+    dynamo_telemetry_anchor.region_addr = 0;
+}
+
+static int
+telemetry_disabled_by_env(int *anonymous)
+{
+    const char *v = getenv("DYNAMO_TELEMETRY");
+    *anonymous = v != NULL && strcmp(v, "anon") == 0;
+    return v != NULL && (strcmp(v, "0") == 0 || strcmp(v, "off") == 0
+                         || strcmp(v, "false") == 0 || strcmp(v, "no") == 0);
+}
+
+/* Map the shm file at path (created 0600, replacing a stale one of a dead
+ * process with our pid); NULL with errno. */
+static void *
+map_shm(const char *path, size_t len)
+{
+    int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    int fd = open(path, flags, 0600);
+    if (fd < 0 && errno == EEXIST && unlink(path) == 0)   /* a dead process's file */
+        fd = open(path, flags, 0600);
+    if (fd < 0)
+        return NULL;
+    void *p = MAP_FAILED;
+    if (fchmod(fd, 0600) == 0 && ftruncate(fd, (off_t)len) == 0)
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int saved = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        unlink(path);
+        errno = saved;
+        return NULL;
+    }
+    return p;
+}
+
+static void
+read_cmdline(char *out, size_t cap)
+{
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, cap - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    for (ssize_t i = 0; i < n; i++)
+        if (out[i] == '\0')
+            out[i] = ' ';
+    while (n > 0 && out[n - 1] == ' ')
+        n--;
+    out[n] = '\0';
+}
+
+static void
+fill_header(DtHeader *h, size_t len, const char *path)
+{
+    memcpy(h->magic, DT_MAGIC, 8);
+    h->version = DT_VERSION;
+    h->header_size = DT_HEADER_SIZE;
+    h->region_size = len;
+    h->pid = (uint64_t)getpid();
+    h->start_ns = now_ns();
+    h->flags = path[0] ? 0 : DT_F_ANON;
+    h->codes_cap = DT_CODES_CAP;
+    h->entries_cap = DT_ENTRIES_CAP;
+    h->events_cap = DT_EVENTS_CAP;
+    h->blob_cap = DT_BLOB_CAP;
+    h->codes_off = DT_HEADER_SIZE;
+    h->entries_off = h->codes_off + (uint64_t)DT_CODES_CAP * sizeof(DtCode);
+    h->events_off = h->entries_off + (uint64_t)DT_ENTRIES_CAP * sizeof(DtEntry);
+    h->blob_off = h->events_off + (uint64_t)DT_EVENTS_CAP * sizeof(DtEvent);
+    const char *v = Py_GetVersion();
+    size_t n = strcspn(v, " ");
+    memcpy(h->python_version, v, n < sizeof h->python_version ? n : sizeof h->python_version - 1);
+    read_cmdline(h->argv, sizeof h->argv);
+    snprintf(h->shm_path, sizeof h->shm_path, "%s", path);
+}
+
+void
+telemetry_init(void)
+{
+    int anonymous;
+    if (region != NULL || telemetry_disabled_by_env(&anonymous))
+        return;
+    size_t len = DT_HEADER_SIZE + (size_t)DT_CODES_CAP * sizeof(DtCode)
+                 + (size_t)DT_ENTRIES_CAP * sizeof(DtEntry)
+                 + (size_t)DT_EVENTS_CAP * sizeof(DtEvent) + DT_BLOB_CAP;
+    slot_caches = PyMem_Calloc(DT_CODES_CAP, sizeof(CodeCache *));
+    if (slot_caches == NULL) {
+        dynamo_telemetry_anchor.init_errno = ENOMEM;
+        return;
+    }
+    char path[64] = "";
+    void *p = NULL;
+    if (!anonymous) {
+        snprintf(path, sizeof path, "/dev/shm/dynamo-%d", (int)getpid());
+        p = map_shm(path, len);
+        if (p == NULL) {
+            dynamo_telemetry_anchor.init_errno = (uint32_t)errno;
+            path[0] = '\0';
+        }
+    }
+    if (p == NULL) {            /* no shm: anonymous memory, found via the anchor */
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            dynamo_telemetry_anchor.init_errno = (uint32_t)errno;
+            PyMem_Free(slot_caches);
+            slot_caches = NULL;
+            return;
+        }
+    }
+    fill_header(p, len, path);
+    region = p;
+    region_len = len;
+    region_is_file = path[0] != '\0';
+    region_pid = getpid();
+    snprintf(dynamo_telemetry_anchor.shm_path, sizeof dynamo_telemetry_anchor.shm_path, "%s", path);
+    dynamo_telemetry_anchor.region_addr = (uint64_t)(uintptr_t)p;
+    dynamo_telemetry_anchor.region_size = len;
+    __atomic_store_n(&dynamo_telemetry_anchor.enabled, 1, __ATOMIC_RELEASE);
+    atexit(at_exit);
+    pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+/* ---- hook-facing --------------------------------------------------------------------------- */
+
+/* Short text of a guard's expected/actual object into out (never fails). */
+static void
+describe_value(PyObject *v, char *out, size_t cap)
+{
+    if (v == gtree_missing()) {
+        snprintf(out, cap, "<missing>");
+        return;
+    }
+    if (PyType_Check(v)) {
+        snprintf(out, cap, "%s", ((PyTypeObject *)v)->tp_name);
+        return;
+    }
+    PyObject *r = PyObject_Repr(v);
+    const char *s = r != NULL ? PyUnicode_AsUTF8(r) : NULL;
+    if (s == NULL) {
+        PyErr_Clear();          /* only the repr we just asked for */
+        s = "<unprintable>";
+    }
+    snprintf(out, cap, "%s", s);
+    Py_XDECREF(r);
+}
+
+void
+telemetry_note_failure(CodeCache *cache, PyObject *failures)
+{
+    if (region == NULL || cache->tele == NULL || !PyList_Check(failures)
+            || PyList_GET_SIZE(failures) == 0)
+        return;
+    PyObject *first = PyList_GET_ITEM(failures, 0);
+    if (!PyTuple_Check(first) || PyTuple_GET_SIZE(first) < 5)
+        return;
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    Py_ssize_t guard = PyLong_AsSsize_t(PyTuple_GET_ITEM(first, 1));
+    if (guard < 0) {
+        PyErr_Clear();          /* not an index: leave it out */
+        guard = -1;
+    }
+    char prop[sizeof last_failure.property], expected[sizeof last_failure.expected],
+         actual[sizeof last_failure.actual];
+    Py_ssize_t n;
+    snprintf(prop, sizeof prop, "%s", utf8_or_empty(PyTuple_GET_ITEM(first, 2), &n));
+    describe_value(PyTuple_GET_ITEM(first, 3), expected, sizeof expected);
+    describe_value(PyTuple_GET_ITEM(first, 4), actual, sizeof actual);
+    DtEntry *de = NULL;
+    for (CacheEntry *e = cache->entries; e != NULL; e = e->next)
+        if (e->payload == PyTuple_GET_ITEM(first, 0)) {
+            de = e->tele;
+            break;
+        }
+
+    seq_begin();
+    telemetry_bump(&cache->tele->guard_failures);
+    if (de != NULL) {
+        telemetry_bump(&de->guard_failures);
+        uint64_t *counts = blob_counters(de->fail_counts);
+        if (counts != NULL && guard >= 0 && (uint64_t)guard < de->n_guards)
+            telemetry_bump(&counts[guard]);
+        de->last_fail_guard = guard >= 0 ? (uint32_t)guard : UINT32_MAX;
+        de->last_fail_ns = now_ns();
+        memcpy(de->last_fail_property, prop, sizeof de->last_fail_property);
+        memcpy(de->last_fail_expected, expected, sizeof de->last_fail_expected);
+        memcpy(de->last_fail_actual, actual, sizeof de->last_fail_actual);
+    }
+    seq_end();
+    last_failure.code = cache;
+    last_failure.guard = guard >= 0 ? (uint32_t)guard : UINT32_MAX;
+    memcpy(last_failure.property, prop, sizeof prop);
+    memcpy(last_failure.expected, expected, sizeof expected);
+    memcpy(last_failure.actual, actual, sizeof actual);
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+}
+
+/* Publish cache's guard tree through tree_fn.  0, or -1 with an exception. */
+static int
+publish_tree(CodeCache *cache)
+{
+    if (region == NULL || tree_fn == NULL || cache->tele == NULL || cache->entries == NULL)
+        return 0;
+    PyObject *blob = PyObject_CallOneArg(tree_fn, cache->code);
+    if (blob == NULL)
+        return -1;
+    if (PyBytes_Check(blob) && region != NULL) {
+        seq_begin();
+        DtRef ref = blob_add(DT_BLOB_TREE, PyBytes_AS_STRING(blob), (size_t)PyBytes_GET_SIZE(blob));
+        if (ref.len != 0)
+            cache->tele->tree = ref;
+        seq_end();
+    }
+    Py_DECREF(blob);
+    return 0;
+}
+
+void
+telemetry_entry_added(CodeCache *cache)
+{
+    if (cache == NULL || publish_tree(cache) == 0)
+        return;
+    /* A broken serializer: say so once and stop publishing trees. */
+    PyErr_WriteUnraisable(tree_fn);
+    Py_CLEAR(tree_fn);
+}
+
+void
+telemetry_code_dead(CodeCache *cache)
+{
+    if (region == NULL || cache->tele == NULL)
+        return;
+    uint32_t i = code_index(cache->tele);
+    if (i < region->n_codes)
+        slot_caches[i] = NULL;
+    if (last_failure.code == cache)
+        last_failure.code = NULL;
+    __atomic_fetch_or(&cache->tele->flags, DT_C_DEAD, __ATOMIC_RELAXED);
+}
+
+void
+telemetry_reset_event(void)
+{
+    if (region == NULL)
+        return;
+    static const char text[] = "dynamo.reset(): every cache entry dropped";
+    EventSpec spec = {.kind = DT_EV_RESET, .frame_id = UINT32_MAX, .compile_id = UINT32_MAX,
+                      .code_slot = UINT32_MAX, .entry_slot = UINT32_MAX,
+                      .text = text, .text_len = sizeof text - 1};
+    seq_begin();
+    event_add(&spec);
+    seq_end();
+    last_failure.code = NULL;
+}
+
+/* ---- Python-facing --------------------------------------------------------------------------- */
+
+PyDoc_STRVAR(t_enabled_doc, "_telemetry_enabled() -> bool: this process publishes telemetry.");
+
+static PyObject *
+t_enabled(PyObject *module, PyObject *unused)
+{
+    return PyBool_FromLong(region != NULL);
+}
+
+PyDoc_STRVAR(t_info_doc,
+"_telemetry_info() -> dict: enabled, path ('' when anonymous), pid, region_size,\n"
+"blob_used, n_codes, n_entries, n_events, init_errno.");
+
+static PyObject *
+t_info(PyObject *module, PyObject *unused)
+{
+    DtHeader empty = {0};
+    const DtHeader *h = region != NULL ? region : &empty;
+    return Py_BuildValue("{s:O,s:s,s:i,s:K,s:I,s:I,s:I,s:K,s:I}",
+                         "enabled", region != NULL ? Py_True : Py_False,
+                         "path", h->shm_path, "pid", (int)getpid(),
+                         "region_size", (unsigned long long)region_len,
+                         "blob_used", h->blob_used, "n_codes", h->n_codes,
+                         "n_entries", h->n_entries, "n_events", (unsigned long long)h->n_events,
+                         "init_errno", dynamo_telemetry_anchor.init_errno);
+}
+
+PyDoc_STRVAR(t_set_info_doc,
+"_telemetry_set_info(torch_version, dynamo_version, tree_fn)\n\n"
+"Identity strings for the header, and the function code -> bytes (a\n"
+"DT_BLOB_TREE payload) called after each new cache entry (or None).");
+
+static PyObject *
+t_set_info(PyObject *module, PyObject *args)
+{
+    const char *torch_version, *dynamo_version;
+    PyObject *fn;
+    if (!PyArg_ParseTuple(args, "ssO:_telemetry_set_info", &torch_version, &dynamo_version, &fn))
+        return NULL;
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "_telemetry_set_info: tree_fn must be callable or None");
+        return NULL;
+    }
+    Py_XSETREF(tree_fn, fn == Py_None ? NULL : Py_NewRef(fn));
+    if (region != NULL) {
+        seq_begin();
+        snprintf(region->torch_version, sizeof region->torch_version, "%s", torch_version);
+        snprintf(region->dynamo_version, sizeof region->dynamo_version, "%s", dynamo_version);
+        seq_end();
+    }
+    Py_RETURN_NONE;
+}
+
+/* Event specs from the Python list of (kind, text, where); NULL with an
+ * exception.  Strings are borrowed from the list (caller keeps it alive). */
+static EventSpec *
+parse_events(PyObject *events, Py_ssize_t *count)
+{
+    PyObject *seq = PySequence_Fast(events, "_telemetry_publish: events must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    EventSpec *specs = PyMem_Calloc(n ? (size_t)n : 1, sizeof(EventSpec));
+    if (specs == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned int kind;
+        PyObject *text, *where;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "IUU;event must be (kind, text, where)",
+                              &kind, &text, &where)
+                || (specs[i].text = PyUnicode_AsUTF8AndSize(text, &specs[i].text_len)) == NULL
+                || (specs[i].where = PyUnicode_AsUTF8AndSize(where, &specs[i].where_len)) == NULL) {
+            PyMem_Free(specs);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        specs[i].kind = kind;
+    }
+    Py_DECREF(seq);         /* items are the list's own: still alive */
+    *count = n;
+    return specs;
+}
+
+PyDoc_STRVAR(t_publish_doc,
+"_telemetry_publish(code, frame_id, compile_id, status, compile_ns, n_guards,\n"
+"                   record, events) -> int\n\n"
+"Publish one compile record: `record` is a DT_BLOB_RECORD payload (bytes),\n"
+"`events` a list of (kind, text, where) with DT_EV_* kinds.  A status 'ok'\n"
+"record becomes the slot of the cache entry pushed next for code.  Returns\n"
+"the record's slot, or -1 when telemetry is off or the region is full.");
+
+static PyObject *
+t_publish(PyObject *module, PyObject *args)
+{
+    PyObject *code, *events;
+    unsigned int frame_id, compile_id, n_guards;
+    const char *status;
+    unsigned long long compile_ns;
+    Py_buffer record;
+    if (!PyArg_ParseTuple(args, "O!IIsKIy*O:_telemetry_publish", &PyCode_Type, &code, &frame_id,
+                          &compile_id, &status, &compile_ns, &n_guards, &record, &events))
+        return NULL;
+    if (region == NULL) {
+        PyBuffer_Release(&record);
+        return PyLong_FromLong(-1);
+    }
+    Py_ssize_t nev = 0;
+    EventSpec *specs = parse_events(events, &nev);
+    CodeCache *cache = specs != NULL ? cache_ensure(code) : NULL;
+    if (cache == NULL) {
+        PyMem_Free(specs);
+        PyBuffer_Release(&record);
+        return NULL;
+    }
+    int ok = strcmp(status, "ok") == 0;
+
+    seq_begin();
+    DtCode *d = code_slot(cache);
+    DtEntry *e = entry_slot();
+    uint32_t cslot = d != NULL ? code_index(d) : UINT32_MAX;
+    uint32_t eslot = e != NULL ? entry_index(e) : UINT32_MAX;
+    if (d != NULL) {
+        d->frame_id = frame_id;
+        d->compiles++;
+        d->compile_ns += compile_ns;
+        if (strcmp(status, "limit") == 0)
+            d->flags |= DT_C_LIMIT;
+        else if (strcmp(status, "error") == 0 || strcmp(status, "unsupported") == 0)
+            d->flags |= DT_C_SKIP;
+    }
+    if (e != NULL) {
+        e->frame_id = frame_id;
+        e->compile_id = compile_id;
+        e->code_slot = cslot;
+        e->flags = ok ? 0 : DT_E_RECORD;
+        e->compile_ns = compile_ns;
+        e->created_ns = now_ns();
+        e->record = blob_add(DT_BLOB_RECORD, record.buf, (size_t)record.len);
+        if (ok) {
+            e->n_guards = n_guards;
+            e->fail_counts = blob_add(DT_BLOB_COUNTERS, NULL, (size_t)n_guards * 8);
+            if (d != NULL) {
+                d->n_entries++;
+                d->last_entry = eslot + 1;
+            }
+        }
+    }
+    cache->tele_pending = ok ? e : NULL;
+    for (Py_ssize_t i = 0; i < nev; i++) {
+        specs[i].frame_id = frame_id;
+        specs[i].compile_id = compile_id;
+        specs[i].code_slot = cslot;
+        specs[i].entry_slot = eslot;
+        event_add(&specs[i]);
+    }
+    region->publishes++;
+    seq_end();
+
+    PyMem_Free(specs);
+    PyBuffer_Release(&record);
+    return PyLong_FromLong(e != NULL ? (long)eslot : -1);
+}
+
+PyDoc_STRVAR(t_refresh_doc,
+"_telemetry_refresh_trees() -> int: republish the guard tree (with its\n"
+"current node counters) of every live code; returns how many.");
+
+static PyObject *
+t_refresh(PyObject *module, PyObject *unused)
+{
+    long n = 0;
+    for (uint32_t i = 0; region != NULL && i < region->n_codes; i++) {
+        CodeCache *c = slot_caches[i];
+        if (c == NULL || c->entries == NULL)
+            continue;
+        if (publish_tree(c) < 0)
+            return NULL;
+        n++;
+    }
+    return PyLong_FromLong(n);
+}
+
+static int
+read_self(void *ctx, uint64_t off, void *dst, size_t len)
+{
+    if (off > region_len || len > region_len - off) {
+        errno = EFAULT;
+        return -1;
+    }
+    memcpy(dst, (char *)region + off, len);
+    return 0;
+}
+
+PyDoc_STRVAR(t_save_doc,
+"_telemetry_save(path): write this process's telemetry as a snapshot file\n"
+"(mode 0600; the format dynamo-inspect --file and dynamo-top --file read).");
+
+static PyObject *
+t_save(PyObject *module, PyObject *arg)
+{
+    PyObject *path = NULL;
+    if (!PyUnicode_FSConverter(arg, &path))
+        return NULL;
+    uint8_t *image = NULL;
+    size_t len = 0;
+    char msg[256];
+    if (region == NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "dynamo telemetry is off in this process (DYNAMO_TELEMETRY=0 or "
+                        "the region could not be created)");
+        goto error;
+    }
+    if (image_capture(read_self, NULL, region_len, &image, &len, msg, sizeof msg) != DR_OK) {
+        PyErr_Format(PyExc_RuntimeError, "dynamo: cannot capture telemetry: %s", msg);
+        goto error;
+    }
+    if (image_save(image, len, PyBytes_AS_STRING(path), now_ns()) < 0) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
+        goto error;
+    }
+    free(image);
+    Py_DECREF(path);
+    Py_RETURN_NONE;
+error:
+    free(image);
+    Py_XDECREF(path);
+    return NULL;
+}
+
+PyDoc_STRVAR(t_counters_doc,
+"_telemetry_counters(code) -> dict or None: the counters of code's slot\n"
+"(calls, hits, misses, guard_failures, compiles, compile_ns, frame_id) and\n"
+"'entries': [(slot, hits, guard_failures, fail_counts)] newest first.");
+
+static PyObject *
+t_counters(PyObject *module, PyObject *code)
+{
+    if (!PyCode_Check(code)) {
+        PyErr_SetString(PyExc_TypeError, "_telemetry_counters: expected a code object");
+        return NULL;
+    }
+    CodeCache *c = cache_get(code);
+    if (region == NULL || c == NULL || c->tele == NULL)
+        Py_RETURN_NONE;
+    DtCode *d = c->tele;
+    PyObject *entries = PyList_New(0);
+    for (CacheEntry *e = c->entries; entries != NULL && e != NULL; e = e->next) {
+        if (e->tele == NULL)
+            continue;
+        uint64_t *counts = blob_counters(e->tele->fail_counts);
+        PyObject *fails = PyList_New(0);
+        for (uint32_t g = 0; fails != NULL && counts != NULL && g < e->tele->n_guards; g++) {
+            PyObject *v = PyLong_FromUnsignedLongLong(counts[g]);
+            if (v == NULL || PyList_Append(fails, v) < 0)
+                Py_CLEAR(fails);
+            Py_XDECREF(v);
+        }
+        PyObject *item = fails ? Py_BuildValue("(IKKN)", entry_index(e->tele),
+                                               (unsigned long long)e->tele->hits,
+                                               (unsigned long long)e->tele->guard_failures, fails)
+                               : NULL;
+        if (item == NULL || PyList_Append(entries, item) < 0)
+            Py_CLEAR(entries);
+        Py_XDECREF(item);
+    }
+    if (entries == NULL)
+        return NULL;
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:N}",
+                         "calls", (unsigned long long)d->calls, "hits", (unsigned long long)d->hits,
+                         "misses", (unsigned long long)d->misses,
+                         "guard_failures", (unsigned long long)d->guard_failures,
+                         "compiles", (unsigned long long)d->compiles,
+                         "compile_ns", (unsigned long long)d->compile_ns,
+                         "frame_id", d->frame_id, "entries", entries);
+}
+
+static PyMethodDef telemetry_methods[] = {
+    {"_telemetry_enabled", t_enabled, METH_NOARGS, t_enabled_doc},
+    {"_telemetry_info", t_info, METH_NOARGS, t_info_doc},
+    {"_telemetry_set_info", t_set_info, METH_VARARGS, t_set_info_doc},
+    {"_telemetry_publish", t_publish, METH_VARARGS, t_publish_doc},
+    {"_telemetry_refresh_trees", t_refresh, METH_NOARGS, t_refresh_doc},
+    {"_telemetry_save", t_save, METH_O, t_save_doc},
+    {"_telemetry_counters", t_counters, METH_O, t_counters_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+int
+telemetry_add_functions(PyObject *module)
+{
+    return PyModule_AddFunctions(module, telemetry_methods);
+}

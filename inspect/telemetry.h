@@ -1,0 +1,74 @@
+/* inspect/telemetry.h — the telemetry writer inside dynamo._C.
+ *
+ * Owns: the process's telemetry region (layout.h): its creation when the
+ * module loads (/dev/shm/dynamo-<pid>, 0600; anonymous memory as the
+ * fallback), the anchor symbol, removal at exit, the slots of codes and
+ * cache entries, blobs, events, and the Python functions that publish
+ * compile records into it (_telemetry_*).  The hook (core/hook.c) only
+ * bumps counters through the inline functions below: no locks, no
+ * allocation, no Python; with DYNAMO_TELEMETRY=0 the slots are NULL and the
+ * hook pays one predictable branch.  It must never make a compile or a call
+ * fail: every internal problem disables the piece concerned.
+ */
+#ifndef DYNAMO_INSPECT_TELEMETRY_H
+#define DYNAMO_INSPECT_TELEMETRY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>     /* PyObject */
+#include "layout.h"     /* DtCode, DtEntry */
+
+struct CodeCache;       /* core/cache.h */
+
+/* Create the region (unless DYNAMO_TELEMETRY=0) and fill the anchor.  Never
+ * fails: problems leave telemetry off and are recorded in the anchor. */
+void telemetry_init(void);
+
+/* Add the _telemetry_* functions to the module.  0, or -1 with an exception. */
+int telemetry_add_functions(PyObject *module);
+
+/* One hook lookup of a code that has a slot: a hit selecting `entry` (may
+ * be NULL when the entry has no slot) or a miss (hit == 0). */
+static inline void
+telemetry_bump(uint64_t *counter)
+{
+    /* One writer (the GIL holder): a plain load + store, atomic per word
+     * for readers in other processes. */
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+static inline void
+telemetry_count_lookup(DtCode *code, DtEntry *entry, int hit)
+{
+    telemetry_bump(&code->calls);
+    if (hit) {
+        telemetry_bump(&code->hits);
+        if (entry != NULL)
+            telemetry_bump(&entry->hits);
+    }
+    else
+        telemetry_bump(&code->misses);
+}
+
+/* A miss in COMPILE mode with the hook's failures list (borrowed): count
+ * the closest entry's failing guard and keep its expected/actual text.
+ * Allocates (repr) but never leaves an exception set. */
+void telemetry_note_failure(struct CodeCache *cache, PyObject *failures);
+
+/* An entry was pushed to cache (after a publish): publish its guard tree.
+ * Runs Python (the registered tree serializer); never leaves an exception. */
+void telemetry_entry_added(struct CodeCache *cache);
+
+/* A cache entry's slot: mark it dropped. */
+static inline void
+telemetry_entry_dead(DtEntry *e)
+{
+    __atomic_fetch_or(&e->flags, DT_E_DEAD, __ATOMIC_RELAXED);
+}
+
+/* A code object with a slot is being freed (cache is its co_extra). */
+void telemetry_code_dead(struct CodeCache *cache);
+
+/* dynamo.reset() ran: record a reset event. */
+void telemetry_reset_event(void);
+
+#endif /* DYNAMO_INSPECT_TELEMETRY_H */

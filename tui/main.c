@@ -1,0 +1,296 @@
+/* main.c — dynamo-top: command line, modes and error reporting.
+ *
+ * Modes: list the processes with dynamo (no pid), one plain-text report
+ * (--once), save a snapshot (--save), post-mortem view of a snapshot
+ * (--file), and the interactive view (app.c).  Owns the mapping of reader
+ * errors to messages and exit statuses: usage 2, and dr_exit_code() for
+ * reader failures (no process 3, no dynamo 4, permission 5, version 6,
+ * corrupt 7, other 1).
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "crt.h"
+#include "report.h"
+#include "source.h"
+
+#define EXIT_USAGE 2
+
+static void usage(FILE *out)
+{
+    fputs("usage: dynamo-top [PID | -p PID | --file FILE] [options]\n"
+          "\n"
+          "Shows what dynamo (the PyTorch JIT) is doing inside a running Python process:\n"
+          "compiled frames, cache entries, graphs, guards, graph breaks, recompiles.\n"
+          "Without a pid or file, lists the live processes that have dynamo loaded.\n"
+          "\n"
+          "  -p, --pid PID        attach to process PID (or give PID as the argument)\n"
+          "  -f, --file FILE      post-mortem view of a snapshot file (dynamo.save_snapshot,\n"
+          "                       --save, or the s key)\n"
+          "      --once           print one plain-text report and exit\n"
+          "  -n, --iterations N   stop after N refreshes (with --once: N reports)\n"
+          "  -d, --delay SECS     refresh interval (default 1)\n"
+          "  -s, --save FILE      save a snapshot of PID to FILE and exit (with --once:\n"
+          "                       also print the report)\n"
+          "      --save-dir DIR   where the s key writes snapshots (default .)\n"
+          "  -w, --width N        report width in columns (default 160)\n"
+          "  -h, --help           this help\n"
+          "\n"
+          "Keys: F1/? help, F3 or / search, F4 or \\ filter, F5 or t tree, F6 or < > sort,\n"
+          "Tab or 1-6 tabs, Enter/Esc drill in/out, Space pause, s save, r reset counters,\n"
+          "+ - refresh interval, q quit.\n"
+          "\n"
+          "Exit status: 0 ok, 1 other error, 2 usage, 3 no such process, 4 no dynamo in\n"
+          "the process, 5 permission denied, 6 layout version mismatch, 7 corrupt snapshot.\n",
+          out);
+}
+
+/* Prints the reader's message (and a hint for permissions); returns the
+ * exit status for it. */
+static int fail(const DrStatus *st)
+{
+    fprintf(stderr, "dynamo-top: %s\n", *st->msg ? st->msg : dr_strerror(st->code));
+    if (st->code == DR_EPERM && !strstr(st->msg, "root"))   /* the reader usually says how */
+        fprintf(stderr, "dynamo-top: to grant access, run dynamo-top as the user that owns the "
+                        "process or as root (sudo dynamo-top -p PID); reading process memory also "
+                        "needs ptrace permission (CAP_SYS_PTRACE, or "
+                        "/proc/sys/kernel/yama/ptrace_scope = 0)\n");
+    return dr_exit_code(st->code);
+}
+
+static int parse_pid(const char *s, pid_t *pid)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v <= 0 || v > 0x3fffffffL)
+        return -1;
+    *pid = (pid_t)v;
+    return 0;
+}
+
+/* ---- listing ---- */
+
+/* Does /proc/PID/maps mention the dynamo extension?  (Readable only for
+ * our own processes unless root; /dev/shm is the main signal.) */
+static int maps_have_dynamo(pid_t pid)
+{
+    char path[64], line[4096];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, "/dynamo/_C") != NULL || strstr(line, "dynamo/_C.cpython") != NULL;
+    fclose(f);
+    return found;
+}
+
+static int has_shm(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/dev/shm/dynamo-%d", (int)pid);
+    return access(path, F_OK) == 0;
+}
+
+static int list_processes(void)
+{
+    DIR *d = opendir("/proc");
+    if (!d) {
+        fprintf(stderr, "dynamo-top: cannot read /proc: %s\n", strerror(errno));
+        return 1;
+    }
+    int found = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        pid_t pid;
+        if (!isdigit((unsigned char)de->d_name[0]) || parse_pid(de->d_name, &pid) != 0 ||
+            pid == getpid() || !(has_shm(pid) || maps_have_dynamo(pid)))
+            continue;
+        if (!found++)
+            printf("%-8s %-8s %-12s %6s %8s %10s  %s\n", "PID", "PYTHON", "TORCH", "FRAMES",
+                   "COMPILES", "UPTIME", "COMMAND");
+        DrStatus st;
+        Source *src = source_open_pid(pid, &st);
+        int exited = 0;
+        Model *m = src ? source_read(src, &exited, &st) : NULL;
+        if (m) {
+            char up[32];
+            fmt_duration(up, sizeof up, m->uptime_s);
+            printf("%-8d %-8s %-12s %6zu %8llu %10s  %s\n", (int)pid, m->python, m->torch,
+                   m->n_frames, (unsigned long long)m->compiles, up, exited ? "(exited)" : "");
+            model_delete(m);
+        } else {
+            printf("%-8d (%s)\n", (int)pid, st.msg);
+        }
+        source_delete(src);
+    }
+    closedir(d);
+    if (!found)
+        printf("no running process has dynamo loaded "
+               "(dynamo creates /dev/shm/dynamo-<pid> when it is imported)\n");
+    else
+        printf("\nattach with: dynamo-top PID    (or dynamo-top --once PID for a report)\n");
+    return 0;
+}
+
+/* ---- modes ---- */
+
+typedef struct Args {
+    pid_t pid;
+    const char *file;
+    const char *save;
+    const char *save_dir;
+    int once;
+    long iterations;
+    double delay;
+    int width;
+} Args;
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !crt_interrupted())
+        ;
+}
+
+static int run_once(Source *src, const Args *a)
+{
+    long n = a->iterations > 0 ? a->iterations : 1;
+    for (long i = 0; i < n; i++) {
+        if (i) {
+            sleep_ms((long)(a->delay * 1000));
+            if (crt_interrupted())
+                return 130;
+            fputs("\n\f\n", stdout);
+        }
+        int exited = 0;
+        DrStatus st;
+        Model *m = source_read(src, &exited, &st);
+        if (!m)
+            return fail(&st);
+        ProcState ps = source_is_file(src) ? PS_SNAPSHOT : exited ? PS_EXITED : PS_LIVE;
+        int rc = report_write(stdout, m, ps, a->width);
+        model_delete(m);
+        if (rc != 0) {
+            fprintf(stderr, "dynamo-top: writing the report failed: %s\n", strerror(errno));
+            return 1;
+        }
+        if (exited)
+            break;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"pid", required_argument, NULL, 'p'},
+        {"file", required_argument, NULL, 'f'},
+        {"once", no_argument, NULL, 'o'},
+        {"iterations", required_argument, NULL, 'n'},
+        {"delay", required_argument, NULL, 'd'},
+        {"save", required_argument, NULL, 's'},
+        {"save-dir", required_argument, NULL, 'D'},
+        {"width", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    Args a = {.delay = 1.0, .width = 160};
+    int c;
+    while ((c = getopt_long(argc, argv, "p:f:n:d:s:w:h", longopts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'p':
+            if (parse_pid(optarg, &a.pid) != 0) {
+                fprintf(stderr, "dynamo-top: not a process id: %s\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'f': a.file = optarg; break;
+        case 'o': a.once = 1; break;
+        case 'n':
+            a.iterations = strtol(optarg, &end, 10);
+            if (*end || a.iterations <= 0) {
+                fprintf(stderr, "dynamo-top: --iterations needs a positive number: %s\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'd':
+            a.delay = strtod(optarg, &end);
+            if (*end || a.delay < 0.05 || a.delay > 3600) {
+                fprintf(stderr, "dynamo-top: --delay needs seconds between 0.05 and 3600: %s\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 's': a.save = optarg; break;
+        case 'D': a.save_dir = optarg; break;
+        case 'w':
+            a.width = (int)strtol(optarg, &end, 10);
+            if (*end || a.width < 60 || a.width > 1000) {
+                fprintf(stderr, "dynamo-top: --width needs 60..1000 columns: %s\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        if (a.pid || optind + 1 < argc || parse_pid(argv[optind], &a.pid) != 0) {
+            fprintf(stderr, "dynamo-top: unexpected argument: %s (try --help)\n", argv[optind]);
+            return EXIT_USAGE;
+        }
+    }
+    if (a.pid && a.file) {
+        fprintf(stderr, "dynamo-top: give a pid or --file, not both\n");
+        return EXIT_USAGE;
+    }
+    if (a.save && !a.pid) {
+        fprintf(stderr, "dynamo-top: --save needs a pid (-p PID)\n");
+        return EXIT_USAGE;
+    }
+    if (!a.pid && !a.file)
+        return list_processes();
+
+    crt_install_signals();
+    DrStatus st;
+    Source *src = a.file ? source_open_file(a.file, &st) : source_open_pid(a.pid, &st);
+    if (!src)
+        return fail(&st);
+    int rc = 0;
+    if (a.save) {
+        if (source_save(src, a.save, &st) != 0) {
+            rc = fail(&st);
+            goto done;
+        }
+        fprintf(a.once ? stderr : stdout, "saved snapshot of pid %d to %s\n", (int)a.pid, a.save);
+        if (!a.once)
+            goto done;
+    }
+    if (a.once) {
+        rc = run_once(src, &a);
+        goto done;
+    }
+    int exited = 0;
+    Model *m = source_read(src, &exited, &st);
+    if (!m) {
+        rc = fail(&st);
+        goto done;
+    }
+    AppOptions ao = {.interval_ms = (int)(a.delay * 1000), .iterations = a.iterations,
+                     .save_dir = a.save_dir, .exited = exited};
+    rc = app_run(src, m, &ao);
+done:
+    source_delete(src);
+    return rc;
+}

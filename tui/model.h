@@ -1,0 +1,167 @@
+/* model.h — what dynamo-top knows about one process, in its own terms.
+ *
+ * A Model is a self-contained, fully owned copy of one reading of the
+ * telemetry (source.c fills it from the reader library).  The views and the
+ * report read only Models, never the reader, so a paused or exited process
+ * keeps its last Model untouched.  Every char * field is owned by the
+ * struct holding it and never NULL once filled (empty string instead).
+ */
+#ifndef TUI_MODEL_H
+#define TUI_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum FrameStatus {
+    FS_OK = 0,      /* compiled, no break */
+    FS_BREAK,       /* compiled with at least one graph break */
+    FS_LIMIT,       /* cache_size_limit hit: misses run eagerly */
+    FS_ERROR,       /* the last compile failed: runs eagerly */
+    FS_COUNT
+} FrameStatus;
+
+typedef enum ProcState {
+    PS_LIVE = 0,    /* refreshing from a running process */
+    PS_PAUSED,      /* the user froze the view */
+    PS_EXITED,      /* the process went away; last state kept */
+    PS_SNAPSHOT     /* read from a snapshot file (--file) */
+} ProcState;
+
+/* One fx node of a captured graph. */
+typedef struct MNode {
+    char *op;       /* placeholder, call_function, call_method, call_module, get_attr, output */
+    char *name;     /* node name */
+    char *target;   /* "torch.abs", "add", ... */
+    char *args;     /* printed args */
+    char *meta;     /* tensor meta, e.g. "f32[10, 4]"; "" when none */
+} MNode;
+
+typedef struct MGraph {
+    char *name;     /* __compiled_fn_N */
+    MNode *nodes;   /* owned array */
+    size_t n_nodes;
+    uint64_t n_ops; /* call_* nodes */
+} MGraph;
+
+typedef struct MGuard {
+    char *kind;         /* TENSOR_MATCH, ID_MATCH, ... */
+    char *source;       /* L['x'], G['torch'], ... */
+    char *text;         /* full human-readable guard */
+    uint64_t fails;     /* times it was the failing guard (since reset) */
+    char *last_property;/* failing property of the entry's last failure, when it was this guard */
+    char *last_expected;/* "" when it was not the last failure */
+    char *last_actual;
+} MGuard;
+
+/* One compile of a frame: a cache entry [F/C] when it succeeded. */
+typedef struct MEntry {
+    int64_t frame_id;
+    int64_t compile_id;
+    char *status;           /* "ok", "limit", "error", "skipped", "unsupported" */
+    uint64_t hits;          /* calls that ran this entry (since reset) */
+    uint64_t compile_ns;    /* time spent compiling it, ns */
+    uint64_t when_ns;       /* compile time stamp, ns since process start; 0 unknown */
+    char *backend;
+    char *recompile_reason; /* failing guard of the closest entry; "" for the first compile */
+    char *error;            /* "" unless status is "error" */
+    char *orig_bytecode;    /* dis listing */
+    char *mod_bytecode;
+    MGraph *graphs;  size_t n_graphs;
+    MGuard *guards;  size_t n_guards;
+    char **resumes;  size_t n_resumes;   /* __resume_at_<offset>_<n> names */
+} MEntry;
+
+/* One graph break site, deduplicated by (reason, file, line). */
+typedef struct MBreak {
+    char *reason;
+    char *file;         /* user frame of the break */
+    int line;
+    uint64_t count;     /* how many compiles broke here */
+    char *user_stack;   /* "File ..., line ..., in ..." lines */
+} MBreak;
+
+typedef struct MFrame {
+    int64_t id;             /* frame id F of [F/C] */
+    char *name;             /* co_name */
+    char *file;
+    int line;               /* co_firstlineno */
+    uint64_t calls, hits, misses;  /* since reset */
+    uint64_t n_live;        /* cache entries installed now */
+    uint64_t limit;         /* cache_size_limit; 0 unknown */
+    uint64_t recompiles;    /* compiles after the first */
+    uint64_t breaks;        /* graph breaks recorded */
+    uint64_t compile_ns;    /* total compile time, ns */
+    FrameStatus status;
+    MEntry *entries; size_t n_entries;  /* in compile order */
+    MBreak *brks;    size_t n_brks;
+} MFrame;
+
+typedef struct MEvent {
+    uint64_t seq;       /* sequence number in the process's event ring */
+    uint64_t when_ns;   /* ns since process start; 0 unknown */
+    char *kind;         /* "compile", "break", "recompile", "limit", "error", ... */
+    int64_t frame_id;   /* -1 when not about a frame */
+    int64_t compile_id;
+    char *text;
+} MEvent;
+
+typedef struct Model {
+    int pid;
+    char *python;           /* "3.11.2" */
+    char *torch;            /* "2.13.0" */
+    char *origin;           /* "pid 1234" or "snapshot FILE" */
+    uint64_t uptime_s;
+    uint64_t calls, hits, compiles, recompiles, breaks, compile_ns;   /* since reset */
+    uint64_t events_lost;   /* ring overwrote events we never saw */
+    MFrame *frames; size_t n_frames;
+    MEvent *events; size_t n_events;   /* oldest first */
+} Model;
+
+Model *model_new(void);
+void model_delete(Model *m);
+
+/* Accessors that grow the arrays and return the new zeroed element. */
+MFrame *model_add_frame(Model *m);
+MEntry *mframe_add_entry(MFrame *f);
+MGraph *mentry_add_graph(MEntry *e);
+MNode *mgraph_add_node(MGraph *g);
+MGuard *mentry_add_guard(MEntry *e);
+void mentry_add_resume(MEntry *e, const char *name);
+/* Adds a break or bumps the count of the identical one already there. */
+MBreak *mframe_add_break(MFrame *f, const char *reason, const char *file, int line,
+                         const char *user_stack);
+MEvent *model_add_event(Model *m);
+
+const MFrame *model_find_frame(const Model *m, int64_t id);
+/* Replaces every NULL string with "" and derives status / totals that the
+ * source left at zero.  Call once after filling. */
+void model_finish(Model *m);
+
+/* "ok", "break", "LIMIT → eager" (or "LIMIT -> eager"), "error". */
+const char *frame_status_label(FrameStatus s, int utf8);
+
+/* ---- reset baseline: the tool's counters, never the process's ---- */
+
+typedef struct BaselineFrame {
+    int64_t id;
+    uint64_t calls, hits, misses, recompiles, breaks, compile_ns;
+} BaselineFrame;
+
+typedef struct Baseline {
+    int active;
+    uint64_t calls, hits, compiles, recompiles, breaks, compile_ns;
+    uint64_t last_seq;                  /* events up to here are hidden */
+    BaselineFrame *frames; size_t n_frames;
+    /* per-entry hits and per-guard fails, keyed by (frame, compile, guard) */
+    struct BaselineCounter { int64_t f, c, g; uint64_t v; } *ctr; size_t n_ctr;
+} Baseline;
+
+/* Moves the zero to the counters `m` shows now.  `m` may already have this
+ * baseline applied: what it shows is added to the baseline, so the next
+ * baseline_apply on a fresh reading shows only what happened since. */
+void baseline_take(Baseline *b, const Model *m);
+/* Subtracts the baseline from `m` in place (saturating at 0). */
+void baseline_apply(const Baseline *b, Model *m);
+void baseline_free(Baseline *b);
+
+#endif

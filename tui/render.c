@@ -1,0 +1,537 @@
+/* render.c — Model -> Lines for the header, the frame table, the tree and
+ * the detail tabs.  Shared by the interactive view and the --once report,
+ * so both always show the same facts in the same words. */
+#include "render.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- header ---- */
+
+const char *proc_state_label(ProcState st)
+{
+    switch (st) {
+    case PS_LIVE: return "LIVE";
+    case PS_PAUSED: return "PAUSED";
+    case PS_EXITED: return "EXITED";
+    case PS_SNAPSHOT: return "SNAPSHOT";
+    }
+    return "?";
+}
+
+void render_header(Lines *out, const Model *m, ProcState st, int show_state)
+{
+    char up[32], hit[16], cns[32], calls[16], state[32] = "";
+    if (show_state)
+        snprintf(state, sizeof state, "  [%s]", proc_state_label(st));
+    lines_addf(out, C_HEADER, "dynamo-top  pid %d  Python %s  torch %s  uptime %s%s",
+               m->pid, *m->python ? m->python : "?", *m->torch ? m->torch : "?",
+               fmt_duration(up, sizeof up, m->uptime_s), state);
+    lines_addf(out, C_VALUE,
+               "calls %s  hit %s  compiles %llu  recompiles %llu  breaks %llu  compile time %s",
+               fmt_count(calls, sizeof calls, m->calls), fmt_percent(hit, sizeof hit, m->hits, m->calls),
+               (unsigned long long)m->compiles, (unsigned long long)m->recompiles,
+               (unsigned long long)m->breaks, fmt_ns(cns, sizeof cns, m->compile_ns));
+}
+
+/* ---- frame table ---- */
+
+static const char *const sort_names[SORT_COUNT] = {
+    "FUNCTION", "FILE:LINE", "CALLS", "HIT%", "ENTRIES", "RECOMP", "BREAKS", "COMPILE", "STATUS",
+};
+/* column widths; FUNCTION takes what is left (at least its minimum) */
+static const int col_width[SORT_COUNT] = { 24, 30, 9, 7, 8, 7, 7, 10, 15 };
+
+const char *sort_key_name(SortKey k)
+{
+    return k < SORT_COUNT ? sort_names[k] : "?";
+}
+
+static int function_width(int width)
+{
+    int rest = 0;
+    for (int k = 1; k < SORT_COUNT; k++)
+        rest += col_width[k] + 1;
+    int w = width - rest - 1;
+    return w < col_width[0] ? col_width[0] : w > 48 ? 48 : w;
+}
+
+/* Appends `text` in a cell of `w` columns; numbers right-aligned. */
+static void cell(StrBuf *sb, const char *text, int w, int right)
+{
+    size_t tw = utf8_width(text);
+    if ((int)tw > w) {  /* keep the end of paths, the start of names */
+        if (right || strchr(text, '/') || strchr(text, ':')) {
+            const char *p = text;
+            while (utf8_width(p) > (size_t)w - 1)
+                p++;
+            while (((unsigned char)*p & 0xC0) == 0x80)
+                p++;
+            sb_add(sb, "~");
+            sb_add(sb, p);
+            sb_pad(sb, 0);
+        } else {
+            sb_addn(sb, text, utf8_prefix(text, (size_t)w - 1));
+            sb_add(sb, "~");
+        }
+    } else {
+        if (right)
+            for (size_t i = tw; i < (size_t)w; i++)
+                sb_add(sb, " ");
+        sb_add(sb, text);
+        if (!right)
+            for (size_t i = tw; i < (size_t)w; i++)
+                sb_add(sb, " ");
+    }
+    sb_add(sb, " ");
+}
+
+char *render_table_title(const TableOpts *o)
+{
+    StrBuf sb;
+    sb_init(&sb);
+    sb_add(&sb, " ");
+    for (int k = 0; k < SORT_COUNT; k++) {
+        char t[40];
+        const char *mark = k != (int)o->sort ? "" : o->ascending ? (o->utf8 ? "\xe2\x96\xb2" : "^")
+                                                                 : (o->utf8 ? "\xe2\x96\xbc" : "v");
+        snprintf(t, sizeof t, "%s%s", sort_names[k], mark);
+        int w = k == 0 ? function_width(o->width) : col_width[k];
+        cell(&sb, t, w, k >= SORT_CALLS && k <= SORT_COMPILE);
+    }
+    return sb_steal(&sb);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static char *frame_row(const MFrame *f, const TableOpts *o, const char *prefix)
+{
+    StrBuf sb;
+    char buf[64], fl[512], ent[32], calls[16], hit[16];
+    sb_init(&sb);
+    sb_add(&sb, " ");
+    snprintf(buf, sizeof buf, "%s%s", prefix, f->name);
+    cell(&sb, buf, function_width(o->width), 0);
+    snprintf(fl, sizeof fl, "%s:%d", base_name(f->file), f->line);
+    cell(&sb, fl, col_width[SORT_FILE], 0);
+    cell(&sb, fmt_count(calls, sizeof calls, f->calls), col_width[SORT_CALLS], 1);
+    cell(&sb, fmt_percent(hit, sizeof hit, f->hits, f->calls), col_width[SORT_HIT], 1);
+    if (f->limit)
+        snprintf(ent, sizeof ent, "%llu/%llu", (unsigned long long)f->n_live,
+                 (unsigned long long)f->limit);
+    else
+        snprintf(ent, sizeof ent, "%llu/?", (unsigned long long)f->n_live);
+    cell(&sb, ent, col_width[SORT_ENTRIES], 1);
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)f->recompiles);
+    cell(&sb, buf, col_width[SORT_RECOMPILES], 1);
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)f->breaks);
+    cell(&sb, buf, col_width[SORT_BREAKS], 1);
+    cell(&sb, fmt_ns(buf, sizeof buf, f->compile_ns), col_width[SORT_COMPILE], 1);
+    sb_add(&sb, frame_status_label(f->status, o->utf8));
+    return sb_steal(&sb);
+}
+
+static Color status_color(FrameStatus s)
+{
+    switch (s) {
+    case FS_BREAK: return C_BREAK;
+    case FS_LIMIT: return C_LIMIT;
+    case FS_ERROR: return C_ERROR;
+    default: return C_DEFAULT;
+    }
+}
+
+static int cmp_u64(uint64_t a, uint64_t b) { return a < b ? -1 : a > b; }
+
+/* qsort has no context argument: the sort options live here for one call. */
+static const TableOpts *sort_opts;
+
+static int cmp_frames(const void *pa, const void *pb)
+{
+    const MFrame *a = *(const MFrame *const *)pa, *b = *(const MFrame *const *)pb;
+    int c = 0;
+    switch (sort_opts->sort) {
+    case SORT_FUNCTION: c = strcmp(a->name, b->name); break;
+    case SORT_FILE:
+        c = strcmp(base_name(a->file), base_name(b->file));
+        if (!c)
+            c = a->line - b->line;
+        break;
+    case SORT_CALLS: c = cmp_u64(a->calls, b->calls); break;
+    case SORT_HIT: {
+        /* compare hits/calls without floating point: a.h*b.c vs b.h*a.c */
+        unsigned __int128 x = (unsigned __int128)a->hits * (b->calls ? b->calls : 1);
+        unsigned __int128 y = (unsigned __int128)b->hits * (a->calls ? a->calls : 1);
+        c = x < y ? -1 : x > y;
+        break;
+    }
+    case SORT_ENTRIES: c = cmp_u64(a->n_live, b->n_live); break;
+    case SORT_RECOMPILES: c = cmp_u64(a->recompiles, b->recompiles); break;
+    case SORT_BREAKS: c = cmp_u64(a->breaks, b->breaks); break;
+    case SORT_COMPILE: c = cmp_u64(a->compile_ns, b->compile_ns); break;
+    case SORT_STATUS: c = (int)a->status - (int)b->status; break;
+    default: break;
+    }
+    if (!sort_opts->ascending)
+        c = -c;
+    return c ? c : cmp_u64((uint64_t)a->id, (uint64_t)b->id);   /* stable: by frame id */
+}
+
+static int passes(const MFrame *f, const TableOpts *o)
+{
+    return str_contains_ci(f->name, o->filter) || str_contains_ci(f->file, o->filter);
+}
+
+/* The frames to show, filtered and sorted; caller frees the array. */
+static const MFrame **ordered(const Model *m, const TableOpts *o, size_t *n)
+{
+    const MFrame **v = xcalloc(m->n_frames + 1, sizeof *v);
+    *n = 0;
+    for (size_t i = 0; i < m->n_frames; i++)
+        if (passes(&m->frames[i], o))
+            v[(*n)++] = &m->frames[i];
+    sort_opts = o;
+    qsort(v, *n, sizeof *v, cmp_frames);
+    sort_opts = NULL;
+    return v;
+}
+
+void render_frames(Lines *out, const Model *m, const TableOpts *o)
+{
+    size_t n;
+    const MFrame **v = ordered(m, o, &n);
+    for (size_t i = 0; i < n; i++) {
+        char *row = frame_row(v[i], o, "");
+        lines_add(out, status_color(v[i]->status), v[i]->id, -1, row);
+        free(row);
+    }
+    free(v);
+}
+
+/* ---- tree ---- */
+
+static const MFrame *frame_named(const Model *m, const char *name)
+{
+    for (size_t i = 0; i < m->n_frames; i++)
+        if (strcmp(m->frames[i].name, name) == 0)
+            return &m->frames[i];
+    return NULL;
+}
+
+void render_tree(Lines *out, const Model *m, const TableOpts *o)
+{
+    const char *mid = o->utf8 ? "\xe2\x94\x9c\xe2\x94\x80 " : "|- ";
+    const char *last = o->utf8 ? "\xe2\x94\x94\xe2\x94\x80 " : "`- ";
+    const char *bar = o->utf8 ? "\xe2\x94\x82  " : "|  ";
+    size_t n;
+    const MFrame **v = ordered(m, o, &n);
+    for (size_t i = 0; i < n; i++) {
+        const MFrame *f = v[i];
+        char *row = frame_row(f, o, "");
+        lines_add(out, status_color(f->status), f->id, -1, row);
+        free(row);
+        for (size_t k = 0; k < f->n_entries; k++) {
+            const MEntry *e = &f->entries[k];
+            int is_last = k + 1 == f->n_entries;
+            char t[64];
+            StrBuf sb;
+            sb_init(&sb);
+            sb_addf(&sb, "   %s[%lld/%lld] %s  hits %llu  compile %s", is_last ? last : mid,
+                    (long long)e->frame_id, (long long)e->compile_id, e->status,
+                    (unsigned long long)e->hits, fmt_ns(t, sizeof t, e->compile_ns));
+            if (*e->backend)
+                sb_addf(&sb, "  backend %s", e->backend);
+            sb_addf(&sb, "  guards %zu", e->n_guards);
+            if (*e->recompile_reason)
+                sb_addf(&sb, "  trigger: %s", e->recompile_reason);
+            lines_add(out, strcmp(e->status, "ok") ? C_LIMIT : C_DEFAULT, f->id, e->compile_id, sb.s);
+            size_t kids = e->n_graphs + e->n_resumes;
+            for (size_t g = 0; g < kids; g++) {
+                sb_clear(&sb);
+                sb_addf(&sb, "   %s%s", is_last ? "   " : bar, g + 1 == kids ? last : mid);
+                if (g < e->n_graphs) {
+                    sb_addf(&sb, "graph %s  (%llu ops)", e->graphs[g].name,
+                            (unsigned long long)e->graphs[g].n_ops);
+                } else {
+                    const char *rn = e->resumes[g - e->n_graphs];
+                    const MFrame *rf = frame_named(m, rn);
+                    sb_addf(&sb, "resume %s", rn);
+                    if (rf)
+                        sb_addf(&sb, "  -> frame [%lld]", (long long)rf->id);
+                }
+                lines_add(out, C_DIM, f->id, e->compile_id, sb.s);
+            }
+            sb_free(&sb);
+        }
+    }
+    free(v);
+}
+
+/* ---- detail tabs ---- */
+
+static int wanted(const MEntry *e, int64_t compile_id)
+{
+    return compile_id < 0 || e->compile_id == compile_id;
+}
+
+static void entry_title(Lines *out, const MEntry *e, const char *what)
+{
+    char t[32];
+    StrBuf sb;
+    sb_init(&sb);
+    sb_addf(&sb, "[%lld/%lld] %s", (long long)e->frame_id, (long long)e->compile_id, what);
+    sb_addf(&sb, "  (status %s, compile %s", e->status, fmt_ns(t, sizeof t, e->compile_ns));
+    if (*e->backend)
+        sb_addf(&sb, ", backend %s", e->backend);
+    sb_add(&sb, ")");
+    lines_add(out, C_SECTION, e->frame_id, e->compile_id, sb.s);
+    sb_free(&sb);
+}
+
+static int widest(int w, const char *text, int limit)
+{
+    int n = (int)utf8_width(text);
+    return n > w ? (n > limit ? limit : n) : w;
+}
+
+static void tab_graph(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)
+{
+    (void)m; (void)width;
+    size_t shown = 0;
+    for (size_t k = 0; k < f->n_entries; k++) {
+        const MEntry *e = &f->entries[k];
+        if (!wanted(e, cid))
+            continue;
+        for (size_t g = 0; g < e->n_graphs; g++) {
+            const MGraph *gr = &e->graphs[g];
+            char what[160];
+            snprintf(what, sizeof what, "graph %s  %llu ops", gr->name, (unsigned long long)gr->n_ops);
+            entry_title(out, e, what);
+            /* columns as wide as their widest cell, within limits */
+            int w_op = 6, w_name = 4, w_target = 6, w_shape = 5;
+            for (size_t i = 0; i < gr->n_nodes; i++) {
+                const MNode *n = &gr->nodes[i];
+                w_op = widest(w_op, n->op, 16);
+                w_name = widest(w_name, n->name, 24);
+                w_target = widest(w_target, n->target, 48);
+                w_shape = widest(w_shape, n->meta, 32);
+            }
+            lines_addf(out, C_TITLE, "  %-*s %-*s %-*s %-*s %s", w_op, "OPCODE", w_name, "NAME",
+                       w_target, "TARGET", w_shape, "SHAPE", "ARGS");
+            for (size_t i = 0; i < gr->n_nodes; i++) {
+                const MNode *n = &gr->nodes[i];
+                lines_addf(out, C_DEFAULT, "  %-*s %-*s %-*s %-*s %s", w_op, n->op, w_name, n->name,
+                           w_target, n->target, w_shape, *n->meta ? n->meta : "-", n->args);
+            }
+            lines_add(out, C_DEFAULT, -1, -1, "");
+            shown++;
+        }
+        if (!e->n_graphs && (cid >= 0 || strcmp(e->status, "ok"))) {
+            entry_title(out, e, "no graph");
+            if (*e->error)
+                lines_addf(out, C_ERROR, "  error: %s", e->error);
+            shown++;
+        }
+    }
+    if (!shown)
+        lines_add(out, C_DIM, -1, -1, "no graphs captured for this frame");
+}
+
+/* Splits `text` at newlines into an array of borrowed slices. */
+typedef struct Slice { const char *s; size_t n; } Slice;
+
+static Slice *split(const char *text, size_t *count)
+{
+    size_t cap = 1;
+    for (const char *p = text; *p; p++)
+        cap += *p == '\n';
+    Slice *v = xcalloc(cap, sizeof *v);
+    size_t n = 0;
+    const char *p = text;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        v[n].s = p;
+        v[n].n = len;
+        n++;
+        p += len + (nl != NULL);
+    }
+    *count = n;
+    return v;
+}
+
+/* One half of a side-by-side line: the slice clipped / padded to `w`. */
+static void half(StrBuf *sb, const Slice *sl, int w)
+{
+    char *t = sl ? xstrndup(sl->s, sl->n) : xstrdup("");
+    for (char *p = t; *p; p++)
+        if (*p == '\t')
+            *p = ' ';
+    size_t cut = utf8_prefix(t, (size_t)w);
+    size_t start = sb->len;
+    sb_addn(sb, t, cut);
+    size_t used = utf8_width(sb->s + start);
+    for (; used < (size_t)w; used++)
+        sb_add(sb, " ");
+    free(t);
+}
+
+static void tab_bytecode(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)
+{
+    (void)m;
+    int w = (width - 3) / 2;
+    if (w < 20)
+        w = 20;
+    size_t shown = 0;
+    for (size_t k = 0; k < f->n_entries; k++) {
+        const MEntry *e = &f->entries[k];
+        if (!wanted(e, cid))
+            continue;
+        entry_title(out, e, "bytecode");
+        size_t no, nm;
+        Slice *o = split(e->orig_bytecode, &no);
+        Slice *md = split(e->mod_bytecode, &nm);
+        StrBuf sb;
+        sb_init(&sb);
+        Slice t1 = {"ORIGINAL BYTECODE", 17}, t2 = {"MODIFIED BYTECODE", 17};
+        half(&sb, &t1, w);
+        sb_add(&sb, " | ");
+        half(&sb, &t2, w);
+        lines_add(out, C_TITLE, e->frame_id, e->compile_id, sb.s);
+        for (size_t i = 0; i < no || i < nm; i++) {
+            sb_clear(&sb);
+            half(&sb, i < no ? &o[i] : NULL, w);
+            sb_add(&sb, " | ");
+            half(&sb, i < nm ? &md[i] : NULL, w);
+            /* no trailing blanks: keeps reports and screen captures diffable */
+            while (sb.len && sb.s[sb.len - 1] == ' ')
+                sb.s[--sb.len] = '\0';
+            lines_add(out, C_DEFAULT, e->frame_id, e->compile_id, sb.s);
+        }
+        if (!no && !nm)
+            lines_add(out, C_DIM, -1, -1, "  (no bytecode recorded)");
+        lines_add(out, C_DEFAULT, -1, -1, "");
+        sb_free(&sb);
+        free(o);
+        free(md);
+        shown++;
+    }
+    if (!shown)
+        lines_add(out, C_DIM, -1, -1, "no compiles recorded for this frame");
+}
+
+static void tab_guards(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)
+{
+    (void)m; (void)width;
+    size_t shown = 0;
+    for (size_t k = 0; k < f->n_entries; k++) {
+        const MEntry *e = &f->entries[k];
+        if (!wanted(e, cid) || !e->n_guards)
+            continue;
+        char what[96];
+        snprintf(what, sizeof what, "guards: %zu, entry hits %llu", e->n_guards,
+                 (unsigned long long)e->hits);
+        entry_title(out, e, what);
+        lines_addf(out, C_TITLE, "  %6s  %-14s %-28s %s", "FAILS", "KIND", "SOURCE", "GUARD");
+        for (size_t g = 0; g < e->n_guards; g++) {
+            const MGuard *gd = &e->guards[g];
+            const char *text = gd->text;
+            while (*text == ' ' || *text == '-')    /* describe() starts with " - " */
+                text++;
+            lines_addf(out, gd->fails ? C_BREAK : C_DEFAULT, "  %6llu  %-14s %-28s %s",
+                       (unsigned long long)gd->fails, gd->kind, gd->source, text);
+            if (*gd->last_expected || *gd->last_actual)
+                lines_addf(out, C_ERROR, "  %6s  last failure: %s%sexpected %s, actual %s", "",
+                           gd->last_property, *gd->last_property ? ": " : "",
+                           gd->last_expected, gd->last_actual);
+        }
+        lines_add(out, C_DEFAULT, -1, -1, "");
+        shown++;
+    }
+    if (!shown)
+        lines_add(out, C_DIM, -1, -1, "no guards recorded for this frame");
+}
+
+static void tab_breaks(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)
+{
+    (void)m; (void)cid; (void)width;
+    if (!f->n_brks) {
+        lines_add(out, C_DIM, -1, -1, "no graph breaks in this frame");
+        return;
+    }
+    lines_addf(out, C_TITLE, "  %6s  %-40s %s", "COUNT", "USER FRAME", "REASON");
+    for (size_t i = 0; i < f->n_brks; i++) {
+        const MBreak *b = &f->brks[i];
+        char where[512];
+        snprintf(where, sizeof where, "%s:%d", base_name(b->file), b->line);
+        lines_addf(out, C_BREAK, "  %6llu  %-40s %s", (unsigned long long)b->count, where, b->reason);
+        if (*b->user_stack) {
+            Lines tmp;
+            lines_init(&tmp);
+            lines_add(&tmp, C_DIM, -1, -1, b->user_stack);
+            for (size_t k = 0; k < tmp.n; k++)
+                lines_addf(out, C_DIM, "          %s", tmp.v[k].text);
+            lines_free(&tmp);
+        }
+    }
+}
+
+static void tab_recompiles(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)
+{
+    (void)m; (void)width;
+    size_t shown = 0;
+    for (size_t k = 0; k < f->n_entries; k++) {
+        const MEntry *e = &f->entries[k];
+        if (!wanted(e, cid) || !*e->recompile_reason)
+            continue;
+        char t[32];
+        lines_addf(out, strcmp(e->status, "limit") ? C_BREAK : C_LIMIT,
+                   "  [%lld/%lld] %-6s +%.3fs  compile %-9s trigger: %s%s", (long long)e->frame_id,
+                   (long long)e->compile_id, e->status, (double)e->when_ns / 1e9,
+                   fmt_ns(t, sizeof t, e->compile_ns), e->recompile_reason,
+                   strcmp(e->status, "limit") ? "" : "  (cache_size_limit hit: runs eagerly)");
+        shown++;
+    }
+    if (!shown)
+        lines_add(out, C_DIM, -1, -1, "no recompiles of this frame");
+}
+
+static void tab_events(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)
+{
+    (void)cid; (void)width;
+    if (!m->n_events) {
+        lines_add(out, C_DIM, -1, -1, "no events (since reset)");
+        return;
+    }
+    if (m->events_lost)
+        lines_addf(out, C_DIM, "(%llu older events overwritten in the ring)",
+                   (unsigned long long)m->events_lost);
+    for (size_t i = m->n_events; i-- > 0;) {     /* newest first */
+        const MEvent *ev = &m->events[i];
+        char id[48] = "";
+        if (ev->frame_id >= 0 && ev->compile_id >= 0)
+            snprintf(id, sizeof id, "[%lld/%lld]", (long long)ev->frame_id, (long long)ev->compile_id);
+        else if (ev->frame_id >= 0)
+            snprintf(id, sizeof id, "[%lld]", (long long)ev->frame_id);
+        Color c = strcmp(ev->kind, "break") == 0 ? C_BREAK
+                : strcmp(ev->kind, "limit") == 0 ? C_LIMIT
+                : strcmp(ev->kind, "error") == 0 ? C_ERROR
+                : f && ev->frame_id == f->id ? C_SECTION : C_DEFAULT;
+        lines_addf(out, c, "  #%-5llu +%9.3fs  %-9s %-8s %s", (unsigned long long)ev->seq,
+                   (double)ev->when_ns / 1e9, ev->kind, id, ev->text);
+    }
+}
+
+const TabClass tab_classes[TAB_COUNT] = {
+    [TAB_GRAPH] = {"Graph", tab_graph},
+    [TAB_BYTECODE] = {"Bytecode", tab_bytecode},
+    [TAB_GUARDS] = {"Guards", tab_guards},
+    [TAB_BREAKS] = {"Breaks", tab_breaks},
+    [TAB_RECOMPILES] = {"Recompiles", tab_recompiles},
+    [TAB_EVENTS] = {"Events", tab_events},
+};

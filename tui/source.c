@@ -1,0 +1,269 @@
+/* source.c — DrSnapshot (inspect/reader.h) to Model (model.h).
+ *
+ * Owns the DrReader of the session.  Copies every string it keeps, frees
+ * each DrSnapshot before returning, and derives what the reader does not
+ * carry directly (see the "derived" notes below and tui/NEEDS.md).
+ */
+#include "source.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+struct Source {
+    DrReader *reader;   /* owned */
+    int is_file;
+};
+
+static Source *wrap(DrReader *r, int is_file)
+{
+    if (!r)
+        return NULL;
+    Source *src = xcalloc(1, sizeof *src);
+    src->reader = r;
+    src->is_file = is_file;
+    return src;
+}
+
+Source *source_open_pid(pid_t pid, DrStatus *st)
+{
+    return wrap(dr_open_pid(pid, 0, st), 0);
+}
+
+Source *source_open_file(const char *path, DrStatus *st)
+{
+    return wrap(dr_open_file(path, st), 1);
+}
+
+void source_delete(Source *src)
+{
+    if (!src)
+        return;
+    dr_close(src->reader);
+    free(src);
+}
+
+int source_save(Source *src, const char *path, DrStatus *st)
+{
+    return dr_save(src->reader, path, st);
+}
+
+int source_is_file(const Source *src) { return src->is_file; }
+const char *source_describe(const Source *src) { return dr_source(src->reader); }
+
+static uint64_t since(uint64_t t, uint64_t origin)
+{
+    return t > origin ? t - origin : 0;
+}
+
+/* "float32[10, 4]" from the node's tensor meta; "" when it has none. */
+static char *node_meta(const DrNode *n)
+{
+    if (!*n->dtype && !*n->shape)
+        return xstrdup_clean("");
+    const char *dt = n->dtype;
+    if (strncmp(dt, "torch.", 6) == 0)
+        dt += 6;
+    char *raw = xasprintf("%s%s%s%s", dt, n->shape, *n->device && strcmp(n->device, "cpu") ? " " : "",
+                     strcmp(n->device, "cpu") ? n->device : "");
+    char *clean = xstrdup_clean(raw);
+    free(raw);
+    return clean;
+}
+
+/* Derived: the record does not list its resume functions, but the modified
+ * bytecode loads them by name (LOAD_GLOBAL __resume_at_<offset>_<n>). */
+static void add_resumes(MEntry *e, const char *bytecode)
+{
+    static const char tag[] = "__resume_at_";
+    for (const char *p = strstr(bytecode, tag); p; p = strstr(p + 1, tag)) {
+        size_t n = strlen(tag);
+        while (p[n] == '_' || (p[n] >= '0' && p[n] <= '9'))
+            n++;
+        char *name = xstrndup(p, n);
+        int seen = 0;
+        for (size_t i = 0; i < e->n_resumes && !seen; i++)
+            seen = strcmp(e->resumes[i], name) == 0;
+        if (!seen)
+            mentry_add_resume(e, name);
+        free(name);
+    }
+}
+
+static char *stack_text(const DrBreak *b)
+{
+    StrBuf sb;
+    sb_init(&sb);
+    for (size_t i = 0; i < b->n_frames; i++) {
+        const DrFrame *fr = &b->user_stack[i];
+        sb_addf(&sb, "File \"%s\", line %u, in %s\n", fr->filename, fr->lineno, fr->name);
+        if (*fr->line)
+            sb_addf(&sb, "    %s\n", fr->line);
+    }
+    char *clean = xstrdup_clean(sb.s ? sb.s : "");
+    sb_free(&sb);
+    return clean;
+}
+
+static void fill_entry(MEntry *e, const DrRecord *rec, uint64_t origin_ns)
+{
+    e->frame_id = rec->frame_id;
+    e->compile_id = rec->compile_id;
+    e->status = xstrdup_clean(rec->status);
+    e->compile_ns = rec->compile_ns;
+    e->when_ns = since(rec->start_ns, origin_ns);
+    e->backend = xstrdup_clean(rec->backend);
+    e->recompile_reason = xstrdup_clean(rec->recompile_reason);
+    e->error = xstrdup_clean(rec->error);
+    e->orig_bytecode = xstrdup_clean(rec->original_bytecode);
+    e->mod_bytecode = xstrdup_clean(rec->modified_bytecode);
+    const DrEntry *ent = rec->entry;
+    e->hits = ent ? ent->hits : 0;
+    for (size_t g = 0; g < rec->n_graphs; g++) {
+        const DrGraph *dg = &rec->graphs[g];
+        MGraph *mg = mentry_add_graph(e);
+        mg->name = xstrdup_clean(dg->name);
+        mg->n_ops = dg->op_count;
+        for (size_t k = 0; k < dg->n_nodes; k++) {
+            const DrNode *dn = &dg->nodes[k];
+            MNode *mn = mgraph_add_node(mg);
+            mn->op = xstrdup_clean(dn->op);
+            mn->name = xstrdup_clean(dn->name);
+            mn->target = xstrdup_clean(dn->target);
+            mn->args = xstrdup_clean(dn->args);
+            mn->meta = node_meta(dn);
+        }
+    }
+    for (size_t g = 0; g < rec->n_guards; g++) {
+        const DrGuard *dg = &rec->guards[g];
+        MGuard *mg = mentry_add_guard(e);
+        mg->kind = xstrdup_clean(dg->kind);
+        mg->source = xstrdup_clean(dg->source);
+        /* the expected value (detail) belongs next to the guard it checks */
+        if (*dg->detail && !strstr(dg->text, dg->detail)) {
+            char *both = xasprintf("%s  [%s]", dg->text, dg->detail);
+            mg->text = xstrdup_clean(both);
+            free(both);
+        } else {
+            mg->text = xstrdup_clean(dg->text);
+        }
+        mg->fails = dg->fail_count;
+        int last = ent && ent->last_fail_guard == (int64_t)g;
+        mg->last_property = xstrdup_clean(last ? ent->last_fail_property : "");
+        mg->last_expected = xstrdup_clean(last ? ent->last_fail_expected : "");
+        mg->last_actual = xstrdup_clean(last ? ent->last_fail_actual : "");
+    }
+    add_resumes(e, rec->modified_bytecode);
+}
+
+static void fill_frame(MFrame *f, const DrCode *c, uint64_t origin_ns)
+{
+    f->id = c->frame_id == UINT32_MAX ? -1 - (int64_t)c->slot : (int64_t)c->frame_id;
+    f->name = xstrdup_clean(c->name);
+    f->file = xstrdup_clean(c->filename);
+    f->line = (int)c->firstlineno;
+    f->calls = c->calls;
+    f->hits = c->hits;
+    f->misses = c->misses;
+    f->compile_ns = c->compile_ns;
+    for (size_t i = 0; i < c->n_entries; i++)
+        f->n_live += !c->entries[i]->dead;
+    int failed = 0;
+    for (size_t i = 0; i < c->n_records; i++) {
+        const DrRecord *rec = c->records[i];
+        fill_entry(mframe_add_entry(f), rec, origin_ns);
+        f->recompiles += *rec->recompile_reason != '\0';
+        f->breaks += rec->n_breaks;
+        for (size_t b = 0; b < rec->n_breaks; b++) {
+            const DrBreak *br = &rec->breaks[b];
+            char *stack = stack_text(br);
+            char *reason = xstrdup_clean(br->reason), *file = xstrdup_clean(br->filename);
+            mframe_add_break(f, reason, file, (int)br->lineno, stack);
+            free(stack);
+            free(reason);
+            free(file);
+        }
+        failed = strcmp(rec->status, "error") == 0 || strcmp(rec->status, "unsupported") == 0;
+    }
+    if (c->limit_hit)
+        f->status = FS_LIMIT;
+    else if (failed || c->skipped)
+        f->status = FS_ERROR;
+    else
+        f->status = f->breaks ? FS_BREAK : FS_OK;
+}
+
+/* Derived: the region does not carry config.cache_size_limit.  A code that
+ * hit the limit had exactly `limit` successful compiles before the limit
+ * record, so any such code tells the value for the whole process. */
+static uint64_t derive_limit(const DrSnapshot *s)
+{
+    uint64_t limit = 0;
+    for (size_t i = 0; i < s->n_codes; i++) {
+        const DrCode *c = &s->codes[i];
+        if (!c->limit_hit)
+            continue;
+        uint64_t ok = 0;
+        for (size_t k = 0; k < c->n_records; k++)
+            ok += strcmp(c->records[k]->status, "ok") == 0;
+        if (ok > limit)
+            limit = ok;
+    }
+    return limit;
+}
+
+static void fill_events(Model *m, const DrSnapshot *s, uint64_t origin_ns)
+{
+    for (size_t i = 0; i < s->n_events; i++) {
+        const DrEvent *de = &s->events[i];
+        MEvent *ev = model_add_event(m);
+        ev->seq = de->seq;
+        ev->when_ns = since(de->time_ns, origin_ns);
+        ev->kind = xstrdup_clean(de->kind_name);
+        ev->frame_id = de->frame_id;
+        ev->compile_id = de->compile_id;
+        StrBuf sb;
+        sb_init(&sb);
+        sb_add(&sb, de->text);
+        if (*de->expected || *de->actual)
+            sb_addf(&sb, " [%s%sexpected %s, actual %s]", de->property,
+                    *de->property ? ": " : "", de->expected, de->actual);
+        if (*de->where)
+            sb_addf(&sb, " at %s", de->where);
+        ev->text = xstrdup_clean(sb.s ? sb.s : "");
+        sb_free(&sb);
+    }
+    if (s->n_events && s->events[0].seq > 1)
+        m->events_lost = s->events[0].seq - 1;
+}
+
+Model *source_read(Source *src, int *exited, DrStatus *st)
+{
+    DrSnapshot *s = dr_snapshot(src->reader, st);
+    if (!s)
+        return NULL;
+    const DrProcess *p = &s->process;
+    Model *m = model_new();
+    m->pid = p->pid;
+    m->python = xstrdup_clean(p->python_version);
+    m->torch = xstrdup_clean(p->torch_version);
+    m->origin = xstrdup_clean(dr_source(src->reader));
+    uint64_t end = p->exited && p->exit_ns ? p->exit_ns : p->snapshot_ns;
+    m->uptime_s = since(end, p->start_ns) / 1000000000ull;
+    uint64_t limit = derive_limit(s);
+    for (size_t i = 0; i < s->n_codes; i++) {
+        MFrame *f = model_add_frame(m);
+        fill_frame(f, &s->codes[i], p->start_ns);
+        f->limit = limit;
+    }
+    fill_events(m, s, p->start_ns);
+    m->calls = s->total_calls;
+    m->hits = s->total_hits;
+    m->compiles = s->n_records;
+    *exited = p->exited;
+    dr_snapshot_free(s);
+    model_finish(m);
+    return m;
+}

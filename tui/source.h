@@ -1,0 +1,38 @@
+/* source.h — where a Model comes from: a live process or a snapshot file,
+ * read through the inspect reader library (inspect/reader.h).
+ *
+ * The only module of dynamo-top that includes reader.h besides main.c
+ * (which maps reader errors to messages and exit statuses).  Turns each
+ * DrSnapshot into a fully owned Model, so the views never hold reader
+ * memory across refreshes.
+ */
+#ifndef TUI_SOURCE_H
+#define TUI_SOURCE_H
+
+#include <sys/types.h>
+
+#include "model.h"
+#include "reader.h"     /* DrStatus, DrError */
+
+typedef struct Source Source;
+
+/* Attach to `pid` / open the snapshot `path`.  NULL with *st filled. */
+Source *source_open_pid(pid_t pid, DrStatus *st);
+Source *source_open_file(const char *path, DrStatus *st);
+void source_delete(Source *src);    /* NULL accepted */
+
+/* Reads the current state.  Returns a new Model (caller owns it; free with
+ * model_delete) and sets *exited to 1 when the process is gone (the Model
+ * is then its last state).  NULL with *st on a hard error. */
+Model *source_read(Source *src, int *exited, DrStatus *st);
+
+/* Writes a snapshot file of the current state (dr_save).  0 / -1 with *st. */
+int source_save(Source *src, const char *path, DrStatus *st);
+
+/* Nonzero when reading a snapshot file. */
+int source_is_file(const Source *src);
+
+/* How the data was reached ("shm /dev/shm/dynamo-123"); borrowed. */
+const char *source_describe(const Source *src);
+
+#endif

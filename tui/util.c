@@ -1,0 +1,330 @@
+/* util.c — checked allocation, growable strings and line lists, number
+ * formatting for dynamo-top.  Knows nothing about curses or the reader;
+ * out-of-memory goes through crt_fatal() so the terminal is restored. */
+#include "util.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crt.h"    /* crt_fatal */
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        crt_fatal(1, "out of memory (%zu bytes)", n);
+    return p;
+}
+
+void *xcalloc(size_t count, size_t size)
+{
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p)
+        crt_fatal(1, "out of memory (%zu x %zu bytes)", count, size);
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        crt_fatal(1, "out of memory (%zu bytes)", n);
+    return q;
+}
+
+char *xstrdup(const char *s)
+{
+    return xstrndup(s ? s : "", s ? strlen(s) : 0);
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+    char *d = xmalloc(n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
+static size_t utf8_seq(const unsigned char *s)
+{
+    size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3
+             : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 2 && s[0] < 0xC2)      /* overlong */
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
+char *xstrdup_clean(const char *s)
+{
+    char *d = xstrdup(s);
+    unsigned char *p = (unsigned char *)d;
+    while (*p) {
+        size_t n = utf8_seq(p);
+        if (n == 0) {
+            *p++ = '?';
+        } else if (n == 1 && (*p < 0x20 || *p == 0x7f) && *p != '\n') {
+            *p = *p == '\t' ? ' ' : '?';
+            p++;
+        } else {
+            p += n;
+        }
+    }
+    return d;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+    StrBuf sb;
+    va_list ap;
+    sb_init(&sb);
+    va_start(ap, fmt);
+    sb_vaddf(&sb, fmt, ap);
+    va_end(ap);
+    return sb_steal(&sb);
+}
+
+/* ---- StrBuf ---- */
+
+void sb_init(StrBuf *sb)
+{
+    sb->s = NULL;
+    sb->len = sb->cap = 0;
+}
+
+void sb_free(StrBuf *sb)
+{
+    free(sb->s);
+    sb_init(sb);
+}
+
+void sb_clear(StrBuf *sb)
+{
+    sb->len = 0;
+    if (sb->s)
+        sb->s[0] = '\0';
+}
+
+static void reserve(StrBuf *sb, size_t extra)
+{
+    if (sb->len + extra + 1 <= sb->cap)
+        return;
+    size_t cap = sb->cap ? sb->cap : 64;
+    while (cap < sb->len + extra + 1)
+        cap *= 2;
+    sb->s = xrealloc(sb->s, cap);
+    sb->cap = cap;
+}
+
+void sb_addn(StrBuf *sb, const char *s, size_t n)
+{
+    reserve(sb, n);
+    memcpy(sb->s + sb->len, s, n);
+    sb->len += n;
+    sb->s[sb->len] = '\0';
+}
+
+void sb_add(StrBuf *sb, const char *s)
+{
+    sb_addn(sb, s ? s : "", s ? strlen(s) : 0);
+}
+
+void sb_vaddf(StrBuf *sb, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    char probe[1];
+    int n = vsnprintf(probe, sizeof probe, fmt, ap2);    /* length only */
+    va_end(ap2);
+    if (n < 0)
+        return;
+    reserve(sb, (size_t)n);
+    vsnprintf(sb->s + sb->len, (size_t)n + 1, fmt, ap);
+    sb->len += (size_t)n;
+}
+
+void sb_addf(StrBuf *sb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vaddf(sb, fmt, ap);
+    va_end(ap);
+}
+
+void sb_pad(StrBuf *sb, size_t columns)
+{
+    size_t w = sb->s ? utf8_width(sb->s) : 0;
+    while (w++ < columns)
+        sb_addn(sb, " ", 1);
+}
+
+char *sb_steal(StrBuf *sb)
+{
+    char *s = sb->s ? sb->s : xstrdup("");
+    sb_init(sb);
+    return s;
+}
+
+/* ---- Lines ---- */
+
+void lines_init(Lines *ls)
+{
+    ls->v = NULL;
+    ls->n = ls->cap = 0;
+}
+
+void lines_clear(Lines *ls)
+{
+    for (size_t i = 0; i < ls->n; i++)
+        free(ls->v[i].text);
+    ls->n = 0;
+}
+
+void lines_free(Lines *ls)
+{
+    lines_clear(ls);
+    free(ls->v);
+    lines_init(ls);
+}
+
+static void add_one(Lines *ls, Color color, int64_t fid, int64_t cid, const char *s, size_t n)
+{
+    if (ls->n == ls->cap) {
+        ls->cap = ls->cap ? ls->cap * 2 : 32;
+        ls->v = xrealloc(ls->v, ls->cap * sizeof *ls->v);
+    }
+    Line *l = &ls->v[ls->n++];
+    l->text = xstrndup(s, n);
+    /* tabs would break column arithmetic: show them as one space */
+    for (char *p = l->text; *p; p++)
+        if (*p == '\t' || *p == '\r')
+            *p = ' ';
+    l->color = color;
+    l->frame_id = fid;
+    l->compile_id = cid;
+}
+
+void lines_add(Lines *ls, Color color, int64_t frame_id, int64_t compile_id, const char *text)
+{
+    const char *p = text ? text : "";
+    for (;;) {
+        const char *nl = strchr(p, '\n');
+        if (!nl) {
+            add_one(ls, color, frame_id, compile_id, p, strlen(p));
+            return;
+        }
+        add_one(ls, color, frame_id, compile_id, p, (size_t)(nl - p));
+        p = nl + 1;
+        if (!*p)    /* a trailing newline ends the text, not a new empty line */
+            return;
+    }
+}
+
+void lines_addf(Lines *ls, Color color, const char *fmt, ...)
+{
+    StrBuf sb;
+    va_list ap;
+    sb_init(&sb);
+    va_start(ap, fmt);
+    sb_vaddf(&sb, fmt, ap);
+    va_end(ap);
+    lines_add(ls, color, -1, -1, sb.s ? sb.s : "");
+    sb_free(&sb);
+}
+
+/* ---- UTF-8 ---- */
+
+size_t utf8_width(const char *s)
+{
+    size_t w = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80)    /* not a continuation byte? */
+            w++;
+    return w;
+}
+
+size_t utf8_prefix(const char *s, size_t columns)
+{
+    size_t i = 0, w = 0;
+    while (s[i]) {
+        if (((unsigned char)s[i] & 0xC0) != 0x80) {
+            if (w == columns)
+                break;
+            w++;
+        }
+        i++;
+    }
+    return i;
+}
+
+/* ---- numbers ---- */
+
+char *fmt_ns(char *buf, size_t len, uint64_t ns)
+{
+    if (ns >= 1000000000ull)
+        snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+    else if (ns >= 1000000ull)
+        snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+    else if (ns >= 1000ull)
+        snprintf(buf, len, "%.0f us", (double)ns / 1e3);
+    else if (ns)
+        snprintf(buf, len, "%llu ns", (unsigned long long)ns);
+    else
+        snprintf(buf, len, "0");
+    return buf;
+}
+
+char *fmt_duration(char *buf, size_t len, uint64_t secs)
+{
+    uint64_t d = secs / 86400, h = secs / 3600 % 24, m = secs / 60 % 60, s = secs % 60;
+    if (d)
+        snprintf(buf, len, "%llud %02llu:%02llu:%02llu", (unsigned long long)d,
+                 (unsigned long long)h, (unsigned long long)m, (unsigned long long)s);
+    else
+        snprintf(buf, len, "%02llu:%02llu:%02llu", (unsigned long long)h,
+                 (unsigned long long)m, (unsigned long long)s);
+    return buf;
+}
+
+char *fmt_percent(char *buf, size_t len, uint64_t part, uint64_t whole)
+{
+    if (!whole)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.1f%%", 100.0 * (double)part / (double)whole);
+    return buf;
+}
+
+char *fmt_count(char *buf, size_t len, uint64_t n)
+{
+    if (n >= 10000000ull)
+        snprintf(buf, len, "%.1fM", (double)n / 1e6);
+    else if (n >= 100000ull)
+        snprintf(buf, len, "%.1fk", (double)n / 1e3);
+    else
+        snprintf(buf, len, "%llu", (unsigned long long)n);
+    return buf;
+}
+
+int str_contains_ci(const char *hay, const char *needle)
+{
+    if (!needle || !*needle)
+        return 1;
+    if (!hay)
+        return 0;
+    size_t n = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] &&
+               tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == n)
+            return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,287 @@
+/* breaks.c — the graph-break map of dynamo-dot (see breaks.h).
+ *
+ * Owns the look of break maps and the walk from a function to its resume
+ * functions (breadth-first over an explicit queue with a visited list:
+ * resume functions of loops call each other in cycles).  Compile [F/C] is
+ * the dot node "[F/C]"; a resume function that never ran is "<name>".
+ */
+#include "breaks.h"
+
+#include <stdint.h>     /* UINT32_MAX */
+#include <stdio.h>      /* snprintf */
+#include <stdlib.h>     /* free */
+#include <string.h>     /* strcmp, strncmp */
+
+#include "graph.h"
+#include "gv.h"
+#include "select.h"
+#include "vstr.h"
+
+#define MAX_OPS_SHOWN 10
+
+/* Codes to draw, in discovery order. */
+typedef struct {
+    const DrCode **v;   /* borrowed */
+    size_t n, cap;
+} CodeList;
+
+/* Appends code unless present; returns 1 when it was new. */
+static int codes_add(CodeList *l, const DrCode *code)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i] == code)
+            return 0;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 8;
+        l->v = vs_xrealloc(l->v, l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = code;
+    return 1;
+}
+
+static const char *status_fill(const char *status)
+{
+    if (strcmp(status, "ok") == 0)
+        return "#cfe2f3";
+    if (strcmp(status, "skipped") == 0)
+        return "#eeeeee";
+    if (strcmp(status, "limit") == 0)
+        return "#fff3b0";
+    return "#ffcdd2";                           /* error, unsupported */
+}
+
+/* "abs → add → truediv → sum → lt": the ops of a graph, in order. */
+static void add_ops(VStr *b, const DrGraph *graph)
+{
+    size_t shown = 0, ops = 0;
+    for (size_t i = 0; i < graph->n_nodes; i++) {
+        const DrNode *n = &graph->nodes[i];
+        if (strncmp(n->op, "call_", 5) != 0)
+            continue;
+        if (ops++ >= MAX_OPS_SHOWN)
+            continue;
+        char t[128];
+        vgraph_short_target(*n->target ? n->target : n->name, t, sizeof t);
+        vs_add(b, shown++ ? " → " : "");
+        if (shown == 6)
+            vs_add(b, "<BR ALIGN=\"LEFT\"/>");
+        vs_add_html(b, t, 24, 0);
+    }
+    if (ops > MAX_OPS_SHOWN)
+        vs_addf(b, " … (%zu more)", ops - MAX_OPS_SHOWN);
+    if (ops == 0)
+        vs_add(b, "(no ops)");
+}
+
+static Agnode_t *draw_record(Agraph_t *cluster, const DrRecord *rec)
+{
+    char t[32], id[48];
+    Agnode_t *v = vgv_node(cluster, rec->id);
+    VStr b;
+    vs_init(&b);
+    vs_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">");
+    vs_addf(&b, "<TR><TD ALIGN=\"LEFT\"><B>%s</B>  %s", rec->id, rec->status);
+    if (rec->entry != NULL)
+        vs_addf(&b, " · %llu hit%s%s", (unsigned long long)rec->entry->hits,
+                rec->entry->hits == 1 ? "" : "s", rec->entry->dead ? " · dropped" : "");
+    vs_addf(&b, " · compile %s</TD></TR>", vs_fmt_ns(t, sizeof t, rec->compile_ns));
+    for (size_t i = 0; i < rec->n_graphs; i++) {
+        const DrGraph *g = &rec->graphs[i];
+        vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><B>");
+        vs_add_html(&b, g->name, 40, 0);
+        vs_addf(&b, "</B>  <FONT POINT-SIZE=\"8\" COLOR=\"#555555\">%zu nodes · --graph %s"
+                "</FONT></TD></TR><TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"9\">",
+                g->n_nodes, vsel_graph_id(rec, i, id, sizeof id));
+        add_ops(&b, g);
+        vs_add(&b, "</FONT></TD></TR>");
+    }
+    if (rec->n_graphs == 0)
+        vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"9\">no graph</FONT></TD></TR>");
+    if (*rec->error) {
+        vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"9\" COLOR=\"#c62828\">");
+        vs_add_html(&b, rec->error, 60, 0);
+        vs_add(&b, "</FONT></TD></TR>");
+    }
+    vs_add(&b, "</TABLE>");
+    vgv_set_html(v, "label", b.s);
+    vgv_set(v, "style", "rounded,filled");
+    vgv_set(v, "fillcolor", status_fill(rec->status));
+    vgv_set(v, "color", "#5c6b7a");
+    vs_clear(&b);
+    vs_add_cut(&b, rec->id, 0);
+    vs_add(&b, " ");
+    vs_add_cut(&b, rec->status, 0);
+    if (*rec->error) {
+        vs_add(&b, "\\n");
+        vs_add_cut(&b, rec->error, 0);
+    }
+    vs_add(&b, "\\n");
+    vs_add_cut(&b, rec->modified_bytecode, 0);
+    vgv_set(v, "tooltip", b.s);
+    vs_free(&b);
+    return v;
+}
+
+/* A cluster for `code` with one node per compile; returns its first node. */
+static Agnode_t *draw_code(Agraph_t *g, const DrCode *code)
+{
+    char name[48];
+    snprintf(name, sizeof name, "cluster_frame_%u", code->frame_id);
+    Agraph_t *c = vgv_subg(g, name);
+    VStr b;
+    vs_init(&b);
+    vs_add(&b, "<B>");
+    vs_add_html(&b, code->name, 50, 0);
+    vs_addf(&b, "</B>  frame %u  <FONT COLOR=\"#555555\">", code->frame_id);
+    vs_add_html(&b, vs_basename(code->filename), 40, 0);
+    vs_addf(&b, ":%u · calls %llu · hits %llu</FONT>", code->firstlineno,
+            (unsigned long long)code->calls, (unsigned long long)code->hits);
+    vgv_set_html(c, "label", b.s);
+    vgv_set(c, "style", "rounded,filled");
+    vgv_set(c, "fillcolor", strncmp(code->name, "__resume_at_", 12) == 0 ? "#f3f8ee" : "#f5f5f5");
+    vgv_set(c, "color", "#9e9e9e");
+    vs_free(&b);
+    Agnode_t *first = NULL, *prev = NULL;
+    for (size_t r = 0; r < code->n_records; r++) {
+        const DrRecord *rec = code->records[r];
+        Agnode_t *v = draw_record(c, rec);
+        if (prev != NULL) {                     /* a recompile of the same code */
+            Agedge_t *e = vgv_edge(g, prev, v);
+            vgv_set(e, "style", "dashed");
+            vs_init(&b);
+            vs_add(&b, "recompile");
+            if (*rec->recompile_reason) {
+                vs_add(&b, ":\\n");
+                vs_add_cut(&b, rec->recompile_reason, 60);
+            }
+            vgv_set(e, "label", b.s);
+            vs_free(&b);
+        }
+        first = first ? first : v;
+        prev = v;
+    }
+    if (first == NULL) {                        /* code without records (should not happen) */
+        snprintf(name, sizeof name, "frame %u", code->frame_id);
+        first = vgv_node(c, name);
+        vgv_set(first, "label", "no compile recorded");
+    }
+    return first;
+}
+
+/* The "reason\nfile.py:33  if b.sum() < 0:" label of a break edge. */
+static char *break_label(const DrRecord *rec, const char *resume)
+{
+    VStr b;
+    vs_init(&b);
+    for (size_t i = 0; i < rec->n_breaks; i++) {
+        const DrBreak *br = &rec->breaks[i];
+        vs_add(&b, i ? "\\n" : "");
+        vs_add(&b, "graph break: ");
+        vs_add_cut(&b, br->reason, 48);
+        vs_add(&b, "\\n");
+        vs_add_cut(&b, vs_basename(br->filename), 40);
+        vs_addf(&b, ":%u", br->lineno);
+        if (br->n_frames > 0 && *br->user_stack[br->n_frames - 1].line) {
+            vs_add(&b, "  ");
+            vs_add_cut(&b, br->user_stack[br->n_frames - 1].line, 40);
+        }
+    }
+    vs_add(&b, rec->n_breaks ? "\\n→ " : "→ ");
+    vs_add_cut(&b, resume, 0);
+    return vs_steal(&b);
+}
+
+/* A resume function that no snapshot code carries (never called yet). */
+static Agnode_t *draw_missing(Agraph_t *g, const char *resume)
+{
+    Agnode_t *v = vgv_node(g, resume);
+    VStr b;
+    vs_init(&b);
+    vs_add_cut(&b, resume, 0);
+    vs_add(&b, "\\nnot run yet");
+    vgv_set(v, "label", b.s);
+    vgv_set(v, "style", "rounded,dashed");
+    vgv_set(v, "color", "#9e9e9e");
+    vs_free(&b);
+    return v;
+}
+
+/* Edges from each compile of codes->v[at] to the resume functions it calls;
+ * new resume codes are appended to `codes` (drawn by the caller's loop). */
+static void link_resumes(Agraph_t *g, DrSnapshot *s, CodeList *codes, size_t at,
+                         Agnode_t ***firsts)
+{
+    const DrCode *code = codes->v[at];
+    for (size_t r = 0; r < code->n_records; r++) {
+        const DrRecord *rec = code->records[r];
+        char **names;
+        size_t n = vsel_resume_names(rec, &names);
+        for (size_t i = 0; i < n; i++) {
+            const DrCode *target = vsel_code_named(s, names[i]);
+            Agnode_t *head;
+            if (target == NULL || target->frame_id == UINT32_MAX) {
+                head = draw_missing(g, names[i]);
+            } else {
+                if (codes_add(codes, target)) {
+                    *firsts = vs_xrealloc(*firsts, codes->cap * sizeof **firsts);
+                    (*firsts)[codes->n - 1] = draw_code(g, target);
+                }
+                size_t k = 0;
+                while (codes->v[k] != target)
+                    k++;
+                head = (*firsts)[k];
+            }
+            Agedge_t *e = vgv_edge(g, agnode(g, (char *)rec->id, 0), head);
+            char *label = break_label(rec, names[i]);
+            vgv_set(e, "label", label);
+            vgv_set(e, "color", "#c62828");
+            vgv_set(e, "fontcolor", "#8e1b1b");
+            vgv_set(e, "penwidth", "1.5");
+            if (target != NULL && target->frame_id != UINT32_MAX) {
+                char cl[48];
+                snprintf(cl, sizeof cl, "cluster_frame_%u", target->frame_id);
+                vgv_set(e, "lhead", cl);
+            }
+            free(label);
+        }
+        vsel_free_names(names, n);
+    }
+}
+
+static void set_breaks_label(Agraph_t *g, const DrCode *code, const CodeList *codes)
+{
+    size_t graphs = 0, breaks = 0;
+    for (size_t i = 0; i < codes->n; i++)
+        for (size_t r = 0; r < codes->v[i]->n_records; r++) {
+            graphs += codes->v[i]->records[r]->n_graphs;
+            breaks += codes->v[i]->records[r]->n_breaks;
+        }
+    VStr b;
+    vs_init(&b);
+    vs_add(&b, "<FONT POINT-SIZE=\"14\"><B>graph breaks</B>  ");
+    vs_add_html(&b, code->name, 60, 0);
+    vs_addf(&b, "</FONT>  <FONT COLOR=\"#555555\">frame %u · %zu function%s · %zu graph%s · "
+            "%zu break%s</FONT><BR ALIGN=\"LEFT\"/> ", code->frame_id, codes->n,
+            codes->n == 1 ? "" : "s", graphs, graphs == 1 ? "" : "s", breaks,
+            breaks == 1 ? "" : "s");
+    vgv_set_html(g, "label", b.s);
+    vs_free(&b);
+}
+
+Agraph_t *vbreaks_draw(DrSnapshot *s, const DrCode *code)
+{
+    Agraph_t *g = vgv_open("graph_breaks");
+    CodeList codes = {NULL, 0, 0};
+    Agnode_t **firsts = NULL;   /* first node of each drawn code, parallel to codes.v */
+    vgv_set(g, "compound", "true");
+    vgv_set(g, "ranksep", "0.6");
+    codes_add(&codes, code);
+    firsts = vs_xrealloc(firsts, codes.cap * sizeof *firsts);
+    firsts[0] = draw_code(g, code);
+    for (size_t at = 0; at < codes.n; at++)     /* breadth-first; codes grows */
+        link_resumes(g, s, &codes, at, &firsts);
+    set_breaks_label(g, code, &codes);
+    free(firsts);
+    free(codes.v);
+    return g;
+}

@@ -1,0 +1,377 @@
+/* graph.c — the fx graph picture of dynamo-dot (see graph.h).
+ *
+ * Owns the look of graph pictures: colours per op kind, label layout, the
+ * module clusters.  Reads DrRecord/DrGraph only; rendering is gv.c's job.
+ */
+#include "graph.h"
+
+#include <stdio.h>      /* snprintf */
+#include <stdlib.h>     /* free */
+#include <string.h>     /* strcmp, strrchr */
+
+#include "gv.h"
+#include "vstr.h"
+
+/* Fill colour, op kind: pastel so that black text stays legible. */
+static const struct {
+    const char *op;
+    const char *fill;
+} OP_COLORS[] = {
+    {"placeholder", "#c8e6c9"},
+    {"get_attr", "#fff3b0"},
+    {"call_function", "#cfe2f3"},
+    {"call_method", "#e1d5f0"},
+    {"call_module", "#fad2b4"},
+    {"output", "#e0e0e0"},
+};
+#define N_OP_COLORS (sizeof OP_COLORS / sizeof OP_COLORS[0])
+
+static const char *op_fill(const char *op)
+{
+    for (size_t i = 0; i < N_OP_COLORS; i++)
+        if (strcmp(OP_COLORS[i].op, op) == 0)
+            return OP_COLORS[i].fill;
+    return "#ffffff";
+}
+
+char *vgraph_short_target(const char *target, char *buf, size_t len)
+{
+    static const struct {
+        const char *prefix, *replacement;
+    } SHORT[] = {
+        {"torch._VariableFunctionsClass.", "torch."},
+        {"torch._C._VariableFunctions.", "torch."},
+        {"torch.nn.functional.", "F."},
+        {"operator.", ""},
+        {"_operator.", ""},
+        {"builtins.", ""},
+    };
+    for (size_t i = 0; i < sizeof SHORT / sizeof SHORT[0]; i++) {
+        size_t n = strlen(SHORT[i].prefix);
+        if (strncmp(target, SHORT[i].prefix, n) == 0 && target[n] != '\0') {
+            snprintf(buf, len, "%s%s", SHORT[i].replacement, target + n);
+            return buf;
+        }
+    }
+    snprintf(buf, len, "%s", target);
+    return buf;
+}
+
+/* Label texts are cut so that a node stays readable; tooltips carry all. */
+#define LABEL_MAX 44
+
+/* "float32[10, 4]" without the "torch." prefix; "" when unknown. */
+static void add_meta_short(VStr *b, const DrNode *n)
+{
+    const char *dt = n->dtype;
+    if (strncmp(dt, "torch.", 6) == 0)
+        dt += 6;
+    vs_add_html(b, dt, 16, 0);
+    vs_add_html(b, n->shape, LABEL_MAX, 0);
+}
+
+/* Is the args text worth a line?  "()" and "" are not. */
+static int has_args(const DrNode *n)
+{
+    return *n->args && strcmp(n->args, "()") != 0 && strcmp(n->args, "() {}") != 0;
+}
+
+static char *node_label(const DrNode *n)
+{
+    VStr b;
+    vs_init(&b);
+    vs_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">");
+    vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"8\" COLOR=\"#444444\">");
+    vs_add_html(&b, n->op, 0, 0);
+    vs_add(&b, "</FONT>  <B>");
+    vs_add_html(&b, n->name, LABEL_MAX, 0);
+    vs_add(&b, "</B></TD></TR>");
+    char t[256];
+    vgraph_short_target(n->target, t, sizeof t);
+    if (*t && strcmp(t, n->name) != 0) {        /* the name does not already say it? */
+        vs_add(&b, "<TR><TD ALIGN=\"LEFT\">");
+        vs_add_html(&b, t, LABEL_MAX, 0);
+        vs_add(&b, "</TD></TR>");
+    }
+    if (has_args(n)) {
+        vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" POINT-SIZE=\"9\">");
+        vs_add_html(&b, n->args, LABEL_MAX, 0);
+        vs_add(&b, "</FONT></TD></TR>");
+    }
+    if (*n->dtype || *n->shape) {
+        vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT COLOR=\"#1a4d80\">");
+        add_meta_short(&b, n);
+        if (*n->stride) {
+            vs_add(&b, " stride ");
+            vs_add_html(&b, n->stride, 24, 0);
+        }
+        if (*n->device && strcmp(n->device, "cpu") != 0) {
+            vs_add(&b, " ");
+            vs_add_html(&b, n->device, 16, 0);
+        }
+        vs_add(&b, "</FONT></TD></TR>");
+    }
+    if (strcmp(n->op, "output") != 0)
+        vs_addf(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"8\" COLOR=\"#444444\">%zu user%s"
+                "</FONT></TD></TR>", n->n_users, n->n_users == 1 ? "" : "s");
+    vs_add(&b, "</TABLE>");
+    return vs_steal(&b);
+}
+
+static void add_list(VStr *b, const char *title, const char **items, size_t n)
+{
+    vs_addf(b, "\n%s (%zu):", title, n);
+    for (size_t i = 0; i < n; i++) {
+        vs_add(b, i ? ", " : " ");
+        vs_add_cut(b, items[i], 0);
+    }
+}
+
+static char *node_tooltip(const DrNode *n)
+{
+    VStr b;
+    vs_init(&b);
+    vs_add_cut(&b, n->op, 0);
+    vs_add(&b, " ");
+    vs_add_cut(&b, n->name, 0);
+    static const char *const KEYS[] = {"target", "args", "dtype", "shape", "stride", "device",
+                                       "module"};
+    const char *vals[] = {n->target, n->args, n->dtype, n->shape, n->stride, n->device,
+                          n->module_path};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+        if (*vals[i]) {
+            vs_addf(&b, "\\n%s: ", KEYS[i]);
+            vs_add_cut(&b, vals[i], 0);
+        }
+    add_list(&b, "users", n->users, n->n_users);
+    add_list(&b, "inputs", n->inputs, n->n_inputs);
+    return vs_steal(&b);
+}
+
+/* Length of the "_<digits>" run at p ("_12" -> 3) when it ends a name
+ * component (followed by '_' or the end), else 0. */
+static size_t index_run(const char *p)
+{
+    size_t n = 1;
+    if (p[0] != '_' || p[1] < '0' || p[1] > '9')
+        return 0;
+    while (p[n] >= '0' && p[n] <= '9')
+        n++;
+    return p[n] == '_' || p[n] == '\0' ? n : 0;
+}
+
+/* Container of a flattened module name as dynamo's tracer writes it
+ * ("self_layer1_0_conv1"): the component up to the last container index
+ * ("layer1.0"), or "" when there is none ("self_head").  A heuristic (an
+ * underscore inside a name is ambiguous); see viz/NEEDS.md. */
+static char *flat_container(const char *name)
+{
+    const char *p = strncmp(name, "self_", 5) == 0 ? name + 5 : name;
+    const char *last = NULL;
+    VStr b;
+    for (const char *q = p; *q; q++)
+        if (index_run(q))
+            last = q;
+    vs_init(&b);
+    if (last == NULL)
+        return vs_steal(&b);
+    /* "features_0" (a run at the end) lives in "features"; "layer1_0_conv1"
+     * lives in "layer1_0": stop before or after the last run accordingly */
+    const char *end = last[index_run(last)] == '\0' ? last : last + index_run(last);
+    for (const char *q = p; q < end; q++) {
+        size_t run = index_run(q);
+        if (run && q + run <= end) {
+            vs_add(&b, ".");
+            vs_addn(&b, q + 1, run - 1);
+            q += run - 1;
+        } else {
+            vs_addn(&b, q, 1);
+        }
+    }
+    return vs_steal(&b);
+}
+
+/* The cluster a node is drawn in, as a dotted module path ("" = none).
+ * A qualified module_path ("layer1.0.conv1") is used as is, except that a
+ * module call sits in the module that calls it (its own path minus the last
+ * component), not alone in a cluster of its own.  A flattened one
+ * ("self_layer1_0_conv1") goes through flat_container. */
+static char *cluster_path(const DrNode *n)
+{
+    if (*n->module_path && strchr(n->module_path, '.') == NULL)
+        return flat_container(n->module_path);
+    char *path = vs_xstrdup(n->module_path);
+    if (strcmp(n->op, "call_module") == 0 && strcmp(path, n->target) == 0) {
+        char *dot = strrchr(path, '.');
+        if (dot != NULL)
+            *dot = '\0';
+        else
+            path[0] = '\0';
+    }
+    return path;
+}
+
+/* Depth-dependent cluster fill, so nested modules stay distinguishable. */
+static const char *const CLUSTER_FILLS[] = {"#f7f7f7", "#ececec", "#e2e2e2", "#d8d8d8"};
+
+/* The cluster subgraph for module path `path` inside g, with all its
+ * ancestors ("a" contains "a.b" contains "a.b.c"); g itself for "". */
+static Agraph_t *module_cluster(Agraph_t *g, const char *path)
+{
+    Agraph_t *parent = g;
+    VStr name;
+    size_t depth = 0;
+    if (*path == '\0')
+        return g;
+    vs_init(&name);
+    for (const char *p = path;; p++) {
+        if (*p != '.' && *p != '\0')
+            continue;
+        vs_clear(&name);
+        vs_add(&name, "cluster_");
+        vs_addn(&name, path, (size_t)(p - path));
+        Agraph_t *sub = agsubg(parent, name.s, 0);
+        if (sub == NULL) {                         /* first node of this module? */
+            sub = vgv_subg(parent, name.s);
+            vs_clear(&name);
+            vs_addn(&name, path, (size_t)(p - path));
+            vgv_set(sub, "label", name.s);
+            vgv_set(sub, "style", "rounded,filled");
+            vgv_set(sub, "color", "#9e9e9e");
+            vgv_set(sub, "fillcolor", CLUSTER_FILLS[depth % 4]);
+            vgv_set(sub, "fontsize", "10");
+            vgv_set(sub, "fontcolor", "#424242");
+            vgv_set(sub, "tooltip", name.s);
+        }
+        parent = sub;
+        depth++;
+        if (*p == '\0')
+            break;
+    }
+    vs_free(&name);
+    return parent;
+}
+
+/* Graph label: what the compile was, the counts, the colour legend. */
+static void set_graph_label(Agraph_t *g, const DrRecord *rec, const DrGraph *graph)
+{
+    char t1[32], t2[32];
+    VStr b;
+    vs_init(&b);
+    vs_add(&b, "<TABLE BORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"2\"><TR><TD ALIGN=\"LEFT\">"
+               "<FONT POINT-SIZE=\"14\"><B>");
+    vs_add_html(&b, graph->name, 0, 0);
+    vs_add(&b, "</B>  ");
+    vs_add_html(&b, rec->id, 0, 0);
+    vs_add(&b, " ");
+    vs_add_html(&b, rec->name, 60, 0);
+    vs_addf(&b, "</FONT>  <FONT COLOR=\"#555555\">");
+    vs_add_html(&b, vs_basename(rec->filename), 60, 0);
+    vs_addf(&b, ":%u</FONT></TD></TR><TR><TD ALIGN=\"LEFT\">", rec->firstlineno);
+    vs_addf(&b, "%zu nodes · %zu edges · %llu ops · %zu guards · compile %s (backend %s",
+            graph->n_nodes, (size_t)agnedges(g), (unsigned long long)graph->op_count,
+            rec->n_guards, vs_fmt_ns(t1, sizeof t1, rec->compile_ns),
+            vs_fmt_ns(t2, sizeof t2, rec->backend_ns));
+    if (*rec->backend) {
+        vs_add(&b, ", ");
+        vs_add_html(&b, rec->backend, 30, 0);
+    }
+    vs_add(&b, ")");
+    if (rec->entry != NULL)
+        vs_addf(&b, " · %llu hit%s", (unsigned long long)rec->entry->hits,
+                rec->entry->hits == 1 ? "" : "s");
+    vs_add(&b, "</TD></TR><TR><TD ALIGN=\"LEFT\"><TABLE ALIGN=\"LEFT\" BORDER=\"0\" "
+               "CELLSPACING=\"3\" CELLPADDING=\"2\"><TR>");
+    for (size_t i = 0; i < N_OP_COLORS; i++)
+        vs_addf(&b, "<TD BGCOLOR=\"%s\" BORDER=\"1\" COLOR=\"#9e9e9e\"><FONT POINT-SIZE=\"9\">%s"
+                "</FONT></TD>", OP_COLORS[i].fill, OP_COLORS[i].op);
+    vs_add(&b, "</TR></TABLE></TD></TR></TABLE>");
+    vgv_set_html(g, "label", b.s);
+    vs_clear(&b);
+    vs_add_cut(&b, rec->id, 0);
+    vs_add(&b, " ");
+    vs_add_cut(&b, rec->name, 0);
+    vs_add(&b, " ");
+    vs_add_cut(&b, rec->filename, 0);
+    vs_addf(&b, ":%u", rec->firstlineno);
+    if (*rec->recompile_reason) {
+        vs_add(&b, "\\nrecompiled because: ");
+        vs_add_cut(&b, rec->recompile_reason, 0);
+    }
+    vgv_set(g, "tooltip", b.s);
+    vs_free(&b);
+}
+
+static void draw_nodes(Agraph_t *g, const DrGraph *graph)
+{
+    for (size_t i = 0; i < graph->n_nodes; i++) {
+        const DrNode *n = &graph->nodes[i];
+        char *path = cluster_path(n);
+        Agnode_t *v = vgv_node(module_cluster(g, path), n->name);
+        char *label = node_label(n);
+        char *tip = node_tooltip(n);
+        vgv_set_html(v, "label", label);
+        vgv_set(v, "tooltip", tip);
+        vgv_set(v, "style", "rounded,filled");
+        vgv_set(v, "fillcolor", op_fill(n->op));
+        vgv_set(v, "color", "#757575");
+        vgv_set(v, "margin", "0.08,0.04");
+        free(path);
+        free(label);
+        free(tip);
+    }
+}
+
+/* Was input `k` of node n already listed before (add(x, x) is one edge)? */
+static int repeated_input(const DrNode *n, size_t k)
+{
+    for (size_t j = 0; j < k; j++)
+        if (strcmp(n->inputs[j], n->inputs[k]) == 0)
+            return 1;
+    return 0;
+}
+
+static void draw_edges(Agraph_t *g, const DrGraph *graph)
+{
+    VStr b;
+    vs_init(&b);
+    for (size_t i = 0; i < graph->n_nodes; i++) {
+        const DrNode *n = &graph->nodes[i];
+        Agnode_t *head = agnode(g, (char *)n->name, 0);
+        for (size_t k = 0; k < n->n_inputs; k++) {
+            Agnode_t *tail = agnode(g, (char *)n->inputs[k], 0);
+            if (tail == NULL || head == NULL || repeated_input(n, k))
+                continue;
+            const DrNode *src = NULL;
+            for (size_t j = 0; j < graph->n_nodes && src == NULL; j++)
+                if (strcmp(graph->nodes[j].name, n->inputs[k]) == 0)
+                    src = &graph->nodes[j];
+            Agedge_t *e = vgv_edge(g, tail, head);
+            if (src != NULL && *src->shape) {
+                vs_clear(&b);
+                vs_add_cut(&b, src->shape, 24);
+                vgv_set(e, "label", b.s);
+            }
+            vs_clear(&b);
+            vs_add_cut(&b, n->inputs[k], 0);
+            vs_add(&b, " -> ");
+            vs_add_cut(&b, n->name, 0);
+            if (src != NULL && (*src->dtype || *src->shape)) {
+                vs_add(&b, ": ");
+                vs_add_cut(&b, src->dtype, 0);
+                vs_add_cut(&b, src->shape, 0);
+            }
+            vgv_set(e, "tooltip", b.s);
+        }
+    }
+    vs_free(&b);
+}
+
+Agraph_t *vgraph_draw(const DrRecord *rec, const DrGraph *graph)
+{
+    Agraph_t *g = vgv_open(graph->name);
+    draw_nodes(g, graph);
+    draw_edges(g, graph);
+    set_graph_label(g, rec, graph);
+    return g;
+}

@@ -1,0 +1,360 @@
+/* gtree.c — the guard decision tree picture of dynamo-dot (see gtree.h).
+ *
+ * Owns the look of guard trees.  Reads DrCode.tree, the code's entries and
+ * their records; rendering is gv.c's job.  Tree node i is the dot node
+ * "t<i>"; a cache entry is "entry [F/C]"; the last-failure note is
+ * "last failure".
+ */
+#include "gtree.h"
+
+#include <stdint.h>     /* uint64_t */
+#include <stdio.h>      /* snprintf */
+#include <stdlib.h>     /* free */
+#include <string.h>     /* strstr, strchr */
+
+#include "gv.h"
+#include "vstr.h"
+
+/* Tests shown in a decision node; the tooltip lists all of them. */
+#define MAX_TESTS_SHOWN 14
+#define TEST_CHARS 64
+
+#define RED "#c62828"
+
+/* The cache entry whose guard failed last, and that guard. */
+typedef struct {
+    const DrEntry *entry;       /* borrowed; NULL: no failure recorded */
+    const DrGuard *guard;       /* borrowed; NULL if the index is out of range */
+} LastFail;
+
+static LastFail find_last_failure(const DrCode *code)
+{
+    LastFail lf = {NULL, NULL};
+    for (size_t i = 0; i < code->n_entries; i++) {
+        const DrEntry *e = code->entries[i];
+        if (e->last_fail_ns == 0 || (lf.entry && lf.entry->last_fail_ns >= e->last_fail_ns))
+            continue;
+        lf.entry = e;
+    }
+    if (lf.entry != NULL && lf.entry->last_fail_guard >= 0
+        && (size_t)lf.entry->last_fail_guard < lf.entry->record->n_guards)
+        lf.guard = &lf.entry->record->guards[lf.entry->last_fail_guard];
+    return lf;
+}
+
+/* Does text `t` test the failing guard's (source, property)?  Tests read
+ * "L['x'].size()[0] == 5", "type(L['x']) == Tensor". */
+static int mentions_failure(const char *t, const LastFail *lf)
+{
+    if (lf->guard == NULL || *t == '\0' || *lf->guard->source == '\0')
+        return 0;
+    return strstr(t, lf->guard->source) != NULL
+           && strstr(t, lf->entry->last_fail_property) != NULL;
+}
+
+/* "[F/C]" at the start of a leaf text "[0/1] 3 tests"; 0 if none. */
+static size_t leaf_id_len(const char *leaf)
+{
+    const char *close = leaf[0] == '[' ? strchr(leaf, ']') : NULL;
+    return close ? (size_t)(close - leaf) + 1 : 0;
+}
+
+static const DrEntry *entry_of_leaf(const DrCode *code, const char *leaf)
+{
+    size_t n = leaf_id_len(leaf);
+    for (size_t i = 0; n && i < code->n_entries; i++)
+        if (strncmp(code->entries[i]->id, leaf, n) == 0 && code->entries[i]->id[n] == '\0')
+            return code->entries[i];
+    return NULL;
+}
+
+static char *decision_label(const DrTreeNode *t, size_t index, const LastFail *lf, int hot)
+{
+    VStr b;
+    vs_init(&b);
+    vs_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">");
+    vs_addf(&b, "<TR><TD ALIGN=\"LEFT\"><B>%s</B>", t->parent < 0 ? "root" : "node");
+    vs_addf(&b, "<FONT POINT-SIZE=\"8\" COLOR=\"#555555\">  #%zu", index);
+    if (t->evaluations || t->failures)     /* counters published? (save_snapshot refreshes) */
+        vs_addf(&b, "  walks %llu  no match %llu", (unsigned long long)t->evaluations,
+                (unsigned long long)t->failures);
+    vs_add(&b, "</FONT></TD></TR>");
+    for (size_t i = 0; i < t->n_tests && i < MAX_TESTS_SHOWN; i++) {
+        int red = mentions_failure(t->tests[i], lf);
+        vs_addf(&b, "<TR><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" POINT-SIZE=\"9\"%s>",
+                red ? " COLOR=\"" RED "\"" : "");
+        vs_add_html(&b, t->tests[i], TEST_CHARS, 0);
+        vs_add(&b, "</FONT></TD></TR>");
+    }
+    if (t->n_tests > MAX_TESTS_SHOWN)
+        vs_addf(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"8\" COLOR=\"#555555\">… %zu more "
+                "tests (tooltip)</FONT></TD></TR>", t->n_tests - MAX_TESTS_SHOWN);
+    if (*t->switch_on) {
+        vs_addf(&b, "<TR><TD ALIGN=\"LEFT\" BGCOLOR=\"%s\"><FONT%s>switch on <B>",
+                hot ? "#ffcdd2" : "#bbdefb", hot ? " COLOR=\"" RED "\"" : "");
+        vs_add_html(&b, t->switch_on, TEST_CHARS, 0);
+        vs_add(&b, "</B></FONT></TD></TR>");
+    }
+    vs_add(&b, "</TABLE>");
+    return vs_steal(&b);
+}
+
+static char *decision_tooltip(const DrTreeNode *t)
+{
+    VStr b;
+    vs_init(&b);
+    vs_addf(&b, "node %lld, depth %u: %llu walks entered, %llu found no entry below",
+            (long long)t->id, t->depth, (unsigned long long)t->evaluations,
+            (unsigned long long)t->failures);
+    for (size_t i = 0; i < t->n_tests; i++) {
+        vs_add(&b, "\\n");
+        vs_add_cut(&b, t->tests[i], 0);
+    }
+    if (*t->switch_on) {
+        vs_add(&b, "\\nswitch on ");
+        vs_add_cut(&b, t->switch_on, 0);
+    }
+    return vs_steal(&b);
+}
+
+/* Leaf `leaf` ("[F/C] n tests") of a decision node: the entry tried
+ * `rank`-th (newest first) of the node's `n_leaf`. */
+/* The tests a leaf entry still runs: "[2/0] +2 tests: t1; t2" -> "t1; t2". */
+static const char *leaf_tests(const char *leaf)
+{
+    const char *colon = strstr(leaf, " tests: ");
+    return colon ? colon + 8 : "";
+}
+
+#define LEAF_TESTS_SHOWN 6
+
+static char *entry_label(const DrEntry *e, const char *leaf, size_t idn, int failed)
+{
+    VStr b;
+    vs_init(&b);
+    vs_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">"
+               "<TR><TD><FONT POINT-SIZE=\"12\"><B>");
+    vs_addn(&b, leaf, idn);
+    vs_add(&b, "</B></FONT></TD></TR><TR><TD>");
+    if (e != NULL)
+        vs_addf(&b, "%llu hit%s", (unsigned long long)e->hits, e->hits == 1 ? "" : "s");
+    else
+        vs_add(&b, "(entry not in the snapshot)");
+    vs_add(&b, "</TD></TR>");
+    size_t shown = 0;
+    for (const char *t = leaf_tests(leaf); *t;) {      /* "t1; t2; t3" */
+        const char *end = strstr(t, "; ");
+        size_t n = end ? (size_t)(end - t) : strlen(t);
+        if (shown++ < LEAF_TESTS_SHOWN) {
+            char *one = vs_xmalloc(n + 1);
+            memcpy(one, t, n);
+            one[n] = '\0';
+            vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" POINT-SIZE=\"9\">");
+            vs_add_html(&b, one, TEST_CHARS, 0);
+            vs_add(&b, "</FONT></TD></TR>");
+            free(one);
+        }
+        t += n + (end ? 2 : 0);
+    }
+    if (shown > LEAF_TESTS_SHOWN)
+        vs_addf(&b, "<TR><TD><FONT POINT-SIZE=\"8\">… %zu more tests</FONT></TD></TR>",
+                shown - LEAF_TESTS_SHOWN);
+    if (e != NULL && (e->guard_failures || e->dead)) {
+        vs_add(&b, "<TR><TD><FONT POINT-SIZE=\"8\" COLOR=\"");
+        vs_add(&b, failed ? RED "\">" : "#555555\">");
+        if (e->guard_failures)
+            vs_addf(&b, "closest entry of %llu miss%s", (unsigned long long)e->guard_failures,
+                    e->guard_failures == 1 ? "" : "es");
+        vs_add(&b, e->dead ? (e->guard_failures ? " · dropped" : "dropped") : "");
+        vs_add(&b, "</FONT></TD></TR>");
+    }
+    vs_add(&b, "</TABLE>");
+    return vs_steal(&b);
+}
+
+/* Leaf `leaf` ("[F/C] +n tests: ...") hanging from dot node `parent` with
+ * edge label `via` (may be ""): the entry tried `rank`-th (newest first) of
+ * `n_leaf`. */
+static void draw_entry(Agraph_t *g, Agnode_t *parent, const char *via, const DrCode *code,
+                       const char *leaf, size_t rank, size_t n_leaf, const LastFail *lf)
+{
+    const DrEntry *e = entry_of_leaf(code, leaf);
+    size_t idn = leaf_id_len(leaf);
+    int failed = e != NULL && e == lf->entry;
+    VStr b;
+    vs_init(&b);
+    vs_add(&b, "entry ");
+    vs_addn(&b, leaf, idn ? idn : strlen(leaf));
+    Agnode_t *v = vgv_node(g, b.s);
+    char *label = entry_label(e, leaf, idn, failed);
+    vgv_set_html(v, "label", label);
+    free(label);
+    vgv_set(v, "shape", "box");
+    vgv_set(v, "style", e != NULL && e->dead ? "rounded,filled,dashed" : "rounded,filled");
+    vgv_set(v, "fillcolor", e != NULL && e->dead ? "#eeeeee" : "#c8e6c9");
+    vgv_set(v, "color", failed ? RED : "#2e7d32");
+    vgv_set(v, "penwidth", failed ? "2.5" : "1.2");
+    vs_clear(&b);
+    vs_add_cut(&b, leaf, 0);
+    if (e != NULL) {
+        vs_addf(&b, "\\nhits %llu, closest entry on %llu misses, %zu guards",
+                (unsigned long long)e->hits, (unsigned long long)e->guard_failures,
+                e->record->n_guards);
+        for (size_t i = 0; i < e->record->n_guards; i++) {
+            vs_add(&b, "\\n");
+            vs_add_cut(&b, e->record->guards[i].text, 0);
+        }
+    }
+    vgv_set(v, "tooltip", b.s);
+    Agedge_t *edge = vgv_edge(g, parent, v);
+    vs_clear(&b);
+    vs_add_cut(&b, via, 0);
+    if (n_leaf > 1)                             /* several entries: say the order */
+        vs_addf(&b, "%stry %zu", *via ? "\\n" : "", rank);
+    vgv_set(edge, "label", b.s);
+    vgv_set(edge, "color", "#2e7d32");
+    vs_free(&b);
+}
+
+static void draw_last_failure(Agraph_t *g, const LastFail *lf,
+                              Agnode_t *anchor, uint64_t start_ns)
+{
+    const DrEntry *e = lf->entry;
+    VStr b;
+    vs_init(&b);
+    vs_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">"
+               "<TR><TD ALIGN=\"LEFT\"><FONT COLOR=\"" RED "\"><B>last guard failure</B></FONT>");
+    vs_addf(&b, "  <FONT POINT-SIZE=\"8\">closest entry %s", e->id);
+    if (start_ns && e->last_fail_ns > start_ns)
+        vs_addf(&b, ", %.1f s after start", (double)(e->last_fail_ns - start_ns) / 1e9);
+    vs_add(&b, "</FONT></TD></TR><TR><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" POINT-SIZE=\"9\">");
+    vs_add_html(&b, lf->guard ? lf->guard->text : "(guard not in the record)", 70, 0);
+    vs_add(&b, "</FONT></TD></TR><TR><TD ALIGN=\"LEFT\">");
+    vs_add_html(&b, lf->guard ? lf->guard->source : "", 40, 0);
+    vs_add(&b, *e->last_fail_property ? " <B>" : "");
+    vs_add_html(&b, e->last_fail_property, 30, 0);
+    vs_add(&b, *e->last_fail_property ? "</B>: " : ": ");
+    vs_add(&b, "expected <B>");
+    vs_add_html(&b, e->last_fail_expected, 40, 0);
+    vs_add(&b, "</B>, actual <FONT COLOR=\"" RED "\"><B>");
+    vs_add_html(&b, e->last_fail_actual, 40, 0);
+    vs_add(&b, "</B></FONT></TD></TR></TABLE>");
+    Agnode_t *v = vgv_node(g, "last failure");
+    vgv_set_html(v, "label", b.s);
+    vgv_set(v, "shape", "note");
+    vgv_set(v, "style", "filled");
+    vgv_set(v, "fillcolor", "#ffebee");
+    vgv_set(v, "color", RED);
+    vs_clear(&b);
+    vs_add_cut(&b, lf->guard ? lf->guard->text : "", 0);
+    vs_add(&b, "\\nexpected: ");
+    vs_add_cut(&b, e->last_fail_expected, 0);
+    vs_add(&b, "\\nactual: ");
+    vs_add_cut(&b, e->last_fail_actual, 0);
+    vgv_set(v, "tooltip", b.s);
+    Agedge_t *edge = vgv_edge(g, anchor, v);
+    vgv_set(edge, "color", RED);
+    vgv_set(edge, "style", "dashed");
+    vgv_set(edge, "arrowhead", "none");
+    vs_free(&b);
+}
+
+static void set_tree_label(Agraph_t *g, const DrCode *code)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < code->n_entries; i++)
+        live += !code->entries[i]->dead;
+    VStr b;
+    vs_init(&b);
+    vs_add(&b, "<FONT POINT-SIZE=\"14\"><B>guard tree</B>  ");
+    vs_addf(&b, "frame %u ", code->frame_id);
+    vs_add_html(&b, code->name, 60, 0);
+    vs_add(&b, "</FONT>  <FONT COLOR=\"#555555\">");
+    vs_add_html(&b, vs_basename(code->filename), 60, 0);
+    vs_addf(&b, ":%u</FONT><BR ALIGN=\"LEFT\"/>%zu nodes · %zu live entries · calls %llu · "
+            "hits %llu · misses %llu · guard failures %llu%s<BR ALIGN=\"LEFT\"/>",
+            code->firstlineno, code->tree.n_nodes, live, (unsigned long long)code->calls,
+            (unsigned long long)code->hits, (unsigned long long)code->misses,
+            (unsigned long long)code->guard_failures,
+            code->limit_hit ? " · cache limit hit (misses run eagerly)" : "");
+    vgv_set_html(g, "label", b.s);
+    vs_free(&b);
+}
+
+/* A node with no tests and no switch that only holds entries adds nothing
+ * to the picture: its entries hang directly from its parent. */
+static int is_pass_through(const DrTree *tree, size_t i)
+{
+    const DrTreeNode *t = &tree->nodes[i];
+    if (t->parent < 0 || t->n_tests || *t->switch_on || t->n_leaf == 0)
+        return 0;
+    for (size_t k = i + 1; k < tree->n_nodes; k++)
+        if (tree->nodes[k].parent == (int64_t)i)
+            return 0;
+    return 1;
+}
+
+static Agnode_t *draw_decision(Agraph_t *g, const DrTree *tree, size_t i, const LastFail *lf,
+                               int *hot)
+{
+    const DrTreeNode *t = &tree->nodes[i];
+    char name[32];
+    *hot = *t->switch_on && mentions_failure(t->switch_on, lf);
+    snprintf(name, sizeof name, "t%zu", i);
+    Agnode_t *v = vgv_node(g, name);
+    char *label = decision_label(t, i, lf, *hot);
+    char *tip = decision_tooltip(t);
+    vgv_set_html(v, "label", label);
+    vgv_set(v, "tooltip", tip);
+    vgv_set(v, "style", "rounded,filled");
+    vgv_set(v, "fillcolor", t->parent < 0 ? "#e3f2fd" : "#f5f9ff");
+    vgv_set(v, "color", *hot ? RED : "#1565c0");
+    vgv_set(v, "penwidth", *hot ? "2.5" : "1");
+    free(label);
+    free(tip);
+    return v;
+}
+
+Agraph_t *vtree_draw(DrSnapshot *s, const DrCode *code)
+{
+    const DrTree *tree = &code->tree;
+    LastFail lf = find_last_failure(code);
+    Agnode_t **nodes = vs_xcalloc(tree->n_nodes, sizeof *nodes);
+    Agnode_t *anchor = NULL;
+    Agraph_t *g = vgv_open("guard_tree");
+    vgv_set(g, "nodesep", "0.25");
+    for (size_t i = 0; i < tree->n_nodes; i++) {
+        const DrTreeNode *t = &tree->nodes[i];
+        /* depth-first order: a parent comes before its children */
+        int has_parent = t->parent >= 0 && (size_t)t->parent < i && nodes[t->parent] != NULL;
+        if (has_parent && is_pass_through(tree, i)) {
+            for (size_t k = 0; k < t->n_leaf; k++)
+                draw_entry(g, nodes[t->parent], t->via, code, t->leaf[k], k + 1, t->n_leaf, &lf);
+            continue;
+        }
+        int hot;
+        nodes[i] = draw_decision(g, tree, i, &lf, &hot);
+        if (hot && anchor == NULL)
+            anchor = nodes[i];
+        if (has_parent) {
+            Agedge_t *e = vgv_edge(g, nodes[t->parent], nodes[i]);
+            vgv_set(e, "label", *t->via ? t->via : " ");
+            vgv_set(e, "color", "#1565c0");
+        }
+        for (size_t k = 0; k < t->n_leaf; k++)
+            draw_entry(g, nodes[i], "", code, t->leaf[k], k + 1, t->n_leaf, &lf);
+    }
+    if (lf.entry != NULL) {
+        char name[48];
+        snprintf(name, sizeof name, "entry %s", lf.entry->id);
+        if (anchor == NULL)
+            anchor = agnode(g, name, 0);
+        if (anchor == NULL)
+            anchor = nodes[0] ? nodes[0] : agfstnode(g);
+        if (anchor != NULL)
+            draw_last_failure(g, &lf, anchor, s->process.start_ns);
+    }
+    set_tree_label(g, code);
+    free(nodes);
+    return g;
+}
