@@ -102,10 +102,12 @@ def lookup_table(counts, n, repeat):
         entries = len(_C.cache_entries(add.__code__))
         visited = None
         if hasattr(_C, "tree_stats"):
+            before = _C.tree_stats(add.__code__)
             for args in arg_sets:
                 opt(*args)
-            stats = _C.tree_stats(add.__code__)
-            visited = stats.get("visited_per_call") if isinstance(stats, dict) else stats
+            after = _C.tree_stats(add.__code__)
+            lookups = after["lookups"] - before["lookups"]
+            visited = (after["visited_total"] - before["visited_total"]) / max(lookups, 1)
         ref = configure_reference(max(1024, 2 * count))
         ref.reset()
         theirs = time_calls(reference_compile(add), arg_sets, n, repeat)
@@ -117,6 +119,48 @@ def lookup_table(counts, n, repeat):
         row["dynamo_vs_1_entry"] = row["dynamo_ns"] / base["dynamo_ns"]
         row["torch_compile_vs_1_entry"] = row["torch_compile_ns"] / base["torch_compile_ns"]
     return rows
+
+
+_TELEMETRY_PROBE = """
+import sys, time, statistics, torch, dynamo
+def add(a, b):
+    return a + b
+a, b = torch.randn(4), torch.randn(4)
+opt = dynamo.optimize("eager")(add)
+n, repeat = int(sys.argv[1]), int(sys.argv[2])
+def per_call(fn):
+    for _ in range(500):
+        fn(a, b)
+    runs = []
+    for _ in range(repeat):
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            fn(a, b)
+        runs.append((time.perf_counter_ns() - t0) / n)
+    return min(runs)
+with torch.no_grad():
+    print(per_call(add), per_call(opt))
+"""
+
+
+def telemetry_cost(n, repeat, rounds=5):
+    """Per-call cost of the telemetry counters: optimized add(a, b) in
+    subprocesses with DYNAMO_TELEMETRY=0 and =1, alternated `rounds` times."""
+    import subprocess
+    here = os.path.join(os.path.dirname(__file__), "..")
+    result = {"0": [], "1": []}
+    for _ in range(rounds):
+        for flag in ("0", "1"):
+            env = {**os.environ, "DYNAMO_TELEMETRY": flag,
+                   "PYTHONPATH": os.path.abspath(here)}
+            out = subprocess.run([sys.executable, "-c", _TELEMETRY_PROBE, str(n), str(repeat)],
+                                 capture_output=True, text=True, env=env, check=True)
+            eager, opt = map(float, out.stdout.split())
+            result[flag].append((eager, opt))
+    off = statistics.median(o - e for e, o in result["0"])
+    on = statistics.median(o - e for e, o in result["1"])
+    return {"dispatch_overhead_off_ns": off, "dispatch_overhead_on_ns": on,
+            "telemetry_ns": on - off, "telemetry_share_of_overhead": (on - off) / off}
 
 
 def main():
@@ -132,6 +176,7 @@ def main():
     with torch.no_grad():
         per_call = per_call_table(args.calls, args.repeat)
         lookup = lookup_table([int(c) for c in args.entries.split(",")], args.calls, args.repeat)
+    telemetry = telemetry_cost(args.calls, args.repeat)
     print("Per-call time (ns), backend 'eager' for both compilers")
     print(tabulate([[k, f"{v['eager_ns']:.0f}", f"{v['dynamo_ns']:.0f}",
                      f"{v['torch_compile_ns']:.0f}", f"{v['dynamo_overhead_ns']:.0f}",
@@ -145,8 +190,16 @@ def main():
                      v["tree_nodes_visited_per_call"]] for k, v in lookup.items()],
                    headers=["N", "entries", "eager", "dynamo", "vs N=1", "torch.compile",
                             "vs N=1", "tree nodes/call"]))
+    print("\nTelemetry counters on the per-call path (optimized add(a, b), subprocesses, "
+          "DYNAMO_TELEMETRY=0 vs 1, median of 5 alternated runs)")
+    print(tabulate([[f"{telemetry['dispatch_overhead_off_ns']:.0f}",
+                     f"{telemetry['dispatch_overhead_on_ns']:.0f}",
+                     f"{telemetry['telemetry_ns']:+.0f}",
+                     f"{100 * telemetry['telemetry_share_of_overhead']:+.1f}%"]],
+                   headers=["overhead off (ns)", "overhead on (ns)", "telemetry (ns)",
+                            "share of overhead"]))
     with open(args.out, "w") as f:
-        json.dump({"per_call": per_call, "lookup": lookup,
+        json.dump({"per_call": per_call, "lookup": lookup, "telemetry": telemetry,
                    "torch": torch.__version__, "python": sys.version.split()[0]}, f, indent=2)
     print(f"\nwrote {args.out}")
 
