@@ -186,27 +186,13 @@ def describe_failure(failure, f_locals, f_globals, f_builtins, func):
     if len(failure) >= 5:
         prop, expected, actual = failure[2:5]
         kind = guards.KIND_NAMES.get(guard.kind, str(guard.kind))
-        text = _property_text(guard.source.name(), prop)
+        text = guards.property_text(guard.source.name(), prop)
         if guard.kind == guards.SAME_OBJECT:
             text = f"{guard.source.name()} is {guard.expected[0].name()}"
         return (f"{text}: expected {_short(expected)}, "
                 f"actual {_short(actual)} ({kind} of entry {record.id})")
     closure = getattr(func, "__closure__", None)
     return guards.explain_failure(guard, f_locals, f_globals, f_builtins, closure)
-
-
-def _property_text(src, prop):
-    if prop in ("type", "id", "len"):
-        return f"{prop}({src})"
-    if prop == "grad_mode":
-        return "torch.is_grad_enabled()"
-    if prop == "is_none":
-        return f"{src} is None"
-    if prop == "value":
-        return src
-    if prop == "keys":
-        return f"{src}.keys()"
-    return f"{src}.{prop}"
 
 
 def _short(value):

@@ -419,3 +419,20 @@ def explain_failure(guard: Guard, *frame) -> str:
             return f"type({guard.source.name()}):{rest}"
         return f"{guard.source.name()}.{field}:{rest}"
     return f"{guard.source.name()} ({KIND_NAMES[guard.kind]}): {why}"
+
+
+def property_text(src: str, prop: str) -> str:
+    """How a guard-tree property of source text `src` reads to a user:
+    ("L['a']", "size()[0]") -> "L['a'].size()[0]", ("L['f']", "id") -> "id(L['f'])".
+    `prop` is one of the property names the C tree reports (guards/tree.c)."""
+    if prop in ("type", "id", "len"):
+        return f"{prop}({src})"
+    if prop == "grad_mode":
+        return "torch.is_grad_enabled()"
+    if prop == "is_none":
+        return f"{src} is None"
+    if prop == "value":
+        return src
+    if prop == "keys":
+        return f"{src}.keys()"
+    return f"{src}.{prop}"
