@@ -95,6 +95,28 @@ def _mangle(source):
     return "v"
 
 
+def module_path(source):
+    """Qualified nn.Module path of the module (or attribute) at `source`:
+    L['self']._modules['layer1']._modules['0'] -> "layer1.0"; a root other
+    than the frame's `self` keeps its name (G['model']._modules['fc'] ->
+    "model.fc"); "" for `self` itself or a source it cannot name."""
+    if isinstance(source, LocalSource):
+        return "" if source.local_name == "self" else source.local_name
+    if isinstance(source, GlobalSource):
+        return source.global_name
+    if isinstance(source, ClosureSource):
+        return source.var_name
+    if isinstance(source, AttrSource):
+        if source.attr in ("_modules", "_parameters", "_buffers"):
+            return module_path(source.base)     # the table; its item names the child
+        base = module_path(source.base)
+        return f"{base}.{source.attr}" if base else source.attr
+    if isinstance(source, ItemSource):
+        base = module_path(source.base)
+        return f"{base}.{source.key}" if base else str(source.key)
+    return ""
+
+
 def _identifier(name):
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "v"
     return name if not name[0].isdigit() else "_" + name
@@ -122,6 +144,9 @@ class OutputGraph:
         self.tensor_guard_values = {}           # source name -> (source, tensor)
         self.install = {}                       # name -> object for f_globals
         self.graphs = []                        # GraphInfo compiled by this compile
+        # (qualified path, class name) of each nn.Module whose forward is
+        # being inlined, outermost first (the frame's own `self` excluded)
+        self.module_stack = []
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
 
     # ------------------------------------------------------------ guards
@@ -206,6 +231,7 @@ class OutputGraph:
         from .tracer.variables import TensorVariable
         target = self._target(_mangle(source), tensor)
         node = self.graph.get_attr(target)
+        self._tag(node)
         node.meta["example_value"] = example = self._fake(tensor)
         var = TensorVariable(node, example, source, cls=type(tensor))
         self.attr_nodes[id(tensor)] = var
@@ -225,10 +251,21 @@ class OutputGraph:
             fake = self.fake_params[id(tensor)] = self.fake_mode.from_tensor(tensor, static_shapes=True)
         return fake
 
+    def _tag(self, node, called=None):
+        """Record in node.meta["dynamo_module_stack"] the modules whose
+        forward made `node` (a call_module node also names the module it
+        calls, `called`): tuples (qualified path, class name), outermost
+        first.  Telemetry and the tools read it; graphs never do."""
+        stack = tuple(self.module_stack)
+        if called is not None:
+            stack += (called,)
+        if stack:
+            node.meta["dynamo_module_stack"] = stack
+
     # ------------------------------------------------------------ grad mode
     def set_grad_enabled(self, mode):
         if mode != self.grad_enabled:
-            self.graph.call_function(torch._C._set_grad_enabled, (mode,))
+            self._tag(self.graph.call_function(torch._C._set_grad_enabled, (mode,)))
             self.grad_enabled = mode
 
     # ------------------------------------------------------------ ops
@@ -292,23 +329,27 @@ class OutputGraph:
         def run():
             return torch.func.functional_call(module, state, tuple(ex_args), ex_kw)
         example = self._run_fake(type(module).__name__, run)
-        return self._wrap_result("call_module", target, n_args, n_kw, example)
+        return self._wrap_result("call_module", target, n_args, n_kw, example,
+                                 called=(module_path(source), type(module).__name__))
 
-    def _wrap_result(self, op, target, n_args, n_kw, example, effect=False):
+    def _wrap_result(self, op, target, n_args, n_kw, example, effect=False, called=None):
         from .tracer.variables import ConstantVariable, TensorVariable, TupleVariable, ListVariable
         from .tracer.variables.containers import NamedTupleVariable
         from .tracer.variables.base import is_constant_value
         if isinstance(example, torch.Tensor):
             node = self.graph.create_node(op, target, n_args, n_kw)
+            self._tag(node, called)
             node.meta["example_value"] = example
             return TensorVariable(node, example)
         if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
             node = self.graph.create_node(op, target, n_args, n_kw)
+            self._tag(node, called)
             node.meta["example_value"] = example
             items = []
             for i, e in enumerate(example):
                 if isinstance(e, torch.Tensor):
                     item = self.graph.call_function(operator.getitem, (node, i))
+                    self._tag(item)
                     item.meta["example_value"] = e
                     items.append(TensorVariable(item, e))
                 elif is_constant_value(e):
@@ -320,7 +361,7 @@ class OutputGraph:
             fields = getattr(type(example), "_fields", None) or _structseq_fields(example)
             return TupleVariable(items) if not fields else NamedTupleVariable(items, fields)
         if effect or example is None and op == "call_method":
-            self.graph.create_node(op, target, n_args, n_kw)
+            self._tag(self.graph.create_node(op, target, n_args, n_kw), called)
             return ConstantVariable(example) if is_constant_value(example) else ConstantVariable(None)
         if is_constant_value(example):
             return ConstantVariable(example)

@@ -5,6 +5,7 @@ Owns the registry of CompileRecord objects and the frame/compile id counters
 nothing here touches the C hook.
 """
 import dataclasses
+import dis
 import threading
 import time
 import types
@@ -14,6 +15,18 @@ _lock = threading.Lock()
 _records: List["CompileRecord"] = []
 _frame_ids = {}          # code object -> frame id; strong keys, cleared by reset()
 _compile_counts = {}     # frame id -> compiles so far
+
+
+@dataclasses.dataclass(frozen=True)
+class ResumeInfo:
+    """A resume function of a compile: `name` (`__resume_at_<offset>_<n>`),
+    the bytecode `offset` it resumes at in the function the break was cut
+    from, and `kind`: "branch" (the jump target of a conditional jump on a
+    tensor), "fallthrough" (the not-taken side of that jump) or "after"
+    (after the instruction the break runs eagerly, usually a call)."""
+    name: str
+    offset: int
+    kind: str
 
 
 @dataclasses.dataclass
@@ -44,6 +57,7 @@ class CompileRecord:
     start_time: float = dataclasses.field(default_factory=time.time)
     compile_ns: int = 0
     backend_ns: int = 0
+    _resumes: Optional[tuple] = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def id(self):
@@ -52,6 +66,55 @@ class CompileRecord:
     @property
     def op_count(self):
         return sum(g.op_count for g in self.graphs)
+
+    @property
+    def resumes(self):
+        """ResumeInfo of each of `resume_codes`, in creation order; worked
+        out at the first use (telemetry publishes right after the compile,
+        while dynamo.resume still knows where each code was cut from)."""
+        codes = tuple(self.resume_codes)
+        if self._resumes is None or self._resumes[0] != codes:
+            self._resumes = (codes, resume_infos(codes))
+        return list(self._resumes[1])
+
+
+def _resume_point(code):
+    """(function the resume code was cut from, offset it resumes at there).
+    The head of a resume code ends with a JUMP_FORWARD to the resume point;
+    dynamo.resume.origin maps it back (a resume code forgotten by reset()
+    maps to itself: the offset is then the one in its name)."""
+    from . import resume
+    for inst in dis.get_instructions(code):
+        if inst.opname == "JUMP_FORWARD":
+            base, offset = resume.origin(code, inst.argval)
+            if base is not code:
+                return base, offset
+            break
+    tail = code.co_name.rsplit("_", 2)
+    return code, int(tail[1]) if len(tail) == 3 and tail[1].isdigit() else -1
+
+
+def resume_infos(codes):
+    """ResumeInfo of resume codes made by one compile.  A break at a
+    conditional jump makes two for one jump of the function they were cut
+    from: the fall-through first, then the jump target (the order of
+    InstructionTranslator.tensor_jump), checked against that function's
+    jumps; the other order is taken only when no jump fits the first (a loop
+    has a jump each way between the same two offsets).  Any other break
+    makes one, which continues after the instruction run eagerly.  Kind ""
+    when unknown (a pair whose origin dynamo.reset() forgot)."""
+    points = [_resume_point(c) for c in codes]
+    kinds = ["after"] if len(codes) == 1 else [""] * len(codes)
+    if len(points) == 2 and points[0][0] is points[1][0]:
+        insts = list(dis.get_instructions(points[0][0]))
+        jumps = {(following.offset, inst.argval) for inst, following in zip(insts, insts[1:])
+                 if "JUMP" in inst.opname and "IF" in inst.opname}     # (fall-through, target)
+        if (points[0][1], points[1][1]) in jumps:
+            kinds = ["fallthrough", "branch"]
+        elif (points[1][1], points[0][1]) in jumps:
+            kinds = ["branch", "fallthrough"]
+    return [ResumeInfo(c.co_name, max(off, 0), kind)
+            for c, (_base, off), kind in zip(codes, points, kinds)]
 
 
 def new_record(code):

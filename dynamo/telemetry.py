@@ -3,16 +3,19 @@
 Owns the Python half of the telemetry writer: the DtValue encoding of a
 CompileRecord (graphs with fx nodes and tensor metadata, guards, break
 reasons with user stacks, both bytecode listings) and of a code's guard tree
-(inspect/layout.h, "RECORD" and "TREE"), the events of a compile, and
-`save_snapshot`. The region, the counters and the snapshot format are C
-(inspect/telemetry.c). `publish` never raises: a telemetry failure must
-never break compiling. Nothing here runs on a cache hit.
+(inspect/layout.h, "RECORD" and "TREE") with the node counters of the
+tree, the events of a compile, `refresh` and `save_snapshot`. The region,
+the counters and the snapshot format are C (inspect/telemetry.c).
+`publish` never raises: a telemetry failure must never break compiling.
+Nothing here runs on a cache hit: guard-tree node counters reach the region
+only when `refresh` copies them (at each publish, at save_snapshot, or when
+the application calls it).
 """
 import logging
 import os
 import struct
 
-from . import _C
+from . import _C, config
 
 log = logging.getLogger("dynamo")
 
@@ -33,14 +36,23 @@ def info():
     return _C._telemetry_info()
 
 
+def refresh():
+    """Copy the current guard-tree node counters (walks, no-match counts) of
+    every live code into the region, so that tools reading the process see
+    them; returns how many codes. Cost: one walk of each tree, under the
+    GIL. Runs at each publish and save_snapshot; call it from a loop of the
+    application for fresher live counters. 0 when telemetry is off."""
+    return _C._telemetry_refresh() if _C._telemetry_enabled() else 0
+
+
 def save_snapshot(path):
     """Write this process's telemetry to `path` (mode 0600) in the snapshot
-    format `dynamo-inspect --file` and `dynamo-top --file` read. Guard trees
-    are republished first so their node counters are current. Raises
-    RuntimeError when telemetry is off."""
+    format `dynamo-inspect --file` and `dynamo-top --file` read. Guard-tree
+    node counters are refreshed first. Raises RuntimeError when telemetry
+    is off."""
     if not _C._telemetry_enabled():
         raise RuntimeError("dynamo telemetry is off in this process (DYNAMO_TELEMETRY=0)")
-    _C._telemetry_refresh_trees()
+    _C._telemetry_refresh()
     _C._telemetry_save(os.fspath(path))
 
 
@@ -53,7 +65,9 @@ def publish(record):
         ok = record.status == "ok"
         _C._telemetry_publish(record.code, record.frame_id, record.compile_id, record.status,
                               int(record.compile_ns), len(record.guards) if ok else 0,
-                              encode_record(record), _events(record))
+                              encode_record(record), _events(record),
+                              max(0, min(int(config.cache_size_limit), 2**32 - 1)))
+        _C._telemetry_refresh()
     except Exception:  # noqa: BLE001 - telemetry must never break compiling
         failures += 1
         log.debug("dynamo telemetry: publishing %s failed", getattr(record, "id", "?"),
@@ -118,6 +132,7 @@ def encode_record(r):
         r.modified_bytecode or "",
         [_graph(g) for g in r.graphs], [_guard(g) for g in r.guards],
         [_break(b) for b in r.break_reasons], r.op_count,
+        [[res.name, res.offset, res.kind] for res in r.resumes],
     ])
 
 
@@ -160,12 +175,10 @@ def _node(n):
     if len(args) > _TEXT_MAX:
         args = args[:_TEXT_MAX - 3] + "..."
     dtype, shape, stride, device = _tensor_meta(n.meta.get("example_value", n.meta.get("val")))
-    module_path = n.target if n.op in ("call_module", "get_attr") else ""
-    stack = n.meta.get("nn_module_stack")
-    if not module_path and stack:
-        module_path = str(list(stack)[-1])
+    stack = n.meta.get("dynamo_module_stack") or ()     # output_graph.OutputGraph._tag
+    module_path, module_class = stack[-1] if stack else ("", "")
     return [n.op, n.name, _target_text(n), args, dtype, shape, stride, device, module_path,
-            [u.name for u in n.users], [i.name for i in n.all_input_nodes]]
+            [u.name for u in n.users], [i.name for i in n.all_input_nodes], module_class]
 
 
 def _guard(g):
@@ -221,27 +234,51 @@ def _test_text(code, test):
     return f"{_property_text(_source_text(code, src), prop)} == {_short(expected, 60)}"
 
 
-def encode_tree(code):
-    """The DT_BLOB_TREE payload of code's guard tree (depth-first nodes)."""
+_DEFAULT = object()      # _tree_walk: the default branch (no switch value)
+
+
+def _tree_walk(code):
+    """(node dict, parent index, depth, switch value or _DEFAULT or None for
+    the root) of code's guard tree (_C.tree_info), depth-first: the TREE
+    node order, which the counters blob follows too."""
     info = _C.tree_info(code)
-    nodes = []
-    stack = [(info["root"], -1, 0, "")] if info and info.get("root") else []
+    stack = [(info["root"], -1, 0, None)] if info and info.get("root") else []
+    index = 0
     while stack:
         node, parent, depth, via = stack.pop()
-        index = len(nodes)
+        yield node, parent, depth, via
+        children = list(node.get("branches", []))
+        if node.get("default") is not None:
+            children.append((_DEFAULT, node["default"]))
+        for value, child in reversed(children):
+            stack.append((child, index, depth + 1, value))
+        index += 1
+
+
+def _counters(nodes):
+    """DT_BLOB_COUNTERS payload: u64 (evaluations, failures) per node."""
+    return b"".join(struct.pack("<QQ", n["evaluations"], n["failures"]) for n in nodes)
+
+
+def encode_tree(code):
+    """(DT_BLOB_TREE payload, node counters payload) of code's guard tree."""
+    nodes, raw = [], []
+    for index, (node, parent, depth, via) in enumerate(_tree_walk(code)):
+        via_text = "" if via is None else "default" if via is _DEFAULT else f"= {_short(via, 40)}"
         switch = node.get("switch")
         switch_text = (_property_text(_source_text(code, switch[0]), switch[1])
                        if switch else "")
         leaf = [" ".join([getattr(payload, "id", "?")] + [_test_text(code, t) for t in tests])
                 for payload, _index, tests in (node.get("leaf") or [])]
-        nodes.append([index, parent, depth, via, [_test_text(code, t) for t in node["tests"]],
+        nodes.append([index, parent, depth, via_text, [_test_text(code, t) for t in node["tests"]],
                       switch_text, leaf, node["evaluations"], node["failures"], node["newest"]])
-        children = [(child, f"= {_short(value, 40)}") for value, child in node.get("branches", [])]
-        if node.get("default") is not None:
-            children.append((node["default"], "default"))
-        for child, label in reversed(children):
-            stack.append((child, index, depth + 1, label))
-    return encode([0, nodes])
+        raw.append(node)
+    return encode([0, nodes]), _counters(raw)
+
+
+def tree_counters(code):
+    """The node counters payload of code's guard tree (see encode_tree)."""
+    return _counters(node for node, _parent, _depth, _via in _tree_walk(code))
 
 
 def _init():
@@ -251,7 +288,7 @@ def _init():
         dynamo_version = version("dynamo")
     except Exception:  # noqa: BLE001 - not installed as a distribution
         dynamo_version = "0.1.0"
-    _C._telemetry_set_info(torch.__version__, dynamo_version, encode_tree)
+    _C._telemetry_set_info(torch.__version__, dynamo_version, encode_tree, tree_counters)
 
 
 _init()

@@ -8,6 +8,8 @@
  *   dynamo-inspect ... --summary                             one line per frame
  *   dynamo-inspect -p PID --wait-exit SECS                   poll until the process
  *                                  exits (or SECS pass), then dump the last state
+ *   dynamo-inspect --list                                    pids of the processes
+ *                                  with dynamo (dr_list), one per line
  *
  * Owns only argument parsing and printing; all reading is the reader
  * library's.  Errors: the reader's message on stderr, exit status
@@ -25,7 +27,8 @@ usage(void)
 {
     fprintf(stderr,
             "usage: dynamo-inspect (-p PID [--anchor|--shm-only] | --file FILE)\n"
-            "                      [--dump | --summary | --save FILE | --diagnose | --wait-exit SECS]\n");
+            "                      [--dump | --summary | --save FILE | --diagnose | --wait-exit SECS]\n"
+            "       dynamo-inspect --list\n");
     exit(2);
 }
 
@@ -161,6 +164,7 @@ dump_record(const DrRecord *r)
             kstr("module_path", n->module_path);
             strlist("users", n->users, n->n_users);
             strlist("inputs", n->inputs, n->n_inputs);
+            kstr("module_class", n->module_class);
             putchar('}');
         }
         printf("]}");
@@ -188,6 +192,20 @@ dump_record(const DrRecord *r)
             putchar(',');
         dump_break(&r->breaks[i]);
     }
+    putchar(']');
+    key("resumes", 0);
+    putchar('[');
+    for (size_t i = 0; i < r->n_resumes; i++) {
+        const DrResume *res = &r->resumes[i];
+        printf("%s{", i ? "," : "");
+        key("name", 1);
+        jstr(res->name);
+        kuint("offset", res->offset);
+        kstr("kind", res->kind);
+        key("frame_id", 0);
+        printf("%lld", res->code != NULL ? (long long)res->code->frame_id : -1LL);
+        putchar('}');
+    }
     printf("]}");
 }
 
@@ -209,6 +227,8 @@ dump_code(const DrCode *c)
     kuint("guard_failures", c->guard_failures);
     kuint("compiles", c->compiles);
     kuint("compile_ns", c->compile_ns);
+    kuint("cache_size_limit", c->cache_size_limit);
+    kuint("tree_counters_ns", c->tree.counters_ns);
     key("entries", 0);
     putchar('[');
     for (size_t i = 0; i < c->n_entries; i++) {
@@ -331,7 +351,7 @@ main(int argc, char **argv)
 {
     const char *file = NULL, *save = NULL;
     long pid = 0;
-    int flags = 0, diagnose = 0, want_summary = 0;
+    int flags = 0, diagnose = 0, want_summary = 0, list = 0;
     double wait_exit = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -353,6 +373,8 @@ main(int argc, char **argv)
             want_summary = 1;
         else if (strcmp(a, "--diagnose") == 0)
             diagnose = 1;
+        else if (strcmp(a, "--list") == 0)
+            list = 1;
         else if (strcmp(a, "--anchor") == 0)
             flags |= DR_OPEN_ANCHOR_ONLY;
         else if (strcmp(a, "--shm-only") == 0)
@@ -360,9 +382,21 @@ main(int argc, char **argv)
         else
             usage();
     }
+    DrStatus st;
+    if (list) {
+        pid_t *pids;
+        size_t n;
+        if (file != NULL || pid != 0)
+            usage();
+        if (dr_list(&pids, &n, &st) < 0)
+            goto fail;
+        for (size_t i = 0; i < n; i++)
+            printf("%d\n", (int)pids[i]);
+        free(pids);
+        return 0;
+    }
     if ((file == NULL) == (pid == 0))
         usage();
-    DrStatus st;
     if (diagnose) {
         if (pid == 0)
             usage();

@@ -26,7 +26,13 @@
  * each counter whole and monotonic, but not all counters of one instant.
  * Readers copy the region, then re-read seq: equal and even = consistent.
  * Blobs are append-only and never rewritten, except DT_BLOB_COUNTERS
- * payloads (arrays of u64 counters bumped in place).
+ * payloads (arrays of u64 counters bumped or refreshed in place).
+ *
+ * Guard-tree node counters live in the writer's guard trees, which the
+ * hook updates without telemetry; DtCode.tree_counters is a copy refreshed
+ * (not bumped) at each compile record published by the process and at each
+ * dynamo.save_snapshot / dynamo.telemetry.refresh() call.  Between two
+ * refreshes a live reader sees them as of DtCode.counters_ns.
  */
 #ifndef DYNAMO_INSPECT_LAYOUT_H
 #define DYNAMO_INSPECT_LAYOUT_H
@@ -34,7 +40,8 @@
 #include <stdint.h>
 
 #define DT_MAGIC        "DYNTELEM"  /* 8 bytes, no NUL: DtHeader.magic */
-#define DT_VERSION      1u
+#define DT_VERSION      2u          /* 2: DtCode.cache_size_limit, tree_counters;
+                                       RECORD resumes, NODE module_class */
 #define DT_HEADER_SIZE  4096u       /* bytes; DtHeader is padded to this */
 
 /* Default capacities (the header carries the real ones: readers must use
@@ -124,8 +131,12 @@ typedef struct {
     uint32_t n_entries;             /* entry slots made for this code, count */
     DtRef tree;                     /* DT_BLOB_TREE: latest guard tree, or none */
     uint32_t last_entry;            /* newest entry slot index + 1, 0 = none */
-    uint32_t reserved;
-    uint8_t pad[24];
+    uint32_t cache_size_limit;      /* entries: config.cache_size_limit at the last compile */
+    DtRef tree_counters;            /* DT_BLOB_COUNTERS: u64[2 * TREE nodes], per node in TREE
+                                       order (evaluations, failures), counts; rewritten in
+                                       place by each refresh; none until the first tree */
+    uint64_t counters_ns;           /* last refresh of tree_counters, CLOCK_REALTIME ns; 0 never */
+    uint8_t pad[8];
 } DtCode;
 _Static_assert(sizeof(DtCode) == 128, "DtCode");
 
@@ -212,13 +223,23 @@ _Static_assert(sizeof(DtBlob) == 16, "DtBlob");
  *   "limit", "unsupported"), backend s, name s, filename s, firstlineno i,
  *   start_ns i (CLOCK_REALTIME), compile_ns i, backend_ns i,
  *   recompile_reason s, error s, original_bytecode s, modified_bytecode s,
- *   graphs [GRAPH], guards [GUARD], breaks [BREAK], op_count i]
+ *   graphs [GRAPH], guards [GUARD], breaks [BREAK], op_count i,
+ *   resumes [RESUME]]
+ * RESUME = [name s ("__resume_at_<offset>_<n>", the code object's co_name),
+ *   offset i (bytecode offset it resumes at, in the function the break was
+ *   cut from), kind s ("branch": the jump target of a conditional jump on a
+ *   tensor, "fallthrough": the not-taken side of that jump, "after": after
+ *   the instruction run eagerly at the break, usually a call), "" unknown]
  * GRAPH  = [name s, op_count i, nodes [NODE]]
  * NODE   = [op s (placeholder, get_attr, call_function, call_method,
  *   call_module, output), name s, target s, args s (text of args and
  *   kwargs), dtype s, shape s ("[2, 3]"), stride s, device s, module_path s
- *   (nn.Module qualified path, "" if none), users [s] (node names),
- *   inputs [s] (names of the nodes in args/kwargs)]
+ *   (qualified nn.Module path, "layer1.0.conv1": for call_module the module
+ *   called, else the innermost module whose forward made the node; relative
+ *   to the frame's `self`, other roots keep their name ("model.fc"); "" at
+ *   the top level), users [s] (node names), inputs [s] (names of the nodes
+ *   in args/kwargs), module_class s (class name of that module, "Conv2d",
+ *   "" if none)]
  * GUARD  = [text s (Guard.describe()), kind s ("TENSOR_MATCH"), source s
  *   ("L['a']"), detail s (expected value text)]
  * BREAK  = [reason s, filename s, lineno i, user_stack [FRAME]]
@@ -227,7 +248,8 @@ _Static_assert(sizeof(DtBlob) == 16, "DtBlob");
  * TNODE  = [id i, parent i (-1 root), depth i, via s ("=" value, "default",
  *   "" for the root), tests [s], switch s ("" if none), leaf [s] (entries
  *   "[F/C] n tests" when a leaf), evaluations i (count), failures i (count),
- *   newest i]
+ *   newest i]; evaluations/failures as of the publish: DtCode.tree_counters
+ *   carries newer values when its length matches the tree
  */
 #define DT_VALUE_MAX_DEPTH 8
 

@@ -10,6 +10,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* process_vm_readv, pread */
 #endif
+#include <dirent.h>     /* opendir: /proc and /dev/shm scans (dr_list) */
 #include <errno.h>      /* errno */
 #include <fcntl.h>      /* open */
 #include <gelf.h>       /* GElf_Sym, GElf_Phdr */
@@ -612,6 +613,7 @@ decode_graph(const Dec *d, const DvVal *v, DrGraph *g)
             *fields[k] = dv_str(d->arena, dv_item(nv, k));
         n->users = strings(d, dv_item(nv, 9), &n->n_users);
         n->inputs = strings(d, dv_item(nv, 10), &n->n_inputs);
+        n->module_class = dv_str(d->arena, dv_item(nv, 11));
     }
 }
 
@@ -686,13 +688,41 @@ decode_record(const Dec *d, const DtEntry *e, DrRecord *rec)
     rec->n_breaks = rec->breaks ? dv_len(breaks) : 0;
     for (size_t i = 0; i < rec->n_breaks; i++)
         decode_break(d, dv_item(breaks, i), &rec->breaks[i]);
+    const DvVal *resumes = dv_item(&v, 18);
+    rec->resumes = array(d, dv_len(resumes), sizeof(DrResume));
+    rec->n_resumes = rec->resumes ? dv_len(resumes) : 0;
+    for (size_t i = 0; i < rec->n_resumes; i++) {
+        const DvVal *rv = dv_item(resumes, i);
+        int64_t offset = dv_int(dv_item(rv, 1));
+        rec->resumes[i] = (DrResume){
+            .name = dv_str(a, dv_item(rv, 0)),
+            .offset = offset >= 0 && offset <= UINT32_MAX ? (uint32_t)offset : 0,
+            .kind = dv_str(a, dv_item(rv, 2)),
+        };
+    }
+}
+
+/* Newer node counters from the code's DT_BLOB_COUNTERS copy, when it
+ * matches the tree (a refresh after a republish may not have run yet). */
+static void
+apply_tree_counters(const Dec *d, const DtCode *c, DrTree *t)
+{
+    size_t len;
+    const uint8_t *p = blob_payload(d, c->tree_counters, DT_BLOB_COUNTERS, &len);
+    if (p == NULL || t->n_nodes == 0 || len != t->n_nodes * 16)
+        return;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        memcpy(&t->nodes[i].evaluations, p + 16 * i, 8);
+        memcpy(&t->nodes[i].failures, p + 16 * i + 8, 8);
+    }
+    t->counters_ns = c->counters_ns;
 }
 
 static void
-decode_tree(const Dec *d, DtRef ref, DrTree *t)
+decode_tree(const Dec *d, const DtCode *c, DrTree *t)
 {
     size_t len;
-    const uint8_t *p = blob_payload(d, ref, DT_BLOB_TREE, &len);
+    const uint8_t *p = blob_payload(d, c->tree, DT_BLOB_TREE, &len);
     DvVal v;
     if (p == NULL || dv_parse(d->arena, p, len, &v) < 0)
         return;
@@ -714,6 +744,7 @@ decode_tree(const Dec *d, DtRef ref, DrTree *t)
         n->evaluations = (uint64_t)dv_int(dv_item(nv, 7));
         n->failures = (uint64_t)dv_int(dv_item(nv, 8));
     }
+    apply_tree_counters(d, c, t);
 }
 
 static const char *const event_names[] = {"?", "compile", "break", "recompile", "limit", "error", "reset"};
@@ -844,7 +875,8 @@ decode_codes(const Dec *d, DrSnapshot *s)
         out->guard_failures = c->guard_failures;
         out->compiles = c->compiles;
         out->compile_ns = c->compile_ns;
-        decode_tree(d, c->tree, &out->tree);
+        out->cache_size_limit = c->cache_size_limit;
+        decode_tree(d, c, &out->tree);
         s->total_calls += c->calls;
         s->total_hits += c->hits;
         s->total_misses += c->misses;
@@ -922,6 +954,28 @@ link_codes(const Dec *d, DrSnapshot *s)
     }
 }
 
+/* The code a resume function name refers to: the live one, else the newest
+ * (resume names are unique within a process; a dead code kept its slot). */
+static DrCode *
+code_named(DrSnapshot *s, const char *name)
+{
+    DrCode *best = NULL;
+    for (size_t i = 0; *name && i < s->n_codes; i++) {
+        DrCode *c = &s->codes[i];
+        if (c->frame_id != UINT32_MAX && strcmp(c->name, name) == 0 && (best == NULL || !c->dead || best->dead))
+            best = c;
+    }
+    return best;
+}
+
+static void
+link_resumes(DrSnapshot *s)
+{
+    for (size_t r = 0; r < s->n_records; r++)
+        for (size_t i = 0; i < s->records[r].n_resumes; i++)
+            s->records[r].resumes[i].code = code_named(s, s->records[r].resumes[i].name);
+}
+
 static DrSnapshot *
 decode(const DrReader *r, DrStatus *st)
 {
@@ -939,6 +993,7 @@ decode(const DrReader *r, DrStatus *st)
     decode_codes(&d, s);
     decode_entries(&d, s);
     link_codes(&d, s);
+    link_resumes(s);
     decode_events(&d, s);
     dedup_breaks(&d, s);
     if (arena->failed) {
@@ -1031,6 +1086,119 @@ dr_find_entry(DrSnapshot *s, uint32_t frame_id, uint32_t compile_id)
         if (s->entries[i].frame_id == frame_id && s->entries[i].compile_id == compile_id)
             return &s->entries[i];
     return NULL;
+}
+
+/* ---- finding processes ---------------------------------------------------------------- */
+
+/* The pid of a decimal name ("1234"), or 0. */
+static pid_t
+pid_of_name(const char *s)
+{
+    long v = 0;
+    if (*s == '\0')
+        return 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > 0x3fffffffL / 10)
+            return 0;
+        v = v * 10 + (*s - '0');
+    }
+    return (pid_t)v;
+}
+
+/* Does /proc/PID/maps map dynamo's extension (a "_C.*.so" in a "dynamo"
+ * directory)?  0 when unreadable. */
+static int
+maps_dynamo(pid_t pid)
+{
+    char path[64], line[4400];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return 0;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f) != NULL) {
+        const char *so = strstr(line, "/dynamo/_C.");
+        found = so != NULL && strstr(so, ".so") != NULL;
+    }
+    fclose(f);
+    return found;
+}
+
+typedef struct {
+    pid_t *v;                   /* owned */
+    size_t n, cap;
+} PidSet;
+
+/* Add pid unless present; -1 when out of memory. */
+static int
+pids_add(PidSet *set, pid_t pid)
+{
+    for (size_t i = 0; i < set->n; i++)
+        if (set->v[i] == pid)
+            return 0;
+    if (set->n == set->cap) {
+        size_t cap = set->cap ? 2 * set->cap : 16;
+        pid_t *v = realloc(set->v, cap * sizeof *v);
+        if (v == NULL)
+            return -1;
+        set->v = v;
+        set->cap = cap;
+    }
+    set->v[set->n++] = pid;
+    return 0;
+}
+
+static int
+pid_cmp(const void *a, const void *b)
+{
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+    return (x > y) - (x < y);
+}
+
+int
+dr_list(pid_t **pids, size_t *n, DrStatus *st)
+{
+    PidSet set = {NULL, 0, 0};
+    pid_t self = getpid();
+    struct dirent *de;
+    set_status(st, DR_OK, "%s", "");
+    *pids = NULL;
+    *n = 0;
+    DIR *shm = opendir("/dev/shm");         /* absent /dev/shm: only the maps scan */
+    while (shm != NULL && (de = readdir(shm)) != NULL) {
+        pid_t pid = strncmp(de->d_name, "dynamo-", 7) == 0 ? pid_of_name(de->d_name + 7) : 0;
+        if (pid > 0 && pid != self && process_alive(pid) && pids_add(&set, pid) < 0)
+            goto nomem;
+    }
+    if (shm != NULL)
+        closedir(shm);
+    shm = NULL;
+    DIR *proc = opendir("/proc");
+    if (proc == NULL) {
+        free(set.v);
+        set_status(st, DR_EIO, "cannot read /proc: %s", strerror(errno));
+        return -1;
+    }
+    while ((de = readdir(proc)) != NULL) {
+        pid_t pid = pid_of_name(de->d_name);
+        if (pid > 0 && pid != self && maps_dynamo(pid) && pids_add(&set, pid) < 0) {
+            closedir(proc);
+            goto nomem;
+        }
+    }
+    closedir(proc);
+    qsort(set.v, set.n, sizeof *set.v, pid_cmp);
+    *pids = set.n ? set.v : NULL;
+    *n = set.n;
+    if (set.n == 0)
+        free(set.v);
+    return 0;
+nomem:
+    if (shm != NULL)
+        closedir(shm);
+    free(set.v);
+    set_status(st, DR_ENOMEM, "out of memory");
+    return -1;
 }
 
 /* ---- diagnostics ---------------------------------------------------------------------- */

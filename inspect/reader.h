@@ -120,7 +120,10 @@ typedef struct {
     const char *target;         /* "torch.add", "relu", "layer1.0.conv1" */
     const char *args;           /* text of args and kwargs */
     const char *dtype, *shape, *stride, *device;   /* tensor meta, "" when unknown */
-    const char *module_path;    /* nn.Module qualified path, "" if none */
+    const char *module_path;    /* qualified nn.Module path ("layer1.0.conv1"): the module a
+                                   call_module calls, else the innermost module whose forward
+                                   made the node; "" at the frame's top level */
+    const char *module_class;   /* class name of that module ("Conv2d"), "" if none */
     const char **users;         /* names of nodes using this one */
     size_t n_users;
     const char **inputs;        /* names of nodes in args/kwargs (edges for dynamo-dot) */
@@ -162,7 +165,9 @@ typedef struct {
 } DrBreak;
 
 /* One node of a guard decision tree (as published with the newest compile of
- * the code; counters as of that publish or of the last dynamo.save_snapshot). */
+ * the code).  Counters as of DrTree.counters_ns: the writer refreshes them at
+ * each compile record it publishes, at dynamo.save_snapshot and at
+ * dynamo.telemetry.refresh(), not on each call (see layout.h). */
 typedef struct {
     int64_t id;
     int64_t parent;             /* index into DrTree.nodes, -1 for the root */
@@ -180,7 +185,20 @@ typedef struct {
 typedef struct {
     DrTreeNode *nodes;          /* depth-first; nodes[0] is the root */
     size_t n_nodes;
+    uint64_t counters_ns;       /* when the node counters were taken, CLOCK_REALTIME ns; 0 unknown */
 } DrTree;
+
+/* A resume function a compile generated (it continues the frame after the
+ * graph break).  `code` links to its compiles once it ran. */
+typedef struct {
+    const char *name;           /* "__resume_at_102_0" (co_name) */
+    uint32_t offset;            /* bytecode offset it resumes at, in the function the break was cut from */
+    const char *kind;           /* "branch" (jump target), "fallthrough" (jump not taken),
+                                   "after" (after the instruction run eagerly at the break),
+                                   "" unknown */
+    DrCode *code;               /* borrowed: the code of that name (the live one, else the
+                                   newest), or NULL when it never ran */
+} DrResume;
 
 /* One compile record (any status). */
 struct DrRecord {
@@ -199,6 +217,7 @@ struct DrRecord {
     DrGraph *graphs; size_t n_graphs;
     DrGuard *guards; size_t n_guards;
     DrBreak *breaks; size_t n_breaks;
+    DrResume *resumes; size_t n_resumes;   /* in creation order */
     DrEntry *entry;             /* borrowed: its cache entry (status "ok"), or NULL */
     DrCode *code;               /* borrowed */
 };
@@ -228,6 +247,7 @@ struct DrCode {
     uint64_t calls, hits, misses, guard_failures;  /* count */
     uint64_t compiles;          /* count */
     uint64_t compile_ns;        /* cumulative, ns */
+    uint32_t cache_size_limit;  /* entries: config.cache_size_limit at its last compile */
     DrEntry **entries;          /* borrowed; newest first (dead ones included, flagged) */
     size_t n_entries;
     DrRecord **records;         /* borrowed; every compile record of this code, oldest first */
@@ -285,6 +305,17 @@ int dr_save(DrReader *r, const char *path, DrStatus *st);
 /* Lookups inside a snapshot (borrowed results, NULL when absent). */
 DrCode *dr_find_code(DrSnapshot *s, uint32_t frame_id);
 DrEntry *dr_find_entry(DrSnapshot *s, uint32_t frame_id, uint32_t compile_id);
+
+/* ---- finding processes ----------------------------------------------------------------- */
+
+/* The running processes that expose dynamo telemetry, or may: those with a
+ * /dev/shm/dynamo-<pid> file, and those mapping dynamo's extension
+ * (.../dynamo/_C.*.so, anonymous regions; /proc/PID/maps of other users'
+ * processes is unreadable without privileges).  Excludes the caller and
+ * files left by dead processes.  *pids is a new ascending array (free()),
+ * NULL when *n is 0.  0, or -1 with *st (EIO: /proc unreadable, ENOMEM).
+ * Open each with dr_open_pid: a listed process may have telemetry off. */
+int dr_list(pid_t **pids, size_t *n, DrStatus *st);
 
 /* ---- diagnostics ------------------------------------------------------------------ */
 

@@ -40,7 +40,8 @@ static size_t region_len;       /* bytes mapped */
 static int region_is_file;      /* mapped from shm_path */
 static pid_t region_pid;        /* the process that created it */
 static CodeCache **slot_caches; /* owned array, borrowed items: code slot -> cache while alive */
-static PyObject *tree_fn;       /* strong: code -> DT_BLOB_TREE payload bytes, or NULL */
+static PyObject *tree_fn;       /* strong: code -> (DT_BLOB_TREE payload, counters), or NULL */
+static PyObject *counters_fn;   /* strong: code -> tree node counters (u64 pairs), or NULL */
 
 /* The closest entry's failure noted on the last COMPILE-mode miss; a
  * RECOMPILE/LIMIT event published for the same code carries it. */
@@ -461,24 +462,72 @@ telemetry_note_failure(CodeCache *cache, PyObject *failures)
     PyErr_Restore(exc_type, exc_value, exc_tb);
 }
 
-/* Publish cache's guard tree through tree_fn.  0, or -1 with an exception. */
+/* Publish cache's guard tree through tree_fn: a TREE blob and a fresh
+ * COUNTERS blob for its node counters.  0, or -1 with an exception. */
 static int
 publish_tree(CodeCache *cache)
 {
     if (region == NULL || tree_fn == NULL || cache->tele == NULL || cache->entries == NULL)
         return 0;
-    PyObject *blob = PyObject_CallOneArg(tree_fn, cache->code);
-    if (blob == NULL)
+    PyObject *pair = PyObject_CallOneArg(tree_fn, cache->code);
+    if (pair == NULL)
         return -1;
-    if (PyBytes_Check(blob) && region != NULL) {
-        seq_begin();
-        DtRef ref = blob_add(DT_BLOB_TREE, PyBytes_AS_STRING(blob), (size_t)PyBytes_GET_SIZE(blob));
-        if (ref.len != 0)
-            cache->tele->tree = ref;
-        seq_end();
+    PyObject *tree, *counters;
+    if (!PyArg_ParseTuple(pair, "SS;tree_fn must return (tree bytes, counters bytes)",
+                          &tree, &counters)) {
+        Py_DECREF(pair);
+        return -1;
     }
-    Py_DECREF(blob);
+    DtCode *d = cache->tele;
+    seq_begin();
+    DtRef ref = blob_add(DT_BLOB_TREE, PyBytes_AS_STRING(tree), (size_t)PyBytes_GET_SIZE(tree));
+    if (ref.len != 0) {
+        d->tree = ref;
+        d->tree_counters = blob_add(DT_BLOB_COUNTERS, PyBytes_AS_STRING(counters),
+                                    (size_t)PyBytes_GET_SIZE(counters));
+        d->counters_ns = now_ns();
+    }
+    seq_end();
+    Py_DECREF(pair);
     return 0;
+}
+
+/* Copy cache's current tree node counters (counters_fn) over its COUNTERS
+ * blob in place; republish the tree when its shape changed.  Counters are
+ * stored word by word, like the hook's bumps: no seqlock.  0, or -1 with an
+ * exception. */
+static int
+refresh_tree_counters(CodeCache *cache)
+{
+    DtCode *d = cache->tele;
+    if (counters_fn == NULL || d == NULL || d->tree.len == 0)
+        return publish_tree(cache);
+    PyObject *counters = PyObject_CallOneArg(counters_fn, cache->code);
+    if (counters == NULL)
+        return -1;
+    if (!PyBytes_Check(counters)) {
+        Py_DECREF(counters);
+        PyErr_SetString(PyExc_TypeError, "counters_fn must return bytes");
+        return -1;
+    }
+    uint64_t *dst = blob_counters(d->tree_counters);
+    size_t len = (size_t)PyBytes_GET_SIZE(counters);
+    int rc = 0;
+    if (dst == NULL)
+        ;                                   /* the region had no room for them */
+    else if (len == d->tree_counters.len - sizeof(DtBlob) && len % 8 == 0) {
+        const char *src = PyBytes_AS_STRING(counters);
+        for (size_t i = 0; i < len / 8; i++) {
+            uint64_t v;
+            memcpy(&v, src + 8 * i, 8);
+            __atomic_store_n(&dst[i], v, __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(&d->counters_ns, now_ns(), __ATOMIC_RELAXED);
+    }
+    else
+        rc = publish_tree(cache);           /* the tree changed shape since */
+    Py_DECREF(counters);
+    return rc;
 }
 
 void
@@ -489,6 +538,7 @@ telemetry_entry_added(CodeCache *cache)
     /* A broken serializer: say so once and stop publishing trees. */
     PyErr_WriteUnraisable(tree_fn);
     Py_CLEAR(tree_fn);
+    Py_CLEAR(counters_fn);
 }
 
 void
@@ -548,22 +598,27 @@ t_info(PyObject *module, PyObject *unused)
 }
 
 PyDoc_STRVAR(t_set_info_doc,
-"_telemetry_set_info(torch_version, dynamo_version, tree_fn)\n\n"
-"Identity strings for the header, and the function code -> bytes (a\n"
-"DT_BLOB_TREE payload) called after each new cache entry (or None).");
+"_telemetry_set_info(torch_version, dynamo_version, tree_fn, counters_fn)\n\n"
+"Identity strings for the header; tree_fn: code -> (DT_BLOB_TREE payload,\n"
+"node counters), called after each new cache entry; counters_fn: code ->\n"
+"node counters (u64 evaluations, failures per node, in TREE order), called\n"
+"by _telemetry_refresh.  Either may be None.");
 
 static PyObject *
 t_set_info(PyObject *module, PyObject *args)
 {
     const char *torch_version, *dynamo_version;
-    PyObject *fn;
-    if (!PyArg_ParseTuple(args, "ssO:_telemetry_set_info", &torch_version, &dynamo_version, &fn))
+    PyObject *fn, *cfn = Py_None;
+    if (!PyArg_ParseTuple(args, "ssO|O:_telemetry_set_info", &torch_version, &dynamo_version,
+                          &fn, &cfn))
         return NULL;
-    if (fn != Py_None && !PyCallable_Check(fn)) {
-        PyErr_SetString(PyExc_TypeError, "_telemetry_set_info: tree_fn must be callable or None");
+    if ((fn != Py_None && !PyCallable_Check(fn)) || (cfn != Py_None && !PyCallable_Check(cfn))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_telemetry_set_info: tree_fn and counters_fn must be callable or None");
         return NULL;
     }
     Py_XSETREF(tree_fn, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_XSETREF(counters_fn, cfn == Py_None ? NULL : Py_NewRef(cfn));
     if (region != NULL) {
         seq_begin();
         snprintf(region->torch_version, sizeof region->torch_version, "%s", torch_version);
@@ -608,9 +663,10 @@ parse_events(PyObject *events, Py_ssize_t *count)
 
 PyDoc_STRVAR(t_publish_doc,
 "_telemetry_publish(code, frame_id, compile_id, status, compile_ns, n_guards,\n"
-"                   record, events) -> int\n\n"
+"                   record, events, cache_size_limit) -> int\n\n"
 "Publish one compile record: `record` is a DT_BLOB_RECORD payload (bytes),\n"
-"`events` a list of (kind, text, where) with DT_EV_* kinds.  A status 'ok'\n"
+"`events` a list of (kind, text, where) with DT_EV_* kinds, cache_size_limit\n"
+"the configured limit (entries) at this compile.  A status 'ok'\n"
 "record becomes the slot of the cache entry pushed next for code.  Returns\n"
 "the record's slot, or -1 when telemetry is off or the region is full.");
 
@@ -618,12 +674,12 @@ static PyObject *
 t_publish(PyObject *module, PyObject *args)
 {
     PyObject *code, *events;
-    unsigned int frame_id, compile_id, n_guards;
+    unsigned int frame_id, compile_id, n_guards, limit;
     const char *status;
     unsigned long long compile_ns;
     Py_buffer record;
-    if (!PyArg_ParseTuple(args, "O!IIsKIy*O:_telemetry_publish", &PyCode_Type, &code, &frame_id,
-                          &compile_id, &status, &compile_ns, &n_guards, &record, &events))
+    if (!PyArg_ParseTuple(args, "O!IIsKIy*OI:_telemetry_publish", &PyCode_Type, &code, &frame_id,
+                          &compile_id, &status, &compile_ns, &n_guards, &record, &events, &limit))
         return NULL;
     if (region == NULL) {
         PyBuffer_Release(&record);
@@ -648,6 +704,7 @@ t_publish(PyObject *module, PyObject *args)
         d->frame_id = frame_id;
         d->compiles++;
         d->compile_ns += compile_ns;
+        d->cache_size_limit = limit;
         if (strcmp(status, "limit") == 0)
             d->flags |= DT_C_LIMIT;
         else if (strcmp(status, "error") == 0 || strcmp(status, "unsupported") == 0)
@@ -687,8 +744,9 @@ t_publish(PyObject *module, PyObject *args)
 }
 
 PyDoc_STRVAR(t_refresh_doc,
-"_telemetry_refresh_trees() -> int: republish the guard tree (with its\n"
-"current node counters) of every live code; returns how many.");
+"_telemetry_refresh() -> int: copy the current guard-tree node counters of\n"
+"every live code with a cache into the region (in place; a tree whose shape\n"
+"changed is republished); returns how many codes.");
 
 static PyObject *
 t_refresh(PyObject *module, PyObject *unused)
@@ -698,7 +756,7 @@ t_refresh(PyObject *module, PyObject *unused)
         CodeCache *c = slot_caches[i];
         if (c == NULL || c->entries == NULL)
             continue;
-        if (publish_tree(c) < 0)
+        if (refresh_tree_counters(c) < 0)
             return NULL;
         n++;
     }
@@ -804,7 +862,7 @@ static PyMethodDef telemetry_methods[] = {
     {"_telemetry_info", t_info, METH_NOARGS, t_info_doc},
     {"_telemetry_set_info", t_set_info, METH_VARARGS, t_set_info_doc},
     {"_telemetry_publish", t_publish, METH_VARARGS, t_publish_doc},
-    {"_telemetry_refresh_trees", t_refresh, METH_NOARGS, t_refresh_doc},
+    {"_telemetry_refresh", t_refresh, METH_NOARGS, t_refresh_doc},
     {"_telemetry_save", t_save, METH_O, t_save_doc},
     {"_telemetry_counters", t_counters, METH_O, t_counters_doc},
     {NULL, NULL, 0, NULL},

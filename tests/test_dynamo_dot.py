@@ -3,7 +3,8 @@ graph-break maps, from a snapshot file and from a live process.
 
 One workload subprocess (module fixture) compiles the seed toy example
 (called with both signs: 3 graphs, 2 resume functions), a function that
-recompiles on a new size, and a small CNN with BatchNorm; it writes the
+recompiles on a new size, and a small CNN with BatchNorm and a custom head
+module (underscored names, no container index); it writes the
 expected counts computed from the GraphModules and the cache entries
 (`dynamo._C.cache_entries`) to a JSON file next to its snapshot, then stays
 alive so the same state can be read by pid.
@@ -46,17 +47,26 @@ def scale(x):
     return torch.relu(x) * 2
 
 
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.out_proj = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return torch.softmax(self.out_proj(x), dim=-1)
+
+
 class SmallCNN(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.features = torch.nn.Sequential(
             torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU())
-        self.head = torch.nn.Linear(8, 4)
+        self.final_head = Head()
 
     def forward(self, x):
         x = self.features(x)
         x = x.mean(dim=(2, 3))
-        return torch.softmax(self.head(x), dim=-1)
+        return self.final_head(x)
 
 
 def main(out_dir):
@@ -78,10 +88,12 @@ def main(out_dir):
                 "nodes": [n.name for n in nodes],
                 "edges": sorted([n.name, u.name] for n in nodes for u in n.users),
                 "modules": sorted({n.target for n in nodes if n.op == "call_module"}),
+                "module_stacks": {n.name: n.meta.get("dynamo_module_stack", ()) for n in nodes},
             }
         frames.setdefault(str(rec.frame_id), {
             "name": rec.name,
             "entries": sorted(p.id for p in dynamo._C.cache_entries(rec.code)),
+            "resumes": [[r.name, r.offset, r.kind] for r in rec.resumes],
         })
     snap = os.path.join(out_dir, "workload.dyn")
     dynamo.save_snapshot(snap)
@@ -190,8 +202,13 @@ def test_list_shows_every_frame_compile_graph_and_resume(workload, source):
     assert len(resumes) == 2
     toy = frame_of(workload, "toy_example")
     break_line = next(line for line in out.splitlines() if "break generic_jump" in line)
-    for name in resumes:
-        assert f"{name} (frame {frame_of(workload, name)})" in break_line
+    kinds = {"branch": "branch taken", "fallthrough": "fall-through"}
+    listed = workload["frames"][toy]["resumes"]
+    assert sorted(name for name, _, _ in listed) == sorted(resumes)
+    assert sorted(kind for _, _, kind in listed) == ["branch", "fallthrough"]
+    for name, offset, kind in listed:
+        assert name == f"__resume_at_{offset}_" + name.rsplit("_", 1)[1]
+        assert f"{name} ({kinds[kind]} @{offset}, frame {frame_of(workload, name)})" in break_line
     assert f"--guards {toy}" in out and f"--breaks {toy}" in out
     assert run(*source_args(workload, source)).stdout.decode() == out   # --list is the default
 
@@ -233,16 +250,27 @@ def test_graph_svg_nodes_edges_tooltips_and_label(workload, source):
 
 def test_graph_model_clusters_by_module(workload, tmp_path):
     g = next(g for g in workload["graphs"].values() if g["function"] == "forward")
-    # dynamo names submodule calls after their flattened path (self_features_0);
-    # dynamo-dot groups them back by container (viz/NEEDS.md: qualified paths)
-    assert g["modules"] == ["self_features_0", "self_features_1", "self_features_2", "self_head"]
+    # fx targets stay flattened; the tracer records the qualified path and class
+    assert g["modules"] == ["self_features_0", "self_features_1", "self_features_2",
+                            "self_final_head_out_proj"]
+    stacks = g["module_stacks"]
+    assert stacks["self_features_0"] == [["features", "Sequential"], ["features.0", "Conv2d"]]
+    assert stacks["self_final_head_out_proj"] == [["final_head", "Head"],
+                                                  ["final_head.out_proj", "Linear"]]
+    assert stacks["softmax"] == [["final_head", "Head"]] and stacks["mean"] == []
     path = str(tmp_path / "cnn.dot")
     run("--file", workload["snapshot"], "--graph", graph_id(g["record"]), "-o", path)
     text = open(path).read()
     assert "subgraph cluster_features" in text                # the Sequential's box
+    assert "subgraph cluster_final_head" in text              # no index: found by path
+    assert "final_head · Head" in text                        # cluster label: path · class
     svg = run("--file", workload["snapshot"], "--graph", graph_id(g["record"]), "-T", "svg").stdout
-    clusters, _ = svg_items(svg, "cluster")
-    assert "cluster_features" in clusters
+    clusters, tips = svg_items(svg, "cluster")
+    assert sorted(clusters) == ["cluster_features", "cluster_final_head"]
+    nodes = run("--file", workload["snapshot"], "--graph", graph_id(g["record"]), "-T", "svg").stdout
+    _, node_tips = svg_items(nodes, "node")
+    assert any("module: features.0" in t and "module class: Conv2d" in t for t in node_tips)
+    assert "Conv2d" in svg.decode() and "final_head.out_proj" in svg.decode()
     for kind in ("placeholder", "call_module", "call_function", "output"):
         assert kind in svg.decode()
 
@@ -269,6 +297,7 @@ def test_guard_tree_leaves_are_the_cache_entries(workload, source, tmp_path):
         assert leaves == info["entries"], (fid, info)
         svg = run(*source_args(workload, source), "--guards", fid, "-T", "svg").stdout.decode()
         assert "hits" in svg and f"frame {fid}" in svg
+        assert "walks" in svg and "node counters as of" in svg
 
 
 def test_guard_tree_switch_branches_and_last_failure(workload, tmp_path):
@@ -307,6 +336,10 @@ def test_break_map_chains_graphs_and_resume_functions(workload, source, tmp_path
     labels = subprocess.run(["gvpr", 'E{print($.label)}', path], capture_output=True,
                             text=True).stdout
     assert labels.count("generic_jump TensorVariable()") == 2
+    # each edge says where its resume function continues
+    for name, offset, kind in workload["frames"][toy]["resumes"]:
+        side = {"branch": "branch taken", "fallthrough": "fall-through"}[kind]
+        assert f"{name} ({side} @{offset})" in labels
     lineno = WORKLOAD.splitlines().index("    if b.sum() < 0:") + 1
     assert labels.count(f"workload.py:{lineno}") == 2 and "if b.sum() < 0:" in labels
     svg = run(*source_args(workload, source), "--breaks", "toy_example", "-T", "svg").stdout
@@ -402,8 +435,18 @@ def test_usage_errors(args):
 
 def test_help():
     out = run("--help").stdout.decode()
-    for opt in ("--pid", "--file", "--list", "--graph", "--guards", "--breaks", "-T", "-o"):
+    for opt in ("--pid", "--file", "--list", "--list-processes", "--graph", "--guards",
+                "--breaks", "-T", "-o"):
         assert opt in out
+
+
+def test_list_processes(workload):
+    out = run("--list-processes").stdout.decode()
+    line = next(line for line in out.splitlines() if line.startswith(f"pid {workload['pid']} "))
+    assert f"{len(workload['frames'])} frames" in line and "telemetry v2" in line
+    assert "workload.py" in line
+    p = run("--list-processes", "-p", str(workload["pid"]), check=False)
+    assert p.returncode == 2 and "--list-processes takes no" in err(p)
 
 
 # ---- sanitizers ---------------------------------------------------------------

@@ -117,10 +117,28 @@ def test_once_report_names_everything(tool, workload):
     assert "expected 5, actual 7" in out
     assert "LIMIT \u2192 eager" in out
     assert "cache_size_limit hit" in out
+    # entries live/limit: the limit (3) is published per code, known for every frame
+    frames = out.split("\nFRAMES\n", 1)[1].split("\nTREE\n", 1)[0]
+    rows = {name: line for line in frames.splitlines() for name in ("churn", "toy_example")
+            if re.match(rf"\s*{name}\s", line)}
+    assert re.search(r"\s3/3\s", rows["churn"]) and re.search(r"\s1/3\s", rows["toy_example"])
+    assert "/?" not in frames
     # bytecode side by side
     assert "ORIGINAL BYTECODE" in out and "MODIFIED BYTECODE" in out
     # tree: entries to graphs and resume functions
     assert "[0/0]" in out and "graph __compiled_fn" in out and "resume __resume_at_" in out
+    # which side of the break each resume function continues, and its frame
+    # (warm_up ran both sides)
+    resumes = re.findall(r"resume (__resume_at_(\d+)_\d+)  (branch taken|fall-through) @(\d+)"
+                         r"  -> frame \[(\d+)\]", out)
+    assert sorted(kind for _, _, kind, _, _ in resumes) == ["branch taken", "fall-through"]
+    assert all(at_name == at for _, at_name, _, at, _ in resumes)
+    for name, _, _, _, fid in resumes:
+        assert f"==== FRAME [{fid}] {name} " in out
+    # graph tab: qualified module paths and classes of TinyNet's nodes
+    assert re.search(r"call_module\s+self_block_proj\s.*\sblock\.proj \(Linear\)", out)
+    assert re.search(r"call_function\s+relu\s.*\sblock \(Block\)", out)
+    assert re.search(r"call_module\s+self_head\s.*\shead \(Linear\)", out)
     # events
     assert "recompile" in out and "EVENTS" in out
 

@@ -127,7 +127,7 @@ def frame(d, name):
 
 def check_workload_dump(d, pid):
     proc = d["process"]
-    assert proc["pid"] == pid and proc["version"] == 1
+    assert proc["pid"] == pid and proc["version"] == 2
     assert proc["python_version"].startswith("3.11") and proc["torch_version"].startswith("2.13.0")
     assert proc["start_ns"] > 0
     names = [f["name"] for f in d["frames"]]
@@ -152,6 +152,18 @@ def check_workload_dump(d, pid):
     assert brk["lineno"] == BREAK_LINE and brk["user_stack"][-1]["line"] == "if b.sum() < 0:"
     assert [b["reason"] for b in d["breaks"]] == [brk["reason"]] and d["breaks"][0]["count"] == 1
     assert toy["tree"][0]["parent"] == -1 and toy["tree"][0]["evaluations"] >= 1
+    # the record names its resume functions: which side of the jump each continues
+    by_name = {f["name"]: f for f in d["frames"]}
+    fall, branch = rec["resumes"]
+    assert (fall["kind"], branch["kind"]) == ("fallthrough", "branch")
+    assert fall["offset"] < branch["offset"]
+    for res in (fall, branch):
+        assert res["name"] == f"__resume_at_{res['offset']}_{res['name'].rsplit('_', 1)[1]}"
+        assert res["frame_id"] == by_name[res["name"]]["frame_id"]
+    # b >= 0 twice (the jump over `b = b * -1` taken), b < 0 once
+    assert (by_name[branch["name"]]["calls"], by_name[fall["name"]]["calls"]) == (2, 1)
+    assert all(f["cache_size_limit"] == 3 for f in d["frames"])
+    assert all(r["resumes"] == [] for f in d["frames"] if f["name"] != "toy" for r in f["records"])
 
     add = frame(d, "add")
     assert add["limit_hit"] == 1 and add["compiles"] == 4 and len(add["entries"]) == 3
@@ -170,6 +182,9 @@ def check_workload_dump(d, pid):
     tree = add["tree"]
     assert tree[0]["switch"] == "L['a'].size()[0]"
     assert sorted(n["via"] for n in tree[1:]) == ["= 2", "= 3", "= 4"]
+    # node counters as of the last publish (forward's compile): after the 5 hits
+    assert {n["via"]: n["evaluations"] for n in tree[1:]}["= 3"] == 5
+    assert tree[0]["failures"] == 3 and add["tree_counters_ns"] > 0
 
     kinds = [e["kind"] for e in d["events"]]
     assert kinds.count("break") == 1 and kinds.count("recompile") == 2 and kinds.count("limit") == 1
@@ -182,9 +197,120 @@ def check_workload_dump(d, pid):
     assert seqs == sorted(seqs) and seqs[0] == 1
 
     fwd = frame(d, "forward")
-    mods = [n["module_path"] for n in fwd["records"][0]["graphs"][0]["nodes"]
-            if n["op"] == "call_module"]
-    assert mods == ["self_0", "self_1"] or len(mods) == 2
+    mods = [(n["target"], n["module_path"], n["module_class"])
+            for n in fwd["records"][0]["graphs"][0]["nodes"] if n["op"] == "call_module"]
+    assert mods == [("self_0", "0", "Linear"), ("self_1", "1", "ReLU")]
+
+
+REFRESH = r'''
+import json, os, subprocess, sys
+import torch, dynamo
+from dynamo import _C, telemetry
+
+def read():
+    out = subprocess.run([sys.argv[1], "-p", str(os.getpid())], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    f = next(f for f in json.loads(out.stdout)["frames"] if f["name"] == "add")
+    return f["tree"][0]["evaluations"], f["tree_counters_ns"]
+
+@dynamo.optimize("eager")
+def add(a, b):
+    return a + b
+
+x = torch.ones(3)
+for _ in range(3):
+    add(x, x)
+before = read()
+for _ in range(10):
+    add(x, x)
+stale = read()
+used = _C._telemetry_info()["blob_used"]
+n = telemetry.refresh()
+fresh = read()
+print(json.dumps([before, stale, fresh, n, _C._telemetry_info()["blob_used"] - used]))
+'''
+
+
+def test_tree_counters_refresh_in_place(tmp_path):
+    """Guard-tree node counters are copied into the region at a refresh, in
+    place (no new blob), not by the hook: between refreshes they are stale."""
+    out = subprocess.run([PY, "-c", REFRESH, CLI], capture_output=True, text=True, env=env(),
+                         cwd=str(tmp_path), timeout=300)
+    assert out.returncode == 0, out.stderr
+    before, stale, fresh, codes, grown = json.loads(out.stdout.splitlines()[-1])
+    # published with the entry (0 walks); the 12 hits since reach the region only at refresh()
+    assert before == stale and before[0] == 0 and before[1] > 0
+    assert fresh[0] == 12 and fresh[1] > before[1]
+    assert codes == 1 and grown == 0
+
+
+RESUME_KINDS = r'''
+import json, warnings
+import torch, dynamo
+from dynamo import records
+warnings.simplefilter("ignore")
+
+def loop(a):
+    while a.sum() < 3:      # a forward jump on entry, a backward jump at the end
+        a = a + 1
+    return a
+
+def outer():
+    k = torch.ones(1)
+    def inner(a):           # a closure: its resume functions are made, not installed
+        if a.sum() > 0:
+            a = a + k
+        return a * 2
+    return inner
+
+def calls_print(a):
+    a = a + 1
+    print("", end="")
+    return a * 2
+
+dynamo.optimize("eager")(loop)(torch.ones(1))
+dynamo.optimize("eager")(outer())(torch.ones(1))
+dynamo.optimize("eager")(calls_print)(torch.ones(1))
+print(json.dumps({r.id + " " + r.name: [[x.name, x.offset, x.kind] for x in r.resumes]
+                  for r in records.all_records() if r.resume_codes}))
+'''
+
+
+def test_resume_kinds(tmp_path):
+    """CompileRecord.resumes: which side of the break each resume function
+    continues, for a loop (a jump each way between the same two offsets),
+    a closure and a call that breaks."""
+    script = tmp_path / "resume_kinds.py"      # a file: "<string>" frames are not compiled
+    script.write_text(RESUME_KINDS)
+    out = subprocess.run([PY, str(script)], capture_output=True, text=True, env=env(),
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.splitlines()[-1])
+    for resumes in got.values():
+        for name, offset, _ in resumes:
+            assert name.startswith(f"__resume_at_{offset}_")
+    (loop_fall, _, k1), (loop_exit, _, k2) = [(o, n, k) for n, o, k in got["[0/0] loop"]]
+    assert (k1, k2) == ("fallthrough", "branch") and loop_fall < loop_exit
+    # in the resume function of the loop body, the break is the backward jump
+    body = next(v for k, v in got.items() if k.startswith("[1/0] __resume_at_"))
+    assert [(o, k) for _, o, k in body] == [(loop_exit, "fallthrough"), (loop_fall, "branch")]
+    inner = next(v for k, v in got.items() if k.endswith(" inner"))
+    assert [k for _, _, k in inner] == ["fallthrough", "branch"]
+    brk = next(v for k, v in got.items() if k.endswith(" calls_print"))
+    assert [k for _, _, k in brk] == ["after"]
+
+
+def test_list_processes(workload):
+    p, _ = workload
+    other = subprocess.Popen(["sleep", "60"])       # a process without dynamo
+    try:
+        r = inspect("--list")
+    finally:
+        other.kill()
+        other.wait()
+    assert r.returncode == 0, r.stderr
+    pids = [int(x) for x in r.stdout.split()]
+    assert p.pid in pids and other.pid not in pids and pids == sorted(set(pids))
 
 
 def test_live_dump_shm(workload):
@@ -267,6 +393,10 @@ def test_corrupt_snapshots_never_crash_the_reader(workload):
     bad.write_bytes(v)
     r = inspect("--file", bad, cli=ASAN_CLI)
     assert r.returncode == 6 and "version 99" in r.stderr
+    v[8:12] = struct.pack("<I", 1)              # the layout before cache_size_limit & co
+    bad.write_bytes(v)
+    r = inspect("--file", bad, cli=ASAN_CLI)
+    assert r.returncode == 6 and "layout version 1, this reader understands version 2" in r.stderr
 
     import random
     rng = random.Random(1234)

@@ -7,8 +7,6 @@
  * reader failures (no process 3, no dynamo 4, permission 5, version 6,
  * corrupt 7, other 1).
  */
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -79,47 +77,20 @@ static int parse_pid(const char *s, pid_t *pid)
 
 /* ---- listing ---- */
 
-/* Does /proc/PID/maps mention the dynamo extension?  (Readable only for
- * our own processes unless root; /dev/shm is the main signal.) */
-static int maps_have_dynamo(pid_t pid)
-{
-    char path[64], line[4096];
-    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    int found = 0;
-    while (!found && fgets(line, sizeof line, f))
-        found = strstr(line, "/dynamo/_C") != NULL || strstr(line, "dynamo/_C.cpython") != NULL;
-    fclose(f);
-    return found;
-}
-
-static int has_shm(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/dev/shm/dynamo-%d", (int)pid);
-    return access(path, F_OK) == 0;
-}
-
+/* The processes dr_list finds, one line each. */
 static int list_processes(void)
 {
-    DIR *d = opendir("/proc");
-    if (!d) {
-        fprintf(stderr, "dynamo-top: cannot read /proc: %s\n", strerror(errno));
-        return 1;
-    }
+    pid_t *pids;
+    size_t n;
+    DrStatus st;
+    if (dr_list(&pids, &n, &st) != 0)
+        return fail(&st);
     int found = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        pid_t pid;
-        if (!isdigit((unsigned char)de->d_name[0]) || parse_pid(de->d_name, &pid) != 0 ||
-            pid == getpid() || !(has_shm(pid) || maps_have_dynamo(pid)))
-            continue;
+    for (size_t i = 0; i < n; i++) {
+        pid_t pid = pids[i];
         if (!found++)
             printf("%-8s %-8s %-12s %6s %8s %10s  %s\n", "PID", "PYTHON", "TORCH", "FRAMES",
                    "COMPILES", "UPTIME", "COMMAND");
-        DrStatus st;
         Source *src = source_open_pid(pid, &st);
         int exited = 0;
         Model *m = src ? source_read(src, &exited, &st) : NULL;
@@ -134,7 +105,7 @@ static int list_processes(void)
         }
         source_delete(src);
     }
-    closedir(d);
+    free(pids);
     if (!found)
         printf("no running process has dynamo loaded "
                "(dynamo creates /dev/shm/dynamo-<pid> when it is imported)\n");

@@ -46,10 +46,11 @@ MGraph *mentry_add_graph(MEntry *e) { return grow(&e->graphs, &e->n_graphs, size
 MNode *mgraph_add_node(MGraph *g) { return grow(&g->nodes, &g->n_nodes, sizeof(MNode)); }
 MGuard *mentry_add_guard(MEntry *e) { return grow(&e->guards, &e->n_guards, sizeof(MGuard)); }
 
-void mentry_add_resume(MEntry *e, const char *name)
+MResume *mentry_add_resume(MEntry *e)
 {
-    char **slot = grow(&e->resumes, &e->n_resumes, sizeof(char *));
-    *slot = xstrdup(name);
+    MResume *r = grow(&e->resumes, &e->n_resumes, sizeof(MResume));
+    r->frame_id = -1;
+    return r;
 }
 
 static int same(const char *a, const char *b)
@@ -110,6 +111,7 @@ static void finish_entry(MEntry *e)
         for (size_t k = 0; k < gr->n_nodes; k++) {
             MNode *n = &gr->nodes[k];
             fix(&n->op); fix(&n->name); fix(&n->target); fix(&n->args); fix(&n->meta);
+            fix(&n->module);
             if (strncmp(n->op, "call_", 5) == 0)
                 ops++;
         }
@@ -120,6 +122,9 @@ static void finish_entry(MEntry *e)
         MGuard *gd = &e->guards[g];
         fix(&gd->kind); fix(&gd->source); fix(&gd->text);
         fix(&gd->last_property); fix(&gd->last_expected); fix(&gd->last_actual);
+    }
+    for (size_t r = 0; r < e->n_resumes; r++) {
+        fix(&e->resumes[r].name); fix(&e->resumes[r].kind);
     }
 }
 
@@ -189,6 +194,7 @@ static void entry_free(MEntry *e)
         for (size_t k = 0; k < gr->n_nodes; k++) {
             MNode *n = &gr->nodes[k];
             free(n->op); free(n->name); free(n->target); free(n->args); free(n->meta);
+            free(n->module);
         }
         free(gr->nodes);
         free(gr->name);
@@ -200,8 +206,10 @@ static void entry_free(MEntry *e)
         free(gd->last_property); free(gd->last_expected); free(gd->last_actual);
     }
     free(e->guards);
-    for (size_t r = 0; r < e->n_resumes; r++)
-        free(e->resumes[r]);
+    for (size_t r = 0; r < e->n_resumes; r++) {
+        free(e->resumes[r].name);
+        free(e->resumes[r].kind);
+    }
     free(e->resumes);
 }
 

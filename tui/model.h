@@ -34,6 +34,8 @@ typedef struct MNode {
     char *target;   /* "torch.abs", "add", ... */
     char *args;     /* printed args */
     char *meta;     /* tensor meta, e.g. "f32[10, 4]"; "" when none */
+    char *module;   /* "layer1.0.conv1 (Linear)": the module it calls / whose forward
+                       made it; "" at the frame's top level */
 } MNode;
 
 typedef struct MGraph {
@@ -53,6 +55,16 @@ typedef struct MGuard {
     char *last_actual;
 } MGuard;
 
+/* A resume function a compile generated: where the frame continues after
+ * its graph break. */
+typedef struct MResume {
+    char *name;         /* __resume_at_<offset>_<n> */
+    char *kind;         /* "branch" (jump taken), "fallthrough" (not taken), "after" (after
+                           the instruction run eagerly at the break) */
+    uint32_t offset;    /* bytecode offset it resumes at */
+    int64_t frame_id;   /* its frame once it ran, -1 before */
+} MResume;
+
 /* One compile of a frame: a cache entry [F/C] when it succeeded. */
 typedef struct MEntry {
     int64_t frame_id;
@@ -68,7 +80,7 @@ typedef struct MEntry {
     char *mod_bytecode;
     MGraph *graphs;  size_t n_graphs;
     MGuard *guards;  size_t n_guards;
-    char **resumes;  size_t n_resumes;   /* __resume_at_<offset>_<n> names */
+    MResume *resumes; size_t n_resumes;  /* in creation order */
 } MEntry;
 
 /* One graph break site, deduplicated by (reason, file, line). */
@@ -87,7 +99,7 @@ typedef struct MFrame {
     int line;               /* co_firstlineno */
     uint64_t calls, hits, misses;  /* since reset */
     uint64_t n_live;        /* cache entries installed now */
-    uint64_t limit;         /* cache_size_limit; 0 unknown */
+    uint64_t limit;         /* config.cache_size_limit at its last compile, entries */
     uint64_t recompiles;    /* compiles after the first */
     uint64_t breaks;        /* graph breaks recorded */
     uint64_t compile_ns;    /* total compile time, ns */
@@ -126,7 +138,7 @@ MEntry *mframe_add_entry(MFrame *f);
 MGraph *mentry_add_graph(MEntry *e);
 MNode *mgraph_add_node(MGraph *g);
 MGuard *mentry_add_guard(MEntry *e);
-void mentry_add_resume(MEntry *e, const char *name);
+MResume *mentry_add_resume(MEntry *e);
 /* Adds a break or bumps the count of the identical one already there. */
 MBreak *mframe_add_break(MFrame *f, const char *reason, const char *file, int line,
                          const char *user_stack);

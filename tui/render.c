@@ -215,12 +215,16 @@ void render_frames(Lines *out, const Model *m, const TableOpts *o)
 
 /* ---- tree ---- */
 
-static const MFrame *frame_named(const Model *m, const char *name)
+/* "branch taken @112" / "fall-through @102" / "after break @40". */
+static const char *resume_kind_label(const char *kind)
 {
-    for (size_t i = 0; i < m->n_frames; i++)
-        if (strcmp(m->frames[i].name, name) == 0)
-            return &m->frames[i];
-    return NULL;
+    if (strcmp(kind, "branch") == 0)
+        return "branch taken";
+    if (strcmp(kind, "fallthrough") == 0)
+        return "fall-through";
+    if (strcmp(kind, "after") == 0)
+        return "after break";
+    return *kind ? kind : "?";
 }
 
 void render_tree(Lines *out, const Model *m, const TableOpts *o)
@@ -258,11 +262,13 @@ void render_tree(Lines *out, const Model *m, const TableOpts *o)
                     sb_addf(&sb, "graph %s  (%llu ops)", e->graphs[g].name,
                             (unsigned long long)e->graphs[g].n_ops);
                 } else {
-                    const char *rn = e->resumes[g - e->n_graphs];
-                    const MFrame *rf = frame_named(m, rn);
-                    sb_addf(&sb, "resume %s", rn);
-                    if (rf)
-                        sb_addf(&sb, "  -> frame [%lld]", (long long)rf->id);
+                    const MResume *r = &e->resumes[g - e->n_graphs];
+                    sb_addf(&sb, "resume %s  %s @%u", r->name, resume_kind_label(r->kind),
+                            r->offset);
+                    if (r->frame_id >= 0)
+                        sb_addf(&sb, "  -> frame [%lld]", (long long)r->frame_id);
+                    else
+                        sb_add(&sb, "  (not run yet)");
                 }
                 lines_add(out, C_DIM, f->id, e->compile_id, sb.s);
             }
@@ -313,20 +319,22 @@ static void tab_graph(Lines *out, const Model *m, const MFrame *f, int64_t cid, 
             snprintf(what, sizeof what, "graph %s  %llu ops", gr->name, (unsigned long long)gr->n_ops);
             entry_title(out, e, what);
             /* columns as wide as their widest cell, within limits */
-            int w_op = 6, w_name = 4, w_target = 6, w_shape = 5;
+            int w_op = 6, w_name = 4, w_target = 6, w_shape = 5, w_module = 6;
             for (size_t i = 0; i < gr->n_nodes; i++) {
                 const MNode *n = &gr->nodes[i];
                 w_op = widest(w_op, n->op, 16);
                 w_name = widest(w_name, n->name, 24);
                 w_target = widest(w_target, n->target, 48);
                 w_shape = widest(w_shape, n->meta, 32);
+                w_module = widest(w_module, n->module, 40);
             }
-            lines_addf(out, C_TITLE, "  %-*s %-*s %-*s %-*s %s", w_op, "OPCODE", w_name, "NAME",
-                       w_target, "TARGET", w_shape, "SHAPE", "ARGS");
+            lines_addf(out, C_TITLE, "  %-*s %-*s %-*s %-*s %-*s %s", w_op, "OPCODE", w_name,
+                       "NAME", w_target, "TARGET", w_shape, "SHAPE", w_module, "MODULE", "ARGS");
             for (size_t i = 0; i < gr->n_nodes; i++) {
                 const MNode *n = &gr->nodes[i];
-                lines_addf(out, C_DEFAULT, "  %-*s %-*s %-*s %-*s %s", w_op, n->op, w_name, n->name,
-                           w_target, n->target, w_shape, *n->meta ? n->meta : "-", n->args);
+                lines_addf(out, C_DEFAULT, "  %-*s %-*s %-*s %-*s %-*s %s", w_op, n->op, w_name,
+                           n->name, w_target, n->target, w_shape, *n->meta ? n->meta : "-",
+                           w_module, *n->module ? n->module : "-", n->args);
             }
             lines_add(out, C_DEFAULT, -1, -1, "");
             shown++;

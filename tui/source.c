@@ -1,8 +1,7 @@
 /* source.c — DrSnapshot (inspect/reader.h) to Model (model.h).
  *
- * Owns the DrReader of the session.  Copies every string it keeps, frees
- * each DrSnapshot before returning, and derives what the reader does not
- * carry directly (see the "derived" notes below and tui/NEEDS.md).
+ * Owns the DrReader of the session.  Copies every string it keeps and frees
+ * each DrSnapshot before returning.
  */
 #include "source.h"
 
@@ -73,22 +72,27 @@ static char *node_meta(const DrNode *n)
     return clean;
 }
 
-/* Derived: the record does not list its resume functions, but the modified
- * bytecode loads them by name (LOAD_GLOBAL __resume_at_<offset>_<n>). */
-static void add_resumes(MEntry *e, const char *bytecode)
+/* "layer1.0.conv1 (Linear)", "layer1.0" without a class, "" at the top level. */
+static char *node_module(const DrNode *n)
 {
-    static const char tag[] = "__resume_at_";
-    for (const char *p = strstr(bytecode, tag); p; p = strstr(p + 1, tag)) {
-        size_t n = strlen(tag);
-        while (p[n] == '_' || (p[n] >= '0' && p[n] <= '9'))
-            n++;
-        char *name = xstrndup(p, n);
-        int seen = 0;
-        for (size_t i = 0; i < e->n_resumes && !seen; i++)
-            seen = strcmp(e->resumes[i], name) == 0;
-        if (!seen)
-            mentry_add_resume(e, name);
-        free(name);
+    if (!*n->module_path)
+        return xstrdup_clean("");
+    char *raw = *n->module_class ? xasprintf("%s (%s)", n->module_path, n->module_class)
+                                 : xstrdup(n->module_path);
+    char *clean = xstrdup_clean(raw);
+    free(raw);
+    return clean;
+}
+
+static void add_resumes(MEntry *e, const DrRecord *rec)
+{
+    for (size_t i = 0; i < rec->n_resumes; i++) {
+        const DrResume *dr = &rec->resumes[i];
+        MResume *r = mentry_add_resume(e);
+        r->name = xstrdup_clean(dr->name);
+        r->kind = xstrdup_clean(dr->kind);
+        r->offset = dr->offset;
+        r->frame_id = dr->code && dr->code->frame_id != UINT32_MAX ? (int64_t)dr->code->frame_id : -1;
     }
 }
 
@@ -134,6 +138,7 @@ static void fill_entry(MEntry *e, const DrRecord *rec, uint64_t origin_ns)
             mn->target = xstrdup_clean(dn->target);
             mn->args = xstrdup_clean(dn->args);
             mn->meta = node_meta(dn);
+            mn->module = node_module(dn);
         }
     }
     for (size_t g = 0; g < rec->n_guards; g++) {
@@ -155,7 +160,7 @@ static void fill_entry(MEntry *e, const DrRecord *rec, uint64_t origin_ns)
         mg->last_expected = xstrdup_clean(last ? ent->last_fail_expected : "");
         mg->last_actual = xstrdup_clean(last ? ent->last_fail_actual : "");
     }
-    add_resumes(e, rec->modified_bytecode);
+    add_resumes(e, rec);
 }
 
 static void fill_frame(MFrame *f, const DrCode *c, uint64_t origin_ns)
@@ -168,6 +173,7 @@ static void fill_frame(MFrame *f, const DrCode *c, uint64_t origin_ns)
     f->hits = c->hits;
     f->misses = c->misses;
     f->compile_ns = c->compile_ns;
+    f->limit = c->cache_size_limit;
     for (size_t i = 0; i < c->n_entries; i++)
         f->n_live += !c->entries[i]->dead;
     int failed = 0;
@@ -193,25 +199,6 @@ static void fill_frame(MFrame *f, const DrCode *c, uint64_t origin_ns)
         f->status = FS_ERROR;
     else
         f->status = f->breaks ? FS_BREAK : FS_OK;
-}
-
-/* Derived: the region does not carry config.cache_size_limit.  A code that
- * hit the limit had exactly `limit` successful compiles before the limit
- * record, so any such code tells the value for the whole process. */
-static uint64_t derive_limit(const DrSnapshot *s)
-{
-    uint64_t limit = 0;
-    for (size_t i = 0; i < s->n_codes; i++) {
-        const DrCode *c = &s->codes[i];
-        if (!c->limit_hit)
-            continue;
-        uint64_t ok = 0;
-        for (size_t k = 0; k < c->n_records; k++)
-            ok += strcmp(c->records[k]->status, "ok") == 0;
-        if (ok > limit)
-            limit = ok;
-    }
-    return limit;
 }
 
 static void fill_events(Model *m, const DrSnapshot *s, uint64_t origin_ns)
@@ -252,12 +239,8 @@ Model *source_read(Source *src, int *exited, DrStatus *st)
     m->origin = xstrdup_clean(dr_source(src->reader));
     uint64_t end = p->exited && p->exit_ns ? p->exit_ns : p->snapshot_ns;
     m->uptime_s = since(end, p->start_ns) / 1000000000ull;
-    uint64_t limit = derive_limit(s);
-    for (size_t i = 0; i < s->n_codes; i++) {
-        MFrame *f = model_add_frame(m);
-        fill_frame(f, &s->codes[i], p->start_ns);
-        f->limit = limit;
-    }
+    for (size_t i = 0; i < s->n_codes; i++)
+        fill_frame(model_add_frame(m), &s->codes[i], p->start_ns);
     fill_events(m, s, p->start_ns);
     m->calls = s->total_calls;
     m->hits = s->total_hits;

@@ -168,8 +168,9 @@ static Agnode_t *draw_code(Agraph_t *g, const DrCode *code)
     return first;
 }
 
-/* The "reason\nfile.py:33  if b.sum() < 0:" label of a break edge. */
-static char *break_label(const DrRecord *rec, const char *resume)
+/* The "reason\nfile.py:33  if b.sum() < 0:\n→ name (branch taken @112)"
+ * label of a break edge. */
+static char *break_label(const DrRecord *rec, const DrResume *res)
 {
     VStr b;
     vs_init(&b);
@@ -187,7 +188,8 @@ static char *break_label(const DrRecord *rec, const char *resume)
         }
     }
     vs_add(&b, rec->n_breaks ? "\\n→ " : "→ ");
-    vs_add_cut(&b, resume, 0);
+    vs_add_cut(&b, res->name, 0);
+    vs_addf(&b, " (%s @%u)", vsel_resume_kind(res), res->offset);
     return vs_steal(&b);
 }
 
@@ -206,21 +208,20 @@ static Agnode_t *draw_missing(Agraph_t *g, const char *resume)
     return v;
 }
 
-/* Edges from each compile of codes->v[at] to the resume functions it calls;
- * new resume codes are appended to `codes` (drawn by the caller's loop). */
-static void link_resumes(Agraph_t *g, DrSnapshot *s, CodeList *codes, size_t at,
-                         Agnode_t ***firsts)
+/* Edges from each compile of codes->v[at] to the resume functions it calls
+ * (the fall-through with a hollow arrowhead); new resume codes
+ * are appended to `codes` (drawn by the caller's loop). */
+static void link_resumes(Agraph_t *g, CodeList *codes, size_t at, Agnode_t ***firsts)
 {
     const DrCode *code = codes->v[at];
     for (size_t r = 0; r < code->n_records; r++) {
         const DrRecord *rec = code->records[r];
-        char **names;
-        size_t n = vsel_resume_names(rec, &names);
-        for (size_t i = 0; i < n; i++) {
-            const DrCode *target = vsel_code_named(s, names[i]);
+        for (size_t i = 0; i < rec->n_resumes; i++) {
+            const DrResume *res = &rec->resumes[i];
+            const DrCode *target = res->code;
             Agnode_t *head;
             if (target == NULL || target->frame_id == UINT32_MAX) {
-                head = draw_missing(g, names[i]);
+                head = draw_missing(g, res->name);
             } else {
                 if (codes_add(codes, target)) {
                     *firsts = vs_xrealloc(*firsts, codes->cap * sizeof **firsts);
@@ -232,11 +233,13 @@ static void link_resumes(Agraph_t *g, DrSnapshot *s, CodeList *codes, size_t at,
                 head = (*firsts)[k];
             }
             Agedge_t *e = vgv_edge(g, agnode(g, (char *)rec->id, 0), head);
-            char *label = break_label(rec, names[i]);
+            char *label = break_label(rec, res);
             vgv_set(e, "label", label);
             vgv_set(e, "color", "#c62828");
             vgv_set(e, "fontcolor", "#8e1b1b");
             vgv_set(e, "penwidth", "1.5");
+            if (strcmp(res->kind, "fallthrough") == 0)
+                vgv_set(e, "arrowhead", "empty");
             if (target != NULL && target->frame_id != UINT32_MAX) {
                 char cl[48];
                 snprintf(cl, sizeof cl, "cluster_frame_%u", target->frame_id);
@@ -244,7 +247,6 @@ static void link_resumes(Agraph_t *g, DrSnapshot *s, CodeList *codes, size_t at,
             }
             free(label);
         }
-        vsel_free_names(names, n);
     }
 }
 
@@ -268,7 +270,7 @@ static void set_breaks_label(Agraph_t *g, const DrCode *code, const CodeList *co
     vs_free(&b);
 }
 
-Agraph_t *vbreaks_draw(DrSnapshot *s, const DrCode *code)
+Agraph_t *vbreaks_draw(const DrCode *code)
 {
     Agraph_t *g = vgv_open("graph_breaks");
     CodeList codes = {NULL, 0, 0};
@@ -279,7 +281,7 @@ Agraph_t *vbreaks_draw(DrSnapshot *s, const DrCode *code)
     firsts = vs_xrealloc(firsts, codes.cap * sizeof *firsts);
     firsts[0] = draw_code(g, code);
     for (size_t at = 0; at < codes.n; at++)     /* breadth-first; codes grows */
-        link_resumes(g, s, &codes, at, &firsts);
+        link_resumes(g, &codes, at, &firsts);
     set_breaks_label(g, code, &codes);
     free(firsts);
     free(codes.v);

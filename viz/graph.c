@@ -88,7 +88,14 @@ static char *node_label(const DrNode *n)
     vs_add(&b, "</B></TD></TR>");
     char t[256];
     vgraph_short_target(n->target, t, sizeof t);
-    if (*t && strcmp(t, n->name) != 0) {        /* the name does not already say it? */
+    if (strcmp(n->op, "call_module") == 0 && *n->module_path) {
+        /* the module called: its class and qualified path, not the flattened target */
+        vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><B>");
+        vs_add_html(&b, *n->module_class ? n->module_class : "module", LABEL_MAX, 0);
+        vs_add(&b, "</B> <FONT COLOR=\"#555555\">");
+        vs_add_html(&b, n->module_path, LABEL_MAX, 0);
+        vs_add(&b, "</FONT></TD></TR>");
+    } else if (*t && strcmp(t, n->name) != 0) { /* the name does not already say it? */
         vs_add(&b, "<TR><TD ALIGN=\"LEFT\">");
         vs_add_html(&b, t, LABEL_MAX, 0);
         vs_add(&b, "</TD></TR>");
@@ -135,9 +142,9 @@ static char *node_tooltip(const DrNode *n)
     vs_add(&b, " ");
     vs_add_cut(&b, n->name, 0);
     static const char *const KEYS[] = {"target", "args", "dtype", "shape", "stride", "device",
-                                       "module"};
+                                       "module", "module class"};
     const char *vals[] = {n->target, n->args, n->dtype, n->shape, n->stride, n->device,
-                          n->module_path};
+                          n->module_path, n->module_class};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
         if (*vals[i]) {
             vs_addf(&b, "\\n%s: ", KEYS[i]);
@@ -148,60 +155,13 @@ static char *node_tooltip(const DrNode *n)
     return vs_steal(&b);
 }
 
-/* Length of the "_<digits>" run at p ("_12" -> 3) when it ends a name
- * component (followed by '_' or the end), else 0. */
-static size_t index_run(const char *p)
-{
-    size_t n = 1;
-    if (p[0] != '_' || p[1] < '0' || p[1] > '9')
-        return 0;
-    while (p[n] >= '0' && p[n] <= '9')
-        n++;
-    return p[n] == '_' || p[n] == '\0' ? n : 0;
-}
-
-/* Container of a flattened module name as dynamo's tracer writes it
- * ("self_layer1_0_conv1"): the component up to the last container index
- * ("layer1.0"), or "" when there is none ("self_head").  A heuristic (an
- * underscore inside a name is ambiguous); see viz/NEEDS.md. */
-static char *flat_container(const char *name)
-{
-    const char *p = strncmp(name, "self_", 5) == 0 ? name + 5 : name;
-    const char *last = NULL;
-    VStr b;
-    for (const char *q = p; *q; q++)
-        if (index_run(q))
-            last = q;
-    vs_init(&b);
-    if (last == NULL)
-        return vs_steal(&b);
-    /* "features_0" (a run at the end) lives in "features"; "layer1_0_conv1"
-     * lives in "layer1_0": stop before or after the last run accordingly */
-    const char *end = last[index_run(last)] == '\0' ? last : last + index_run(last);
-    for (const char *q = p; q < end; q++) {
-        size_t run = index_run(q);
-        if (run && q + run <= end) {
-            vs_add(&b, ".");
-            vs_addn(&b, q + 1, run - 1);
-            q += run - 1;
-        } else {
-            vs_addn(&b, q, 1);
-        }
-    }
-    return vs_steal(&b);
-}
-
-/* The cluster a node is drawn in, as a dotted module path ("" = none).
- * A qualified module_path ("layer1.0.conv1") is used as is, except that a
- * module call sits in the module that calls it (its own path minus the last
- * component), not alone in a cluster of its own.  A flattened one
- * ("self_layer1_0_conv1") goes through flat_container. */
+/* The cluster a node is drawn in, as a dotted module path ("" = none): its
+ * module_path, except that a module call sits in the module that calls it
+ * (its own path minus the last component), not alone in a cluster. */
 static char *cluster_path(const DrNode *n)
 {
-    if (*n->module_path && strchr(n->module_path, '.') == NULL)
-        return flat_container(n->module_path);
     char *path = vs_xstrdup(n->module_path);
-    if (strcmp(n->op, "call_module") == 0 && strcmp(path, n->target) == 0) {
+    if (strcmp(n->op, "call_module") == 0) {
         char *dot = strrchr(path, '.');
         if (dot != NULL)
             *dot = '\0';
@@ -211,12 +171,25 @@ static char *cluster_path(const DrNode *n)
     return path;
 }
 
+/* The class of the module at `path` when a node names it ("" if none). */
+static const char *class_of(const DrGraph *graph, const char *path, size_t len)
+{
+    for (size_t i = 0; i < graph->n_nodes; i++) {
+        const DrNode *n = &graph->nodes[i];
+        if (*n->module_class && strlen(n->module_path) == len
+            && strncmp(n->module_path, path, len) == 0)
+            return n->module_class;
+    }
+    return "";
+}
+
 /* Depth-dependent cluster fill, so nested modules stay distinguishable. */
 static const char *const CLUSTER_FILLS[] = {"#f7f7f7", "#ececec", "#e2e2e2", "#d8d8d8"};
 
 /* The cluster subgraph for module path `path` inside g, with all its
- * ancestors ("a" contains "a.b" contains "a.b.c"); g itself for "". */
-static Agraph_t *module_cluster(Agraph_t *g, const char *path)
+ * ancestors ("a" contains "a.b" contains "a.b.c"), labelled with the path
+ * and the module's class when the graph names it; g itself for "". */
+static Agraph_t *module_cluster(Agraph_t *g, const DrGraph *graph, const char *path)
 {
     Agraph_t *parent = g;
     VStr name;
@@ -235,6 +208,11 @@ static Agraph_t *module_cluster(Agraph_t *g, const char *path)
             sub = vgv_subg(parent, name.s);
             vs_clear(&name);
             vs_addn(&name, path, (size_t)(p - path));
+            const char *cls = class_of(graph, path, (size_t)(p - path));
+            if (*cls) {
+                vs_add(&name, " · ");
+                vs_add(&name, cls);
+            }
             vgv_set(sub, "label", name.s);
             vgv_set(sub, "style", "rounded,filled");
             vgv_set(sub, "color", "#9e9e9e");
@@ -307,7 +285,7 @@ static void draw_nodes(Agraph_t *g, const DrGraph *graph)
     for (size_t i = 0; i < graph->n_nodes; i++) {
         const DrNode *n = &graph->nodes[i];
         char *path = cluster_path(n);
-        Agnode_t *v = vgv_node(module_cluster(g, path), n->name);
+        Agnode_t *v = vgv_node(module_cluster(g, graph, path), n->name);
         char *label = node_label(n);
         char *tip = node_tooltip(n);
         vgv_set_html(v, "label", label);

@@ -2,9 +2,11 @@
  * graph.
  *
  * One dot node per fx node (named after it) with an HTML-like label (op
- * kind, name, target, args, dtype/shape/stride/device, users), filled by op
- * kind; one edge per (producer, user) pair, labelled with the producer's
- * shape; nodes grouped in nested clusters by nn.Module path; the graph label
+ * kind, name, target -- for a module call the module's class and qualified
+ * path --, args, dtype/shape/stride/device, users), filled by op kind; one
+ * edge per (producer, user) pair, labelled with the producer's shape; nodes
+ * grouped in nested clusters by qualified nn.Module path (DrNode.module_path,
+ * labelled with the module's class when a node names it); the graph label
  * carries the compile id, function, node/edge/guard counts and compile
  * time.  Full texts go into tooltips (SVG shows them on hover).  No other
  * nodes or edges are drawn, so the counts match the fx graph's.

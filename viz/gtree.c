@@ -75,9 +75,8 @@ static char *decision_label(const DrTreeNode *t, size_t index, const LastFail *l
     vs_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">");
     vs_addf(&b, "<TR><TD ALIGN=\"LEFT\"><B>%s</B>", t->parent < 0 ? "root" : "node");
     vs_addf(&b, "<FONT POINT-SIZE=\"8\" COLOR=\"#555555\">  #%zu", index);
-    if (t->evaluations || t->failures)     /* counters published? (save_snapshot refreshes) */
-        vs_addf(&b, "  walks %llu  no match %llu", (unsigned long long)t->evaluations,
-                (unsigned long long)t->failures);
+    vs_addf(&b, "  walks %llu  no match %llu", (unsigned long long)t->evaluations,
+            (unsigned long long)t->failures);
     vs_add(&b, "</FONT></TD></TR>");
     for (size_t i = 0; i < t->n_tests && i < MAX_TESTS_SHOWN; i++) {
         int red = mentions_failure(t->tests[i], lf);
@@ -259,7 +258,21 @@ static void draw_last_failure(Agraph_t *g, const LastFail *lf,
     vs_free(&b);
 }
 
-static void set_tree_label(Agraph_t *g, const DrCode *code)
+/* Node counters are copied into the region at refreshes (each compile,
+ * save_snapshot, dynamo.telemetry.refresh()), not on every call: say when. */
+static void add_counters_age(VStr *b, const DrCode *code, uint64_t snapshot_ns)
+{
+    char t[32];
+    if (code->tree.counters_ns == 0)
+        vs_add(b, "node counters as of the tree's publish");
+    else if (snapshot_ns > code->tree.counters_ns)
+        vs_addf(b, "node counters as of %s before this picture",
+                vs_fmt_ns(t, sizeof t, snapshot_ns - code->tree.counters_ns));
+    else
+        vs_add(b, "node counters current");
+}
+
+static void set_tree_label(Agraph_t *g, const DrCode *code, uint64_t snapshot_ns)
 {
     size_t live = 0;
     for (size_t i = 0; i < code->n_entries; i++)
@@ -277,6 +290,9 @@ static void set_tree_label(Agraph_t *g, const DrCode *code)
             (unsigned long long)code->hits, (unsigned long long)code->misses,
             (unsigned long long)code->guard_failures,
             code->limit_hit ? " · cache limit hit (misses run eagerly)" : "");
+    vs_add(&b, "<FONT POINT-SIZE=\"9\" COLOR=\"#555555\">");
+    add_counters_age(&b, code, snapshot_ns);
+    vs_add(&b, "</FONT><BR ALIGN=\"LEFT\"/>");
     vgv_set_html(g, "label", b.s);
     vs_free(&b);
 }
@@ -354,7 +370,7 @@ Agraph_t *vtree_draw(DrSnapshot *s, const DrCode *code)
         if (anchor != NULL)
             draw_last_failure(g, &lf, anchor, s->process.start_ns);
     }
-    set_tree_label(g, code);
+    set_tree_label(g, code, s->process.snapshot_ns);
     free(nodes);
     return g;
 }

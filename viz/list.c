@@ -23,23 +23,22 @@ static void print_process(FILE *out, const DrSnapshot *s)
                 (unsigned long long)p->blobs_dropped, (unsigned long long)p->slots_dropped);
 }
 
-/* "-> __resume_at_30_1 (frame 1), __resume_at_38_2 (not compiled yet)" */
-static void print_resumes(FILE *out, DrSnapshot *s, const DrRecord *rec)
+/* "->  __resume_at_102_0 (fall-through @102, frame 2), __resume_at_40_2
+ * (after break @40, not run yet)" */
+static void print_resumes(FILE *out, const DrRecord *rec)
 {
-    char **names;
-    size_t n = vsel_resume_names(rec, &names);
-    for (size_t i = 0; i < n; i++) {
-        const DrCode *code = vsel_code_named(s, names[i]);
-        fprintf(out, "%s%s", i ? ", " : "  ->  ", names[i]);
-        if (code != NULL && code->frame_id != UINT32_MAX)
-            fprintf(out, " (frame %u)", code->frame_id);
+    for (size_t i = 0; i < rec->n_resumes; i++) {
+        const DrResume *res = &rec->resumes[i];
+        fprintf(out, "%s%s (%s @%u, ", i ? ", " : "  ->  ", res->name, vsel_resume_kind(res),
+                res->offset);
+        if (res->code != NULL)
+            fprintf(out, "frame %u)", res->code->frame_id);
         else
-            fputs(" (not run yet)", out);
+            fputs("not run yet)", out);
     }
-    vsel_free_names(names, n);
 }
 
-static void print_record(FILE *out, DrSnapshot *s, const DrRecord *rec)
+static void print_record(FILE *out, const DrRecord *rec)
 {
     char t[32], id[48];
     fprintf(out, "  %s %s  %s  compile %s  %zu guards", rec->id, rec->status,
@@ -63,7 +62,7 @@ static void print_record(FILE *out, DrSnapshot *s, const DrRecord *rec)
         const DrBreak *b = &rec->breaks[i];
         fprintf(out, "    break %s at %s:%u", b->reason, vs_basename(b->filename), b->lineno);
         if (i + 1 == rec->n_breaks)
-            print_resumes(out, s, rec);
+            print_resumes(out, rec);
         fputc('\n', out);
     }
 }
@@ -89,7 +88,7 @@ int vlist_print(FILE *out, DrSnapshot *s)
         else
             fputs("  (no guard tree)\n", out);
         for (size_t r = 0; r < code->n_records; r++)
-            print_record(out, s, code->records[r]);
+            print_record(out, code->records[r]);
         shown++;
     }
     if (shown == 0)

@@ -1,6 +1,7 @@
 /* main.c — dynamo-dot: Graphviz pictures of what dynamo captured in a
  * process (by pid) or in a snapshot file: fx graphs, guard decision trees,
- * graph-break maps, and a --list index of the ids to ask for.
+ * graph-break maps, a --list index of the ids to ask for, and
+ * --list-processes (the processes that have dynamo, through dr_list).
  *
  * Owns the command line, the DrReader/DrSnapshot of the run and the error
  * convention of the tool: one line "dynamo-dot: <message>" on stderr and an
@@ -31,6 +32,7 @@
 static const char USAGE[] =
     "usage: dynamo-dot (-p PID | --file SNAPSHOT) [--list] [--graph ID | --guards FRAME |\n"
     "                  --breaks FRAME] [-T dot|svg|png|pdf|...] [-o FILE]\n"
+    "       dynamo-dot --list-processes\n"
     "\n"
     "Draws what dynamo captured in a running process or a snapshot file\n"
     "(dynamo.save_snapshot) with Graphviz.\n"
@@ -39,6 +41,8 @@ static const char USAGE[] =
     "  -f, --file SNAPSHOT  read a snapshot file\n"
     "  -l, --list           list frames, compiles [F/C], graphs, breaks and resume\n"
     "                       functions with the ids to pass on (the default)\n"
+    "  -P, --list-processes list the running processes that have dynamo (pid, frames,\n"
+    "                       compiles, command line) and exit\n"
     "  -g, --graph ID       an fx graph: F/C, [F/C], F/C:i or __compiled_fn_N\n"
     "      --guards FRAME   the guard decision tree of frame FRAME (number or name)\n"
     "      --breaks FRAME   the graph-break map of frame FRAME and its resume functions\n"
@@ -51,7 +55,7 @@ static const char USAGE[] =
     "format), 3 no such process, 4 no dynamo telemetry in it, 5 permission denied,\n"
     "6 telemetry version mismatch, 7 corrupt snapshot.\n";
 
-typedef enum { WHAT_LIST, WHAT_GRAPH, WHAT_GUARDS, WHAT_BREAKS } What;
+typedef enum { WHAT_LIST, WHAT_GRAPH, WHAT_GUARDS, WHAT_BREAKS, WHAT_PROCESSES } What;
 
 typedef struct {
     const char *pid_text;   /* borrowed from argv, NULL if --file */
@@ -84,7 +88,8 @@ static void die_reader(const DrStatus *st)
 static void set_what(Options *o, What what, const char *id)
 {
     if (o->what != WHAT_LIST)                  /* a second selection? */
-        die(EXIT_USAGE, "give at most one of --list, --graph, --guards, --breaks");
+        die(EXIT_USAGE, "give at most one of --list, --list-processes, --graph, --guards, "
+            "--breaks");
     o->what = what;
     o->id = id;
 }
@@ -95,6 +100,7 @@ static Options parse_args(int argc, char **argv)
     static const struct option LONG[] = {
         {"pid", required_argument, NULL, 'p'},     {"file", required_argument, NULL, 'f'},
         {"list", no_argument, NULL, 'l'},          {"graph", required_argument, NULL, 'g'},
+        {"list-processes", no_argument, NULL, 'P'},
         {"guards", required_argument, NULL, OPT_GUARDS},
         {"breaks", required_argument, NULL, OPT_BREAKS},
         {"format", required_argument, NULL, 'T'},  {"output", required_argument, NULL, 'o'},
@@ -103,11 +109,12 @@ static Options parse_args(int argc, char **argv)
     Options o = {NULL, NULL, WHAT_LIST, NULL, "dot", NULL};
     int listed = 0, c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":p:f:lg:T:o:h", LONG, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":p:f:lPg:T:o:h", LONG, NULL)) != -1) {
         switch (c) {
         case 'p': o.pid_text = optarg; break;
         case 'f': o.file = optarg; break;
         case 'l': listed++; break;
+        case 'P': set_what(&o, WHAT_PROCESSES, NULL); break;
         case 'g': set_what(&o, WHAT_GRAPH, optarg); break;
         case OPT_GUARDS: set_what(&o, WHAT_GUARDS, optarg); break;
         case OPT_BREAKS: set_what(&o, WHAT_BREAKS, optarg); break;
@@ -120,10 +127,16 @@ static Options parse_args(int argc, char **argv)
     }
     if (optind < argc)
         die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (o.what == WHAT_PROCESSES) {
+        if (o.pid_text != NULL || o.file != NULL || listed)
+            die(EXIT_USAGE, "--list-processes takes no -p, --file or --list");
+        return o;
+    }
     if ((o.pid_text == NULL) == (o.file == NULL))
         die(EXIT_USAGE, "give exactly one of -p PID and --file SNAPSHOT (see --help)");
     if (listed && o.what != WHAT_LIST)
-        die(EXIT_USAGE, "give at most one of --list, --graph, --guards, --breaks");
+        die(EXIT_USAGE, "give at most one of --list, --list-processes, --graph, --guards, "
+            "--breaks");
     return o;
 }
 
@@ -136,35 +149,26 @@ static pid_t parse_pid(const char *text)
     return (pid_t)v;
 }
 
-/* The picture the options ask for; exits on an unknown id. */
-static Agraph_t *draw(DrSnapshot *s, const Options *o)
+/* The picture the options ask for, or NULL with the message (unknown id)
+ * in *err. */
+static Agraph_t *draw(DrSnapshot *s, const Options *o, VStr *err)
 {
-    VStr err;
     DrRecord *rec;
     DrGraph *graph;
     DrCode *code;
-    Agraph_t *g = NULL;
-    vs_init(&err);
     switch (o->what) {
     case WHAT_GRAPH:
-        if (vsel_graph(s, o->id, &rec, &graph, &err) == 0)
-            g = vgraph_draw(rec, graph);
-        break;
+        return vsel_graph(s, o->id, &rec, &graph, err) == 0 ? vgraph_draw(rec, graph) : NULL;
     case WHAT_GUARDS:
-        if (vsel_frame(s, o->id, 1, &code, &err) == 0)
-            g = vtree_draw(s, code);
-        break;
+        return vsel_frame(s, o->id, 1, &code, err) == 0 ? vtree_draw(s, code) : NULL;
     case WHAT_BREAKS:
-        if (vsel_frame(s, o->id, 0, &code, &err) == 0)
-            g = vbreaks_draw(s, code);
-        break;
+        return vsel_frame(s, o->id, 0, &code, err) == 0 ? vbreaks_draw(code) : NULL;
     case WHAT_LIST:
+    case WHAT_PROCESSES:
         break;
     }
-    if (g == NULL)
-        die(EXIT_USAGE, "%s", err.s);
-    vs_free(&err);
-    return g;
+    vs_add(err, "nothing to draw");
+    return NULL;
 }
 
 static void write_list(DrSnapshot *s, const char *path)
@@ -176,11 +180,44 @@ static void write_list(DrSnapshot *s, const char *path)
         die(EXIT_RENDER, "cannot write %s: %s", out == stdout ? "stdout" : path, strerror(errno));
 }
 
+/* --list-processes: one line per process dr_list finds; 0, or exits. */
+static int list_processes(const char *path)
+{
+    pid_t *pids;
+    size_t n;
+    DrStatus st;
+    if (dr_list(&pids, &n, &st) != 0)
+        die_reader(&st);
+    FILE *out = path && strcmp(path, "-") != 0 ? fopen(path, "w") : stdout;
+    if (out == NULL)
+        die(EXIT_RENDER, "cannot write %s: %s", path, strerror(errno));
+    for (size_t i = 0; i < n; i++) {
+        DrReader *r = dr_open_pid(pids[i], 0, &st);
+        DrSnapshot *s = r != NULL ? dr_snapshot(r, &st) : NULL;
+        if (s != NULL)
+            fprintf(out, "pid %d  %zu frame%s  %zu compile%s  telemetry v%u  %s\n", pids[i],
+                    s->n_codes, s->n_codes == 1 ? "" : "s", s->n_records,
+                    s->n_records == 1 ? "" : "s", s->process.version, s->process.argv);
+        else
+            fprintf(out, "pid %d  (%s)\n", pids[i], st.msg);
+        dr_snapshot_free(s);
+        dr_close(r);
+    }
+    if (n == 0)
+        fputs("no running process has dynamo loaded\n", out);
+    free(pids);
+    if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0))
+        die(EXIT_RENDER, "cannot write %s: %s", out == stdout ? "stdout" : path, strerror(errno));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     Options o = parse_args(argc, argv);
     DrStatus st;
     VStr formats;
+    if (o.what == WHAT_PROCESSES)
+        return list_processes(o.output);
     if (o.what != WHAT_LIST && !vgv_format_ok(o.format, &formats))
         die(EXIT_USAGE, "Graphviz cannot render format '%s'; formats: %s", o.format, formats.s);
     if (o.what != WHAT_LIST)
@@ -191,18 +228,24 @@ int main(int argc, char **argv)
     DrSnapshot *s = dr_snapshot(r, &st);
     if (s == NULL)
         die_reader(&st);
+    int status = 0;
     if (o.what == WHAT_LIST) {
         write_list(s, o.output);
     } else {
-        Agraph_t *g = draw(s, &o);
         VStr err;
         vs_init(&err);
-        if (vgv_render(g, o.format, o.output, &err) != 0)
-            die(EXIT_RENDER, "%s", err.s);
+        Agraph_t *g = draw(s, &o, &err);
+        if (g == NULL) {                /* unknown id: free everything, then report */
+            fprintf(stderr, "dynamo-dot: %s\n", err.s);
+            status = EXIT_USAGE;
+        } else {
+            if (vgv_render(g, o.format, o.output, &err) != 0)
+                die(EXIT_RENDER, "%s", err.s);
+            agclose(g);
+        }
         vs_free(&err);
-        agclose(g);
     }
     dr_snapshot_free(s);
     dr_close(r);
-    return 0;
+    return status;
 }

@@ -7,8 +7,7 @@
 
 #include <stdint.h>     /* UINT32_MAX */
 #include <stdio.h>      /* snprintf */
-#include <stdlib.h>     /* strtoul, free */
-#include <string.h>     /* strcmp, strncmp, strstr */
+#include <string.h>     /* strcmp */
 
 /* Parses a decimal number at *p (at most UINT32_MAX), advancing *p. */
 static int parse_u32(const char **p, uint32_t *out)
@@ -143,49 +142,13 @@ int vsel_frame(DrSnapshot *s, const char *id, int need_tree, DrCode **code, VStr
     return 0;
 }
 
-size_t vsel_resume_names(const DrRecord *rec, char ***names)
+const char *vsel_resume_kind(const DrResume *res)
 {
-    static const char tag[] = "__resume_at_";
-    size_t n = 0, cap = 0;
-    char **out = NULL;
-    *names = NULL;
-    for (const char *p = strstr(rec->modified_bytecode, tag); p; p = strstr(p + 1, tag)) {
-        size_t len = sizeof tag - 1;
-        while (p[len] == '_' || (p[len] >= '0' && p[len] <= '9'))
-            len++;
-        int seen = 0;
-        for (size_t i = 0; i < n && !seen; i++)
-            seen = strncmp(out[i], p, len) == 0 && out[i][len] == '\0';
-        if (seen)
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 4;
-            out = vs_xrealloc(out, cap * sizeof *out);
-        }
-        out[n] = vs_xmalloc(len + 1);
-        memcpy(out[n], p, len);
-        out[n++][len] = '\0';
-    }
-    *names = out;
-    return n;
-}
-
-void vsel_free_names(char **names, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-}
-
-DrCode *vsel_code_named(DrSnapshot *s, const char *name)
-{
-    DrCode *best = NULL;
-    for (size_t i = 0; i < s->n_codes; i++) {
-        DrCode *code = &s->codes[i];
-        if (strcmp(code->name, name) != 0)
-            continue;
-        if (best == NULL || !code->dead || best->dead)   /* prefer live, then newest */
-            best = code;
-    }
-    return best;
+    if (strcmp(res->kind, "branch") == 0)
+        return "branch taken";
+    if (strcmp(res->kind, "fallthrough") == 0)
+        return "fall-through";
+    if (strcmp(res->kind, "after") == 0)
+        return "after break";
+    return *res->kind ? res->kind : "?";
 }

@@ -1,5 +1,4 @@
-/* select.h — from the ids a user types to objects of a DrSnapshot, and the
- * links the reader does not carry directly (record -> resume functions).
+/* select.h — from the ids a user types to objects of a DrSnapshot.
  *
  * Graph ids: "F/C" or "[F/C]" (the graph of compile C of frame F),
  * "F/C:i" (its i-th graph when a compile made several), or the graph's
@@ -25,16 +24,9 @@ int vsel_graph(DrSnapshot *s, const char *id, DrRecord **rec, DrGraph **graph, V
  * -1 with a message in *err listing the valid frames. */
 int vsel_frame(DrSnapshot *s, const char *id, int need_tree, DrCode **code, VStr *err);
 
-/* Names of the resume functions a compile calls (the __resume_at_<offset>_<n>
- * globals its modified bytecode loads), in order of first appearance,
- * without duplicates.  Returns the count; *names is a new array of new
- * strings (free with vsel_free_names), NULL when the count is 0. */
-size_t vsel_resume_names(const DrRecord *rec, char ***names);
-void vsel_free_names(char **names, size_t n);
-
-/* The code object named `name` (resume functions have unique names): the
- * live one when several have it, else the newest; NULL when none. */
-DrCode *vsel_code_named(DrSnapshot *s, const char *name);
+/* "branch taken", "fall-through", "after break": how a resume function
+ * (DrResume.kind) continues the frame; another kind as is, "" as "?". */
+const char *vsel_resume_kind(const DrResume *res);
 
 /* "F/C" of a record's graph number `index` ("F/C" alone for index 0 of a
  * single-graph compile, "F/C:i" otherwise) into buf; returns buf. */

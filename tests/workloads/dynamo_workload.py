@@ -7,7 +7,9 @@ calling the compiled functions (so the counters move) until it is killed:
   __resume_at_ functions;
 - mlp_step: a recompile (a different input size fails TENSOR_MATCH);
 - churn: hits config.cache_size_limit (one shape per call) and then runs
-  eagerly ("LIMIT -> eager").
+  eagerly ("LIMIT -> eager");
+- TinyNet.forward: submodule calls with qualified paths ("block.proj") and
+  classes in the graph.
 
 Prints "READY <pid>" on stdout once everything above has compiled.
 Options: --exit-after SECONDS (exit by itself; default: run until killed),
@@ -46,21 +48,47 @@ def churn(x):
     return torch.sin(x) + torch.cos(x)
 
 
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.proj(x))
+
+
+class TinyNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        self.head = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.block(x))
+
+
+net = dynamo.optimize("eager")(TinyNet())
+
+
 def warm_up():
     """Compile everything once: a break, a recompile, the cache limit."""
-    toy_example(torch.randn(10), torch.randn(10))
+    toy_example(torch.randn(10), torch.ones(10))        # b.sum() >= 0: the jump is taken
     toy_example(torch.randn(10), -torch.ones(10))       # the other branch
     w = torch.randn(8, 4)
     mlp_step(torch.randn(5, 8), w)
     mlp_step(torch.randn(7, 8), w)                       # recompile: size()[0] 5 -> 7
     for n in range(1, CACHE_LIMIT + 3):                  # one entry per size, then eager
         churn(torch.randn(n))
+    with torch.no_grad():
+        net(torch.randn(2, 4))
 
 
 def one_round(i):
     toy_example(torch.randn(10), torch.randn(10))
     mlp_step(torch.randn(5 if i % 2 else 7, 8), torch.randn(8, 4))
     churn(torch.randn(1 + i % (CACHE_LIMIT + 2)))
+    with torch.no_grad():
+        net(torch.randn(2, 4))
 
 
 def main(argv=None):

@@ -177,11 +177,25 @@ class NNModuleVariable(VariableTracker):
             return tx.output.call_module(tx, mod, self.source, list(args), dict(kwargs))
         if "forward" in mod.__dict__:
             raise Unsupported(f"{type(mod).__name__} instance with its own forward attribute")
-        from .functions import UserFunctionVariable
         forward = type(mod).forward
         if not inspect.isfunction(forward):
             raise Unsupported(f"{type(mod).__name__}.forward is not a Python function")
-        return tx.inline_call(UserFunctionVariable(forward), [self, *args], dict(kwargs))
+        return self.inline_forward(tx, forward, args, kwargs)
+
+    def inline_forward(self, tx, forward, args, kwargs):
+        """Inline `forward` with this module on the output's module stack,
+        so the nodes it makes know their module (node.meta, telemetry)."""
+        from ...output_graph import module_path
+        from .functions import UserFunctionVariable
+        path = module_path(self.source) if self.source is not None else ""
+        stack = tx.output.module_stack
+        if path:                    # the frame's own `self` is the top level
+            stack.append((path, type(self.module).__name__))
+        try:
+            return tx.inline_call(UserFunctionVariable(forward), [self, *args], dict(kwargs))
+        finally:
+            if path:
+                stack.pop()
 
     def call_method(self, tx, name, args, kwargs):
         mod = self.module
