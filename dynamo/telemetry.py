@@ -16,6 +16,7 @@ import os
 import struct
 
 from . import _C, config
+from .guards import property_text
 
 log = logging.getLogger("dynamo")
 
@@ -215,23 +216,9 @@ def _source_text(code, src):
     return "global state"
 
 
-def _property_text(src, prop):
-    if prop in ("type", "id", "len"):
-        return f"{prop}({src})"
-    if prop == "grad_mode":
-        return "torch.is_grad_enabled()"
-    if prop == "is_none":
-        return f"{src} is None"
-    if prop == "value":
-        return src
-    if prop == "keys":
-        return f"{src}.keys()"
-    return f"{src}.{prop}"
-
-
 def _test_text(code, test):
     src, prop, expected = test
-    return f"{_property_text(_source_text(code, src), prop)} == {_short(expected, 60)}"
+    return f"{property_text(_source_text(code, src), prop)} == {_short(expected, 60)}"
 
 
 _DEFAULT = object()      # _tree_walk: the default branch (no switch value)
@@ -266,7 +253,7 @@ def encode_tree(code):
     for index, (node, parent, depth, via) in enumerate(_tree_walk(code)):
         via_text = "" if via is None else "default" if via is _DEFAULT else f"= {_short(via, 40)}"
         switch = node.get("switch")
-        switch_text = (_property_text(_source_text(code, switch[0]), switch[1])
+        switch_text = (property_text(_source_text(code, switch[0]), switch[1])
                        if switch else "")
         leaf = [" ".join([getattr(payload, "id", "?")] + [_test_text(code, t) for t in tests])
                 for payload, _index, tests in (node.get("leaf") or [])]
