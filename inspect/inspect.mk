@@ -3,7 +3,9 @@
 # build/bin/dynamo-inspect.
 #
 # Tools link the reader with:  $(INSPECT_LIB) $(INSPECT_LDLIBS)
-# and compile with:            $(INSPECT_CFLAGS)   (for "reader.h")
+# and compile with:            $(INSPECT_CFLAGS)   (for "reader.h", "strutil.h")
+# The library also carries strutil.c: checked allocation, StrBuf and fmt_ns,
+# shared by dynamo-top and dynamo-dot.
 # They may depend on $(INSPECT_LIB) in their rules (it is a file target).
 
 EXT_SRC += inspect/telemetry.c inspect/image.c
@@ -13,8 +15,8 @@ INSPECT_LIB    := build/libdynamo_inspect.a
 INSPECT_CFLAGS := -Iinspect
 INSPECT_LDLIBS := -lelf
 INSPECT_WFLAGS := -Wall -Wextra -Werror -Wshadow -std=c11 -D_GNU_SOURCE
-INSPECT_SRC    := inspect/reader.c inspect/image.c inspect/value.c
-INSPECT_HDR    := inspect/layout.h inspect/reader.h inspect/image.h inspect/value.h
+INSPECT_SRC    := inspect/reader.c inspect/image.c inspect/value.c inspect/strutil.c
+INSPECT_HDR    := inspect/layout.h inspect/reader.h inspect/image.h inspect/value.h inspect/strutil.h
 INSPECT_OBJ    := $(patsubst inspect/%.c,build/inspect/%.o,$(INSPECT_SRC))
 INSPECT_CLI    := build/bin/dynamo-inspect
 

@@ -1,8 +1,10 @@
-"""Shared fixtures: every test starts from empty caches and default config."""
+"""Shared fixtures: every test starts from empty caches and default config.
+Session check: no workload subprocess left its /dev/shm/dynamo-<pid> behind."""
 import pytest
 
 import dynamo
 from dynamo import config
+from shm_util import leftover_shm_files, shm_files
 
 
 @pytest.fixture(autouse=True)
@@ -13,3 +15,24 @@ def fresh_dynamo():
     for k, v in saved.items():
         setattr(config, k, v)
     dynamo.reset()
+
+
+_shm_before = set()     # /dev/shm/dynamo-* present when the session started
+
+
+def pytest_sessionstart(session):
+    _shm_before.update(shm_files())
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fails the session when a file of a process that is gone appeared during
+    it: a test ended a workload without atexit (SIGKILL/SIGTERM) and did not
+    remove the file (tests/shm_util.py)."""
+    left = leftover_shm_files(_shm_before)
+    if not left:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"\nERROR: telemetry files left behind by dead test processes: "
+                            f"{', '.join(left)}", red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

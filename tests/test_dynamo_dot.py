@@ -19,6 +19,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from shm_util import kill_and_remove_shm
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOT_BIN = os.path.join(ROOT, "build", "bin", "dynamo-dot")
 ASAN_BIN = os.path.join(ROOT, "build", "asan", "dynamo-dot")
@@ -116,7 +118,7 @@ def workload(tmp_path_factory):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if not line.startswith("READY"):
-        proc.kill()
+        kill_and_remove_shm(proc)
         pytest.fail("workload failed: " + line + proc.stderr.read())
     with open(out / "expected.json") as f:
         expected = json.load(f)

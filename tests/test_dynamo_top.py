@@ -19,6 +19,8 @@ import uuid
 
 import pytest
 
+from shm_util import kill_and_remove_shm, remove_shm
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "build", "bin", "dynamo-top")
 ASAN_BIN = os.path.join(ROOT, "build", "asan", "bin", "dynamo-top")
@@ -51,7 +53,7 @@ def start_workload(*args):
                             stderr=subprocess.PIPE, text=True, env=env)
     line = proc.stdout.readline()          # "READY <pid>" once everything compiled
     if not line.startswith("READY"):
-        proc.kill()
+        kill_and_remove_shm(proc)
         raise AssertionError(f"workload did not start: {line!r} {proc.stderr.read()}")
     return proc
 
@@ -64,6 +66,7 @@ def stop(proc):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    remove_shm(proc.pid)    # SIGTERM, like SIGKILL, skips atexit: the file stays
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,8 @@ import time
 
 import pytest
 
+from shm_util import kill_and_remove_shm
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = os.path.join(ROOT, "build", "bin", "dynamo-inspect")
 ASAN_CLI = os.path.join(ROOT, "build", "asan", "dynamo-inspect")
@@ -73,21 +75,21 @@ def start_workload(tmp_path, snapshot="-", linger=120.0, **extra):
                          stderr=subprocess.PIPE, text=True, env=env(**extra), cwd=str(tmp_path))
     line = p.stdout.readline()
     if "READY" not in line:
-        p.kill()
+        kill_and_remove_shm(p)
         raise AssertionError(f"workload failed: {line}{p.stderr.read()}")
     return p
 
 
 def stop(p):
     """End a workload the way a user would (Ctrl-C): atexit runs, the shm
-    file goes.  SIGKILL would leave /dev/shm/dynamo-<pid> behind."""
+    file goes.  SIGKILL would leave /dev/shm/dynamo-<pid> behind: the
+    fallback removes it."""
     if p.poll() is None:
         p.send_signal(signal.SIGINT)
         try:
             p.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+            kill_and_remove_shm(p)
 
 
 def inspect(*args, cli=CLI, user=None):

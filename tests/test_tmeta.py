@@ -18,6 +18,8 @@ import warnings
 import pytest
 import torch
 
+from asan_util import run_pytest_under_asan
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -335,29 +337,6 @@ def test_loaded_build():
 
 def test_asan_build():
     """This file against the ASan/UBSan build (make asan), if present."""
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    so = os.path.join(ROOT, "build", "asan", "_C" + suffix)
-    if os.environ.get("DYNAMO_C_PATH"):
-        pytest.skip("already running against another build")
-    if not os.path.exists(so):
-        pytest.skip("no ASan build: run `make asan`")
-    sources = [os.path.join(ROOT, d, f) for d in ("core", "guards")
-               for f in os.listdir(os.path.join(ROOT, d)) if f.endswith((".c", ".cpp", ".h"))]
-    if max(map(os.path.getmtime, sources)) > os.path.getmtime(so):
-        pytest.skip("ASan build is older than the sources: run `make asan`")
-    libs = []
-    for name in ("libasan.so", "libubsan.so"):
-        path = subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True,
-                              text=True).stdout.strip()
-        if not os.path.isabs(path):
-            pytest.skip(f"{name} not found")
-        libs.append(path)
-    env = {**os.environ, "LD_PRELOAD": ":".join(libs), "DYNAMO_C_PATH": so,
-           "ASAN_OPTIONS": "detect_leaks=0", "PYTHONMALLOC": "malloc"}
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          "--noconftest", "-k", "not asan and not cost_report",
-                          os.path.abspath(__file__)],
-                         capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
-    assert "ERROR: AddressSanitizer" not in out.stderr
+    out = run_pytest_under_asan(
+        [__file__], pytest_args=("--noconftest", "-k", "not asan and not cost_report"))
     assert "runtime error" not in out.stderr            # UBSan

@@ -1,6 +1,7 @@
-/* util.c — checked allocation, growable strings and line lists, number
- * formatting for dynamo-top.  Knows nothing about curses or the reader;
- * out-of-memory goes through crt_fatal() so the terminal is restored. */
+/* util.c — text cleaning, padding, line lists and number formatting for
+ * dynamo-top, on top of the shared allocation and StrBuf (inspect/strutil.c).
+ * Knows nothing about curses or the reader; out-of-memory goes through
+ * crt_fatal() (util_oom, installed by main) so the terminal is restored. */
 #include "util.h"
 
 #include <ctype.h>
@@ -10,41 +11,9 @@
 
 #include "crt.h"    /* crt_fatal */
 
-void *xmalloc(size_t n)
+void util_oom(size_t bytes)
 {
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        crt_fatal(1, "out of memory (%zu bytes)", n);
-    return p;
-}
-
-void *xcalloc(size_t count, size_t size)
-{
-    void *p = calloc(count ? count : 1, size ? size : 1);
-    if (!p)
-        crt_fatal(1, "out of memory (%zu x %zu bytes)", count, size);
-    return p;
-}
-
-void *xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q)
-        crt_fatal(1, "out of memory (%zu bytes)", n);
-    return q;
-}
-
-char *xstrdup(const char *s)
-{
-    return xstrndup(s ? s : "", s ? strlen(s) : 0);
-}
-
-char *xstrndup(const char *s, size_t n)
-{
-    char *d = xmalloc(n + 1);
-    memcpy(d, s, n);
-    d[n] = '\0';
-    return d;
+    crt_fatal(1, "out of memory (%zu bytes)", bytes);
 }
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
@@ -78,96 +47,11 @@ char *xstrdup_clean(const char *s)
     return d;
 }
 
-char *xasprintf(const char *fmt, ...)
-{
-    StrBuf sb;
-    va_list ap;
-    sb_init(&sb);
-    va_start(ap, fmt);
-    sb_vaddf(&sb, fmt, ap);
-    va_end(ap);
-    return sb_steal(&sb);
-}
-
-/* ---- StrBuf ---- */
-
-void sb_init(StrBuf *sb)
-{
-    sb->s = NULL;
-    sb->len = sb->cap = 0;
-}
-
-void sb_free(StrBuf *sb)
-{
-    free(sb->s);
-    sb_init(sb);
-}
-
-void sb_clear(StrBuf *sb)
-{
-    sb->len = 0;
-    if (sb->s)
-        sb->s[0] = '\0';
-}
-
-static void reserve(StrBuf *sb, size_t extra)
-{
-    if (sb->len + extra + 1 <= sb->cap)
-        return;
-    size_t cap = sb->cap ? sb->cap : 64;
-    while (cap < sb->len + extra + 1)
-        cap *= 2;
-    sb->s = xrealloc(sb->s, cap);
-    sb->cap = cap;
-}
-
-void sb_addn(StrBuf *sb, const char *s, size_t n)
-{
-    reserve(sb, n);
-    memcpy(sb->s + sb->len, s, n);
-    sb->len += n;
-    sb->s[sb->len] = '\0';
-}
-
-void sb_add(StrBuf *sb, const char *s)
-{
-    sb_addn(sb, s ? s : "", s ? strlen(s) : 0);
-}
-
-void sb_vaddf(StrBuf *sb, const char *fmt, va_list ap)
-{
-    va_list ap2;
-    va_copy(ap2, ap);
-    char probe[1];
-    int n = vsnprintf(probe, sizeof probe, fmt, ap2);    /* length only */
-    va_end(ap2);
-    if (n < 0)
-        return;
-    reserve(sb, (size_t)n);
-    vsnprintf(sb->s + sb->len, (size_t)n + 1, fmt, ap);
-    sb->len += (size_t)n;
-}
-
-void sb_addf(StrBuf *sb, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sb_vaddf(sb, fmt, ap);
-    va_end(ap);
-}
-
 void sb_pad(StrBuf *sb, size_t columns)
 {
     size_t w = sb->s ? utf8_width(sb->s) : 0;
     while (w++ < columns)
         sb_addn(sb, " ", 1);
-}
-
-char *sb_steal(StrBuf *sb)
-{
-    char *s = sb->s ? sb->s : xstrdup("");
-    sb_init(sb);
-    return s;
 }
 
 /* ---- Lines ---- */
@@ -263,21 +147,6 @@ size_t utf8_prefix(const char *s, size_t columns)
 }
 
 /* ---- numbers ---- */
-
-char *fmt_ns(char *buf, size_t len, uint64_t ns)
-{
-    if (ns >= 1000000000ull)
-        snprintf(buf, len, "%.2f s", (double)ns / 1e9);
-    else if (ns >= 1000000ull)
-        snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
-    else if (ns >= 1000ull)
-        snprintf(buf, len, "%.0f us", (double)ns / 1e3);
-    else if (ns)
-        snprintf(buf, len, "%llu ns", (unsigned long long)ns);
-    else
-        snprintf(buf, len, "0");
-    return buf;
-}
 
 char *fmt_duration(char *buf, size_t len, uint64_t secs)
 {

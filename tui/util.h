@@ -1,5 +1,6 @@
-/* util.h — small helpers of dynamo-top: checked allocation, a growable
- * string, a growable list of lines, number formatting.
+/* util.h — small helpers of dynamo-top: cleaning and padding text, a
+ * growable list of lines, number formatting; checked allocation and the
+ * growable string come from the shared inspect/strutil.h.
  *
  * Owns no global state.  Allocation failures end the tool through
  * crt_fatal() (which restores the terminal first), so callers never check
@@ -12,32 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-void *xmalloc(size_t n);
-void *xcalloc(size_t count, size_t size);
-void *xrealloc(void *p, size_t n);
-char *xstrdup(const char *s);          /* NULL -> "" copy */
-char *xstrndup(const char *s, size_t n);
+#include "strutil.h"  /* xmalloc & co., StrBuf (shared with dynamo-dot) */
+
+/* Out-of-memory handler for strutil_set_oom: ends through crt_fatal(). */
+void util_oom(size_t bytes) __attribute__((noreturn));
 /* Copy of text from the watched process, safe to print: invalid UTF-8 and
  * control characters (other than newline) become '?', tabs a space. */
 char *xstrdup_clean(const char *s);
-char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* A growable NUL-terminated string.  Owns `s`. */
-typedef struct StrBuf {
-    char *s;        /* owned; always NUL-terminated once anything was added */
-    size_t len;     /* bytes before the NUL */
-    size_t cap;     /* bytes allocated */
-} StrBuf;
-
-void sb_init(StrBuf *sb);
-void sb_free(StrBuf *sb);
-void sb_clear(StrBuf *sb);
-void sb_add(StrBuf *sb, const char *s);
-void sb_addn(StrBuf *sb, const char *s, size_t n);
-void sb_addf(StrBuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sb_vaddf(StrBuf *sb, const char *fmt, va_list ap) __attribute__((nonnull(2), format(printf, 2, 0)));
 void sb_pad(StrBuf *sb, size_t columns);    /* spaces until sb is `columns` wide */
-char *sb_steal(StrBuf *sb);                 /* returns the owned string; sb is reset */
 
 /* Colors the TUI knows; the report ignores them.  Kept here (not in crt.h)
  * so that rendering code does not depend on the curses module. */
@@ -91,7 +74,6 @@ size_t utf8_width(const char *s);
 size_t utf8_prefix(const char *s, size_t columns);
 
 /* Formatting into caller buffers; each returns `buf`. */
-char *fmt_ns(char *buf, size_t len, uint64_t ns);          /* "1.23 s", "45.6 ms", "789 us" */
 char *fmt_duration(char *buf, size_t len, uint64_t secs);  /* "01:02:03" or "2d 01:02:03" */
 char *fmt_percent(char *buf, size_t len, uint64_t part, uint64_t whole); /* "98.1%" or "-" */
 char *fmt_count(char *buf, size_t len, uint64_t n);        /* "123", "12.3k", "4.5M" */

@@ -33,7 +33,7 @@ static int codes_add(CodeList *l, const DrCode *code)
             return 0;
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 8;
-        l->v = vs_xrealloc(l->v, l->cap * sizeof *l->v);
+        l->v = xrealloc(l->v, l->cap * sizeof *l->v);
     }
     l->v[l->n++] = code;
     return 1;
@@ -51,7 +51,7 @@ static const char *status_fill(const char *status)
 }
 
 /* "abs → add → truediv → sum → lt": the ops of a graph, in order. */
-static void add_ops(VStr *b, const DrGraph *graph)
+static void add_ops(StrBuf *b, const DrGraph *graph)
 {
     size_t shown = 0, ops = 0;
     for (size_t i = 0; i < graph->n_nodes; i++) {
@@ -62,63 +62,63 @@ static void add_ops(VStr *b, const DrGraph *graph)
             continue;
         char t[128];
         vgraph_short_target(*n->target ? n->target : n->name, t, sizeof t);
-        vs_add(b, shown++ ? " → " : "");
+        sb_add(b, shown++ ? " → " : "");
         if (shown == 6)
-            vs_add(b, "<BR ALIGN=\"LEFT\"/>");
+            sb_add(b, "<BR ALIGN=\"LEFT\"/>");
         vs_add_html(b, t, 24, 0);
     }
     if (ops > MAX_OPS_SHOWN)
-        vs_addf(b, " … (%zu more)", ops - MAX_OPS_SHOWN);
+        sb_addf(b, " … (%zu more)", ops - MAX_OPS_SHOWN);
     if (ops == 0)
-        vs_add(b, "(no ops)");
+        sb_add(b, "(no ops)");
 }
 
 static Agnode_t *draw_record(Agraph_t *cluster, const DrRecord *rec)
 {
     char t[32], id[48];
     Agnode_t *v = vgv_node(cluster, rec->id);
-    VStr b;
+    StrBuf b;
     vs_init(&b);
-    vs_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">");
-    vs_addf(&b, "<TR><TD ALIGN=\"LEFT\"><B>%s</B>  %s", rec->id, rec->status);
+    sb_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">");
+    sb_addf(&b, "<TR><TD ALIGN=\"LEFT\"><B>%s</B>  %s", rec->id, rec->status);
     if (rec->entry != NULL)
-        vs_addf(&b, " · %llu hit%s%s", (unsigned long long)rec->entry->hits,
+        sb_addf(&b, " · %llu hit%s%s", (unsigned long long)rec->entry->hits,
                 rec->entry->hits == 1 ? "" : "s", rec->entry->dead ? " · dropped" : "");
-    vs_addf(&b, " · compile %s</TD></TR>", vs_fmt_ns(t, sizeof t, rec->compile_ns));
+    sb_addf(&b, " · compile %s</TD></TR>", vs_fmt_ns(t, sizeof t, rec->compile_ns));
     for (size_t i = 0; i < rec->n_graphs; i++) {
         const DrGraph *g = &rec->graphs[i];
-        vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><B>");
+        sb_add(&b, "<TR><TD ALIGN=\"LEFT\"><B>");
         vs_add_html(&b, g->name, 40, 0);
-        vs_addf(&b, "</B>  <FONT POINT-SIZE=\"8\" COLOR=\"#555555\">%zu nodes · --graph %s"
+        sb_addf(&b, "</B>  <FONT POINT-SIZE=\"8\" COLOR=\"#555555\">%zu nodes · --graph %s"
                 "</FONT></TD></TR><TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"9\">",
                 g->n_nodes, vsel_graph_id(rec, i, id, sizeof id));
         add_ops(&b, g);
-        vs_add(&b, "</FONT></TD></TR>");
+        sb_add(&b, "</FONT></TD></TR>");
     }
     if (rec->n_graphs == 0)
-        vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"9\">no graph</FONT></TD></TR>");
+        sb_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"9\">no graph</FONT></TD></TR>");
     if (*rec->error) {
-        vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"9\" COLOR=\"#c62828\">");
+        sb_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"9\" COLOR=\"#c62828\">");
         vs_add_html(&b, rec->error, 60, 0);
-        vs_add(&b, "</FONT></TD></TR>");
+        sb_add(&b, "</FONT></TD></TR>");
     }
-    vs_add(&b, "</TABLE>");
+    sb_add(&b, "</TABLE>");
     vgv_set_html(v, "label", b.s);
     vgv_set(v, "style", "rounded,filled");
     vgv_set(v, "fillcolor", status_fill(rec->status));
     vgv_set(v, "color", "#5c6b7a");
-    vs_clear(&b);
+    sb_clear(&b);
     vs_add_cut(&b, rec->id, 0);
-    vs_add(&b, " ");
+    sb_add(&b, " ");
     vs_add_cut(&b, rec->status, 0);
     if (*rec->error) {
-        vs_add(&b, "\\n");
+        sb_add(&b, "\\n");
         vs_add_cut(&b, rec->error, 0);
     }
-    vs_add(&b, "\\n");
+    sb_add(&b, "\\n");
     vs_add_cut(&b, rec->modified_bytecode, 0);
     vgv_set(v, "tooltip", b.s);
-    vs_free(&b);
+    sb_free(&b);
     return v;
 }
 
@@ -128,19 +128,19 @@ static Agnode_t *draw_code(Agraph_t *g, const DrCode *code)
     char name[48];
     snprintf(name, sizeof name, "cluster_frame_%u", code->frame_id);
     Agraph_t *c = vgv_subg(g, name);
-    VStr b;
+    StrBuf b;
     vs_init(&b);
-    vs_add(&b, "<B>");
+    sb_add(&b, "<B>");
     vs_add_html(&b, code->name, 50, 0);
-    vs_addf(&b, "</B>  frame %u  <FONT COLOR=\"#555555\">", code->frame_id);
+    sb_addf(&b, "</B>  frame %u  <FONT COLOR=\"#555555\">", code->frame_id);
     vs_add_html(&b, vs_basename(code->filename), 40, 0);
-    vs_addf(&b, ":%u · calls %llu · hits %llu</FONT>", code->firstlineno,
+    sb_addf(&b, ":%u · calls %llu · hits %llu</FONT>", code->firstlineno,
             (unsigned long long)code->calls, (unsigned long long)code->hits);
     vgv_set_html(c, "label", b.s);
     vgv_set(c, "style", "rounded,filled");
     vgv_set(c, "fillcolor", strncmp(code->name, "__resume_at_", 12) == 0 ? "#f3f8ee" : "#f5f5f5");
     vgv_set(c, "color", "#9e9e9e");
-    vs_free(&b);
+    sb_free(&b);
     Agnode_t *first = NULL, *prev = NULL;
     for (size_t r = 0; r < code->n_records; r++) {
         const DrRecord *rec = code->records[r];
@@ -149,13 +149,13 @@ static Agnode_t *draw_code(Agraph_t *g, const DrCode *code)
             Agedge_t *e = vgv_edge(g, prev, v);
             vgv_set(e, "style", "dashed");
             vs_init(&b);
-            vs_add(&b, "recompile");
+            sb_add(&b, "recompile");
             if (*rec->recompile_reason) {
-                vs_add(&b, ":\\n");
+                sb_add(&b, ":\\n");
                 vs_add_cut(&b, rec->recompile_reason, 60);
             }
             vgv_set(e, "label", b.s);
-            vs_free(&b);
+            sb_free(&b);
         }
         first = first ? first : v;
         prev = v;
@@ -172,39 +172,39 @@ static Agnode_t *draw_code(Agraph_t *g, const DrCode *code)
  * label of a break edge. */
 static char *break_label(const DrRecord *rec, const DrResume *res)
 {
-    VStr b;
+    StrBuf b;
     vs_init(&b);
     for (size_t i = 0; i < rec->n_breaks; i++) {
         const DrBreak *br = &rec->breaks[i];
-        vs_add(&b, i ? "\\n" : "");
-        vs_add(&b, "graph break: ");
+        sb_add(&b, i ? "\\n" : "");
+        sb_add(&b, "graph break: ");
         vs_add_cut(&b, br->reason, 48);
-        vs_add(&b, "\\n");
+        sb_add(&b, "\\n");
         vs_add_cut(&b, vs_basename(br->filename), 40);
-        vs_addf(&b, ":%u", br->lineno);
+        sb_addf(&b, ":%u", br->lineno);
         if (br->n_frames > 0 && *br->user_stack[br->n_frames - 1].line) {
-            vs_add(&b, "  ");
+            sb_add(&b, "  ");
             vs_add_cut(&b, br->user_stack[br->n_frames - 1].line, 40);
         }
     }
-    vs_add(&b, rec->n_breaks ? "\\n→ " : "→ ");
+    sb_add(&b, rec->n_breaks ? "\\n→ " : "→ ");
     vs_add_cut(&b, res->name, 0);
-    vs_addf(&b, " (%s @%u)", vsel_resume_kind(res), res->offset);
-    return vs_steal(&b);
+    sb_addf(&b, " (%s @%u)", vsel_resume_kind(res), res->offset);
+    return sb_steal(&b);
 }
 
 /* A resume function that no snapshot code carries (never called yet). */
 static Agnode_t *draw_missing(Agraph_t *g, const char *resume)
 {
     Agnode_t *v = vgv_node(g, resume);
-    VStr b;
+    StrBuf b;
     vs_init(&b);
     vs_add_cut(&b, resume, 0);
-    vs_add(&b, "\\nnot run yet");
+    sb_add(&b, "\\nnot run yet");
     vgv_set(v, "label", b.s);
     vgv_set(v, "style", "rounded,dashed");
     vgv_set(v, "color", "#9e9e9e");
-    vs_free(&b);
+    sb_free(&b);
     return v;
 }
 
@@ -224,7 +224,7 @@ static void link_resumes(Agraph_t *g, CodeList *codes, size_t at, Agnode_t ***fi
                 head = draw_missing(g, res->name);
             } else {
                 if (codes_add(codes, target)) {
-                    *firsts = vs_xrealloc(*firsts, codes->cap * sizeof **firsts);
+                    *firsts = xrealloc(*firsts, codes->cap * sizeof **firsts);
                     (*firsts)[codes->n - 1] = draw_code(g, target);
                 }
                 size_t k = 0;
@@ -258,16 +258,16 @@ static void set_breaks_label(Agraph_t *g, const DrCode *code, const CodeList *co
             graphs += codes->v[i]->records[r]->n_graphs;
             breaks += codes->v[i]->records[r]->n_breaks;
         }
-    VStr b;
+    StrBuf b;
     vs_init(&b);
-    vs_add(&b, "<FONT POINT-SIZE=\"14\"><B>graph breaks</B>  ");
+    sb_add(&b, "<FONT POINT-SIZE=\"14\"><B>graph breaks</B>  ");
     vs_add_html(&b, code->name, 60, 0);
-    vs_addf(&b, "</FONT>  <FONT COLOR=\"#555555\">frame %u · %zu function%s · %zu graph%s · "
+    sb_addf(&b, "</FONT>  <FONT COLOR=\"#555555\">frame %u · %zu function%s · %zu graph%s · "
             "%zu break%s</FONT><BR ALIGN=\"LEFT\"/> ", code->frame_id, codes->n,
             codes->n == 1 ? "" : "s", graphs, graphs == 1 ? "" : "s", breaks,
             breaks == 1 ? "" : "s");
     vgv_set_html(g, "label", b.s);
-    vs_free(&b);
+    sb_free(&b);
 }
 
 Agraph_t *vbreaks_draw(const DrCode *code)
@@ -278,7 +278,7 @@ Agraph_t *vbreaks_draw(const DrCode *code)
     vgv_set(g, "compound", "true");
     vgv_set(g, "ranksep", "0.6");
     codes_add(&codes, code);
-    firsts = vs_xrealloc(firsts, codes.cap * sizeof *firsts);
+    firsts = xrealloc(firsts, codes.cap * sizeof *firsts);
     firsts[0] = draw_code(g, code);
     for (size_t at = 0; at < codes.n; at++)     /* breadth-first; codes grows */
         link_resumes(g, &codes, at, &firsts);

@@ -61,7 +61,7 @@ char *vgraph_short_target(const char *target, char *buf, size_t len)
 #define LABEL_MAX 44
 
 /* "float32[10, 4]" without the "torch." prefix; "" when unknown. */
-static void add_meta_short(VStr *b, const DrNode *n)
+static void add_meta_short(StrBuf *b, const DrNode *n)
 {
     const char *dt = n->dtype;
     if (strncmp(dt, "torch.", 6) == 0)
@@ -78,68 +78,68 @@ static int has_args(const DrNode *n)
 
 static char *node_label(const DrNode *n)
 {
-    VStr b;
+    StrBuf b;
     vs_init(&b);
-    vs_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">");
-    vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"8\" COLOR=\"#444444\">");
+    sb_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">");
+    sb_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"8\" COLOR=\"#444444\">");
     vs_add_html(&b, n->op, 0, 0);
-    vs_add(&b, "</FONT>  <B>");
+    sb_add(&b, "</FONT>  <B>");
     vs_add_html(&b, n->name, LABEL_MAX, 0);
-    vs_add(&b, "</B></TD></TR>");
+    sb_add(&b, "</B></TD></TR>");
     char t[256];
     vgraph_short_target(n->target, t, sizeof t);
     if (strcmp(n->op, "call_module") == 0 && *n->module_path) {
         /* the module called: its class and qualified path, not the flattened target */
-        vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><B>");
+        sb_add(&b, "<TR><TD ALIGN=\"LEFT\"><B>");
         vs_add_html(&b, *n->module_class ? n->module_class : "module", LABEL_MAX, 0);
-        vs_add(&b, "</B> <FONT COLOR=\"#555555\">");
+        sb_add(&b, "</B> <FONT COLOR=\"#555555\">");
         vs_add_html(&b, n->module_path, LABEL_MAX, 0);
-        vs_add(&b, "</FONT></TD></TR>");
+        sb_add(&b, "</FONT></TD></TR>");
     } else if (*t && strcmp(t, n->name) != 0) { /* the name does not already say it? */
-        vs_add(&b, "<TR><TD ALIGN=\"LEFT\">");
+        sb_add(&b, "<TR><TD ALIGN=\"LEFT\">");
         vs_add_html(&b, t, LABEL_MAX, 0);
-        vs_add(&b, "</TD></TR>");
+        sb_add(&b, "</TD></TR>");
     }
     if (has_args(n)) {
-        vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" POINT-SIZE=\"9\">");
+        sb_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" POINT-SIZE=\"9\">");
         vs_add_html(&b, n->args, LABEL_MAX, 0);
-        vs_add(&b, "</FONT></TD></TR>");
+        sb_add(&b, "</FONT></TD></TR>");
     }
     if (*n->dtype || *n->shape) {
-        vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT COLOR=\"#1a4d80\">");
+        sb_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT COLOR=\"#1a4d80\">");
         add_meta_short(&b, n);
         if (*n->stride) {
-            vs_add(&b, " stride ");
+            sb_add(&b, " stride ");
             vs_add_html(&b, n->stride, 24, 0);
         }
         if (*n->device && strcmp(n->device, "cpu") != 0) {
-            vs_add(&b, " ");
+            sb_add(&b, " ");
             vs_add_html(&b, n->device, 16, 0);
         }
-        vs_add(&b, "</FONT></TD></TR>");
+        sb_add(&b, "</FONT></TD></TR>");
     }
     if (strcmp(n->op, "output") != 0)
-        vs_addf(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"8\" COLOR=\"#444444\">%zu user%s"
+        sb_addf(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"8\" COLOR=\"#444444\">%zu user%s"
                 "</FONT></TD></TR>", n->n_users, n->n_users == 1 ? "" : "s");
-    vs_add(&b, "</TABLE>");
-    return vs_steal(&b);
+    sb_add(&b, "</TABLE>");
+    return sb_steal(&b);
 }
 
-static void add_list(VStr *b, const char *title, const char **items, size_t n)
+static void add_list(StrBuf *b, const char *title, const char **items, size_t n)
 {
-    vs_addf(b, "\n%s (%zu):", title, n);
+    sb_addf(b, "\n%s (%zu):", title, n);
     for (size_t i = 0; i < n; i++) {
-        vs_add(b, i ? ", " : " ");
+        sb_add(b, i ? ", " : " ");
         vs_add_cut(b, items[i], 0);
     }
 }
 
 static char *node_tooltip(const DrNode *n)
 {
-    VStr b;
+    StrBuf b;
     vs_init(&b);
     vs_add_cut(&b, n->op, 0);
-    vs_add(&b, " ");
+    sb_add(&b, " ");
     vs_add_cut(&b, n->name, 0);
     static const char *const KEYS[] = {"target", "args", "dtype", "shape", "stride", "device",
                                        "module", "module class"};
@@ -147,12 +147,12 @@ static char *node_tooltip(const DrNode *n)
                           n->module_path, n->module_class};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
         if (*vals[i]) {
-            vs_addf(&b, "\\n%s: ", KEYS[i]);
+            sb_addf(&b, "\\n%s: ", KEYS[i]);
             vs_add_cut(&b, vals[i], 0);
         }
     add_list(&b, "users", n->users, n->n_users);
     add_list(&b, "inputs", n->inputs, n->n_inputs);
-    return vs_steal(&b);
+    return sb_steal(&b);
 }
 
 /* The cluster a node is drawn in, as a dotted module path ("" = none): its
@@ -160,7 +160,7 @@ static char *node_tooltip(const DrNode *n)
  * (its own path minus the last component), not alone in a cluster. */
 static char *cluster_path(const DrNode *n)
 {
-    char *path = vs_xstrdup(n->module_path);
+    char *path = xstrdup(n->module_path);
     if (strcmp(n->op, "call_module") == 0) {
         char *dot = strrchr(path, '.');
         if (dot != NULL)
@@ -192,7 +192,7 @@ static const char *const CLUSTER_FILLS[] = {"#f7f7f7", "#ececec", "#e2e2e2", "#d
 static Agraph_t *module_cluster(Agraph_t *g, const DrGraph *graph, const char *path)
 {
     Agraph_t *parent = g;
-    VStr name;
+    StrBuf name;
     size_t depth = 0;
     if (*path == '\0')
         return g;
@@ -200,18 +200,18 @@ static Agraph_t *module_cluster(Agraph_t *g, const DrGraph *graph, const char *p
     for (const char *p = path;; p++) {
         if (*p != '.' && *p != '\0')
             continue;
-        vs_clear(&name);
-        vs_add(&name, "cluster_");
-        vs_addn(&name, path, (size_t)(p - path));
+        sb_clear(&name);
+        sb_add(&name, "cluster_");
+        sb_addn(&name, path, (size_t)(p - path));
         Agraph_t *sub = agsubg(parent, name.s, 0);
         if (sub == NULL) {                         /* first node of this module? */
             sub = vgv_subg(parent, name.s);
-            vs_clear(&name);
-            vs_addn(&name, path, (size_t)(p - path));
+            sb_clear(&name);
+            sb_addn(&name, path, (size_t)(p - path));
             const char *cls = class_of(graph, path, (size_t)(p - path));
             if (*cls) {
-                vs_add(&name, " · ");
-                vs_add(&name, cls);
+                sb_add(&name, " · ");
+                sb_add(&name, cls);
             }
             vgv_set(sub, "label", name.s);
             vgv_set(sub, "style", "rounded,filled");
@@ -226,7 +226,7 @@ static Agraph_t *module_cluster(Agraph_t *g, const DrGraph *graph, const char *p
         if (*p == '\0')
             break;
     }
-    vs_free(&name);
+    sb_free(&name);
     return parent;
 }
 
@@ -234,50 +234,50 @@ static Agraph_t *module_cluster(Agraph_t *g, const DrGraph *graph, const char *p
 static void set_graph_label(Agraph_t *g, const DrRecord *rec, const DrGraph *graph)
 {
     char t1[32], t2[32];
-    VStr b;
+    StrBuf b;
     vs_init(&b);
-    vs_add(&b, "<TABLE BORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"2\"><TR><TD ALIGN=\"LEFT\">"
+    sb_add(&b, "<TABLE BORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"2\"><TR><TD ALIGN=\"LEFT\">"
                "<FONT POINT-SIZE=\"14\"><B>");
     vs_add_html(&b, graph->name, 0, 0);
-    vs_add(&b, "</B>  ");
+    sb_add(&b, "</B>  ");
     vs_add_html(&b, rec->id, 0, 0);
-    vs_add(&b, " ");
+    sb_add(&b, " ");
     vs_add_html(&b, rec->name, 60, 0);
-    vs_addf(&b, "</FONT>  <FONT COLOR=\"#555555\">");
+    sb_addf(&b, "</FONT>  <FONT COLOR=\"#555555\">");
     vs_add_html(&b, vs_basename(rec->filename), 60, 0);
-    vs_addf(&b, ":%u</FONT></TD></TR><TR><TD ALIGN=\"LEFT\">", rec->firstlineno);
-    vs_addf(&b, "%zu nodes · %zu edges · %llu ops · %zu guards · compile %s (backend %s",
+    sb_addf(&b, ":%u</FONT></TD></TR><TR><TD ALIGN=\"LEFT\">", rec->firstlineno);
+    sb_addf(&b, "%zu nodes · %zu edges · %llu ops · %zu guards · compile %s (backend %s",
             graph->n_nodes, (size_t)agnedges(g), (unsigned long long)graph->op_count,
             rec->n_guards, vs_fmt_ns(t1, sizeof t1, rec->compile_ns),
             vs_fmt_ns(t2, sizeof t2, rec->backend_ns));
     if (*rec->backend) {
-        vs_add(&b, ", ");
+        sb_add(&b, ", ");
         vs_add_html(&b, rec->backend, 30, 0);
     }
-    vs_add(&b, ")");
+    sb_add(&b, ")");
     if (rec->entry != NULL)
-        vs_addf(&b, " · %llu hit%s", (unsigned long long)rec->entry->hits,
+        sb_addf(&b, " · %llu hit%s", (unsigned long long)rec->entry->hits,
                 rec->entry->hits == 1 ? "" : "s");
-    vs_add(&b, "</TD></TR><TR><TD ALIGN=\"LEFT\"><TABLE ALIGN=\"LEFT\" BORDER=\"0\" "
+    sb_add(&b, "</TD></TR><TR><TD ALIGN=\"LEFT\"><TABLE ALIGN=\"LEFT\" BORDER=\"0\" "
                "CELLSPACING=\"3\" CELLPADDING=\"2\"><TR>");
     for (size_t i = 0; i < N_OP_COLORS; i++)
-        vs_addf(&b, "<TD BGCOLOR=\"%s\" BORDER=\"1\" COLOR=\"#9e9e9e\"><FONT POINT-SIZE=\"9\">%s"
+        sb_addf(&b, "<TD BGCOLOR=\"%s\" BORDER=\"1\" COLOR=\"#9e9e9e\"><FONT POINT-SIZE=\"9\">%s"
                 "</FONT></TD>", OP_COLORS[i].fill, OP_COLORS[i].op);
-    vs_add(&b, "</TR></TABLE></TD></TR></TABLE>");
+    sb_add(&b, "</TR></TABLE></TD></TR></TABLE>");
     vgv_set_html(g, "label", b.s);
-    vs_clear(&b);
+    sb_clear(&b);
     vs_add_cut(&b, rec->id, 0);
-    vs_add(&b, " ");
+    sb_add(&b, " ");
     vs_add_cut(&b, rec->name, 0);
-    vs_add(&b, " ");
+    sb_add(&b, " ");
     vs_add_cut(&b, rec->filename, 0);
-    vs_addf(&b, ":%u", rec->firstlineno);
+    sb_addf(&b, ":%u", rec->firstlineno);
     if (*rec->recompile_reason) {
-        vs_add(&b, "\\nrecompiled because: ");
+        sb_add(&b, "\\nrecompiled because: ");
         vs_add_cut(&b, rec->recompile_reason, 0);
     }
     vgv_set(g, "tooltip", b.s);
-    vs_free(&b);
+    sb_free(&b);
 }
 
 static void draw_nodes(Agraph_t *g, const DrGraph *graph)
@@ -311,7 +311,7 @@ static int repeated_input(const DrNode *n, size_t k)
 
 static void draw_edges(Agraph_t *g, const DrGraph *graph)
 {
-    VStr b;
+    StrBuf b;
     vs_init(&b);
     for (size_t i = 0; i < graph->n_nodes; i++) {
         const DrNode *n = &graph->nodes[i];
@@ -326,23 +326,23 @@ static void draw_edges(Agraph_t *g, const DrGraph *graph)
                     src = &graph->nodes[j];
             Agedge_t *e = vgv_edge(g, tail, head);
             if (src != NULL && *src->shape) {
-                vs_clear(&b);
+                sb_clear(&b);
                 vs_add_cut(&b, src->shape, 24);
                 vgv_set(e, "label", b.s);
             }
-            vs_clear(&b);
+            sb_clear(&b);
             vs_add_cut(&b, n->inputs[k], 0);
-            vs_add(&b, " -> ");
+            sb_add(&b, " -> ");
             vs_add_cut(&b, n->name, 0);
             if (src != NULL && (*src->dtype || *src->shape)) {
-                vs_add(&b, ": ");
+                sb_add(&b, ": ");
                 vs_add_cut(&b, src->dtype, 0);
                 vs_add_cut(&b, src->shape, 0);
             }
             vgv_set(e, "tooltip", b.s);
         }
     }
-    vs_free(&b);
+    sb_free(&b);
 }
 
 Agraph_t *vgraph_draw(const DrRecord *rec, const DrGraph *graph)

@@ -70,50 +70,50 @@ static const DrEntry *entry_of_leaf(const DrCode *code, const char *leaf)
 
 static char *decision_label(const DrTreeNode *t, size_t index, const LastFail *lf, int hot)
 {
-    VStr b;
+    StrBuf b;
     vs_init(&b);
-    vs_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">");
-    vs_addf(&b, "<TR><TD ALIGN=\"LEFT\"><B>%s</B>", t->parent < 0 ? "root" : "node");
-    vs_addf(&b, "<FONT POINT-SIZE=\"8\" COLOR=\"#555555\">  #%zu", index);
-    vs_addf(&b, "  walks %llu  no match %llu", (unsigned long long)t->evaluations,
+    sb_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">");
+    sb_addf(&b, "<TR><TD ALIGN=\"LEFT\"><B>%s</B>", t->parent < 0 ? "root" : "node");
+    sb_addf(&b, "<FONT POINT-SIZE=\"8\" COLOR=\"#555555\">  #%zu", index);
+    sb_addf(&b, "  walks %llu  no match %llu", (unsigned long long)t->evaluations,
             (unsigned long long)t->failures);
-    vs_add(&b, "</FONT></TD></TR>");
+    sb_add(&b, "</FONT></TD></TR>");
     for (size_t i = 0; i < t->n_tests && i < MAX_TESTS_SHOWN; i++) {
         int red = mentions_failure(t->tests[i], lf);
-        vs_addf(&b, "<TR><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" POINT-SIZE=\"9\"%s>",
+        sb_addf(&b, "<TR><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" POINT-SIZE=\"9\"%s>",
                 red ? " COLOR=\"" RED "\"" : "");
         vs_add_html(&b, t->tests[i], TEST_CHARS, 0);
-        vs_add(&b, "</FONT></TD></TR>");
+        sb_add(&b, "</FONT></TD></TR>");
     }
     if (t->n_tests > MAX_TESTS_SHOWN)
-        vs_addf(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"8\" COLOR=\"#555555\">… %zu more "
+        sb_addf(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"8\" COLOR=\"#555555\">… %zu more "
                 "tests (tooltip)</FONT></TD></TR>", t->n_tests - MAX_TESTS_SHOWN);
     if (*t->switch_on) {
-        vs_addf(&b, "<TR><TD ALIGN=\"LEFT\" BGCOLOR=\"%s\"><FONT%s>switch on <B>",
+        sb_addf(&b, "<TR><TD ALIGN=\"LEFT\" BGCOLOR=\"%s\"><FONT%s>switch on <B>",
                 hot ? "#ffcdd2" : "#bbdefb", hot ? " COLOR=\"" RED "\"" : "");
         vs_add_html(&b, t->switch_on, TEST_CHARS, 0);
-        vs_add(&b, "</B></FONT></TD></TR>");
+        sb_add(&b, "</B></FONT></TD></TR>");
     }
-    vs_add(&b, "</TABLE>");
-    return vs_steal(&b);
+    sb_add(&b, "</TABLE>");
+    return sb_steal(&b);
 }
 
 static char *decision_tooltip(const DrTreeNode *t)
 {
-    VStr b;
+    StrBuf b;
     vs_init(&b);
-    vs_addf(&b, "node %lld, depth %u: %llu walks entered, %llu found no entry below",
+    sb_addf(&b, "node %lld, depth %u: %llu walks entered, %llu found no entry below",
             (long long)t->id, t->depth, (unsigned long long)t->evaluations,
             (unsigned long long)t->failures);
     for (size_t i = 0; i < t->n_tests; i++) {
-        vs_add(&b, "\\n");
+        sb_add(&b, "\\n");
         vs_add_cut(&b, t->tests[i], 0);
     }
     if (*t->switch_on) {
-        vs_add(&b, "\\nswitch on ");
+        sb_add(&b, "\\nswitch on ");
         vs_add_cut(&b, t->switch_on, 0);
     }
-    return vs_steal(&b);
+    return sb_steal(&b);
 }
 
 /* Leaf `leaf` ("[F/C] n tests") of a decision node: the entry tried
@@ -129,46 +129,46 @@ static const char *leaf_tests(const char *leaf)
 
 static char *entry_label(const DrEntry *e, const char *leaf, size_t idn, int failed)
 {
-    VStr b;
+    StrBuf b;
     vs_init(&b);
-    vs_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">"
+    sb_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">"
                "<TR><TD><FONT POINT-SIZE=\"12\"><B>");
-    vs_addn(&b, leaf, idn);
-    vs_add(&b, "</B></FONT></TD></TR><TR><TD>");
+    sb_addn(&b, leaf, idn);
+    sb_add(&b, "</B></FONT></TD></TR><TR><TD>");
     if (e != NULL)
-        vs_addf(&b, "%llu hit%s", (unsigned long long)e->hits, e->hits == 1 ? "" : "s");
+        sb_addf(&b, "%llu hit%s", (unsigned long long)e->hits, e->hits == 1 ? "" : "s");
     else
-        vs_add(&b, "(entry not in the snapshot)");
-    vs_add(&b, "</TD></TR>");
+        sb_add(&b, "(entry not in the snapshot)");
+    sb_add(&b, "</TD></TR>");
     size_t shown = 0;
     for (const char *t = leaf_tests(leaf); *t;) {      /* "t1; t2; t3" */
         const char *end = strstr(t, "; ");
         size_t n = end ? (size_t)(end - t) : strlen(t);
         if (shown++ < LEAF_TESTS_SHOWN) {
-            char *one = vs_xmalloc(n + 1);
+            char *one = xmalloc(n + 1);
             memcpy(one, t, n);
             one[n] = '\0';
-            vs_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" POINT-SIZE=\"9\">");
+            sb_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" POINT-SIZE=\"9\">");
             vs_add_html(&b, one, TEST_CHARS, 0);
-            vs_add(&b, "</FONT></TD></TR>");
+            sb_add(&b, "</FONT></TD></TR>");
             free(one);
         }
         t += n + (end ? 2 : 0);
     }
     if (shown > LEAF_TESTS_SHOWN)
-        vs_addf(&b, "<TR><TD><FONT POINT-SIZE=\"8\">… %zu more tests</FONT></TD></TR>",
+        sb_addf(&b, "<TR><TD><FONT POINT-SIZE=\"8\">… %zu more tests</FONT></TD></TR>",
                 shown - LEAF_TESTS_SHOWN);
     if (e != NULL && (e->guard_failures || e->dead)) {
-        vs_add(&b, "<TR><TD><FONT POINT-SIZE=\"8\" COLOR=\"");
-        vs_add(&b, failed ? RED "\">" : "#555555\">");
+        sb_add(&b, "<TR><TD><FONT POINT-SIZE=\"8\" COLOR=\"");
+        sb_add(&b, failed ? RED "\">" : "#555555\">");
         if (e->guard_failures)
-            vs_addf(&b, "closest entry of %llu miss%s", (unsigned long long)e->guard_failures,
+            sb_addf(&b, "closest entry of %llu miss%s", (unsigned long long)e->guard_failures,
                     e->guard_failures == 1 ? "" : "es");
-        vs_add(&b, e->dead ? (e->guard_failures ? " · dropped" : "dropped") : "");
-        vs_add(&b, "</FONT></TD></TR>");
+        sb_add(&b, e->dead ? (e->guard_failures ? " · dropped" : "dropped") : "");
+        sb_add(&b, "</FONT></TD></TR>");
     }
-    vs_add(&b, "</TABLE>");
-    return vs_steal(&b);
+    sb_add(&b, "</TABLE>");
+    return sb_steal(&b);
 }
 
 /* Leaf `leaf` ("[F/C] +n tests: ...") hanging from dot node `parent` with
@@ -180,10 +180,10 @@ static void draw_entry(Agraph_t *g, Agnode_t *parent, const char *via, const DrC
     const DrEntry *e = entry_of_leaf(code, leaf);
     size_t idn = leaf_id_len(leaf);
     int failed = e != NULL && e == lf->entry;
-    VStr b;
+    StrBuf b;
     vs_init(&b);
-    vs_add(&b, "entry ");
-    vs_addn(&b, leaf, idn ? idn : strlen(leaf));
+    sb_add(&b, "entry ");
+    sb_addn(&b, leaf, idn ? idn : strlen(leaf));
     Agnode_t *v = vgv_node(g, b.s);
     char *label = entry_label(e, leaf, idn, failed);
     vgv_set_html(v, "label", label);
@@ -193,83 +193,83 @@ static void draw_entry(Agraph_t *g, Agnode_t *parent, const char *via, const DrC
     vgv_set(v, "fillcolor", e != NULL && e->dead ? "#eeeeee" : "#c8e6c9");
     vgv_set(v, "color", failed ? RED : "#2e7d32");
     vgv_set(v, "penwidth", failed ? "2.5" : "1.2");
-    vs_clear(&b);
+    sb_clear(&b);
     vs_add_cut(&b, leaf, 0);
     if (e != NULL) {
-        vs_addf(&b, "\\nhits %llu, closest entry on %llu misses, %zu guards",
+        sb_addf(&b, "\\nhits %llu, closest entry on %llu misses, %zu guards",
                 (unsigned long long)e->hits, (unsigned long long)e->guard_failures,
                 e->record->n_guards);
         for (size_t i = 0; i < e->record->n_guards; i++) {
-            vs_add(&b, "\\n");
+            sb_add(&b, "\\n");
             vs_add_cut(&b, e->record->guards[i].text, 0);
         }
     }
     vgv_set(v, "tooltip", b.s);
     Agedge_t *edge = vgv_edge(g, parent, v);
-    vs_clear(&b);
+    sb_clear(&b);
     vs_add_cut(&b, via, 0);
     if (n_leaf > 1)                             /* several entries: say the order */
-        vs_addf(&b, "%stry %zu", *via ? "\\n" : "", rank);
+        sb_addf(&b, "%stry %zu", *via ? "\\n" : "", rank);
     vgv_set(edge, "label", b.s);
     vgv_set(edge, "color", "#2e7d32");
-    vs_free(&b);
+    sb_free(&b);
 }
 
 static void draw_last_failure(Agraph_t *g, const LastFail *lf,
                               Agnode_t *anchor, uint64_t start_ns)
 {
     const DrEntry *e = lf->entry;
-    VStr b;
+    StrBuf b;
     vs_init(&b);
-    vs_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">"
+    sb_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">"
                "<TR><TD ALIGN=\"LEFT\"><FONT COLOR=\"" RED "\"><B>last guard failure</B></FONT>");
-    vs_addf(&b, "  <FONT POINT-SIZE=\"8\">closest entry %s", e->id);
+    sb_addf(&b, "  <FONT POINT-SIZE=\"8\">closest entry %s", e->id);
     if (start_ns && e->last_fail_ns > start_ns)
-        vs_addf(&b, ", %.1f s after start", (double)(e->last_fail_ns - start_ns) / 1e9);
-    vs_add(&b, "</FONT></TD></TR><TR><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" POINT-SIZE=\"9\">");
+        sb_addf(&b, ", %.1f s after start", (double)(e->last_fail_ns - start_ns) / 1e9);
+    sb_add(&b, "</FONT></TD></TR><TR><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" POINT-SIZE=\"9\">");
     vs_add_html(&b, lf->guard ? lf->guard->text : "(guard not in the record)", 70, 0);
-    vs_add(&b, "</FONT></TD></TR><TR><TD ALIGN=\"LEFT\">");
+    sb_add(&b, "</FONT></TD></TR><TR><TD ALIGN=\"LEFT\">");
     vs_add_html(&b, lf->guard ? lf->guard->source : "", 40, 0);
-    vs_add(&b, *e->last_fail_property ? " <B>" : "");
+    sb_add(&b, *e->last_fail_property ? " <B>" : "");
     vs_add_html(&b, e->last_fail_property, 30, 0);
-    vs_add(&b, *e->last_fail_property ? "</B>: " : ": ");
-    vs_add(&b, "expected <B>");
+    sb_add(&b, *e->last_fail_property ? "</B>: " : ": ");
+    sb_add(&b, "expected <B>");
     vs_add_html(&b, e->last_fail_expected, 40, 0);
-    vs_add(&b, "</B>, actual <FONT COLOR=\"" RED "\"><B>");
+    sb_add(&b, "</B>, actual <FONT COLOR=\"" RED "\"><B>");
     vs_add_html(&b, e->last_fail_actual, 40, 0);
-    vs_add(&b, "</B></FONT></TD></TR></TABLE>");
+    sb_add(&b, "</B></FONT></TD></TR></TABLE>");
     Agnode_t *v = vgv_node(g, "last failure");
     vgv_set_html(v, "label", b.s);
     vgv_set(v, "shape", "note");
     vgv_set(v, "style", "filled");
     vgv_set(v, "fillcolor", "#ffebee");
     vgv_set(v, "color", RED);
-    vs_clear(&b);
+    sb_clear(&b);
     vs_add_cut(&b, lf->guard ? lf->guard->text : "", 0);
-    vs_add(&b, "\\nexpected: ");
+    sb_add(&b, "\\nexpected: ");
     vs_add_cut(&b, e->last_fail_expected, 0);
-    vs_add(&b, "\\nactual: ");
+    sb_add(&b, "\\nactual: ");
     vs_add_cut(&b, e->last_fail_actual, 0);
     vgv_set(v, "tooltip", b.s);
     Agedge_t *edge = vgv_edge(g, anchor, v);
     vgv_set(edge, "color", RED);
     vgv_set(edge, "style", "dashed");
     vgv_set(edge, "arrowhead", "none");
-    vs_free(&b);
+    sb_free(&b);
 }
 
 /* Node counters are copied into the region at refreshes (each compile,
  * save_snapshot, dynamo.telemetry.refresh()), not on every call: say when. */
-static void add_counters_age(VStr *b, const DrCode *code, uint64_t snapshot_ns)
+static void add_counters_age(StrBuf *b, const DrCode *code, uint64_t snapshot_ns)
 {
     char t[32];
     if (code->tree.counters_ns == 0)
-        vs_add(b, "node counters as of the tree's publish");
+        sb_add(b, "node counters as of the tree's publish");
     else if (snapshot_ns > code->tree.counters_ns)
-        vs_addf(b, "node counters as of %s before this picture",
+        sb_addf(b, "node counters as of %s before this picture",
                 vs_fmt_ns(t, sizeof t, snapshot_ns - code->tree.counters_ns));
     else
-        vs_add(b, "node counters current");
+        sb_add(b, "node counters current");
 }
 
 static void set_tree_label(Agraph_t *g, const DrCode *code, uint64_t snapshot_ns)
@@ -277,24 +277,24 @@ static void set_tree_label(Agraph_t *g, const DrCode *code, uint64_t snapshot_ns
     size_t live = 0;
     for (size_t i = 0; i < code->n_entries; i++)
         live += !code->entries[i]->dead;
-    VStr b;
+    StrBuf b;
     vs_init(&b);
-    vs_add(&b, "<FONT POINT-SIZE=\"14\"><B>guard tree</B>  ");
-    vs_addf(&b, "frame %u ", code->frame_id);
+    sb_add(&b, "<FONT POINT-SIZE=\"14\"><B>guard tree</B>  ");
+    sb_addf(&b, "frame %u ", code->frame_id);
     vs_add_html(&b, code->name, 60, 0);
-    vs_add(&b, "</FONT>  <FONT COLOR=\"#555555\">");
+    sb_add(&b, "</FONT>  <FONT COLOR=\"#555555\">");
     vs_add_html(&b, vs_basename(code->filename), 60, 0);
-    vs_addf(&b, ":%u</FONT><BR ALIGN=\"LEFT\"/>%zu nodes · %zu live entries · calls %llu · "
+    sb_addf(&b, ":%u</FONT><BR ALIGN=\"LEFT\"/>%zu nodes · %zu live entries · calls %llu · "
             "hits %llu · misses %llu · guard failures %llu%s<BR ALIGN=\"LEFT\"/>",
             code->firstlineno, code->tree.n_nodes, live, (unsigned long long)code->calls,
             (unsigned long long)code->hits, (unsigned long long)code->misses,
             (unsigned long long)code->guard_failures,
             code->limit_hit ? " · cache limit hit (misses run eagerly)" : "");
-    vs_add(&b, "<FONT POINT-SIZE=\"9\" COLOR=\"#555555\">");
+    sb_add(&b, "<FONT POINT-SIZE=\"9\" COLOR=\"#555555\">");
     add_counters_age(&b, code, snapshot_ns);
-    vs_add(&b, "</FONT><BR ALIGN=\"LEFT\"/>");
+    sb_add(&b, "</FONT><BR ALIGN=\"LEFT\"/>");
     vgv_set_html(g, "label", b.s);
-    vs_free(&b);
+    sb_free(&b);
 }
 
 /* A node with no tests and no switch that only holds entries adds nothing
@@ -335,7 +335,7 @@ Agraph_t *vtree_draw(DrSnapshot *s, const DrCode *code)
 {
     const DrTree *tree = &code->tree;
     LastFail lf = find_last_failure(code);
-    Agnode_t **nodes = vs_xcalloc(tree->n_nodes, sizeof *nodes);
+    Agnode_t **nodes = xcalloc(tree->n_nodes, sizeof *nodes);
     Agnode_t *anchor = NULL;
     Agraph_t *g = vgv_open("guard_tree");
     vgv_set(g, "nodesep", "0.25");

@@ -83,19 +83,19 @@ static int is_interactive(const char *format)
            || strcmp(format, "xlib") == 0;
 }
 
-int vgv_format_ok(const char *format, VStr *valid)
+int vgv_format_ok(const char *format, StrBuf *valid)
 {
     int ok = is_source_format(format);
     GVC_t *gvc = gvContext();
     int n = 0;
     char **names = gvPluginList(gvc, "device", &n, NULL);
     vs_init(valid);
-    vs_add(valid, "dot");
+    sb_add(valid, "dot");
     for (int i = 0; i < n; i++) {
         if (!is_interactive(names[i]) && strcmp(names[i], format) == 0)
             ok = 1;
         if (!is_interactive(names[i]) && strcmp(names[i], "dot") != 0)
-            vs_addf(valid, " %s", names[i]);
+            sb_addf(valid, " %s", names[i]);
         free(names[i]);
     }
     free(names);
@@ -103,30 +103,30 @@ int vgv_format_ok(const char *format, VStr *valid)
     return ok;
 }
 
-int vgv_render(Agraph_t *g, const char *format, const char *path, VStr *err)
+int vgv_render(Agraph_t *g, const char *format, const char *path, StrBuf *err)
 {
     int to_stdout = path == NULL || strcmp(path, "-") == 0;
     FILE *out = to_stdout ? stdout : fopen(path, "wb");
     GVC_t *gvc = NULL;
     int laid_out = 0;
     if (out == NULL) {
-        vs_addf(err, "cannot write %s: %s", path, strerror(errno));
+        sb_addf(err, "cannot write %s: %s", path, strerror(errno));
         return -1;
     }
     if (is_source_format(format)) {
         if (agwrite(g, out) != 0) {
-            vs_addf(err, "writing the graph to %s failed", to_stdout ? "stdout" : path);
+            sb_addf(err, "writing the graph to %s failed", to_stdout ? "stdout" : path);
             goto error;
         }
     } else {
         gvc = gvContext();
         if (gvLayout(gvc, g, "dot") != 0) {
-            vs_add(err, "Graphviz could not lay the graph out (dot engine)");
+            sb_add(err, "Graphviz could not lay the graph out (dot engine)");
             goto error;
         }
         laid_out = 1;
         if (gvRender(gvc, g, format, out) != 0) {
-            vs_addf(err, "Graphviz could not render format '%s'", format);
+            sb_addf(err, "Graphviz could not render format '%s'", format);
             goto error;
         }
         gvFreeLayout(gvc, g);
@@ -134,12 +134,12 @@ int vgv_render(Agraph_t *g, const char *format, const char *path, VStr *err)
         gvc = NULL;
     }
     if (fflush(out) != 0 || ferror(out)) {
-        vs_addf(err, "cannot write %s: %s", to_stdout ? "stdout" : path, strerror(errno));
+        sb_addf(err, "cannot write %s: %s", to_stdout ? "stdout" : path, strerror(errno));
         goto error;
     }
     if (!to_stdout && fclose(out) != 0) {
         out = NULL;             /* closed, even on failure */
-        vs_addf(err, "cannot write %s: %s", path, strerror(errno));
+        sb_addf(err, "cannot write %s: %s", path, strerror(errno));
         goto error;
     }
     return 0;

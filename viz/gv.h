@@ -38,14 +38,14 @@ void vgv_set_html(void *obj, const char *attr, const char *html);
 
 /* Output formats: 1 when Graphviz on this machine can write `format` to a
  * file ("dot" always; window devices such as x11 never), else 0 and *valid gets the list of the ones it can
- * ("bmp canon dot gif ... svg", owned by the caller: vs_free). */
-int vgv_format_ok(const char *format, VStr *valid);
+ * ("bmp canon dot gif ... svg", owned by the caller: sb_free). */
+int vgv_format_ok(const char *format, StrBuf *valid);
 
 /* Write g in `format` to `path` ("-" or NULL: stdout).  "dot" and "gv" write
  * the graph source without layout (run `dot -T...` on it later); every other
  * format is laid out with dot first.  0, or -1 with a one-line message in
  * *err (unwritable path, unknown format, layout/render failure); a file that
  * could not be completed is removed. */
-int vgv_render(Agraph_t *g, const char *format, const char *path, VStr *err);
+int vgv_render(Agraph_t *g, const char *format, const char *path, StrBuf *err);
 
 #endif /* VIZ_GV_H */

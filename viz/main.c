@@ -151,7 +151,7 @@ static pid_t parse_pid(const char *text)
 
 /* The picture the options ask for, or NULL with the message (unknown id)
  * in *err. */
-static Agraph_t *draw(DrSnapshot *s, const Options *o, VStr *err)
+static Agraph_t *draw(DrSnapshot *s, const Options *o, StrBuf *err)
 {
     DrRecord *rec;
     DrGraph *graph;
@@ -167,7 +167,7 @@ static Agraph_t *draw(DrSnapshot *s, const Options *o, VStr *err)
     case WHAT_PROCESSES:
         break;
     }
-    vs_add(err, "nothing to draw");
+    sb_add(err, "nothing to draw");
     return NULL;
 }
 
@@ -215,13 +215,13 @@ int main(int argc, char **argv)
 {
     Options o = parse_args(argc, argv);
     DrStatus st;
-    VStr formats;
+    StrBuf formats;
     if (o.what == WHAT_PROCESSES)
         return list_processes(o.output);
     if (o.what != WHAT_LIST && !vgv_format_ok(o.format, &formats))
         die(EXIT_USAGE, "Graphviz cannot render format '%s'; formats: %s", o.format, formats.s);
     if (o.what != WHAT_LIST)
-        vs_free(&formats);
+        sb_free(&formats);
     DrReader *r = o.file ? dr_open_file(o.file, &st) : dr_open_pid(parse_pid(o.pid_text), 0, &st);
     if (r == NULL)
         die_reader(&st);
@@ -232,7 +232,7 @@ int main(int argc, char **argv)
     if (o.what == WHAT_LIST) {
         write_list(s, o.output);
     } else {
-        VStr err;
+        StrBuf err;
         vs_init(&err);
         Agraph_t *g = draw(s, &o, &err);
         if (g == NULL) {                /* unknown id: free everything, then report */
@@ -243,7 +243,7 @@ int main(int argc, char **argv)
                 die(EXIT_RENDER, "%s", err.s);
             agclose(g);
         }
-        vs_free(&err);
+        sb_free(&err);
     }
     dr_snapshot_free(s);
     dr_close(r);

@@ -55,21 +55,21 @@ char *vsel_graph_id(const DrRecord *rec, size_t index, char *buf, size_t len)
 }
 
 /* Appends "; valid graph ids: 0/0 (__compiled_fn_0 in toy_example), ...". */
-static void list_graphs(DrSnapshot *s, VStr *err)
+static void list_graphs(DrSnapshot *s, StrBuf *err)
 {
     size_t shown = 0;
     char id[48];
     for (size_t r = 0; r < s->n_records; r++) {
         const DrRecord *rec = &s->records[r];
         for (size_t i = 0; i < rec->n_graphs; i++)
-            vs_addf(err, "%s%s (%s in %s)", shown++ ? ", " : "; valid graph ids: ",
+            sb_addf(err, "%s%s (%s in %s)", shown++ ? ", " : "; valid graph ids: ",
                     vsel_graph_id(rec, i, id, sizeof id), rec->graphs[i].name, rec->name);
     }
     if (shown == 0)
-        vs_add(err, "; the process has no captured graphs yet");
+        sb_add(err, "; the process has no captured graphs yet");
 }
 
-int vsel_graph(DrSnapshot *s, const char *id, DrRecord **rec, DrGraph **graph, VStr *err)
+int vsel_graph(DrSnapshot *s, const char *id, DrRecord **rec, DrGraph **graph, StrBuf *err)
 {
     uint32_t f, c, index;
     if (parse_graph_id(id, &f, &c, &index) == 0) {
@@ -91,26 +91,26 @@ int vsel_graph(DrSnapshot *s, const char *id, DrRecord **rec, DrGraph **graph, V
                     return 0;
                 }
     }
-    vs_addf(err, "no graph '%s' in this process", id);
+    sb_addf(err, "no graph '%s' in this process", id);
     list_graphs(s, err);
     return -1;
 }
 
 /* Appends "; valid frames: 0 (toy_example), ...". */
-static void list_frames(DrSnapshot *s, int need_tree, VStr *err)
+static void list_frames(DrSnapshot *s, int need_tree, StrBuf *err)
 {
     size_t shown = 0;
     for (size_t i = 0; i < s->n_codes; i++) {
         const DrCode *code = &s->codes[i];
         if (code->frame_id == UINT32_MAX || (need_tree && code->tree.n_nodes == 0))
             continue;
-        vs_addf(err, "%s%u (%s)", shown++ ? ", " : "; valid frames: ", code->frame_id, code->name);
+        sb_addf(err, "%s%u (%s)", shown++ ? ", " : "; valid frames: ", code->frame_id, code->name);
     }
     if (shown == 0)
-        vs_add(err, need_tree ? "; no frame has a guard tree yet" : "; no frame was compiled yet");
+        sb_add(err, need_tree ? "; no frame has a guard tree yet" : "; no frame was compiled yet");
 }
 
-int vsel_frame(DrSnapshot *s, const char *id, int need_tree, DrCode **code, VStr *err)
+int vsel_frame(DrSnapshot *s, const char *id, int need_tree, DrCode **code, StrBuf *err)
 {
     const char *p = id + (*id == '[');
     uint32_t f;
@@ -128,13 +128,13 @@ int vsel_frame(DrSnapshot *s, const char *id, int need_tree, DrCode **code, VStr
                 found = &s->codes[i];
     }
     if (found != NULL && need_tree && found->tree.n_nodes == 0) {
-        vs_addf(err, "frame %u (%s) has no guard tree (no cache entry was published for it)",
+        sb_addf(err, "frame %u (%s) has no guard tree (no cache entry was published for it)",
                 found->frame_id, found->name);
         list_frames(s, need_tree, err);
         return -1;
     }
     if (found == NULL) {
-        vs_addf(err, "no frame '%s' in this process", id);
+        sb_addf(err, "no frame '%s' in this process", id);
         list_frames(s, need_tree, err);
         return -1;
     }

@@ -17,12 +17,12 @@
 
 /* Find the graph `id`.  0 with *rec and *graph set (borrowed from s), or
  * -1 with a message in *err ("no graph '7/0' ...; valid graph ids: ..."). */
-int vsel_graph(DrSnapshot *s, const char *id, DrRecord **rec, DrGraph **graph, VStr *err);
+int vsel_graph(DrSnapshot *s, const char *id, DrRecord **rec, DrGraph **graph, StrBuf *err);
 
 /* Find the code of frame `id`.  `need_tree` set: only frames with a
  * published guard tree are valid (--guards).  0 with *code (borrowed), or
  * -1 with a message in *err listing the valid frames. */
-int vsel_frame(DrSnapshot *s, const char *id, int need_tree, DrCode **code, VStr *err);
+int vsel_frame(DrSnapshot *s, const char *id, int need_tree, DrCode **code, StrBuf *err);
 
 /* "branch taken", "fall-through", "after break": how a resume function
  * (DrResume.kind) continues the frame; another kind as is, "" as "?". */

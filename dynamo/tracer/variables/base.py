@@ -66,6 +66,37 @@ class VariableTracker:
         return f"{type(self).__name__}()"
 
 
+def reconstruct_source_or_const(var, cg, value):
+    """Emit `var` from its source when it has one, else `value` (the object
+    itself: a class, module or function) as a constant."""
+    if var.source is not None:
+        cg.load_source(var.source)
+    else:
+        cg.load_const(value)
+
+
+class FunctionObjectVariable(VariableTracker):
+    """A function or class the tracer holds as the object itself (`fn`): a
+    Python constant of its own type, always true. Subclasses say what calling
+    it does."""
+
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def as_python_constant(self):
+        return self.fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def truth(self, tx):
+        return True
+
+    def reconstruct(self, cg):
+        reconstruct_source_or_const(self, cg, self.fn)
+
+
 class NullVariable(VariableTracker):
     """The NULL that PUSH_NULL / LOAD_GLOBAL / LOAD_METHOD put under a
     callable. Never passed as a value."""
@@ -160,10 +191,7 @@ class ClassVariable(VariableTracker):
         return call_builtin_class(tx, self, args, kwargs)
 
     def reconstruct(self, cg):
-        if self.source is not None:
-            cg.load_source(self.source)
-        else:
-            cg.load_const(self.value)
+        reconstruct_source_or_const(self, cg, self.value)
 
     def __repr__(self):
         return f"ClassVariable({getattr(self.value, '__name__', self.value)})"

@@ -12,7 +12,8 @@ import operator
 import torch
 
 from ...exc import Unsupported
-from .base import ClassVariable, ConstantVariable, NullVariable, VariableTracker, is_constant_value
+from .base import (ClassVariable, ConstantVariable, FunctionObjectVariable, NullVariable,
+                   VariableTracker, is_constant_value)
 from .containers import (BaseListVariable, DictVariable, ListIteratorVariable, ListVariable,
                          TupleVariable)
 from .tensor import TensorVariable
@@ -131,24 +132,11 @@ _PURE = {abs, min, max, len, int, float, bool, str, round, divmod, pow, repr, fo
          sorted, any, all, sum, hash, chr, ord, complex, isinstance, issubclass}
 
 
-class BuiltinVariable(VariableTracker):
+class BuiltinVariable(FunctionObjectVariable):
     """A builtin function or type, or a function of operator/math."""
 
-    def __init__(self, fn, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def as_python_constant(self):
-        return self.fn
-
-    def python_type(self):
-        return type(self.fn)
-
-    def truth(self, tx):
-        return True
-
     def reconstruct(self, cg):
-        cg.load_const(self.fn)
+        cg.load_const(self.fn)      # builtins are constants: no source needed
 
     def call(self, tx, args, kwargs):
         fn = self.fn

@@ -6,19 +6,16 @@ import types
 
 from ...exc import Unsupported
 from ...guards import AttrSource
-from .base import ClassVariable, VariableTracker
+from .base import ClassVariable, VariableTracker, reconstruct_source_or_const
 
 
-class PythonModuleVariable(VariableTracker):
-    """A non-torch Python module (math, numpy, a user module)."""
+class ModuleVariable(VariableTracker):
+    """A Python module; its attributes are read from the module object and
+    wrapped by `wrap_attr` (the subclass says how)."""
 
     def __init__(self, module, source=None):
         super().__init__(source)
         self.module = module
-
-    @property
-    def value(self):
-        return self.module
 
     def python_type(self):
         return types.ModuleType
@@ -27,18 +24,31 @@ class PythonModuleVariable(VariableTracker):
         return True
 
     def var_getattr(self, tx, name):
-        from .builder import wrap
         from .builtin import ObservedAttributeError
         if not hasattr(self.module, name):
             raise ObservedAttributeError(f"module {self.module.__name__} has no attribute {name}")
+        value = getattr(self.module, name)
         src = AttrSource(self.source, name) if self.source is not None else None
-        return wrap(tx, getattr(self.module, name), src)
+        return self.wrap_attr(tx, value, src)
+
+    def wrap_attr(self, tx, value, source):
+        """The VariableTracker for attribute `value` of the module."""
+        raise NotImplementedError
 
     def reconstruct(self, cg):
-        if self.source is not None:
-            cg.load_source(self.source)
-        else:
-            cg.load_const(self.module)
+        reconstruct_source_or_const(self, cg, self.module)
+
+
+class PythonModuleVariable(ModuleVariable):
+    """A non-torch Python module (math, numpy, a user module)."""
+
+    @property
+    def value(self):
+        return self.module
+
+    def wrap_attr(self, tx, value, source):
+        from .builder import wrap
+        return wrap(tx, value, source)
 
     def __repr__(self):
         return f"PythonModuleVariable({self.module.__name__})"
@@ -74,10 +84,7 @@ class SkippedFunctionVariable(VariableTracker):
         return SkippedFunctionVariable(getattr(self.fn, name), AttrSource(self.source, name))
 
     def reconstruct(self, cg):
-        if self.source is not None:
-            cg.load_source(self.source)
-        else:
-            cg.load_const(self.fn)
+        reconstruct_source_or_const(self, cg, self.fn)
 
     def __repr__(self):
         return f"SkippedFunctionVariable({getattr(self.fn, '__name__', self.fn)!s:.40})"

@@ -12,8 +12,8 @@ import types
 import torch
 
 from ...exc import Unsupported
-from ...guards import AttrSource
-from .base import ConstantVariable, VariableTracker, is_constant_value
+from .base import ConstantVariable, FunctionObjectVariable, VariableTracker, is_constant_value
+from .misc import ModuleVariable
 
 
 def _torch_name(fn):
@@ -151,63 +151,23 @@ def is_graphable_torch_callable(value):
     return (getattr(value, "__module__", None) or "") in _GRAPHABLE_MODULES
 
 
-class TorchModuleVariable(VariableTracker):
+class TorchModuleVariable(ModuleVariable):
     """The torch package or one of its submodules (torch.nn.functional, ...).
     Attributes are not guarded: torch is assumed not to be monkey-patched."""
-
-    def __init__(self, module, source=None):
-        super().__init__(source)
-        self.module = module
-
-    def python_type(self):
-        return types.ModuleType
 
     def as_python_constant(self):
         return self.module
 
-    def truth(self, tx):
-        return True
-
-    def var_getattr(self, tx, name):
+    def wrap_attr(self, tx, value, source):
         from .builder import wrap_torch_attr
-        from .builtin import ObservedAttributeError
-        if not hasattr(self.module, name):
-            raise ObservedAttributeError(f"module {self.module.__name__} has no attribute {name}")
-        value = getattr(self.module, name)
-        src = AttrSource(self.source, name) if self.source is not None else None
-        return wrap_torch_attr(tx, value, src)
-
-    def reconstruct(self, cg):
-        if self.source is not None:
-            cg.load_source(self.source)
-        else:
-            cg.load_const(self.module)
+        return wrap_torch_attr(tx, value, source)
 
     def __repr__(self):
         return f"TorchModuleVariable({self.module.__name__})"
 
 
-class TorchFunctionVariable(VariableTracker):
+class TorchFunctionVariable(FunctionObjectVariable):
     """A torch function, class or Tensor method descriptor."""
-
-    def __init__(self, fn, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def as_python_constant(self):
-        return self.fn
-
-    def python_type(self):
-        return type(self.fn)
-
-    def truth(self, tx):
-        return True
-
-    def reconstruct(self, cg):
-        if self.source is not None:
-            cg.load_source(self.source)
-        else:
-            cg.load_const(self.fn)
 
     def var_getattr(self, tx, name):
         value = getattr(self.fn, name)
