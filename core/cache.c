@@ -9,7 +9,8 @@
 #include "../inspect/telemetry.h"   /* slots: marked dead with their entry / code */
 
 /* co_extra slot reserved at init; -1 until then. */
-static Py_ssize_t extra_index = -1;
+Py_ssize_t cache_extra_index = -1;
+#define extra_index cache_extra_index
 
 uint64_t cache_generation;
 

@@ -47,6 +47,10 @@ typedef struct CodeCache {
  * Python code compares it to know its chain is still the live one. */
 extern uint64_t cache_generation;
 
+/* The co_extra index reserved by cache_init (-1 before): core/hook.c reads
+ * the slot in place on the per-call path. */
+extern Py_ssize_t cache_extra_index;
+
 /* Reserve the co_extra index.  Call once at module init; 0 or -1. */
 int cache_init(void);
 

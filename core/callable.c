@@ -1,46 +1,88 @@
 /* core/callable.c — thread-local mode/callback and OptimizedCallable.
  *
- * Owns: the C11 thread-local state read by the hook and the C type that sets
- * it around one call: __call__ swaps (mode, callback) in, vectorcalls fn,
- * and swaps the old state back whatever the outcome.  It adds no Python
- * frame.  It must not inspect frames or caches.
+ * Owns: the C11 thread-local state read by the hook, the count of threads
+ * whose mode is not OFF (which decides whether the eval-frame hook is
+ * installed at all), and the C type that sets the state around one call:
+ * __call__ swaps (mode, callback) in, vectorcalls fn, and swaps the old
+ * state back whatever the outcome.  It adds no Python frame.  It must not
+ * inspect frames or caches.
  */
 #include "callable.h"
-#include "hook.h"       /* hook_install */
+#include "hook.h"       /* hook_install, hook_uninstall */
 
+#include <stdatomic.h>  /* active_threads */
 #include <stddef.h>     /* offsetof */
 #include <structmember.h>  /* PyMemberDef, T_OBJECT */
 
-static _Thread_local int tl_mode;              /* MODE_* of this thread */
-static _Thread_local PyObject *tl_callback;    /* strong, or NULL */
+/* One thread-local block: a single TLS address computation per access
+ * site (a shared object pays a __tls_get_addr call for each). */
+static _Thread_local CallableState tl_state;
+
+/* Threads whose mode is not OFF.  While it is 0 the hook is uninstalled,
+ * so eager code runs with CPython's default evaluator (3.11 only inlines
+ * Python-to-Python calls when no PEP 523 hook is set).  Changed with the
+ * GIL held; atomic so that it stays a plain, well-defined counter. */
+static atomic_long active_threads;
+
+CallableState *
+callable_state(void)
+{
+    return &tl_state;
+}
 
 int
 callable_mode(void)
 {
-    return tl_mode;
+    return tl_state.mode;
 }
 
 PyObject *
 callable_callback(void)
 {
-    return tl_callback;
+    return tl_state.callback;
+}
+
+long
+callable_active_threads(void)
+{
+    return atomic_load_explicit(&active_threads, memory_order_relaxed);
+}
+
+/* Set st->mode, keeping active_threads and the hook in step: the hook is
+ * installed while some thread is not OFF (re-installed on every switch on,
+ * in case something replaced it), uninstalled when the last one goes OFF. */
+static inline void
+set_mode(CallableState *st, int mode)
+{
+    int was_on = st->mode != MODE_OFF, on = mode != MODE_OFF;
+    st->mode = mode;
+    if (on) {
+        if (!was_on)
+            atomic_fetch_add_explicit(&active_threads, 1, memory_order_relaxed);
+        hook_install();
+    }
+    else if (was_on
+             && atomic_fetch_sub_explicit(&active_threads, 1, memory_order_relaxed) == 1)
+        hook_uninstall();
 }
 
 void
 callable_swap(int mode, PyObject *callback, int *prev_mode, PyObject **prev_callback)
 {
-    *prev_mode = tl_mode;
-    *prev_callback = tl_callback;               /* ownership moves out */
-    tl_mode = mode;
-    tl_callback = (callback == NULL || callback == Py_None) ? NULL : Py_NewRef(callback);
+    CallableState *st = &tl_state;
+    *prev_mode = st->mode;
+    *prev_callback = st->callback;              /* ownership moves out */
+    st->callback = (callback == NULL || callback == Py_None) ? NULL : Py_NewRef(callback);
+    set_mode(st, mode);
 }
 
 void
 callable_restore(int mode, PyObject *callback)
 {
-    PyObject *old = tl_callback;
-    tl_mode = mode;
-    tl_callback = callback;
+    CallableState *st = &tl_state;
+    PyObject *old = st->callback;
+    st->callback = callback;
+    set_mode(st, mode);
     Py_XDECREF(old);                            /* last: may run Python code */
 }
 
@@ -61,10 +103,9 @@ oc_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *k
     OptimizedCallable *self = (OptimizedCallable *)self_;
     int prev_mode;
     PyObject *prev_callback;
-    if (self->mode != MODE_OFF)
-        hook_install();
-    callable_swap(self->mode, self->callback, &prev_mode, &prev_callback);
-    PyObject *result = PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    callable_swap(self->mode, self->callback, &prev_mode, &prev_callback);  /* installs the hook */
+    PyObject *result = self->mode != MODE_OFF ? hook_vectorcall(self->fn, args, nargsf, kwnames)
+                                              : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
     callable_restore(prev_mode, prev_callback);
     return result;
 }

@@ -15,13 +15,28 @@ enum { MODE_OFF = 0, MODE_COMPILE = 1, MODE_RUN = 2, MODE_LAST = MODE_RUN };
 
 extern PyTypeObject OptimizedCallable_Type;
 
+/* The per-thread state (one C11 thread-local block). */
+typedef struct {
+    int mode;               /* MODE_* of this thread */
+    PyObject *callback;     /* strong, or NULL */
+} CallableState;
+
+/* The calling thread's state (read-only for callers: change it with
+ * callable_swap / callable_restore, which keep the hook in step). */
+CallableState *callable_state(void);
+
 /* The calling thread's mode. */
 int callable_mode(void);
+
+/* Number of threads whose mode is not OFF (the hook is installed while it
+ * is above 0; a thread that exits with a mode set keeps counting). */
+long callable_active_threads(void);
 
 /* The calling thread's callback (borrowed), or NULL. */
 PyObject *callable_callback(void);
 
-/* Set the calling thread's state.  callback is borrowed (a new reference is
+/* Set the calling thread's state; switching the first thread on installs
+ * the hook, switching the last one OFF uninstalls it.  callback is borrowed (a new reference is
  * taken; NULL or None means none).  The previous state is returned through
  * prev_mode / prev_callback; *prev_callback is a strong reference (or NULL)
  * the caller must give back with callable_restore or release. */

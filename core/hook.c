@@ -30,6 +30,31 @@
 #include "tree.h"       /* gtree_lookup */
 #include "../inspect/telemetry.h"  /* counters of the shared telemetry region */
 
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* A lookup hook_vectorcall made for the frame it is about to create
+ * through the normal call path (a miss, or an internal error it already
+ * reported).  Nothing runs between setting it and the hook seeing that
+ * frame; the hook consumes it, hook_vectorcall clears it in any case. */
+typedef struct {
+    PyCodeObject *code;         /* borrowed: the code looked up, or NULL */
+    int internal;               /* the lookup failed (reported): run normally */
+    PyObject *failures;         /* strong: the miss's failures list, or NULL */
+} Pending;
+
+static _Thread_local Pending pending;
+
+static void
+pending_clear(void)
+{
+    PyObject *failures = pending.failures;
+    pending.code = NULL;
+    pending.internal = 0;
+    pending.failures = NULL;
+    Py_XDECREF(failures);
+}
+
 /* What the interpreter ran before the hook (NULL: the default evaluator);
  * frames the hook does not handle go there. */
 static _PyFrameEvalFunction previous_eval;
@@ -49,6 +74,16 @@ hook_install(void)
         return;
     previous_eval = current == _PyEval_EvalFrameDefault ? NULL : current;
     _PyInterpreterState_SetEvalFrameFunc(interp, hook_eval_frame);
+}
+
+void
+hook_uninstall(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) != hook_eval_frame)
+        return;                                 /* replaced since: not ours to undo */
+    _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval != NULL ? previous_eval
+                                                                       : _PyEval_EvalFrameDefault);
 }
 
 int
@@ -172,11 +207,13 @@ clear_shadow(_PyInterpreterFrame *sf)
     Py_DECREF(sf->f_code);
 }
 
-/* Run `code` with the arguments of `frame` in a new frame.  Returns the
- * result, NULL with the code's exception, or NULL with *internal set when
- * no frame could be allocated (nothing ran). */
+/* Run `code` in a new frame of func (globals, builtins: the frame's) whose
+ * argument slots are argv[0 .. arg_count(code)) (borrowed; NULL items
+ * allowed).  Returns the result, NULL with the code's exception, or NULL
+ * with *internal set when no frame could be allocated (nothing ran). */
 static PyObject *
-run_shadow(PyThreadState *tstate, _PyInterpreterFrame *frame, PyCodeObject *code, int *internal)
+run_shadow(PyThreadState *tstate, PyFunctionObject *func, PyObject *globals, PyObject *builtins,
+           PyObject *const *argv, PyCodeObject *code, int *internal)
 {
     /* In PyObject* words, as 3.11's _PyEvalFramePushAndInit sizes it. */
     size_t size = FRAME_SPECIALS_SIZE + code->co_nlocalsplus + code->co_stacksize;
@@ -195,10 +232,10 @@ run_shadow(PyThreadState *tstate, _PyInterpreterFrame *frame, PyCodeObject *code
             return NULL;
         }
     }
-    sf->f_func = (PyFunctionObject *)Py_NewRef(frame->f_func);
+    sf->f_func = (PyFunctionObject *)Py_NewRef(func);
     sf->f_code = (PyCodeObject *)Py_NewRef(code);
-    sf->f_globals = frame->f_globals;
-    sf->f_builtins = frame->f_builtins;
+    sf->f_globals = globals;
+    sf->f_builtins = builtins;
     sf->f_locals = NULL;
     sf->frame_obj = NULL;
     sf->previous = NULL;                        /* linked by the evaluator */
@@ -208,7 +245,7 @@ run_shadow(PyThreadState *tstate, _PyInterpreterFrame *frame, PyCodeObject *code
     sf->owner = FRAME_OWNED_BY_THREAD;
     int nargs = arg_count(code);
     for (int i = 0; i < nargs; i++)
-        sf->localsplus[i] = Py_XNewRef(frame->localsplus[i]);
+        sf->localsplus[i] = Py_XNewRef(argv[i]);
     for (int i = nargs; i < code->co_nlocalsplus; i++)
         sf->localsplus[i] = NULL;
 
@@ -355,14 +392,31 @@ done:
 
 /* ---- the hook -------------------------------------------------------------- */
 
+/* CPython 3.11's co_extra block (Objects/codeobject.c keeps the type
+ * private; the layout is fixed for 3.11, which this file is limited to). */
+typedef struct {
+    Py_ssize_t ce_size;
+    void *ce_extras[1];
+} CodeExtra311;
+
+/* cache_get without the call: the co_extra slot read in place. */
+static inline CodeCache *
+frame_cache(PyCodeObject *code)
+{
+    const CodeExtra311 *extra = code->co_extra;
+    Py_ssize_t i = cache_extra_index;
+    return extra != NULL && i < extra->ce_size ? extra->ce_extras[i] : NULL;
+}
+
 static PyObject *
 hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
 {
-    int mode = callable_mode();
+    const CallableState *st = callable_state();
+    int mode = st->mode;
     if (mode == MODE_OFF || throwflag || !is_fresh_function_frame(frame))
         return eval_normally(tstate, frame, throwflag);
     PyCodeObject *code = frame->f_code;
-    CodeCache *cache = cache_get((PyObject *)code);
+    CodeCache *cache = frame_cache(code);
     if (cache != NULL && cache->skip)
         return eval_normally(tstate, frame, 0);
 
@@ -372,11 +426,26 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
         .globals = frame->f_globals, .builtins = frame->f_builtins,
         .closure = frame->f_func->func_closure,
     };
-    int asks = mode == MODE_COMPILE && callable_callback() != NULL;
+    int asks = mode == MODE_COMPILE && st->callback != NULL;
     PyObject *failures = NULL;
+    if (UNLIKELY(pending.code != NULL)) {       /* hook_vectorcall looked it up already? */
+        int looked_up = pending.code == code;
+        if (looked_up && pending.internal) {    /* reported there */
+            pending_clear();
+            return eval_normally(tstate, frame, 0);
+        }
+        if (looked_up) {                        /* a miss: take its failures */
+            failures = pending.failures;
+            pending.failures = NULL;
+        }
+        pending_clear();
+        if (looked_up)
+            goto looked_up;
+    }
     if (cache != NULL && cache->entries != NULL
             && lookup(cache, &gf, &hit, asks ? &failures : NULL) < 0)
         goto internal;
+looked_up:
     if (cache != NULL && cache->tele != NULL)   /* telemetry on for this code? */
         telemetry_count_lookup(cache->tele, hit != NULL ? hit->tele : NULL, hit != NULL);
 
@@ -402,7 +471,8 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
         return eval_normally(tstate, frame, 0);
     }
     int internal = 0;
-    PyObject *result = run_shadow(tstate, frame, (PyCodeObject *)todo, &internal);
+    PyObject *result = run_shadow(tstate, frame->f_func, frame->f_globals, frame->f_builtins,
+                                  frame->localsplus, (PyCodeObject *)todo, &internal);
     Py_DECREF(todo);
     if (!internal)
         return result;
@@ -410,4 +480,73 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
 internal:
     PyErr_WriteUnraisable((PyObject *)code);
     return eval_normally(tstate, frame, 0);
+}
+
+/* ---- OptimizedCallable's direct path --------------------------------------- */
+
+/* Can fn(*args) bind its arguments by position alone, so that args are the
+ * frame's argument slots?  (No defaults to fill, no keywords, no *args or
+ * **kwargs, no keyword-only parameters; a plain function frame.) */
+static inline int
+binds_by_position(PyObject *fn, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (!PyFunction_Check(fn) || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0))
+        return 0;
+    PyCodeObject *code = (PyCodeObject *)((PyFunctionObject *)fn)->func_code;
+    return nargs == code->co_argcount && code->co_kwonlyargcount == 0
+           && (code->co_flags & CO_OPTIMIZED)
+           && !(code->co_flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE
+                                  | CO_ASYNC_GENERATOR));
+}
+
+PyObject *
+hook_vectorcall(PyObject *fn, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    const CallableState *st = callable_state();
+    if (st->mode == MODE_OFF || !binds_by_position(fn, nargs, kwnames))
+        return PyObject_Vectorcall(fn, args, nargsf, kwnames);
+    PyFunctionObject *func = (PyFunctionObject *)fn;
+    PyCodeObject *code = (PyCodeObject *)func->func_code;
+    CodeCache *cache = frame_cache(code);
+    if (cache == NULL || cache->skip || cache->entries == NULL)    /* nothing to look up */
+        return PyObject_Vectorcall(fn, args, nargsf, kwnames);
+
+    /* The frame the call would build has exactly these slots and specials
+     * (3.11's _PyFrame_InitializeSpecials takes them from func). */
+    GevalFrame gf = {
+        .locals = args, .nlocals = nargs,
+        .globals = func->func_globals, .builtins = func->func_builtins,
+        .closure = func->func_closure,
+    };
+    int asks = st->mode == MODE_COMPILE && st->callback != NULL;
+    CacheEntry *hit = NULL;
+    PyObject *failures = NULL;
+    if (UNLIKELY(lookup(cache, &gf, &hit, asks ? &failures : NULL) < 0)) {
+        PyErr_WriteUnraisable((PyObject *)code);
+        pending.internal = 1;
+    }
+    else if (hit != NULL) {
+        if (cache->tele != NULL)                /* telemetry on for this code? */
+            telemetry_count_lookup(cache->tele, hit->tele, 1);
+        PyObject *todo = Py_NewRef(hit->code);
+        cache_entry_decref(hit);
+        int internal = 0;
+        PyObject *result = run_shadow(PyThreadState_Get(), func, func->func_globals,
+                                      func->func_builtins, args, (PyCodeObject *)todo, &internal);
+        Py_DECREF(todo);
+        if (LIKELY(!internal))
+            return result;
+        /* No frame for the shadow: the normal path runs the original
+         * (counted as a hit already, as the hook would have). */
+        PyErr_WriteUnraisable((PyObject *)code);
+        pending.internal = 1;
+    }
+    else
+        pending.failures = failures;            /* the hook takes the miss from here */
+    pending.code = code;
+    PyObject *result = PyObject_Vectorcall(fn, args, nargsf, kwnames);
+    if (pending.code != NULL)                   /* not consumed (the hook was replaced) */
+        pending_clear();
+    return result;
 }

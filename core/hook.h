@@ -16,6 +16,20 @@
  * default) becomes the evaluator of frames the hook does not handle. */
 void hook_install(void);
 
+/* Restore the evaluator the hook replaced, unless something else replaced
+ * the hook since (core/callable.c calls it when no thread is in a mode
+ * other than OFF). */
+void hook_uninstall(void);
+
+/* Call fn(*args) in the calling thread's current mode, as
+ * PyObject_Vectorcall would with the hook installed, for OptimizedCallable.
+ * When fn is a function whose arguments bind by position alone and whose
+ * code has cache entries, the guards are evaluated on args directly and a
+ * hit runs the entry's code in a shadow frame without building the
+ * original frame first; anything else takes the normal call path. */
+PyObject *hook_vectorcall(PyObject *fn, PyObject *const *args, size_t nargsf,
+                          PyObject *kwnames);
+
 /* 1 when the hook is the interpreter's eval-frame function. */
 int hook_installed(void);
 

@@ -150,6 +150,28 @@ as_namespace(PyObject *o /* borrowed */, const char *what)
     return o;
 }
 
+/* Fills *fr from (f_locals, f_globals, f_builtins, closure) = args[0..3] of
+ * the test function `fname`.  *locals receives a new tuple of f_locals'
+ * values that fr->locals points into: the caller releases it, also on error.
+ * 0, or -1 with an exception set. */
+static int
+frame_from_args(const char *fname, PyObject *const *args /* borrowed */, GevalFrame *fr,
+                PyObject **locals /* strong, out */)
+{
+    fr->closure = args[3] == Py_None ? NULL : args[3];
+    if (fr->closure != NULL && !PyTuple_Check(fr->closure)) {
+        PyErr_Format(PyExc_TypeError, "%s: closure must be a tuple of cells or None", fname);
+        return -1;
+    }
+    if ((*locals = dict_values_tuple(args[0])) == NULL
+            || (fr->globals = as_namespace(args[1], "f_globals")) == NULL
+            || (fr->builtins = as_namespace(args[2], "f_builtins")) == NULL)
+        return -1;
+    fr->locals = &PyTuple_GET_ITEM(*locals, 0);
+    fr->nlocals = PyTuple_GET_SIZE(*locals);
+    return 0;
+}
+
 PyDoc_STRVAR(eval_guards_doc,
 "eval_guards(guards, f_locals, f_globals, f_builtins, closure) -> int\n\n"
 "Compile and evaluate a guard list once (tests).  LOCAL slot i is the i-th\n"
@@ -163,17 +185,9 @@ eval_guards(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *result = NULL, *locals = NULL;
     GirSet *gs = NULL;
     GTree *tree = NULL;
-    GevalFrame fr = {.closure = args[4] == Py_None ? NULL : args[4]};
-    if (fr.closure != NULL && !PyTuple_Check(fr.closure)) {
-        PyErr_SetString(PyExc_TypeError, "eval_guards: closure must be a tuple of cells or None");
+    GevalFrame fr = {0};
+    if (frame_from_args("eval_guards", args + 1, &fr, &locals) < 0)
         goto error;
-    }
-    if ((locals = dict_values_tuple(args[1])) == NULL
-            || (fr.globals = as_namespace(args[2], "f_globals")) == NULL
-            || (fr.builtins = as_namespace(args[3], "f_builtins")) == NULL)
-        goto error;
-    fr.locals = &PyTuple_GET_ITEM(locals, 0);
-    fr.nlocals = PyTuple_GET_SIZE(locals);
     ModuleState *st = PyModule_GetState(module);
     if ((gs = gir_compile(args[0], &st->runtime)) == NULL)
         goto error;
@@ -252,17 +266,9 @@ tree_lookup(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (tree == NULL)
         return NULL;
     PyObject *locals = NULL, *failures = NULL, *result = NULL;
-    GevalFrame fr = {.closure = args[4] == Py_None ? NULL : args[4]};
-    if (fr.closure != NULL && !PyTuple_Check(fr.closure)) {
-        PyErr_SetString(PyExc_TypeError, "_tree_lookup: closure must be a tuple of cells or None");
-        return NULL;
-    }
-    if ((locals = dict_values_tuple(args[1])) == NULL
-            || (fr.globals = as_namespace(args[2], "f_globals")) == NULL
-            || (fr.builtins = as_namespace(args[3], "f_builtins")) == NULL)
+    GevalFrame fr = {0};
+    if (frame_from_args("_tree_lookup", args + 1, &fr, &locals) < 0)
         goto error;
-    fr.locals = &PyTuple_GET_ITEM(locals, 0);
-    fr.nlocals = PyTuple_GET_SIZE(locals);
     gtree_incref(tree);
     Py_ssize_t hit = gtree_lookup(tree, &fr, &failures);
     gtree_decref(tree);
@@ -305,6 +311,22 @@ code_tree(PyObject *module, PyObject *code)
     return cache_tree(c, &st->runtime);
 }
 
+/* view(tree) of code's current guard tree (a new reference), None when
+ * code has no entries, NULL with an exception. */
+static PyObject *
+code_tree_view(PyObject *module, PyObject *code, PyObject *(*view)(const GTree *))
+{
+    GTree *tree = code_tree(module, code);
+    if (tree == NULL) {
+        if (PyErr_Occurred())       /* an error, not just no entries? */
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *result = view(tree);
+    gtree_decref(tree);
+    return result;
+}
+
 PyDoc_STRVAR(tree_info_doc,
 "tree_info(code) -> dict or None\n\n"
 "The guard tree of code's cache entries: {'entries': [payload, ...],\n"
@@ -316,15 +338,7 @@ PyDoc_STRVAR(tree_info_doc,
 static PyObject *
 tree_info(PyObject *module, PyObject *code)
 {
-    GTree *tree = code_tree(module, code);
-    if (tree == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NONE;
-    }
-    PyObject *info = gtree_info(tree);
-    gtree_decref(tree);
-    return info;
+    return code_tree_view(module, code, gtree_info);
 }
 
 PyDoc_STRVAR(tree_stats_doc,
@@ -335,15 +349,10 @@ PyDoc_STRVAR(tree_stats_doc,
 static PyObject *
 tree_stats(PyObject *module, PyObject *code)
 {
-    GTree *tree = code_tree(module, code);
-    if (tree == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NONE;
-    }
-    PyObject *stats = gtree_stats(tree);
-    gtree_decref(tree);
-    PyObject *rebuilds = stats ? PyLong_FromUnsignedLongLong(cache_get(code)->rebuilds) : NULL;
+    PyObject *stats = code_tree_view(module, code, gtree_stats);
+    if (stats == NULL || stats == Py_None)     /* error, or no entries? */
+        return stats;
+    PyObject *rebuilds = PyLong_FromUnsignedLongLong(cache_get(code)->rebuilds);
     if (rebuilds == NULL || PyDict_SetItemString(stats, "rebuilds", rebuilds) < 0)
         Py_CLEAR(stats);
     Py_XDECREF(rebuilds);

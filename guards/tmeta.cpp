@@ -56,16 +56,17 @@ plain_impl(PyObject *obj)
 /* TENSOR_MATCH's dispatch key word: c10's (keys | include) - exclude,
  * where `-` removes functionality bits only (backend bits stay). */
 uint64_t
-effective_keys(const c10::TensorImpl *impl)
+effective_keys(const c10::TensorImpl *impl, const TmetaTls *tls)
 {
-    c10::impl::LocalDispatchKeySet tls = c10::impl::tls_local_dispatch_key_set();
-    return ((impl->key_set() | tls.included_) - tls.excluded_).raw_repr();
+    c10::DispatchKeySet inc(c10::DispatchKeySet::RAW, tls->included);
+    c10::DispatchKeySet exc(c10::DispatchKeySet::RAW, tls->excluded);
+    return ((impl->key_set() | inc) - exc).raw_repr();
 }
 
 /* *out from impl's plain fields (impl from plain_impl, obj its owner).  0;
  * may throw for a tensor without a device, so only tmeta_read calls it. */
 int
-fill(const c10::TensorImpl *impl, PyObject *obj, TmetaView *out)
+fill(const c10::TensorImpl *impl, PyObject *obj, const TmetaTls *tls, TmetaView *out)
 {
     /* Plain field read: only Python subclasses (refused above) customise
      * the device; a tensor without one throws, caught by tmeta_read. */
@@ -78,7 +79,7 @@ fill(const c10::TensorImpl *impl, PyObject *obj, TmetaView *out)
     out->device_index = device.has_index() ? device.index() : -1;
     out->requires_grad = impl->requires_grad() ? 1 : 0;
     out->ndim = static_cast<int32_t>(sizes.size());
-    out->dispatch_keys = effective_keys(impl);
+    out->dispatch_keys = effective_keys(impl, tls);
     out->sizes = sizes.data();
     out->strides = strides.data();
     return 0;
@@ -146,23 +147,43 @@ int
 tmeta_is_tensor(PyObject *obj)
 {
     PyObject *tensor = THPVariableClass;    /* NULL until torch is imported */
+    if (tensor == nullptr)
+        return 0;
+    if (Py_TYPE(obj) == (PyTypeObject *)tensor)     /* plain torch.Tensor: the usual case */
+        return 1;
     /* PyType_IsSubtype walks the MRO in C; isinstance() could run a
      * metaclass __instancecheck__, and only a real subtype is laid out as
      * a THPVariable. */
-    return tensor != nullptr && PyType_IsSubtype(Py_TYPE(obj), (PyTypeObject *)tensor);
+    return PyType_IsSubtype(Py_TYPE(obj), (PyTypeObject *)tensor);
+}
+
+void
+tmeta_read_tls(TmetaTls *tls)
+{
+    c10::impl::LocalDispatchKeySet local = c10::impl::tls_local_dispatch_key_set();
+    tls->included = local.included_.raw_repr();
+    tls->excluded = local.excluded_.raw_repr();
 }
 
 int
-tmeta_read(PyObject *obj, TmetaView *out)
+tmeta_read_with(PyObject *obj, const TmetaTls *tls, TmetaView *out)
 {
     if (!tmeta_is_tensor(obj))
         return -1;
     try {
         const c10::TensorImpl *impl = plain_impl(obj);
-        return impl != nullptr ? fill(impl, obj, out) : -1;
+        return impl != nullptr ? fill(impl, obj, tls, out) : -1;
     } catch (...) {     /* defence only: the plain-field path does not throw */
         return -1;
     }
+}
+
+int
+tmeta_read(PyObject *obj, TmetaView *out)
+{
+    TmetaTls tls;
+    tmeta_read_tls(&tls);
+    return tmeta_read_with(obj, &tls, out);
 }
 
 int

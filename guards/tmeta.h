@@ -37,6 +37,16 @@ int tmeta_init(void);
 /* 1 if obj is a torch.Tensor (or subclass) instance, else 0. Never raises. */
 int tmeta_is_tensor(PyObject *obj);
 
+/* The calling thread's local dispatch-key include/exclude sets (raw
+ * DispatchKeySet words), read once so several tensors can share them. */
+typedef struct {
+    uint64_t included;
+    uint64_t excluded;
+} TmetaTls;
+
+/* Fill *tls from the calling thread's c10 state.  Never fails. */
+void tmeta_read_tls(TmetaTls *tls);
+
 /* Fill *out for tensor obj. 0 on success; -1 if obj is not a tensor or its
  * metadata cannot be read without calling Python or risking a C++ throw:
  * symbolic or custom sizes/strides (sparse, nested, mkldnn, vmap-batched),
@@ -45,6 +55,10 @@ int tmeta_is_tensor(PyObject *obj);
  * No exception is set either way.  The sizes/strides pointers stay valid
  * while obj is alive and not resized/restrided (read them right away). */
 int tmeta_read(PyObject *obj, TmetaView *out);
+
+/* tmeta_read with the thread's include/exclude sets given (read earlier in
+ * the same call by tmeta_read_tls): the guard tree's per-call path. */
+int tmeta_read_with(PyObject *obj, const TmetaTls *tls, TmetaView *out);
 
 /* at::GradMode::is_enabled() of the calling thread. */
 int tmeta_grad_enabled(void);

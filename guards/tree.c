@@ -43,10 +43,14 @@
 #include <stddef.h>     /* offsetof */
 #include <string.h>     /* memset */
 
-#include "tmeta.h"      /* tmeta_read, tmeta_grad_enabled */
+#include "tmeta.h"      /* tmeta_read_with, tmeta_read_tls, tmeta_grad_enabled */
 
 /* Deepest node chain; deeper parts become leaves (bounds the recursion). */
 #define GTREE_MAX_DEPTH 512
+
+/* Branch hints for the per-call walk (GCC/Clang). */
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* ---- tests ------------------------------------------------------------------ */
 
@@ -89,6 +93,7 @@ typedef struct {
 
 typedef struct {
     int key;            /* index into GTree.keys */
+    int src, prop, dim; /* copy of keys[key]: the walk reads the test alone */
     int entry;          /* owning entry (0 = newest) */
     int guard;          /* index of the guard in the entry's list */
     int switchable;     /* `bits` may route a switch */
@@ -118,9 +123,41 @@ typedef struct {
     PyObject *g_value;  /* borrowed (alive while g_dict/b_dict unchanged), or MISSING */
 } TSource;
 
+/* A test list compiled for the walk.  OP_TEST runs one test; OP_TENSOR
+ * runs every tensor-metadata test of one source in the list at once (at
+ * the position of the first: they run no Python code once the source's
+ * view is read, so their order among themselves cannot change the
+ * decision).  Lists are sorted by property, so a source's TYPE test still
+ * runs before its tensor op. */
+enum { OP_TEST, OP_TENSOR };
+enum { TM_DTYPE = 1, TM_DEVICE = 2, TM_REQGRAD = 4, TM_DKEYS = 8, TM_NDIM = 16 };
+
+typedef struct {
+    int stride;             /* 0: size()[dim], 1: stride()[dim] */
+    int dim;
+    int64_t value;
+} DimTest;
+
+typedef struct {
+    int kind;               /* OP_TEST or OP_TENSOR */
+    int src;                /* tree source */
+    const Test *test;       /* OP_TEST: borrowed from GTree.tests (fixed after decompose) */
+    unsigned mask;          /* OP_TENSOR: TM_* properties checked */
+    int32_t dtype, ndim;
+    int64_t reqgrad, device, dkeys;
+    int ndims;
+    DimTest *dims;          /* owned: OP_TENSOR size/stride tests, or NULL */
+} Op;
+
+typedef struct {
+    int n;
+    Op *ops;                /* owned */
+} Prog;
+
 typedef struct Node {
     int ntests;
     int *tests;             /* owned: shared tests, evaluation order */
+    Prog prog;              /* tests compiled for the walk */
     int key;                /* switch key, or -1 for a leaf */
     int nbranch;
     int64_t *bits;          /* owned: sorted switch values (VALUE: hashes) */
@@ -131,6 +168,7 @@ typedef struct Node {
     int *leaf;              /* owned: entries, newest first */
     int *leaf_off;          /* owned: nleaf + 1 offsets into leaf_tests */
     int *leaf_tests;        /* owned: each leaf entry's remaining tests */
+    Prog *leaf_progs;       /* owned: nleaf compiled leaf_tests lists */
     int newest;             /* lowest entry index in the subtree */
     uint64_t evaluations;   /* walks that entered the node, count */
     uint64_t failures;      /* walks that found no candidate below, count */
@@ -218,10 +256,11 @@ scratch_take(Py_ssize_t n)
     return next->slots;
 }
 
+/* Give back the n slots taken last from chunk c (the walk's own chunk,
+ * so the thread-local is only touched when the walk leaves it empty). */
 static void
-scratch_drop(Py_ssize_t n)
+scratch_drop(Chunk *c, Py_ssize_t n)
 {
-    Chunk *c = scratch;
     c->top -= n;
     if (c->top == 0 && c->prev != NULL)
         scratch = c->prev;
@@ -232,16 +271,32 @@ typedef struct {
     GTree *t;               /* borrowed */
     const GevalFrame *fr;   /* borrowed */
     Slot *slots;            /* per tree source */
+    Chunk *chunk;           /* borrowed: the scratch chunk holding slots */
     int best;               /* best hit so far (entry index), nentries if none */
     int aborted;            /* the caller's generation changed */
     uint64_t visited;
+    /* Thread state read at most once per lookup, like each tensor's
+     * metadata (a check running Python code that changes it mid-walk is
+     * not seen by later tests of the same walk, as for tensor views). */
+    const uint64_t *generation; /* borrowed: fr->generation, or a constant 0 */
+    uint64_t generation0;
+    int grad;               /* GradMode: -1 unread, else 0 / 1 */
+    int tls_read;           /* tls is valid */
+    TmetaTls tls;           /* dispatch-key include/exclude sets */
 } Walk;
+
+static inline int
+walk_grad(Walk *w)
+{
+    if (UNLIKELY(w->grad < 0))
+        w->grad = tmeta_grad_enabled() != 0;
+    return w->grad;
+}
 
 static inline int
 walk_stale(Walk *w)
 {
-    const GevalFrame *fr = w->fr;
-    if (fr->generation != NULL && *fr->generation != fr->generation0)
+    if (UNLIKELY(*w->generation != w->generation0))
         w->aborted = 1;
     return w->aborted;
 }
@@ -361,6 +416,17 @@ fetch_global(TSource *s, const GevalFrame *fr)
     return v != NULL ? Py_NewRef(v) : MISSING;
 }
 
+/* Does the slot of source s hold a borrowed value?  LOCAL values are the
+ * argument slots of a frame that has not started: nothing can rebind them
+ * before the lookup ends (no Python code can reach a frame that is not
+ * linked yet), and the frame holds a reference throughout.  NONE is
+ * Py_None.  Every other fetch returns a new reference. */
+static inline int
+borrowed_value(const TSource *s)
+{
+    return s->kind == GIR_SRC_LOCAL || s->kind == GIR_SRC_NONE;
+}
+
 /* Value of source i (its base first), cached in the walk's slot.
  * Returns a borrowed value, MISSING, or NULL with an exception. */
 static PyObject *
@@ -380,9 +446,9 @@ fetch(Walk *w, int i)
             return slot->value = MISSING;
     }
     switch (s->kind) {
-    case GIR_SRC_LOCAL:
+    case GIR_SRC_LOCAL:                             /* borrowed: see borrowed_value */
         if (s->index < fr->nlocals && fr->locals[s->index] != NULL)
-            v = Py_NewRef(fr->locals[s->index]);
+            v = fr->locals[s->index];
         break;
     case GIR_SRC_GLOBAL:
         v = fetch_global(s, fr);
@@ -401,7 +467,7 @@ fetch(Walk *w, int i)
         v = fetch_item(s, base);
         break;
     default:                                        /* GIR_SRC_NONE: global state */
-        v = Py_NewRef(Py_None);
+        v = Py_None;                                /* borrowed: see borrowed_value */
         break;
     }
     if (v == NULL)
@@ -520,7 +586,11 @@ tensor_view(Walk *w, int i, PyObject *v)
         slot->tstate = -1;
         if (tmeta_is_tensor(v)) {
             GirRuntime *rt = w->t->rt;
-            if (tmeta_read(v, &slot->tm) == 0)
+            if (!w->tls_read) {                     /* once per lookup, not per tensor */
+                tmeta_read_tls(&w->tls);
+                w->tls_read = 1;
+            }
+            if (tmeta_read_with(v, &w->tls, &slot->tm) == 0)
                 slot->tstate = 1;
             else if (rt != NULL && rt->loaded)      /* slow path, this tensor only */
                 slot->tstate = python_view(rt, v, slot) == 0 ? 1 : -1;
@@ -551,7 +621,7 @@ scalar_actual(Walk *w, const Key *k, PyObject *v, int64_t *out)
         *out = v == Py_None;
         return 1;
     case P_GRAD:
-        *out = tmeta_grad_enabled() != 0;
+        *out = walk_grad(w);
         return 1;
     case P_SAME: {
         PyObject *other = fetch(w, k->dim);
@@ -653,23 +723,70 @@ value_match(PyObject *v, PyObject *e)
     return 1;
 }
 
-/* Run one test; -1 error, 0 fail, 1 pass. */
-static int
+/* Tensor view of source i's value v: the slot's, once read. */
+static inline const TmetaView *
+slot_view(Walk *w, int i, PyObject *v)
+{
+    Slot *slot = &w->slots[i];
+    if (LIKELY(slot->tstate == 1))
+        return &slot->tm;
+    return slot->tstate < 0 ? NULL : tensor_view(w, i, v);
+}
+
+/* Run one test; -1 error, 0 fail, 1 pass.  The per-call hot loop: the
+ * common properties are compared inline, the rest go through
+ * scalar_actual (the same reads the miss report uses). */
+static inline __attribute__((always_inline)) int
 test_pass(Walk *w, const Test *t)
 {
-    const Key *k = &w->t->keys[t->key];
-    PyObject *v = fetch(w, k->src);
-    if (v == NULL)
+    PyObject *v = w->slots[t->src].value;
+    if (UNLIKELY(v == NULL) && (v = fetch(w, t->src)) == NULL)   /* first use this call? */
         return -1;
-    if (v == MISSING)
+    if (UNLIKELY(v == MISSING))
         return 0;
-    if (k->prop == P_VALUE)
+    switch (t->prop) {
+    case P_TYPE:
+        return (int64_t)(intptr_t)Py_TYPE(v) == t->bits;
+    case P_ID:
+        return (int64_t)(intptr_t)v == t->bits;
+    case P_NONE:
+        return (v == Py_None) == t->bits;
+    case P_GRAD:
+        return walk_grad(w) == t->bits;
+    case P_DTYPE: case P_DEVICE: case P_REQGRAD: case P_DKEYS: case P_NDIM: {
+        const TmetaView *tm = slot_view(w, t->src, v);
+        if (UNLIKELY(tm == NULL))
+            return PyErr_Occurred() ? -1 : 0;
+        switch (t->prop) {
+        case P_DTYPE:
+            return tm->dtype == t->bits;
+        case P_DEVICE:
+            return device_bits(tm->device_type, tm->device_index) == t->bits;
+        case P_REQGRAD:
+            return (tm->requires_grad != 0) == t->bits;
+        case P_DKEYS:
+            return (int64_t)tm->dispatch_keys == t->bits;
+        default:
+            return tm->ndim == t->bits;
+        }
+    }
+    case P_SIZE: case P_STRIDE: {
+        const TmetaView *tm = slot_view(w, t->src, v);
+        if (UNLIKELY(tm == NULL))
+            return PyErr_Occurred() ? -1 : 0;
+        const int64_t *dims = t->prop == P_SIZE ? tm->sizes : tm->strides;
+        return t->dim < tm->ndim && dims != NULL && dims[t->dim] == t->bits;
+    }
+    case P_VALUE:
         return value_match(v, t->obj);
-    if (k->prop == P_KEYS)
+    case P_KEYS:
         return dict_keys_match(v, t->obj);
-    int64_t actual;
-    int rc = scalar_actual(w, k, v, &actual);
-    return rc <= 0 ? rc : actual == t->bits;
+    default: {                                      /* SAME, LEN */
+        int64_t actual;
+        int rc = scalar_actual(w, &w->t->keys[t->key], v, &actual);
+        return rc <= 0 ? rc : actual == t->bits;
+    }
+    }
 }
 
 /* ---- the walk -------------------------------------------------------------- */
@@ -732,18 +849,55 @@ switch_branch(Walk *w, const Node *n)
     return -1;
 }
 
-/* All remaining tests of leaf entry j pass?  -1 error, 0 no, 1 yes. */
-static int
-leaf_entry_passes(Walk *w, const Node *n, int j)
+/* All tensor tests of op o pass?  -1 error, 0 no, 1 yes. */
+static inline __attribute__((always_inline)) int
+tensor_op_pass(Walk *w, const Op *o)
 {
-    for (int x = n->leaf_off[j]; x < n->leaf_off[j + 1]; x++) {
-        int ok = test_pass(w, &w->t->tests[n->leaf_tests[x]]);
+    PyObject *v = w->slots[o->src].value;
+    if (UNLIKELY(v == NULL) && (v = fetch(w, o->src)) == NULL)
+        return -1;
+    if (UNLIKELY(v == MISSING))
+        return 0;
+    const TmetaView *tm = slot_view(w, o->src, v);
+    if (UNLIKELY(tm == NULL))
+        return PyErr_Occurred() ? -1 : 0;
+    unsigned m = o->mask;
+    if (((m & TM_DTYPE) && tm->dtype != o->dtype)
+            || ((m & TM_DEVICE) && device_bits(tm->device_type, tm->device_index) != o->device)
+            || ((m & TM_REQGRAD) && (tm->requires_grad != 0) != o->reqgrad)
+            || ((m & TM_DKEYS) && (int64_t)tm->dispatch_keys != o->dkeys)
+            || ((m & TM_NDIM) && tm->ndim != o->ndim))
+        return 0;
+    for (int i = 0; i < o->ndims; i++) {
+        const DimTest *d = &o->dims[i];
+        const int64_t *dims = d->stride ? tm->strides : tm->sizes;
+        if (d->dim >= tm->ndim || dims == NULL || dims[d->dim] != d->value)
+            return 0;
+    }
+    return 1;
+}
+
+/* Every op of p passes?  -1 error, 0 no (or the walk went stale after a
+ * check that may have run Python code), 1 yes. */
+static inline int
+prog_pass(Walk *w, const Prog *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        const Op *o = &p->ops[i];
+        int ok = o->kind == OP_TENSOR ? tensor_op_pass(w, o) : test_pass(w, o->test);
         if (ok <= 0)
             return ok;
         if (walk_stale(w))
             return 0;
     }
     return 1;
+}
+
+/* All remaining tests of leaf entry j pass?  -1 error, 0 no, 1 yes. */
+static int
+leaf_entry_passes(Walk *w, const Node *n, int j)
+{
+    return prog_pass(w, &n->leaf_progs[j]);
 }
 
 /* Walk node n: lowers w->best to the newest passing entry below n.
@@ -756,14 +910,12 @@ walk_node(Walk *w, Node *n)
     int found_before = w->best;
     w->visited++;
     n->evaluations++;
-    for (int i = 0; i < n->ntests; i++) {
-        int ok = test_pass(w, &w->t->tests[n->tests[i]]);
-        if (ok < 0)
-            return -1;
-        if (ok == 0 || walk_stale(w)) {
-            n->failures++;
-            return 0;
-        }
+    int ok = prog_pass(w, &n->prog);
+    if (ok < 0)
+        return -1;
+    if (ok == 0) {
+        n->failures++;
+        return 0;
     }
     if (n->key < 0) {                               /* leaf */
         for (int j = 0; j < n->nleaf && n->leaf[j] < w->best; j++) {
@@ -944,11 +1096,33 @@ error:
 static int
 walk_begin(Walk *w, GTree *t, const GevalFrame *fr)
 {
-    *w = (Walk){.t = t, .fr = fr, .best = t->nentries};
+    w->t = t;
+    w->fr = fr;
+    w->best = t->nentries;
+    w->aborted = 0;
+    w->visited = 0;
+    static const uint64_t no_generation = 0;
+    w->generation = fr->generation != NULL ? fr->generation : &no_generation;
+    w->generation0 = fr->generation != NULL ? fr->generation0 : 0;
+    w->grad = -1;
+    w->tls_read = 0;
     w->slots = scratch_take(t->nsources ? t->nsources : 1);
-    if (w->slots == NULL)
+    if (UNLIKELY(w->slots == NULL))
         return -1;
-    memset(w->slots, 0, t->nsources * sizeof(Slot));
+    w->chunk = scratch;
+    for (int i = 0; i < t->nsources; i++) {        /* tm stays garbage until read */
+        Slot *slot = &w->slots[i];
+        const TSource *s = &t->sources[i];
+        /* Borrowed sources cost nothing to fetch and run no code: take
+         * them now rather than through fetch() at their first test. */
+        if (s->kind == GIR_SRC_LOCAL)
+            slot->value = s->index < fr->nlocals && fr->locals[s->index] != NULL
+                          ? fr->locals[s->index] : MISSING;
+        else
+            slot->value = s->kind == GIR_SRC_NONE ? Py_None : NULL;
+        slot->tstate = 0;
+        slot->py_dims = NULL;
+    }
     return 0;
 }
 
@@ -956,14 +1130,17 @@ static void
 walk_end(Walk *w)
 {
     for (int i = 0; i < w->t->nsources; i++) {
-        PyObject *v = w->slots[i].value;
-        w->slots[i].value = NULL;
-        PyMem_Free(w->slots[i].py_dims);
-        w->slots[i].py_dims = NULL;
-        if (v != NULL && v != MISSING)
+        Slot *slot = &w->slots[i];
+        PyObject *v = slot->value;
+        slot->value = NULL;
+        if (UNLIKELY(slot->py_dims != NULL)) {
+            PyMem_Free(slot->py_dims);
+            slot->py_dims = NULL;
+        }
+        if (v != NULL && v != MISSING && !borrowed_value(&w->t->sources[i]))
             Py_DECREF(v);
     }
-    scratch_drop(w->t->nsources ? w->t->nsources : 1);
+    scratch_drop(w->chunk, w->t->nsources ? w->t->nsources : 1);
 }
 
 Py_ssize_t
@@ -1125,8 +1302,8 @@ add_test(Build *b, int entry, int guard, int src, int prop, int dim, int64_t bit
     if (grow((void **)&t->tests, &b->cap_tests, t->ntests + 1, sizeof(Test)) < 0)
         return -1;
     Test *x = &t->tests[t->ntests];
-    *x = (Test){.key = key, .entry = entry, .guard = guard, .switchable = 1,
-                .bits = bits, .obj = obj};
+    *x = (Test){.key = key, .src = src, .prop = prop, .dim = dim, .entry = entry,
+                .guard = guard, .switchable = 1, .bits = bits, .obj = obj};
     if (prop == P_VALUE) {
         x->switchable = is_simple_constant(obj, 0);
         if (x->switchable) {
@@ -1307,6 +1484,76 @@ sort_by_cost(const GTree *t, int *tests, int n)
 
 static void free_node(Node *n);
 
+static void
+prog_free(Prog *p)
+{
+    for (int i = 0; i < p->n; i++)
+        PyMem_Free(p->ops[i].dims);
+    PyMem_Free(p->ops);
+    p->ops = NULL;
+    p->n = 0;
+}
+
+/* Fold tensor test t into op o; 0 when o already checks that property
+ * (the test then stays a separate OP_TEST), 1 when folded, -1 no memory. */
+static int
+fold_tensor_test(Op *o, const Test *t, int room)
+{
+    unsigned bit = t->prop == P_DTYPE ? TM_DTYPE : t->prop == P_DEVICE ? TM_DEVICE
+                 : t->prop == P_REQGRAD ? TM_REQGRAD : t->prop == P_DKEYS ? TM_DKEYS
+                 : t->prop == P_NDIM ? TM_NDIM : 0;
+    if (bit != 0) {
+        if (o->mask & bit)
+            return 0;
+        o->mask |= bit;
+        switch (bit) {
+        case TM_DTYPE: o->dtype = (int32_t)t->bits; break;
+        case TM_DEVICE: o->device = t->bits; break;
+        case TM_REQGRAD: o->reqgrad = t->bits; break;
+        case TM_DKEYS: o->dkeys = t->bits; break;
+        default: o->ndim = (int32_t)t->bits; break;
+        }
+        return 1;
+    }
+    if (o->dims == NULL && (o->dims = PyMem_Malloc((size_t)room * sizeof(DimTest))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->dims[o->ndims++] = (DimTest){.stride = t->prop == P_STRIDE, .dim = t->dim,
+                                    .value = t->bits};
+    return 1;
+}
+
+/* Compile the test list xs[0 .. n) (sorted by cost) into *p.  0 or -1. */
+static int
+prog_compile(const GTree *t, const int *xs, int n, Prog *p)
+{
+    p->n = 0;
+    p->ops = PyMem_Calloc(n ? (size_t)n : 1, sizeof(Op));
+    if (p->ops == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const Test *x = &t->tests[xs[i]];
+        Op *o = NULL;
+        for (int j = 0; is_tensor_prop(x->prop) && j < p->n && o == NULL; j++) {
+            if (p->ops[j].kind == OP_TENSOR && p->ops[j].src == x->src)
+                o = &p->ops[j];
+        }
+        if (is_tensor_prop(x->prop) && o == NULL) {
+            o = &p->ops[p->n++];
+            *o = (Op){.kind = OP_TENSOR, .src = x->src};
+        }
+        int folded = o != NULL ? fold_tensor_test(o, x, n) : 0;
+        if (folded < 0)
+            return -1;
+        if (!folded)
+            p->ops[p->n++] = (Op){.kind = OP_TEST, .src = x->src, .test = x};
+    }
+    return 0;
+}
+
 static Node *
 new_node(Build *b)
 {
@@ -1357,7 +1604,7 @@ take_shared(Build *b, Node *n, const int *ents, int nent)
     PyMem_Free(found);
     sort_by_cost(b->t, shared, n->ntests);
     n->tests = shared;
-    return 0;
+    return prog_compile(b->t, shared, n->ntests, &n->prog);
 }
 
 /* Undo take_shared for the entries (after building the subtree). */
@@ -1480,7 +1727,8 @@ make_leaf(Build *b, Node *n, const int *ents, int nent)
     n->leaf = PyMem_Malloc((size_t)nent * sizeof(int));
     n->leaf_off = PyMem_Malloc((size_t)(nent + 1) * sizeof(int));
     n->leaf_tests = PyMem_Malloc((size_t)(total ? total : 1) * sizeof(int));
-    if (n->leaf == NULL || n->leaf_off == NULL || n->leaf_tests == NULL) {
+    n->leaf_progs = PyMem_Calloc((size_t)nent, sizeof(Prog));
+    if (n->leaf == NULL || n->leaf_off == NULL || n->leaf_tests == NULL || n->leaf_progs == NULL) {
         PyErr_NoMemory();
         return -1;
     }
@@ -1494,6 +1742,9 @@ make_leaf(Build *b, Node *n, const int *ents, int nent)
                 n->leaf_tests[at++] = x;
         }
         sort_by_cost(b->t, n->leaf_tests + n->leaf_off[i], at - n->leaf_off[i]);
+        if (prog_compile(b->t, n->leaf_tests + n->leaf_off[i], at - n->leaf_off[i],
+                         &n->leaf_progs[i]) < 0)
+            return -1;
     }
     n->leaf_off[nent] = at;
     return 0;
@@ -1628,6 +1879,10 @@ free_node(Node *n)
     PyMem_Free(n->leaf);
     PyMem_Free(n->leaf_off);
     PyMem_Free(n->leaf_tests);
+    prog_free(&n->prog);
+    for (int i = 0; n->leaf_progs != NULL && i < n->nleaf; i++)
+        prog_free(&n->leaf_progs[i]);
+    PyMem_Free(n->leaf_progs);
     PyMem_Free(n);
 }
 
