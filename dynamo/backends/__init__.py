@@ -64,9 +64,29 @@ def wrap(name, fn):
             compiled = gm.forward
         # The compiled graph and whatever code the backend generated run
         # without the hook: they are ours, not the user's, to compile.
+        # An fx GraphModule's own forward only needs its code skip-marked
+        # (cheaper per call than switching the hook off and on around it);
+        # anything else a backend returns is wrapped with the hook off.
+        code = _fx_forward_code(compiled)
+        if code is not None:
+            _C.set_skip(code)
+            return compiled
         return _C.OptimizedCallable(compiled, None, 0)
     compile_with_policy.backend_name = name
     return compile_with_policy
+
+
+def _fx_forward_code(compiled):
+    """The code of `compiled` if it is a GraphModule's generated forward
+    (calls only torch code), else None."""
+    import torch.fx
+    owner = getattr(compiled, "__self__", None)
+    func = getattr(compiled, "__func__", None)
+    if isinstance(owner, torch.fx.GraphModule) and func is not None:
+        code = getattr(func, "__code__", None)
+        if code is not None and code.co_filename.startswith("<eval_with_key>"):
+            return code
+    return None
 
 
 @register_backend("eager")
