@@ -1087,16 +1087,7 @@ def test_user_context_manager_right_result():
     check(f, X)
 
 
-def test_graph_break_in_loop_right_result():
-    def f(x):
-        for i in range(5):
-            x = x + i
-            print(end="")
-        return x
-    check(f, X)
-
-
-def test_graph_break_in_loop_keeps_compiling():
+def test_graph_break_in_loop_right_result_and_keeps_compiling():
     def f(x):
         for i in range(5):
             x = x + i
