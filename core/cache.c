@@ -26,6 +26,7 @@ cache_entry_decref(CacheEntry *e)
         if (e->tele != NULL)
             telemetry_entry_dead(e->tele);
         gir_free(e->guards);
+        cache_direct_free(e->direct);
         Py_XDECREF(e->code);
         Py_XDECREF(e->payload);
         PyMem_Free(e);
@@ -109,12 +110,25 @@ cache_ensure(PyObject *code)
     return c;
 }
 
+void
+cache_direct_free(DirectCall *d)
+{
+    if (d == NULL)
+        return;
+    Py_XDECREF(d->fn);
+    Py_XDECREF(d->func);
+    Py_XDECREF(d->self);
+    PyMem_Free(d);
+}
+
 int
-cache_push(CodeCache *cache, PyObject *new_code, GirSet *guards, PyObject *payload)
+cache_push(CodeCache *cache, PyObject *new_code, GirSet *guards, PyObject *payload,
+           DirectCall *direct)
 {
     CacheEntry *e = PyMem_Calloc(1, sizeof(CacheEntry));
     if (e == NULL) {
         gir_free(guards);
+        cache_direct_free(direct);
         PyErr_NoMemory();
         return -1;
     }
@@ -122,6 +136,7 @@ cache_push(CodeCache *cache, PyObject *new_code, GirSet *guards, PyObject *paylo
     e->code = Py_NewRef(new_code);
     e->payload = Py_NewRef(payload);
     e->guards = guards;
+    e->direct = direct;
     e->tele = cache->tele_pending;
     cache->tele_pending = NULL;
     e->next = cache->entries;       /* takes over the cache's reference */
@@ -252,6 +267,45 @@ cache_payloads(PyObject *code)
             Py_DECREF(list);
             return NULL;
         }
+    }
+    return list;
+}
+
+/* The direct plan of an entry as Python data: (fn, slots, index, line). */
+static PyObject *
+direct_tuple(const DirectCall *d)
+{
+    PyObject *slots = PyTuple_New(d->nargs);
+    if (slots == NULL)
+        return NULL;
+    for (int i = 0; i < d->nargs; i++) {
+        PyObject *s = PyLong_FromLong(d->slots[i]);
+        if (s == NULL) {
+            Py_DECREF(slots);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(slots, i, s);
+    }
+    return Py_BuildValue("(ONni)", d->fn, slots, d->index, d->line);
+}
+
+PyObject *
+cache_directs(PyObject *code)
+{
+    PyObject *list = PyList_New(0);
+    CodeCache *c = cache_get(code);
+    if (list == NULL || c == NULL)
+        return list;
+    for (CacheEntry *e = c->entries; e != NULL; e = e->next) {
+        if (e->guards->dead)
+            continue;
+        PyObject *item = e->direct != NULL ? direct_tuple(e->direct) : Py_NewRef(Py_None);
+        if (item == NULL || PyList_Append(list, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(item);
     }
     return list;
 }

@@ -20,12 +20,28 @@
  * lookup may run Python code (guard checks) that clears the cache while the
  * lookup still walks the chain: a lookup holds a reference on the entry it
  * is looking at, and every entry holds one on its `next`. */
+/* A hit that needs no frame: the entry's code does nothing but call `fn`
+ * with some argument slots and return one item of the result (docs/
+ * ARCHITECTURE.md, "Direct calls").  Built by core/hook.c from the
+ * callback's plan; owned by its entry. */
+#define DIRECT_MAX_ARGS 32
+typedef struct {
+    PyObject *fn;               /* strong: the compiled graph */
+    PyObject *func, *self;      /* strong: fn's function and self when fn is a
+                                   bound method, else fn and NULL */
+    int nargs;                  /* 0 .. DIRECT_MAX_ARGS */
+    int slots[DIRECT_MAX_ARGS]; /* argument slots passed, in order */
+    Py_ssize_t index;           /* item of fn's result returned */
+    int line;                   /* traceback line of the call in the entry's code */
+} DirectCall;
+
 typedef struct CacheEntry {
     struct CacheEntry *next;    /* owned reference: next older entry, or NULL */
     Py_ssize_t refs;            /* C references: chain link + lookups */
     PyObject *code;             /* strong: the code to run on a hit */
     PyObject *payload;          /* strong: opaque to C, returned by cache_entries */
     GirSet *guards;             /* owned */
+    DirectCall *direct;         /* owned (PyMem), or NULL: run `code` in a shadow frame */
     DtEntry *tele;              /* borrowed: telemetry slot (shared region), or NULL */
 } CacheEntry;
 
@@ -61,9 +77,14 @@ CodeCache *cache_get(PyObject *code /* borrowed */);
 CodeCache *cache_ensure(PyObject *code /* borrowed */);
 
 /* Add a new entry at the front.  new_code and payload are borrowed (new
- * references taken); guards is consumed (freed on error too).  The entry
+ * references taken); guards and direct (NULL allowed) are consumed (freed
+ * on error too).  The entry
  * takes cache->tele_pending as its telemetry slot.  0 or -1. */
-int cache_push(CodeCache *cache, PyObject *new_code, GirSet *guards, PyObject *payload);
+int cache_push(CodeCache *cache, PyObject *new_code, GirSet *guards, PyObject *payload,
+               DirectCall *direct);
+
+/* Free a DirectCall (NULL allowed). */
+void cache_direct_free(DirectCall *d);
 
 /* Take / drop a C reference on an entry (NULL allowed for decref).
  * Dropping the last reference frees the entry and walks down its chain. */
@@ -89,5 +110,10 @@ void cache_reset_all(void);
 
 /* New list of the payloads of code's entries, newest first. */
 PyObject *cache_payloads(PyObject *code /* borrowed */);
+
+/* New list, one item per live entry newest first: its direct plan
+ * (fn, slots, index, line), or None when hits run its code in a shadow
+ * frame.  NULL on error. */
+PyObject *cache_directs(PyObject *code /* borrowed */);
 
 #endif /* DYNAMO_CORE_CACHE_H */

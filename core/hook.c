@@ -106,6 +106,22 @@ eval_normally(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
     return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
 }
 
+/* CPython 3.11's co_extra block (Objects/codeobject.c keeps the type
+ * private; the layout is fixed for 3.11, which this file is limited to). */
+typedef struct {
+    Py_ssize_t ce_size;
+    void *ce_extras[1];
+} CodeExtra311;
+
+/* cache_get without the call: the co_extra slot read in place. */
+static inline CodeCache *
+frame_cache(PyCodeObject *code)
+{
+    const CodeExtra311 *extra = code->co_extra;
+    Py_ssize_t i = cache_extra_index;
+    return extra != NULL && i < extra->ce_size ? extra->ce_extras[i] : NULL;
+}
+
 /* Slots holding arguments: positional, keyword-only, *args, **kwargs. */
 static inline int
 arg_count(PyCodeObject *code)
@@ -259,6 +275,95 @@ run_shadow(PyThreadState *tstate, PyFunctionObject *func, PyObject *globals, PyO
     return result;
 }
 
+/* ---- direct calls ----------------------------------------------------------- */
+
+/* Can hit e skip its frame?  Not while a tracer or profiler is set: they
+ * must see the function's frame as they would without dynamo. */
+static inline int
+runs_direct(const CacheEntry *e, PyThreadState *tstate)
+{
+    return e->direct != NULL && !tstate->cframe->use_tracing;
+}
+
+/* The frame of a compiled graph that is a plain Python function the hook
+ * would pass by anyway (skip-marked code, e.g. an fx forward), taking the
+ * nargs given by position: run in a frame built here, like a shadow
+ * frame, rather than through the call machinery and the hook. */
+static inline int
+runs_own_frame(PyObject *func, int nargs)
+{
+    if (!PyFunction_Check(func))
+        return 0;
+    PyCodeObject *code = (PyCodeObject *)((PyFunctionObject *)func)->func_code;
+    CodeCache *cache = frame_cache(code);
+    return cache != NULL && cache->skip && code->co_argcount == nargs
+           && code->co_kwonlyargcount == 0 && (code->co_flags & CO_OPTIMIZED)
+           && !(code->co_flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE
+                                  | CO_ASYNC_GENERATOR));
+}
+
+/* Run hit e's direct plan on the argument slots argv (borrowed; the
+ * caller keeps them and e alive): what e->code's shadow frame would
+ * return, without the frame.  NULL with the graph's exception, to which a
+ * traceback entry for e->code (file, name, line of the call) is added, so
+ * the traceback reads as through the shadow frame. */
+static PyObject *
+run_direct(PyThreadState *tstate, const CacheEntry *e, PyObject *const *argv)
+{
+    PyCodeObject *code = (PyCodeObject *)e->code;
+    const DirectCall *d = e->direct;
+    PyObject *args[1 + DIRECT_MAX_ARGS];        /* [0]: self, if any */
+    for (int i = 0; i < d->nargs; i++)
+        args[1 + i] = argv[d->slots[i]];
+    PyObject *const *call_args = args + 1;
+    int n = d->nargs;
+    if (d->self != NULL) {
+        args[0] = d->self;
+        call_args = args;
+        n++;
+    }
+    PyObject *out = NULL;
+    int ran = 0;
+    if (runs_own_frame(d->func, n)) {
+        PyFunctionObject *f = (PyFunctionObject *)d->func;
+        int internal = 0;
+        out = run_shadow(tstate, f, f->func_globals, f->func_builtins, call_args,
+                         (PyCodeObject *)f->func_code, &internal);
+        ran = !internal;
+        if (internal)                           /* no frame: nothing ran */
+            PyErr_Clear();
+    }
+    if (!ran)
+        out = PyObject_Vectorcall(d->func, call_args,
+                                  (size_t)n | (call_args == args ? 0 : PY_VECTORCALL_ARGUMENTS_OFFSET),
+                                  NULL);
+    PyObject *result = NULL;
+    if (out != NULL) {
+        if (PyTuple_CheckExact(out) && d->index < PyTuple_GET_SIZE(out))
+            result = Py_NewRef(PyTuple_GET_ITEM(out, d->index));
+        else if (PyList_CheckExact(out) && d->index < PyList_GET_SIZE(out))
+            result = Py_NewRef(PyList_GET_ITEM(out, d->index));
+        else {                                  /* as BINARY_SUBSCR would */
+            PyObject *key = PyLong_FromSsize_t(d->index);
+            if (key != NULL)
+                result = PyObject_GetItem(out, key);
+            Py_XDECREF(key);
+        }
+        Py_DECREF(out);
+    }
+    if (result == NULL) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        const char *name = PyUnicode_AsUTF8(code->co_name);
+        const char *file = name != NULL ? PyUnicode_AsUTF8(code->co_filename) : NULL;
+        PyErr_Clear();                          /* a name that is not UTF-8: no entry */
+        PyErr_Restore(type, value, tb);
+        if (file != NULL)
+            _PyTraceback_Add(name, file, d->line);
+    }
+    return result;
+}
+
 /* ---- miss: the Python callback -------------------------------------------- */
 
 /* New dict of the frame's arguments by name. */
@@ -321,28 +426,94 @@ check_new_code(_PyInterpreterFrame *frame, PyObject *obj)
     return 0;
 }
 
-/* Turn the callback's (new_code, guards, payload) into a cache entry.
- * Returns new_code (strong) or NULL with an exception (internal error). */
+/* The callback's direct-call plan `(fn, slots, index, line)` for a frame
+ * of orig, or NULL for None.  NULL with an exception when it is malformed
+ * (*bad set). */
+static DirectCall *
+direct_plan(PyCodeObject *orig, PyObject *plan, int *bad)
+{
+    *bad = 0;
+    if (plan == Py_None)
+        return NULL;
+    *bad = 1;
+    PyObject *slots;
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 4
+            || !PyCallable_Check(PyTuple_GET_ITEM(plan, 0))
+            || !PyTuple_Check(slots = PyTuple_GET_ITEM(plan, 1))
+            || PyTuple_GET_SIZE(slots) > DIRECT_MAX_ARGS
+            || !PyLong_Check(PyTuple_GET_ITEM(plan, 2)) || !PyLong_Check(PyTuple_GET_ITEM(plan, 3))) {
+        bad_code("direct plan must be (callable, tuple of <= 32 slots, index, line)");
+        return NULL;
+    }
+    DirectCall *d = PyMem_Calloc(1, sizeof(DirectCall));
+    if (d == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    d->nargs = (int)PyTuple_GET_SIZE(slots);
+    int nargs = arg_count(orig);
+    for (int i = 0; i < d->nargs; i++) {
+        long s = PyLong_AsLong(PyTuple_GET_ITEM(slots, i));
+        if (s < 0 || s >= nargs) {
+            if (!PyErr_Occurred())
+                bad_code("direct plan slots must be argument slots");
+            PyMem_Free(d);
+            return NULL;
+        }
+        d->slots[i] = (int)s;
+    }
+    d->index = PyLong_AsSsize_t(PyTuple_GET_ITEM(plan, 2));
+    long line = PyLong_AsLong(PyTuple_GET_ITEM(plan, 3));
+    if (d->index < 0 || line < 0 || line > INT_MAX) {
+        if (!PyErr_Occurred())
+            bad_code("direct plan index and line must be >= 0");
+        PyMem_Free(d);
+        return NULL;
+    }
+    d->line = (int)line;
+    d->fn = Py_NewRef(PyTuple_GET_ITEM(plan, 0));
+    if (PyMethod_Check(d->fn)) {
+        d->func = Py_NewRef(PyMethod_GET_FUNCTION(d->fn));
+        d->self = Py_NewRef(PyMethod_GET_SELF(d->fn));
+    }
+    else
+        d->func = Py_NewRef(d->fn);
+    *bad = 0;
+    return d;
+}
+
+/* Turn the callback's (new_code, guards, payload[, direct plan]) into a
+ * cache entry.  Returns new_code (strong) or NULL with an exception
+ * (internal error). */
 static PyObject *
 add_entry(_PyInterpreterFrame *frame, PyObject *result)
 {
-    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != 3) {
+    Py_ssize_t n = PyTuple_Check(result) ? PyTuple_GET_SIZE(result) : 0;
+    if (n != 3 && n != 4) {
         PyErr_SetString(PyExc_TypeError,
-                        "dynamo: callback must return None or (new_code, guards, payload)");
+                        "dynamo: callback must return None or (new_code, guards, payload[, direct])");
         return NULL;
     }
     PyObject *new_code = PyTuple_GET_ITEM(result, 0);
     if (check_new_code(frame, new_code) < 0)
         return NULL;
-    GirSet *guards = gir_compile(PyTuple_GET_ITEM(result, 1), runtime);
-    if (guards == NULL)
+    int bad = 0;
+    DirectCall *direct = n == 4 ? direct_plan(frame->f_code, PyTuple_GET_ITEM(result, 3), &bad)
+                                : NULL;
+    if (bad)
         return NULL;
+    GirSet *guards = gir_compile(PyTuple_GET_ITEM(result, 1), runtime);
+    if (guards == NULL) {
+        cache_direct_free(direct);
+        return NULL;
+    }
     CodeCache *cache = cache_ensure((PyObject *)frame->f_code);
     if (cache == NULL) {
         gir_free(guards);
+        cache_direct_free(direct);
         return NULL;
     }
-    if (cache_push(cache, new_code, guards, PyTuple_GET_ITEM(result, 2)) < 0)
+    if (cache_push(cache, new_code, guards, PyTuple_GET_ITEM(result, 2), direct) < 0)
         return NULL;
     return Py_NewRef(new_code);
 }
@@ -392,22 +563,6 @@ done:
 
 /* ---- the hook -------------------------------------------------------------- */
 
-/* CPython 3.11's co_extra block (Objects/codeobject.c keeps the type
- * private; the layout is fixed for 3.11, which this file is limited to). */
-typedef struct {
-    Py_ssize_t ce_size;
-    void *ce_extras[1];
-} CodeExtra311;
-
-/* cache_get without the call: the co_extra slot read in place. */
-static inline CodeCache *
-frame_cache(PyCodeObject *code)
-{
-    const CodeExtra311 *extra = code->co_extra;
-    Py_ssize_t i = cache_extra_index;
-    return extra != NULL && i < extra->ce_size ? extra->ce_extras[i] : NULL;
-}
-
 static PyObject *
 hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
 {
@@ -450,6 +605,11 @@ looked_up:
         telemetry_count_lookup(cache->tele, hit != NULL ? hit->tele : NULL, hit != NULL);
 
     PyObject *todo;                             /* code to run, or None */
+    if (hit != NULL && runs_direct(hit, tstate)) {
+        PyObject *result = run_direct(tstate, hit, frame->localsplus);
+        cache_entry_decref(hit);
+        return result;
+    }
     if (hit != NULL) {
         todo = Py_NewRef(hit->code);
         cache_entry_decref(hit);
@@ -529,10 +689,16 @@ hook_vectorcall(PyObject *fn, PyObject *const *args, size_t nargsf, PyObject *kw
     else if (hit != NULL) {
         if (cache->tele != NULL)                /* telemetry on for this code? */
             telemetry_count_lookup(cache->tele, hit->tele, 1);
+        PyThreadState *tstate = PyThreadState_Get();
+        if (runs_direct(hit, tstate)) {
+            PyObject *result = run_direct(tstate, hit, args);
+            cache_entry_decref(hit);
+            return result;
+        }
         PyObject *todo = Py_NewRef(hit->code);
         cache_entry_decref(hit);
         int internal = 0;
-        PyObject *result = run_shadow(PyThreadState_Get(), func, func->func_globals,
+        PyObject *result = run_shadow(tstate, func, func->func_globals,
                                       func->func_builtins, args, (PyCodeObject *)todo, &internal);
         Py_DECREF(todo);
         if (LIKELY(!internal))

@@ -90,6 +90,18 @@ is_skip(PyObject *module, PyObject *code)
     return PyBool_FromLong(c != NULL && c->skip);
 }
 
+PyDoc_STRVAR(cache_direct_doc,
+"cache_direct(code) -> per live entry, newest first: its direct-call plan\n"
+"(fn, slots, index, line), or None when a hit runs the entry's code in a frame.");
+
+static PyObject *
+cache_direct(PyObject *module, PyObject *code)
+{
+    if (require_code(code) < 0)
+        return NULL;
+    return cache_directs(code);
+}
+
 PyDoc_STRVAR(cache_entries_doc, "cache_entries(code) -> list of payloads, newest first.");
 
 static PyObject *
@@ -373,6 +385,7 @@ static PyMethodDef module_methods[] = {
     {"set_skip", set_skip, METH_O, set_skip_doc},
     {"is_skip", is_skip, METH_O, is_skip_doc},
     {"cache_entries", cache_entries, METH_O, cache_entries_doc},
+    {"cache_direct", cache_direct, METH_O, cache_direct_doc},
     {"clear_cache", clear_cache, METH_O, clear_cache_doc},
     {"reset", reset, METH_NOARGS, reset_doc},
     {"eval_guards", (PyCFunction)(void (*)(void))eval_guards, METH_FASTCALL, eval_guards_doc},

@@ -10,6 +10,7 @@ the frame's globals. It does not decide whether a frame should be compiled
 """
 import builtins
 import dataclasses
+import dis
 import traceback
 import types
 from typing import Any, Callable, List, Optional
@@ -41,6 +42,41 @@ class CompileOutput:
     break_reasons: List[BreakReason]
     resume_codes: List[types.CodeType]
     original_code: types.CodeType
+    direct: Optional[tuple] = None
+
+
+_PROLOGUE_OPS = ("RESUME", "COPY_FREE_VARS", "MAKE_CELL", "NOP")
+
+
+def direct_plan(new_code, f_globals):
+    """The hook's direct-call plan `(fn, slots, index, line)` when
+    `new_code` does nothing but call one compiled graph with argument slots
+    and return item `index` of its result (a frame captured whole), else
+    None.  Read off the assembled code itself, so the plan is exactly what
+    the code would do; the hook then skips the frame (contract 1, "Direct
+    calls")."""
+    insts = [i for i in dis.get_instructions(new_code) if i.opname not in _PROLOGUE_OPS]
+    if len(insts) < 8:
+        return None
+    head, loads, tail = insts[0], insts[1:-7], insts[-7:]
+    if head.opname != "LOAD_GLOBAL" or not head.arg & 1 or head.argval not in f_globals:
+        return None
+    nargs = new_code.co_argcount + new_code.co_kwonlyargcount + \
+        bool(new_code.co_flags & 0x04) + bool(new_code.co_flags & 0x08)
+    slots = []
+    for inst in loads:
+        if inst.opname != "LOAD_FAST" or inst.arg >= nargs:
+            return None
+        slots.append(inst.arg)
+    precall, call, store, load, const, subscr, ret = tail
+    if ([i.opname for i in tail] != ["PRECALL", "CALL", "STORE_FAST", "LOAD_FAST", "LOAD_CONST",
+                                     "BINARY_SUBSCR", "RETURN_VALUE"]
+            or precall.arg != len(slots) or call.arg != len(slots) or store.arg != load.arg
+            or type(const.argval) is not int or const.argval < 0):
+        return None
+    line = call.positions.lineno if call.positions and call.positions.lineno else \
+        new_code.co_firstlineno
+    return f_globals[head.argval], tuple(slots), const.argval, line
 
 
 class FrameInfo:
@@ -102,9 +138,10 @@ def compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *,
         new_code = assemble(head + tx.body, code)
     for name, value in output.install.items():
         f_globals[name] = value
+    direct = direct_plan(new_code, f_globals) if new_code is not code else None
     return CompileOutput(new_code=new_code, guards=output.final_guards(), graphs=list(output.graphs),
                          break_reasons=reasons, resume_codes=list(tx.resume_codes),
-                         original_code=code)
+                         original_code=code, direct=direct)
 
 
 def _break_reason(reason, user_stack):

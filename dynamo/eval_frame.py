@@ -140,7 +140,7 @@ class _Callback:
                      br.reason)
         if config.debug or config.output_code:
             debug.report_compile(record)
-        return out.new_code, [g.lower() for g in out.guards], record
+        return out.new_code, [g.lower() for g in out.guards], record, out.direct
 
     def _timed_compiler(self, record):
         compiler_fn = self.compiler_fn

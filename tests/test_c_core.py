@@ -747,8 +747,29 @@ LEAK_SCRIPT = textwrap.dedent(r'''
     oc = C.OptimizedCallable(f, cb, 1)
     o = Obj()
 
+    def h(a, b): return a              # direct calls: a bound forward, skip-marked
+    class G:
+        def forward(self, x, y):
+            if y == "raise":
+                raise ValueError(x)
+            return (x, y)
+    gobj = G()
+    def shadow(a, b): return gobj.forward(a, b)[0]
+    def cb2(code, f_locals, *a):
+        if code is not h.__code__:
+            return None
+        return (shadow.__code__, [(TYPE_MATCH, (LOCAL, 0), Obj)], "p2",
+                (gobj.forward, (0, 1), 0, 1))
+    oc2 = C.OptimizedCallable(h, cb2, 1)
+
     def run(n):
+        C.set_skip(G.forward.__code__)
         for i in range(n):
+            oc2(o, 1)
+            try:
+                oc2(o, "raise")
+            except ValueError:
+                pass
             oc(o, 1, 2, 3, k=4, z=5)
             try:
                 oc(o, "raise")
@@ -783,8 +804,146 @@ def test_no_leaks_in_subprocess():
     assert out.returncode == 0, out.stderr
     rc0, rc1, grown = map(int, out.stdout.split()[-3:])
     assert rc1 <= rc0 + 2        # the final cache entry may keep none: guards hold the type
-    # 10000 iterations x 4 calls: anything per call would show as >= 400 kB
+    # 10000 iterations x 6 calls: anything per call would show as >= 600 kB
     assert grown < 200_000, grown
+
+
+# ---- direct calls ---------------------------------------------------------------
+# A 4th item of the callback's answer, (fn, slots, index, line), says that the
+# entry's code only returns fn(*argument slots)[index]: a hit then calls fn
+# without building the frame of the entry's code.
+
+def direct_shadow(a, b):              # what the plan below stands for
+    return direct_graph(b, a)[0]
+
+
+def direct_graph(x, y):
+    direct_graph.callers.append(sys._getframe(1).f_code.co_name)
+    if x == "raise":
+        raise KeyError("in graph")
+    return (x * 10 + y, "second")
+
+
+direct_graph.callers = []
+SHADOW_LINE = direct_shadow.__code__.co_firstlineno + 1
+
+
+def direct_answer(fn=direct_graph, slots=(1, 0), index=0, line=SHADOW_LINE, payload="d"):
+    return Recorder(lambda *a: (direct_shadow.__code__, [(TYPE_MATCH, (LOCAL, 0), int)],
+                                payload, (fn, slots, index, line)), add.__code__)
+
+
+@pytest.fixture
+def graph_calls():
+    direct_graph.callers = []
+    yield direct_graph.callers
+
+
+def test_direct_hit_calls_the_graph_without_a_frame(graph_calls):
+    cb = direct_answer()
+    oc = C.OptimizedCallable(add, cb, COMPILE)
+    assert oc(2, 3) == 32 and oc(4, 5) == 54
+    # the miss ran direct_shadow in a frame; the hit called the graph from here
+    assert graph_calls == ["direct_shadow", "test_direct_hit_calls_the_graph_without_a_frame"]
+    assert len(cb.calls) == 1
+    assert C.cache_direct(add.__code__) == [(direct_graph, (1, 0), 0, SHADOW_LINE)]
+    assert oc(a=6, b=7) == 76               # keywords: the hook's own path, direct too
+    assert graph_calls[-1] == "test_direct_hit_calls_the_graph_without_a_frame"
+
+
+def test_direct_plan_is_not_used_under_a_profiler(graph_calls):
+    oc = C.OptimizedCallable(add, direct_answer(), COMPILE)
+    oc(2, 3)
+    seen = []
+    sys.setprofile(lambda frame, event, arg: seen.append((event, frame.f_code.co_name)))
+    try:
+        assert oc(4, 5) == 54
+    finally:
+        sys.setprofile(None)
+    assert ("call", "direct_shadow") in seen  # the profiler sees the function's frame
+    assert graph_calls[-1] == "direct_shadow"
+
+
+def test_direct_exception_traceback_reads_as_through_the_frame(graph_calls):
+    oc = C.OptimizedCallable(add, direct_answer(), COMPILE)
+    oc(2, 3)
+    cause = ValueError("outer")
+    try:
+        try:
+            raise cause
+        except ValueError:
+            oc(1, "raise")                  # direct_graph("raise", 1)
+    except KeyError as e:
+        err = e
+    assert graph_calls[-1] == "test_direct_exception_traceback_reads_as_through_the_frame"
+    frames = [(t.filename, t.name, t.lineno) for t in
+              __import__("traceback").extract_tb(err.__traceback__)]
+    names = [f[1] for f in frames]
+    assert names[-2:] == ["direct_shadow", "direct_graph"]
+    assert frames[-2][0] == __file__ and frames[-2][2] == SHADOW_LINE
+    assert err.__context__ is cause
+
+
+@pytest.mark.parametrize("result, index, want", [
+    ([5, 6], 1, 6),                          # a backend returning a list
+    (range(3, 9), 2, 5),                     # any sequence: as BINARY_SUBSCR
+    ({0: "zero"}, 0, "zero"),
+])
+def test_direct_result_item(result, index, want):
+    oc = C.OptimizedCallable(add, direct_answer(fn=lambda x, y: result, index=index), COMPILE)
+    oc(2, 3)                                  # the miss runs direct_shadow (its own answer)
+    assert oc(4, 5) == want
+
+
+def test_direct_result_too_short_raises_index_error():
+    oc = C.OptimizedCallable(add, direct_answer(fn=lambda x, y: (1,), index=3), COMPILE)
+    oc(2, 3)
+    with pytest.raises(IndexError):
+        oc(4, 5)
+
+
+def test_direct_bound_method_of_a_skipped_function_runs_in_its_own_frame():
+    callers = []
+
+    class Graph:
+        scale = 100
+
+        def forward(self, x, y):
+            callers.append(sys._getframe(1).f_code.co_name)
+            return (self.scale * x + y,)
+    C.set_skip(Graph.forward.__code__)       # as the backends mark fx forwards
+    oc = C.OptimizedCallable(add, direct_answer(fn=Graph().forward), COMPILE)
+    assert oc(2, 3) == 32                    # the miss runs the entry's code in a frame
+    assert oc(4, 5) == 504 and oc(b=1, a=2) == 102     # forward(self, b, a)
+    # no call machinery between this frame and forward's: its caller is us
+    assert callers == ["test_direct_bound_method_of_a_skipped_function_runs_in_its_own_frame"] * 2
+
+
+@pytest.mark.parametrize("plan", [
+    "plan",
+    (direct_graph, (1, 0), 0),                           # 3 items
+    (42, (1, 0), 0, 1),                                  # not callable
+    (direct_graph, [1, 0], 0, 1),                        # slots not a tuple
+    (direct_graph, (2,), 0, 1),                          # not an argument slot
+    (direct_graph, (-1,), 0, 1),
+    (direct_graph, (0,) * 33, 0, 1),                     # too many
+    (direct_graph, (1, 0), -1, 1),                       # negative index
+    (direct_graph, (1, 0), 0, -5),
+    (direct_graph, (1, "a"), 0, 1),
+])
+def test_bad_direct_plan_is_reported_and_frame_runs(unraisable, plan):
+    cb = Recorder(lambda *a: (direct_shadow.__code__, [], "p", plan), add.__code__)
+    assert C.OptimizedCallable(add, cb, COMPILE)(2, 3) == 5
+    assert len(unraisable) == 1
+    assert C.cache_entries(add.__code__) == []
+
+
+def test_direct_plan_none_runs_the_frame(graph_calls):
+    cb = Recorder(lambda *a: (direct_shadow.__code__, [], "p", None), add.__code__)
+    oc = C.OptimizedCallable(add, cb, COMPILE)
+    assert oc(2, 3) == 32 and oc(4, 5) == 54
+    assert graph_calls == ["direct_shadow", "direct_shadow"]
+    assert C.cache_direct(add.__code__) == [None]
 
 
 # ---- robustness ---------------------------------------------------------------

@@ -1185,3 +1185,105 @@ def test_locals_has_only_user_names():
         return sorted(locals())
     dynamo.reset()
     assert dynamo.optimize(CompileCounter())(f)(X) == f(X)
+
+# --------------------------------------------------------------- direct calls
+# A frame captured whole into one graph whose result is returned as is gets
+# a direct-call plan: its hits call the graph without running the rewritten
+# code in a frame (contract 1, "Direct calls").
+
+
+def _plans(fn):
+    return dynamo._C.cache_direct(fn.__code__)
+
+
+def test_whole_frame_graph_gets_a_direct_plan():
+    def f(a, b):
+        return torch.relu(a) + b
+    cnt = check(f, X, X + 1, frames=1, ops=2, calls=3)
+    (plan,) = _plans(f)
+    fn, slots, index, line = plan
+    assert index == 0 and sorted(slots) == [0, 1] and line >= f.__code__.co_firstlineno
+    assert fn.__func__ is cnt.graphs[0].forward.__func__     # the compiled graph itself
+
+
+@pytest.mark.parametrize("body", ["return a, a + 1",   # a tuple built by the code
+                                  "return a"])        # an input, not a graph output
+def test_frames_doing_more_than_returning_one_output_keep_their_frame(body):
+    ns = {"torch": torch}
+    exec(f"def f(a, b):\n    {body}\n", ns)
+    f = ns["f"]
+    check(f, X, X + 1, calls=2)
+    assert _plans(f) in ([None], [])
+
+
+def test_in_place_update_inside_a_direct_graph_happens_on_every_hit():
+    def f(a, b):
+        b.add_(1)
+        return a * b
+    dynamo.reset()
+    opt = dynamo.optimize(CompileCounter())(f)
+    a, b = torch.ones(3), torch.zeros(3)
+    results = [opt(a, b) for _ in range(3)]
+    assert _plans(f)[0] is not None
+    assert same(b, torch.full((3,), 3.0)) and same(results[-1], torch.full((3,), 3.0))
+
+
+def test_graph_break_frame_has_no_direct_plan():
+    def f(a):
+        b = a * 2
+        print("", end="")
+        return b + 1
+    check(f, X, frames=2, calls=2)
+    assert _plans(f) == [None]
+
+
+def test_direct_plan_with_aot_eager_list_outputs():
+    def f(a, b):
+        return (a * b).sin()
+    dynamo.reset()
+    opt = dynamo.optimize("aot_eager")(f)
+    a, b = torch.randn(3, requires_grad=True), torch.randn(3)
+    for _ in range(3):
+        out = opt(a, b)
+        assert same(out, f(a, b))
+    assert _plans(f)[0] is not None
+    out.sum().backward()
+    assert same(a.grad, (b * (a * b).cos()).detach())
+
+
+def test_error_inside_a_direct_graph_shows_the_user_frame():
+    def raising_backend(gm, example_inputs):
+        def run(*args):
+            raise RuntimeError("kernel failed")
+        return run
+
+    def f(a, b):
+        return a + b
+
+    dynamo.reset()
+    with pytest.raises(RuntimeError, match="kernel failed") as info:
+        opt = dynamo.optimize(raising_backend)(f)
+        opt(X, X)                       # first call: the rewritten code in a frame
+    first = _frames_of(info.value)
+    assert _plans(f)[0] is not None
+    with pytest.raises(RuntimeError, match="kernel failed") as info:
+        opt(X, X)                       # hit: direct call
+    direct = _frames_of(info.value)
+    user = [fr for fr in direct if fr[0] == __file__ and fr[1] == "f"]
+    assert user and user == [fr for fr in first if fr[0] == __file__ and fr[1] == "f"]
+    assert [fr[1] for fr in direct][-2:] == ["f", "run"]
+
+
+def test_direct_plan_profiler_sees_the_function():
+    def f(a, b):
+        return a * b
+    dynamo.reset()
+    opt = dynamo.optimize(CompileCounter())(f)
+    opt(X, X)
+    seen = []
+    sys.setprofile(lambda frame, event, arg: seen.append((event, frame.f_code.co_name)))
+    try:
+        assert same(opt(X, X), X * X)
+    finally:
+        sys.setprofile(None)
+    assert ("call", "f") in seen and ("call", "forward") in seen
