@@ -65,24 +65,35 @@ set_mode(CallableState *st, int mode)
         hook_uninstall();
 }
 
-void
-callable_swap(int mode, PyObject *callback, int *prev_mode, PyObject **prev_callback)
+static inline void
+state_swap(CallableState *st, int mode, PyObject *callback, int *prev_mode,
+           PyObject **prev_callback)
 {
-    CallableState *st = &tl_state;
     *prev_mode = st->mode;
     *prev_callback = st->callback;              /* ownership moves out */
     st->callback = (callback == NULL || callback == Py_None) ? NULL : Py_NewRef(callback);
     set_mode(st, mode);
 }
 
-void
-callable_restore(int mode, PyObject *callback)
+static inline void
+state_restore(CallableState *st, int mode, PyObject *callback)
 {
-    CallableState *st = &tl_state;
     PyObject *old = st->callback;
     st->callback = callback;
     set_mode(st, mode);
     Py_XDECREF(old);                            /* last: may run Python code */
+}
+
+void
+callable_swap(int mode, PyObject *callback, int *prev_mode, PyObject **prev_callback)
+{
+    state_swap(&tl_state, mode, callback, prev_mode, prev_callback);
+}
+
+void
+callable_restore(int mode, PyObject *callback)
+{
+    state_restore(&tl_state, mode, callback);
 }
 
 /* ---- OptimizedCallable ------------------------------------------------ */
@@ -100,12 +111,13 @@ static PyObject *
 oc_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     OptimizedCallable *self = (OptimizedCallable *)self_;
+    CallableState *st = &tl_state;              /* one TLS lookup for the call */
     int prev_mode;
     PyObject *prev_callback;
-    callable_swap(self->mode, self->callback, &prev_mode, &prev_callback);  /* installs the hook */
-    PyObject *result = self->mode != MODE_OFF ? hook_vectorcall(self->fn, args, nargsf, kwnames)
+    state_swap(st, self->mode, self->callback, &prev_mode, &prev_callback);  /* installs the hook */
+    PyObject *result = self->mode != MODE_OFF ? hook_vectorcall(st, self->fn, args, nargsf, kwnames)
                                               : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
-    callable_restore(prev_mode, prev_callback);
+    state_restore(st, prev_mode, prev_callback);
     return result;
 }
 

@@ -660,10 +660,10 @@ binds_by_position(PyObject *fn, Py_ssize_t nargs, PyObject *kwnames)
 }
 
 PyObject *
-hook_vectorcall(PyObject *fn, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+hook_vectorcall(const CallableState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
+                PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    const CallableState *st = callable_state();
     if (st->mode == MODE_OFF || !binds_by_position(fn, nargs, kwnames))
         return PyObject_Vectorcall(fn, args, nargsf, kwnames);
     PyFunctionObject *func = (PyFunctionObject *)fn;

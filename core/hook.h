@@ -10,6 +10,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>     /* PyObject */
 #include "ir.h"         /* GirRuntime */
+#include "callable.h"   /* CallableState */
 
 /* Install the hook on the current interpreter unless it is already the
  * active eval-frame function; whatever was installed before (other than the
@@ -27,8 +28,8 @@ void hook_uninstall(void);
  * code has cache entries, the guards are evaluated on args directly and a
  * hit runs the entry's code in a shadow frame without building the
  * original frame first; anything else takes the normal call path. */
-PyObject *hook_vectorcall(PyObject *fn, PyObject *const *args, size_t nargsf,
-                          PyObject *kwnames);
+PyObject *hook_vectorcall(const CallableState *st /* the calling thread's */, PyObject *fn,
+                          PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 /* 1 when the hook is the interpreter's eval-frame function. */
 int hook_installed(void);

@@ -271,7 +271,7 @@ typedef struct {
     GTree *t;               /* borrowed */
     const GevalFrame *fr;   /* borrowed */
     Slot *slots;            /* per tree source */
-    Chunk *chunk;           /* borrowed: the scratch chunk holding slots */
+    Chunk *chunk;           /* borrowed: the scratch chunk holding slots, or NULL (stack) */
     int best;               /* best hit so far (entry index), nentries if none */
     int aborted;            /* the caller's generation changed */
     uint64_t visited;
@@ -753,6 +753,12 @@ test_pass(Walk *w, const Test *t)
         return (v == Py_None) == t->bits;
     case P_GRAD:
         return walk_grad(w) == t->bits;
+    case P_SAME: {                                  /* dim: the other source */
+        PyObject *other = w->slots[t->dim].value;
+        if (UNLIKELY(other == NULL) && (other = fetch(w, t->dim)) == NULL)
+            return -1;
+        return other != MISSING && (v == other) == t->bits;
+    }
     case P_DTYPE: case P_DEVICE: case P_REQGRAD: case P_DKEYS: case P_NDIM: {
         const TmetaView *tm = slot_view(w, t->src, v);
         if (UNLIKELY(tm == NULL))
@@ -781,7 +787,7 @@ test_pass(Walk *w, const Test *t)
         return value_match(v, t->obj);
     case P_KEYS:
         return dict_keys_match(v, t->obj);
-    default: {                                      /* SAME, LEN */
+    default: {                                      /* LEN */
         int64_t actual;
         int rc = scalar_actual(w, &w->t->keys[t->key], v, &actual);
         return rc <= 0 ? rc : actual == t->bits;
@@ -1093,8 +1099,12 @@ error:
 
 /* ---- lookup ---------------------------------------------------------------- */
 
+/* Trees with at most this many sources keep their slots on the C stack. */
+#define WALK_LOCAL_SLOTS 8
+
+/* local: room for WALK_LOCAL_SLOTS slots, used when the tree needs no more. */
 static int
-walk_begin(Walk *w, GTree *t, const GevalFrame *fr)
+walk_begin(Walk *w, GTree *t, const GevalFrame *fr, Slot *local)
 {
     w->t = t;
     w->fr = fr;
@@ -1106,10 +1116,16 @@ walk_begin(Walk *w, GTree *t, const GevalFrame *fr)
     w->generation0 = fr->generation != NULL ? fr->generation0 : 0;
     w->grad = -1;
     w->tls_read = 0;
-    w->slots = scratch_take(t->nsources ? t->nsources : 1);
-    if (UNLIKELY(w->slots == NULL))
-        return -1;
-    w->chunk = scratch;
+    if (t->nsources <= WALK_LOCAL_SLOTS) {         /* the caller's stack: no TLS */
+        w->slots = local;
+        w->chunk = NULL;
+    }
+    else {
+        w->slots = scratch_take(t->nsources);
+        if (UNLIKELY(w->slots == NULL))
+            return -1;
+        w->chunk = scratch;
+    }
     for (int i = 0; i < t->nsources; i++) {        /* tm stays garbage until read */
         Slot *slot = &w->slots[i];
         const TSource *s = &t->sources[i];
@@ -1140,14 +1156,16 @@ walk_end(Walk *w)
         if (v != NULL && v != MISSING && !borrowed_value(&w->t->sources[i]))
             Py_DECREF(v);
     }
-    scratch_drop(w->chunk, w->t->nsources ? w->t->nsources : 1);
+    if (w->chunk != NULL)
+        scratch_drop(w->chunk, w->t->nsources);
 }
 
 Py_ssize_t
 gtree_lookup(GTree *t, const GevalFrame *fr, PyObject **failures)
 {
     Walk w;
-    if (walk_begin(&w, t, fr) < 0)
+    Slot local[WALK_LOCAL_SLOTS];
+    if (walk_begin(&w, t, fr, local) < 0)
         return GTREE_ERROR;
     Py_ssize_t result;
     t->lookups++;
@@ -1183,7 +1201,8 @@ Py_ssize_t
 gtree_first_failure(GTree *t, Py_ssize_t i, const GevalFrame *fr)
 {
     Walk w;
-    if (walk_begin(&w, t, fr) < 0)
+    Slot local[WALK_LOCAL_SLOTS];
+    if (walk_begin(&w, t, fr, local) < 0)
         return -2;
     const TEntry *e = &t->entries[i];
     int j = first_failing_test(&w, e);
