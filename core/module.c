@@ -8,6 +8,7 @@
 #include <Python.h>
 
 #include "cache.h"      /* per-code cache, skip marks, reset */
+#include "modcall.h"    /* ModuleCall_Type */
 #include "callable.h"   /* thread mode, OptimizedCallable */
 #include "hook.h"       /* hook_install */
 #include "ir.h"         /* gir_compile */
@@ -441,7 +442,8 @@ PyInit__C(void)
         PyErr_SetString(PyExc_ImportError, "dynamo._C cannot be loaded twice");
         return NULL;
     }
-    if (cache_init() < 0 || PyType_Ready(&OptimizedCallable_Type) < 0 || gtree_module_init() < 0)
+    if (cache_init() < 0 || PyType_Ready(&OptimizedCallable_Type) < 0 || modcall_init() < 0
+            || gtree_module_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
@@ -449,6 +451,7 @@ PyInit__C(void)
     ModuleState *st = PyModule_GetState(m);
     memset(st, 0, sizeof(*st));
     if (PyModule_AddType(m, &OptimizedCallable_Type) < 0
+            || PyModule_AddType(m, &ModuleCall_Type) < 0
             || PyModule_AddIntConstant(m, "MODE_OFF", MODE_OFF) < 0
             || PyModule_AddIntConstant(m, "MODE_COMPILE", MODE_COMPILE) < 0
             || PyModule_AddIntConstant(m, "MODE_RUN", MODE_RUN) < 0

@@ -264,6 +264,12 @@ class OptimizedModule(torch.nn.Module):
         self._orig_mod = mod
         self.__dict__["forward"] = call   # a C callable: no Python frame per call
 
+    # Calling the wrapper calls `forward` (the C callable, which calls the
+    # original module: its __call__ runs that module's hooks and the global
+    # ones) directly, unless the wrapper has hooks of its own; then
+    # nn.Module.__call__ runs them first. No Python frame either way.
+    __call__ = _C.ModuleCall("forward", torch.nn.Module.__call__)
+
     def __getattr__(self, name):
         try:
             return super().__getattr__(name)

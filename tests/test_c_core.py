@@ -946,6 +946,45 @@ def test_direct_plan_none_runs_the_frame(graph_calls):
     assert C.cache_direct(add.__code__) == [None]
 
 
+# ---- ModuleCall ----------------------------------------------------------------
+
+def test_module_call_descriptor_fast_and_slow():
+    def slow(self, *args):
+        return ("slow", args)
+
+    class W:
+        __call__ = C.ModuleCall("fast", slow)
+
+        def __init__(self):
+            self._forward_hooks, self._forward_pre_hooks = {}, {}
+            self._backward_hooks, self._backward_pre_hooks = {}, {}
+            self._compiled_call_impl = None
+            self.fast = lambda *args: ("fast", args)
+    w = W()
+    assert w(1, 2) == ("fast", (1, 2))
+    for name in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+                 "_backward_pre_hooks"):
+        getattr(w, name)[0] = "hook"
+        assert w(3) == ("slow", (3,))
+        getattr(w, name).clear()
+    w._compiled_call_impl = print
+    assert w(4) == ("slow", (4,))
+    w._compiled_call_impl = None
+    del w._backward_hooks                     # not a module as expected: slow path
+    assert w(5) == ("slow", (5,))
+    w._backward_hooks = []
+    assert w(6) == ("slow", (6,))
+    w._backward_hooks = {}
+    del w.fast
+    assert w(7) == ("slow", (7,))
+    assert W.__dict__["__call__"].__get__(None, W) is W.__dict__["__call__"]
+
+    class NoDict:
+        __slots__ = ()
+        __call__ = C.ModuleCall("fast", slow)
+    assert NoDict()(8) == ("slow", (8,))
+
+
 # ---- robustness ---------------------------------------------------------------
 
 def test_reset_inside_guard_evaluation_stops_the_walk():

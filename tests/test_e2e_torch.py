@@ -389,6 +389,49 @@ def test_hook_added_after_compile_is_honoured():
         h.remove()
 
 
+def _counting_hooks(mod, log, tag):
+    mod.register_forward_pre_hook(lambda m, i: log.append(tag + " pre"))
+    mod.register_forward_hook(lambda m, i, o: log.append(tag + " post"))
+
+
+def test_optimized_module_call_runs_hooks_as_eager():
+    """The wrapper calls the original module once: its own hooks and the
+    global ones run once per call, as in eager; hooks registered on the
+    wrapper run around it."""
+    torch.manual_seed(0)
+    lin = nn.Linear(5, 3)
+    log = []
+    _counting_hooks(lin, log, "inner")
+    opt = dynamo.optimize(CompileCounter())(lin)
+    g1 = nn.modules.module.register_module_forward_pre_hook(lambda m, i: log.append("global"))
+    try:
+        expected = lin(A)
+        assert log == ["global", "inner pre", "inner post"]
+        log.clear()
+        assert same(opt(A), expected) and same(opt(A), expected)
+        assert log == ["global", "inner pre", "inner post"] * 2
+        log.clear()
+        _counting_hooks(opt, log, "wrapper")          # slow path from now on
+        assert same(opt(A), expected)
+        assert log == ["global", "wrapper pre", "global", "inner pre", "inner post",
+                       "wrapper post"]
+    finally:
+        g1.remove()
+
+
+def test_optimized_module_call_descriptor():
+    opt = dynamo.optimize(CompileCounter())(nn.Linear(5, 3))
+    desc = type(opt).__dict__["__call__"]
+    assert isinstance(desc, dynamo._C.ModuleCall)
+    assert desc.attr == "forward" and desc.slow is nn.Module.__call__
+    assert type(opt).__call__ is desc                 # looked up on the class: itself
+    assert opt.__call__ is opt.__dict__["forward"]    # no hooks: the C callable
+    with pytest.raises(TypeError):
+        dynamo._C.ModuleCall("forward", 42)
+    with pytest.raises(TypeError):
+        dynamo._C.ModuleCall(1, nn.Module.__call__)
+
+
 def test_module_called_with_different_training_flags():
     torch.manual_seed(0)
 
