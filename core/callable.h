@@ -19,10 +19,14 @@ extern PyTypeObject OptimizedCallable_Type;
 typedef struct {
     int mode;               /* MODE_* of this thread */
     PyObject *callback;     /* strong, or NULL */
+    int guard_depth;        /* > 0 while this thread evaluates guards (core/hook.c's
+                               to change): frames that guard checks run (a
+                               __getattribute__, an __eq__) run normally */
 } CallableState;
 
-/* The calling thread's state (read-only for callers: change it with
- * callable_swap / callable_restore, which keep the hook in step). */
+/* The calling thread's state (mode and callback read-only for callers:
+ * change them with callable_swap / callable_restore, which keep the hook
+ * in step). */
 CallableState *callable_state(void);
 
 /* The calling thread's mode. */

@@ -150,7 +150,7 @@ is_fresh_function_frame(_PyInterpreterFrame *frame)
  * when Python code run by a check dropped entries).  0, or -1 with an
  * exception from a guard or the tree build. */
 static int
-lookup(CodeCache *cache, GevalFrame *gf, CacheEntry **hit, PyObject **failures)
+lookup(CallableState *st, CodeCache *cache, GevalFrame *gf, CacheEntry **hit, PyObject **failures)
 {
     *hit = NULL;
     GTree *tree = cache_tree(cache, runtime);
@@ -158,7 +158,9 @@ lookup(CodeCache *cache, GevalFrame *gf, CacheEntry **hit, PyObject **failures)
         return PyErr_Occurred() ? -1 : 0;
     gf->generation = &cache_generation;
     gf->generation0 = cache_generation;
+    st->guard_depth++;                          /* Python code run by checks: not ours */
     Py_ssize_t r = gtree_lookup(tree, gf, failures);
+    st->guard_depth--;
     if (r >= 0 && cache_generation == gf->generation0)     /* tags still valid? */
         *hit = cache_entry_incref(gtree_tag(tree, r));
     else if (r == GTREE_ABORTED && failures != NULL)
@@ -566,9 +568,9 @@ done:
 static PyObject *
 hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
 {
-    const CallableState *st = callable_state();
+    CallableState *st = callable_state();
     int mode = st->mode;
-    if (mode == MODE_OFF || throwflag || !is_fresh_function_frame(frame))
+    if (mode == MODE_OFF || st->guard_depth || throwflag || !is_fresh_function_frame(frame))
         return eval_normally(tstate, frame, throwflag);
     PyCodeObject *code = frame->f_code;
     CodeCache *cache = frame_cache(code);
@@ -598,7 +600,7 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
             goto looked_up;
     }
     if (cache != NULL && cache->entries != NULL
-            && lookup(cache, &gf, &hit, asks ? &failures : NULL) < 0)
+            && lookup(st, cache, &gf, &hit, asks ? &failures : NULL) < 0)
         goto internal;
 looked_up:
     if (cache != NULL && cache->tele != NULL)   /* telemetry on for this code? */
@@ -660,7 +662,7 @@ binds_by_position(PyObject *fn, Py_ssize_t nargs, PyObject *kwnames)
 }
 
 PyObject *
-hook_vectorcall(const CallableState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
+hook_vectorcall(CallableState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
                 PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -682,7 +684,7 @@ hook_vectorcall(const CallableState *st, PyObject *fn, PyObject *const *args, si
     int asks = st->mode == MODE_COMPILE && st->callback != NULL;
     CacheEntry *hit = NULL;
     PyObject *failures = NULL;
-    if (UNLIKELY(lookup(cache, &gf, &hit, asks ? &failures : NULL) < 0)) {
+    if (UNLIKELY(lookup(st, cache, &gf, &hit, asks ? &failures : NULL) < 0)) {
         PyErr_WriteUnraisable((PyObject *)code);
         pending.internal = 1;
     }

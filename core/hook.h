@@ -28,7 +28,7 @@ void hook_uninstall(void);
  * code has cache entries, the guards are evaluated on args directly and a
  * hit runs the entry's code in a shadow frame without building the
  * original frame first; anything else takes the normal call path. */
-PyObject *hook_vectorcall(const CallableState *st /* the calling thread's */, PyObject *fn,
+PyObject *hook_vectorcall(CallableState *st /* the calling thread's */, PyObject *fn,
                           PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 /* 1 when the hook is the interpreter's eval-frame function. */

@@ -121,6 +121,12 @@ typedef struct {
     PyObject *g_dict, *b_dict;  /* borrowed, compared only */
     uint64_t g_ver, b_ver;
     PyObject *g_value;  /* borrowed (alive while g_dict/b_dict unchanged), or MISSING */
+    /* ATTR memo: whether the base's type reads attributes as nn.Module does
+     * (see fetch_attr), valid while the type has the same version tag (tags
+     * are never reused, so a new type at the same address never matches). */
+    PyTypeObject *a_type;   /* borrowed, compared only, or NULL */
+    unsigned int a_tag;
+    int a_module;
 } TSource;
 
 /* A test list compiled for the walk.  OP_TEST runs one test; OP_TENSOR
@@ -370,14 +376,28 @@ module_dicts_lookup(GirRuntime *rt, PyObject *base, PyObject *name)
 /* getattr(base, name) as a new reference, MISSING, or NULL on error.
  * Instances of classes whose __getattr__ is torch.nn.Module's and whose
  * __getattribute__ is object's are read in C (no Python frame). */
-static PyObject *
-fetch_attr(GirRuntime *rt, const TSource *s, PyObject *base)
+static inline int
+module_like(GirRuntime *rt, TSource *s, PyTypeObject *type)
 {
-    PyTypeObject *type = Py_TYPE(base);
+    if (s->a_type == type && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)
+            && type->tp_version_tag == s->a_tag)
+        return s->a_module;
+    int module = rt != NULL && rt->module_getattr != NULL
+                 && _PyType_Lookup(type, rt->s_getattr) == rt->module_getattr
+                 && _PyType_Lookup(type, rt->s_getattribute) == rt->object_getattribute;
+    if (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) {    /* tagged by the lookups */
+        s->a_type = type;
+        s->a_tag = type->tp_version_tag;
+        s->a_module = module;
+    }
+    return module;
+}
+
+static PyObject *
+fetch_attr(GirRuntime *rt, TSource *s, PyObject *base)
+{
     PyObject *v = NULL;
-    if (rt != NULL && rt->module_getattr != NULL
-            && _PyType_Lookup(type, rt->s_getattr) == rt->module_getattr
-            && _PyType_Lookup(type, rt->s_getattribute) == rt->object_getattribute) {
+    if (module_like(rt, s, Py_TYPE(base))) {
         v = _PyObject_GenericGetAttrWithDict(base, s->name, NULL, 1);
         if (v != NULL)
             return v;
@@ -1100,7 +1120,7 @@ error:
 /* ---- lookup ---------------------------------------------------------------- */
 
 /* Trees with at most this many sources keep their slots on the C stack. */
-#define WALK_LOCAL_SLOTS 8
+#define WALK_LOCAL_SLOTS 16
 
 /* local: room for WALK_LOCAL_SLOTS slots, used when the tree needs no more. */
 static int

@@ -985,6 +985,35 @@ def test_module_call_descriptor_fast_and_slow():
     assert NoDict()(8) == ("slow", (8,))
 
 
+def test_frames_run_by_guard_checks_are_not_compiled():
+    """Python code a check runs (a property here, a __getattribute__ or
+    __eq__ in real code) runs normally: its frames never reach the callback,
+    so a guard can neither recurse into itself nor compile code behind the
+    user's back."""
+    ran = []
+
+    def helper():
+        ran.append(1)
+        return 7
+
+    class P:
+        @property
+        def x(self):
+            return helper()
+
+    def first(a, b):
+        return b
+
+    def second(a, b):
+        return b * 2
+    cb = Recorder(lambda code, *a: (second.__code__, [(TYPE_MATCH, (ATTR, (LOCAL, 0), "x"), int)],
+                                    "p") if code is first.__code__ else None)
+    oc = C.OptimizedCallable(first, cb, COMPILE)
+    assert oc(P(), 3) == 6                      # miss: compiled (no guard ran yet)
+    assert oc(P(), 4) == 8 and ran == [1]       # hit: the check ran the property
+    assert [c["code"] for c in cb.calls] == [first.__code__]
+
+
 # ---- robustness ---------------------------------------------------------------
 
 def test_reset_inside_guard_evaluation_stops_the_walk():

@@ -6,6 +6,7 @@ import gc
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import torch
 import pytest
@@ -373,3 +374,35 @@ def test_sparse_tensor_argument_compiles_once():
         assert cnt.frame_count == 3
     stats = dynamo._C.tree_stats(code)
     assert stats["hits"] >= 6 and stats["entries"] == 3     # counters of the last rebuild
+
+
+def test_module_attribute_read_follows_a_class_changed_after_compile():
+    """Guards read nn.Module attributes in C while the class reads them as
+    nn.Module does; giving the class its own __getattribute__ afterwards
+    makes the guards read through it (and see what the frame would)."""
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = 2
+
+        def forward(self, x):
+            return x * self.scale
+
+    m = Scaled()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(m)
+    assert same(opt(T), T * 2) and same(opt(T), T * 2)
+    assert cnt.frame_count == 1
+
+    def getattribute(self, name):
+        return 5 if name == "scale" else nn.Module.__getattribute__(self, name)
+    Scaled.__getattribute__ = getattribute
+    try:
+        assert same(m(T), T * 5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")      # frames it cannot compile run eagerly
+            assert same(opt(T), T * 5) and same(opt(T), T * 5)   # no stale hit, no crash
+    finally:
+        del Scaled.__getattribute__
+    assert same(opt(T), T * 2)                   # the first entry again
+    assert cnt.frame_count >= 1

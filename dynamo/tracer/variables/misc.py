@@ -120,6 +120,8 @@ class UserDefinedObjectVariable(VariableTracker):
         from .builtin import ObservedAttributeError
         from .functions import UserFunctionVariable, UserMethodVariable
         obj, cls = self.value, type(self.value)
+        if inspect.getattr_static(cls, "__getattribute__") is not object.__getattribute__:
+            raise Unsupported(f"{cls.__name__} defines __getattribute__")
         if "__getattr__" in dir(cls) and not isinstance(inspect.getattr_static(cls, "__getattr__", None),
                                                         (types.WrapperDescriptorType, type(None))):
             if getattr(cls, "__getattr__", None) is not getattr(object, "__getattr__", None):

@@ -117,6 +117,9 @@ class NNModuleVariable(VariableTracker):
         from .builtin import ObservedAttributeError
         from .functions import UserFunctionVariable, UserMethodVariable
         mod = self.module
+        cls = type(mod)
+        if inspect.getattr_static(cls, "__getattribute__") is not object.__getattribute__:
+            raise Unsupported(f"{cls.__name__} defines __getattribute__")
         src = AttrSource(self.source, name)
         if name == "training":
             self.guard_training(tx)
@@ -141,6 +144,8 @@ class NNModuleVariable(VariableTracker):
         try:
             static = inspect.getattr_static(mod, name)
         except AttributeError:
+            if inspect.getattr_static(cls, "__getattr__") is not torch.nn.Module.__getattr__:
+                raise Unsupported(f"{cls.__name__} defines __getattr__") from None
             raise ObservedAttributeError(f"{type(mod).__name__} has no attribute {name!r}") from None
         if isinstance(static, staticmethod):
             return UserFunctionVariable(static.__func__)
