@@ -134,8 +134,10 @@ typedef struct {
  * the position of the first: they run no Python code once the source's
  * view is read, so their order among themselves cannot change the
  * decision).  Lists are sorted by property, so a source's TYPE test still
- * runs before its tensor op. */
-enum { OP_TEST, OP_TENSOR };
+ * runs before its tensor op.  OP_SAME runs every SAME_OBJECT test between
+ * two argument slots (the aliasing checks: one per pair of like tensors) at
+ * once: they only compare values fetched before the walk. */
+enum { OP_TEST, OP_TENSOR, OP_SAME };
 enum { TM_DTYPE = 1, TM_DEVICE = 2, TM_REQGRAD = 4, TM_DKEYS = 8, TM_NDIM = 16 };
 
 typedef struct {
@@ -145,7 +147,12 @@ typedef struct {
 } DimTest;
 
 typedef struct {
-    int kind;               /* OP_TEST or OP_TENSOR */
+    int a, b;               /* tree sources (borrowed-value kinds) */
+    int64_t same;           /* expected `a is b` */
+} SamePair;
+
+typedef struct {
+    int kind;               /* OP_TEST, OP_TENSOR or OP_SAME */
     int src;                /* tree source */
     const Test *test;       /* OP_TEST: borrowed from GTree.tests (fixed after decompose) */
     unsigned mask;          /* OP_TENSOR: TM_* properties checked */
@@ -153,6 +160,8 @@ typedef struct {
     int64_t reqgrad, device, dkeys;
     int ndims;
     DimTest *dims;          /* owned: OP_TENSOR size/stride tests, or NULL */
+    int npairs;
+    SamePair *pairs;        /* owned: OP_SAME tests, or NULL */
 } Op;
 
 typedef struct {
@@ -903,6 +912,19 @@ tensor_op_pass(Walk *w, const Op *o)
     return 1;
 }
 
+/* All SAME_OBJECT tests of op o pass?  0 or 1.  Their sources hold
+ * borrowed values, set (a value or MISSING) by walk_begin. */
+static inline int
+same_op_pass(Walk *w, const Op *o)
+{
+    for (int i = 0; i < o->npairs; i++) {
+        PyObject *a = w->slots[o->pairs[i].a].value, *b = w->slots[o->pairs[i].b].value;
+        if (a == MISSING || b == MISSING || (a == b) != o->pairs[i].same)
+            return 0;
+    }
+    return 1;
+}
+
 /* Every op of p passes?  -1 error, 0 no (or the walk went stale after a
  * check that may have run Python code), 1 yes. */
 static inline int
@@ -910,7 +932,8 @@ prog_pass(Walk *w, const Prog *p)
 {
     for (int i = 0; i < p->n; i++) {
         const Op *o = &p->ops[i];
-        int ok = o->kind == OP_TENSOR ? tensor_op_pass(w, o) : test_pass(w, o->test);
+        int ok = o->kind == OP_TENSOR ? tensor_op_pass(w, o)
+                 : o->kind == OP_SAME ? same_op_pass(w, o) : test_pass(w, o->test);
         if (ok <= 0)
             return ok;
         if (walk_stale(w))
@@ -1526,8 +1549,10 @@ static void free_node(Node *n);
 static void
 prog_free(Prog *p)
 {
-    for (int i = 0; i < p->n; i++)
+    for (int i = 0; i < p->n; i++) {
         PyMem_Free(p->ops[i].dims);
+        PyMem_Free(p->ops[i].pairs);
+    }
     PyMem_Free(p->ops);
     p->ops = NULL;
     p->n = 0;
@@ -1573,8 +1598,22 @@ prog_compile(const GTree *t, const int *xs, int n, Prog *p)
         PyErr_NoMemory();
         return -1;
     }
+    Op *same = NULL;
     for (int i = 0; i < n; i++) {
         const Test *x = &t->tests[xs[i]];
+        if (x->prop == P_SAME && borrowed_value(&t->sources[x->src])
+                && borrowed_value(&t->sources[x->dim])) {
+            if (same == NULL) {
+                same = &p->ops[p->n++];
+                *same = (Op){.kind = OP_SAME};
+                if ((same->pairs = PyMem_Malloc((size_t)n * sizeof(SamePair))) == NULL) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+            }
+            same->pairs[same->npairs++] = (SamePair){.a = x->src, .b = x->dim, .same = x->bits};
+            continue;
+        }
         Op *o = NULL;
         for (int j = 0; is_tensor_prop(x->prop) && j < p->n && o == NULL; j++) {
             if (p->ops[j].kind == OP_TENSOR && p->ops[j].src == x->src)
