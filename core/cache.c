@@ -191,6 +191,8 @@ cache_tree(CodeCache *c, GirRuntime *rt)
             c->tree = gtree_build(in, n, rt);
             PyMem_Free(in);
             c->rebuilds += c->tree != NULL;
+            if (c->tree != NULL && c->tele != NULL)
+                telemetry_tree_built(c);
         }
     }
     GTree *result = c->tree != NULL ? gtree_incref(c->tree) : NULL;

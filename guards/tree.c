@@ -185,8 +185,11 @@ typedef struct Node {
     int *leaf_tests;        /* owned: each leaf entry's remaining tests */
     Prog *leaf_progs;       /* owned: nleaf compiled leaf_tests lists */
     int newest;             /* lowest entry index in the subtree */
-    uint64_t evaluations;   /* walks that entered the node, count */
-    uint64_t failures;      /* walks that found no candidate below, count */
+    /* ctr[0]: walks that entered the node, ctr[1]: walks that found no
+     * candidate below, counts.  ctr is own_ctr, or a pair of the telemetry
+     * region's live counters (gtree_bind_counters). */
+    uint64_t *ctr;
+    uint64_t own_ctr[2];
 } Node;
 
 struct GTree {
@@ -949,6 +952,20 @@ leaf_entry_passes(Walk *w, const Node *n, int j)
     return prog_pass(w, &n->leaf_progs[j]);
 }
 
+/* Node counters may live in the shared telemetry region, read by other
+ * processes: whole-word relaxed stores, as the hook's other counters. */
+static inline void
+ctr_bump(uint64_t *c)
+{
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t
+ctr_read(const uint64_t *c)
+{
+    return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
 /* Walk node n: lowers w->best to the newest passing entry below n.
  * 0, or -1 with an exception.  Recursion depth is bounded by the build. */
 static int
@@ -958,12 +975,12 @@ walk_node(Walk *w, Node *n)
         return 0;
     int found_before = w->best;
     w->visited++;
-    n->evaluations++;
+    ctr_bump(&n->ctr[0]);
     int ok = prog_pass(w, &n->prog);
     if (ok < 0)
         return -1;
     if (ok == 0) {
-        n->failures++;
+        ctr_bump(&n->ctr[1]);
         return 0;
     }
     if (n->key < 0) {                               /* leaf */
@@ -993,7 +1010,7 @@ walk_node(Walk *w, Node *n)
             return -1;
     }
     if (w->best == found_before)
-        n->failures++;
+        ctr_bump(&n->ctr[1]);
     return 0;
 }
 
@@ -1640,6 +1657,7 @@ new_node(Build *b)
         PyErr_NoMemory();
     else {
         n->key = -1;
+        n->ctr = n->own_ctr;
         b->t->nnodes++;
     }
     return n;
@@ -2086,8 +2104,8 @@ node_info(const GTree *t, const Node *n)
     if (n == NULL)
         Py_RETURN_NONE;
     PyObject *d = Py_BuildValue("{s:N,s:K,s:K,s:i}", "tests", test_list(t, n->tests, n->ntests),
-                                "evaluations", (unsigned long long)n->evaluations,
-                                "failures", (unsigned long long)n->failures,
+                                "evaluations", (unsigned long long)ctr_read(&n->ctr[0]),
+                                "failures", (unsigned long long)ctr_read(&n->ctr[1]),
                                 "newest", n->newest);
     if (d == NULL)
         return NULL;
@@ -2190,4 +2208,37 @@ gtree_module_init(void)
         return -1;
     missing_obj = PyType_GenericNew(&MissingType, NULL, NULL);
     return missing_obj == NULL ? -1 : 0;
+}
+
+/* ---- live counters ---------------------------------------------------------- */
+
+/* Point the counters of n's subtree, depth-first from index *i, at
+ * slots (u64 pairs), carrying their counts over. */
+static void
+bind_node(Node *n, uint64_t *slots, size_t npairs, size_t *i)
+{
+    if (n == NULL)
+        return;
+    size_t k = (*i)++;
+    if (k < npairs) {
+        uint64_t *to = &slots[2 * k];
+        __atomic_store_n(&to[0], ctr_read(&n->ctr[0]), __ATOMIC_RELAXED);
+        __atomic_store_n(&to[1], ctr_read(&n->ctr[1]), __ATOMIC_RELAXED);
+        n->ctr = to;
+    }
+    if (n->key >= 0) {
+        for (int b = 0; b < n->nbranch; b++)
+            bind_node(n->child[b], slots, npairs, i);
+        bind_node(n->deflt, slots, npairs, i);
+    }
+}
+
+int
+gtree_bind_counters(GTree *t, uint64_t *slots, size_t npairs)
+{
+    if (t == NULL || slots == NULL || npairs != (size_t)t->nnodes)
+        return 0;
+    size_t i = 0;
+    bind_node(t->root, slots, npairs, &i);
+    return 1;
 }

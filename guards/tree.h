@@ -79,6 +79,13 @@ Py_ssize_t gtree_size(const GTree *t);
 void *gtree_tag(const GTree *t, Py_ssize_t i);
 PyObject *gtree_payload(const GTree *t, Py_ssize_t i);
 
+/* Keep t's node counters (evaluations, failures) in slots from now on: a
+ * u64 pair per node in depth-first order (root, then each branch in switch
+ * order, then the default), as gtree_info lists them; their current counts
+ * are copied there first.  For the telemetry region, which must outlive t.
+ * Returns 1, or 0 (nothing bound) when npairs is not t's node count. */
+int gtree_bind_counters(GTree *t, uint64_t *slots, size_t npairs);
+
 /* New nested dict describing the tree (nodes, tests, switches, counters,
  * leaves with payloads), or NULL with an exception. */
 PyObject *gtree_info(const GTree *t);

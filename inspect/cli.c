@@ -229,6 +229,7 @@ dump_code(const DrCode *c)
     kuint("compile_ns", c->compile_ns);
     kuint("cache_size_limit", c->cache_size_limit);
     kuint("tree_counters_ns", c->tree.counters_ns);
+    kuint("tree_counters_live", (unsigned long long)c->tree.live);
     key("entries", 0);
     putchar('[');
     for (size_t i = 0; i < c->n_entries; i++) {

@@ -28,11 +28,11 @@
  * Blobs are append-only and never rewritten, except DT_BLOB_COUNTERS
  * payloads (arrays of u64 counters bumped or refreshed in place).
  *
- * Guard-tree node counters live in the writer's guard trees, which the
- * hook updates without telemetry; DtCode.tree_counters is a copy refreshed
- * (not bumped) at each compile record published by the process and at each
- * dynamo.save_snapshot / dynamo.telemetry.refresh() call.  Between two
- * refreshes a live reader sees them as of DtCode.counters_ns.
+ * Guard-tree node counters: once a tree is published, DtCode.tree_counters
+ * are its live counters, bumped by every walk (DT_C_LIVE_TREE set).  A tree
+ * rebuilt without a publish clears the flag: tree_counters are then a copy
+ * as of DtCode.counters_ns, refreshed at each compile record published by
+ * the process and at each dynamo.save_snapshot / dynamo.telemetry.refresh().
  */
 #ifndef DYNAMO_INSPECT_LAYOUT_H
 #define DYNAMO_INSPECT_LAYOUT_H
@@ -110,6 +110,9 @@ _Static_assert(sizeof(DtHeader) == DT_HEADER_SIZE, "DtHeader must fill its page"
 #define DT_C_DEAD       0x1u        /* code object freed (counters frozen) */
 #define DT_C_LIMIT      0x2u        /* hit config.cache_size_limit */
 #define DT_C_SKIP       0x4u        /* marked skip (unsupported in nopython, errors) */
+#define DT_C_LIVE_TREE  0x8u        /* tree_counters are the live counters of the tree
+                                       `tree` describes, bumped by every walk (clear:
+                                       a copy as of counters_ns) */
 #define DT_E_DEAD       0x1u        /* entry dropped (reset, clear_cache, dead weakref) */
 #define DT_E_RECORD     0x2u        /* record only: a compile that made no cache entry
                                        (status skipped/error/limit/unsupported) */
@@ -133,8 +136,9 @@ typedef struct {
     uint32_t last_entry;            /* newest entry slot index + 1, 0 = none */
     uint32_t cache_size_limit;      /* entries: config.cache_size_limit at the last compile */
     DtRef tree_counters;            /* DT_BLOB_COUNTERS: u64[2 * TREE nodes], per node in TREE
-                                       order (evaluations, failures), counts; rewritten in
-                                       place by each refresh; none until the first tree */
+                                       order (evaluations, failures), counts; bumped in
+                                       place (DT_C_LIVE_TREE) or rewritten by each
+                                       refresh; none until the first tree */
     uint64_t counters_ns;           /* last refresh of tree_counters, CLOCK_REALTIME ns; 0 never */
     uint8_t pad[8];
 } DtCode;

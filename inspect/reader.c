@@ -716,6 +716,7 @@ apply_tree_counters(const Dec *d, const DtCode *c, DrTree *t)
         memcpy(&t->nodes[i].failures, p + 16 * i + 8, 8);
     }
     t->counters_ns = c->counters_ns;
+    t->live = (c->flags & DT_C_LIVE_TREE) != 0;
 }
 
 static void

@@ -165,9 +165,8 @@ typedef struct {
 } DrBreak;
 
 /* One node of a guard decision tree (as published with the newest compile of
- * the code).  Counters as of DrTree.counters_ns: the writer refreshes them at
- * each compile record it publishes, at dynamo.save_snapshot and at
- * dynamo.telemetry.refresh(), not on each call (see layout.h). */
+ * the code).  Counters live (DrTree.live: bumped by every walk) or as of
+ * DrTree.counters_ns (see layout.h). */
 typedef struct {
     int64_t id;
     int64_t parent;             /* index into DrTree.nodes, -1 for the root */
@@ -186,6 +185,8 @@ typedef struct {
     DrTreeNode *nodes;          /* depth-first; nodes[0] is the root */
     size_t n_nodes;
     uint64_t counters_ns;       /* when the node counters were taken, CLOCK_REALTIME ns; 0 unknown */
+    int live;                   /* the counters are the writer's live ones (bumped by every
+                                   walk), read at the snapshot; counters_ns: when bound */
 } DrTree;
 
 /* A resume function a compile generated (it continues the frame after the

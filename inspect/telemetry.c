@@ -486,10 +486,25 @@ publish_tree(CodeCache *cache)
         d->tree_counters = blob_add(DT_BLOB_COUNTERS, PyBytes_AS_STRING(counters),
                                     (size_t)PyBytes_GET_SIZE(counters));
         d->counters_ns = now_ns();
+        /* From now on the walks bump the region's copy themselves (blobs
+         * are never freed or moved while the region exists). */
+        uint64_t *slots = blob_counters(d->tree_counters);
+        size_t npairs = (size_t)PyBytes_GET_SIZE(counters) / 16;
+        if (cache->tree != NULL && gtree_bind_counters(cache->tree, slots, npairs))
+            __atomic_fetch_or(&d->flags, DT_C_LIVE_TREE, __ATOMIC_RELAXED);
+        else
+            __atomic_fetch_and(&d->flags, ~DT_C_LIVE_TREE, __ATOMIC_RELAXED);
     }
     seq_end();
     Py_DECREF(pair);
     return 0;
+}
+
+void
+telemetry_tree_built(CodeCache *cache)
+{
+    if (region != NULL && cache->tele != NULL)
+        __atomic_fetch_and(&cache->tele->flags, ~DT_C_LIVE_TREE, __ATOMIC_RELAXED);
 }
 
 /* Copy cache's current tree node counters (counters_fn) over its COUNTERS
@@ -502,6 +517,10 @@ refresh_tree_counters(CodeCache *cache)
     DtCode *d = cache->tele;
     if (counters_fn == NULL || d == NULL || d->tree.len == 0)
         return publish_tree(cache);
+    if (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & DT_C_LIVE_TREE) {
+        __atomic_store_n(&d->counters_ns, now_ns(), __ATOMIC_RELAXED);  /* live already */
+        return 0;
+    }
     PyObject *counters = PyObject_CallOneArg(counters_fn, cache->code);
     if (counters == NULL)
         return -1;

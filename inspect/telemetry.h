@@ -58,6 +58,10 @@ void telemetry_note_failure(struct CodeCache *cache, PyObject *failures);
  * Runs Python (the registered tree serializer); never leaves an exception. */
 void telemetry_entry_added(struct CodeCache *cache);
 
+/* cache's guard tree was rebuilt (core/cache.c): its node counters are
+ * no longer the published ones until the next publish.  No Python. */
+void telemetry_tree_built(struct CodeCache *cache);
+
 /* A cache entry's slot: mark it dropped. */
 static inline void
 telemetry_entry_dead(DtEntry *e)

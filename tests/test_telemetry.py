@@ -205,15 +205,15 @@ def check_workload_dump(d, pid):
 
 
 REFRESH = r'''
-import json, os, subprocess, sys
+import gc, json, os, subprocess, sys
 import torch, dynamo
 from dynamo import _C, telemetry
 
-def read():
+def read(name):
     out = subprocess.run([sys.argv[1], "-p", str(os.getpid())], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    f = next(f for f in json.loads(out.stdout)["frames"] if f["name"] == "add")
-    return f["tree"][0]["evaluations"], f["tree_counters_ns"]
+    f = next(f for f in json.loads(out.stdout)["frames"] if f["name"] == name)
+    return f["tree"][0]["evaluations"], f["tree_counters_ns"], f["tree_counters_live"]
 
 @dynamo.optimize("eager")
 def add(a, b):
@@ -222,28 +222,54 @@ def add(a, b):
 x = torch.ones(3)
 for _ in range(3):
     add(x, x)
-before = read()
+before = read("add")
 for _ in range(10):
     add(x, x)
-stale = read()
+live = read("add")
 used = _C._telemetry_info()["blob_used"]
 n = telemetry.refresh()
-fresh = read()
-print(json.dumps([before, stale, fresh, n, _C._telemetry_info()["blob_used"] - used]))
+after = read("add")
+grown = _C._telemetry_info()["blob_used"] - used
+
+class Scale(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+@dynamo.optimize("eager")
+def use(m, x):
+    return m(x)
+
+m1, m2 = Scale(), Scale()
+use(m1, x); use(m2, x); use(m2, x)
+two = read("use")
+del m1
+gc.collect()
+use(m2, x)                 # the dead entry is pruned: the tree is rebuilt, not published
+pruned = read("use")
+telemetry.refresh()        # republished: live again
+use(m2, x)
+republished = read("use")
+print(json.dumps([before, live, after, n, grown, two, pruned, republished]))
 '''
 
 
-def test_tree_counters_refresh_in_place(tmp_path):
-    """Guard-tree node counters are copied into the region at a refresh, in
-    place (no new blob), not by the hook: between refreshes they are stale."""
+def test_tree_counters_live(tmp_path):
+    """Guard-tree node counters are bumped in the region by every walk once
+    the tree is published; a tree rebuilt without a publish (entries
+    pruned) has stale copies until refresh() republishes it."""
     out = subprocess.run([PY, "-c", REFRESH, CLI], capture_output=True, text=True, env=env(),
                          cwd=str(tmp_path), timeout=300)
     assert out.returncode == 0, out.stderr
-    before, stale, fresh, codes, grown = json.loads(out.stdout.splitlines()[-1])
-    # published with the entry (0 walks); the 12 hits since reach the region only at refresh()
-    assert before == stale and before[0] == 0 and before[1] > 0
-    assert fresh[0] == 12 and fresh[1] > before[1]
-    assert codes == 1 and grown == 0
+    before, live, after, codes, grown, two, pruned, republished = \
+        json.loads(out.stdout.splitlines()[-1])
+    # the first call compiled (no walk); each later call is one walk of the root
+    assert before[0] == 2 and before[2] == 1
+    assert live[0] == 12 and live[1] == before[1] and live[2] == 1       # no refresh needed
+    assert after[0] == 12 and after[1] > before[1] and after[2] == 1
+    assert codes == 1 and grown == 0                 # refresh(): no new blob for a live tree
+    assert two[2] == 1 and pruned[2] == 0            # rebuilt: copies, as of the publish
+    assert pruned[0] == two[0]
+    assert republished[2] == 1 and republished[0] >= 1
 
 
 RESUME_KINDS = r'''

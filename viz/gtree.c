@@ -258,12 +258,16 @@ static void draw_last_failure(Agraph_t *g, const LastFail *lf,
     sb_free(&b);
 }
 
-/* Node counters are copied into the region at refreshes (each compile,
- * save_snapshot, dynamo.telemetry.refresh()), not on every call: say when. */
+/* Node counters are live (bumped in the region by every walk) from the
+ * tree's publish on; a tree rebuilt since (entries pruned) has copies, taken
+ * at refreshes (each compile, save_snapshot, dynamo.telemetry.refresh()):
+ * say which. */
 static void add_counters_age(StrBuf *b, const DrCode *code, uint64_t snapshot_ns)
 {
     char t[32];
-    if (code->tree.counters_ns == 0)
+    if (code->tree.live)
+        sb_add(b, "node counters live");
+    else if (code->tree.counters_ns == 0)
         sb_add(b, "node counters as of the tree's publish");
     else if (snapshot_ns > code->tree.counters_ns)
         sb_addf(b, "node counters as of %s before this picture",
