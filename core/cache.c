@@ -255,8 +255,10 @@ cache_reset_all(void)
     cache_entry_decref(doomed);
 }
 
-PyObject *
-cache_payloads(PyObject *code)
+/* New list of item(e) (a new reference, or NULL on error) for each live
+ * entry of code's cache, newest first.  NULL on error. */
+static PyObject *
+live_entries(PyObject *code, PyObject *(*item)(const CacheEntry *e))
 {
     PyObject *list = PyList_New(0);
     CodeCache *c = cache_get(code);
@@ -265,18 +267,31 @@ cache_payloads(PyObject *code)
     for (CacheEntry *e = c->entries; e != NULL; e = e->next) {
         if (e->guards->dead)        /* pruned at the next lookup */
             continue;
-        if (PyList_Append(list, e->payload) < 0) {
+        PyObject *x = item(e);
+        if (x == NULL || PyList_Append(list, x) < 0) {
+            Py_XDECREF(x);
             Py_DECREF(list);
             return NULL;
         }
+        Py_DECREF(x);
     }
     return list;
 }
 
-/* The direct plan of an entry as Python data: (fn, slots, index, line). */
 static PyObject *
-direct_tuple(const DirectCall *d)
+entry_payload(const CacheEntry *e)
 {
+    return Py_NewRef(e->payload);
+}
+
+/* The direct plan of an entry as Python data: (fn, slots, index, line),
+ * or None. */
+static PyObject *
+entry_direct(const CacheEntry *e)
+{
+    const DirectCall *d = e->direct;
+    if (d == NULL)
+        Py_RETURN_NONE;
     PyObject *slots = PyTuple_New(d->nargs);
     if (slots == NULL)
         return NULL;
@@ -292,22 +307,13 @@ direct_tuple(const DirectCall *d)
 }
 
 PyObject *
+cache_payloads(PyObject *code)
+{
+    return live_entries(code, entry_payload);
+}
+
+PyObject *
 cache_directs(PyObject *code)
 {
-    PyObject *list = PyList_New(0);
-    CodeCache *c = cache_get(code);
-    if (list == NULL || c == NULL)
-        return list;
-    for (CacheEntry *e = c->entries; e != NULL; e = e->next) {
-        if (e->guards->dead)
-            continue;
-        PyObject *item = e->direct != NULL ? direct_tuple(e->direct) : Py_NewRef(Py_None);
-        if (item == NULL || PyList_Append(list, item) < 0) {
-            Py_XDECREF(item);
-            Py_DECREF(list);
-            return NULL;
-        }
-        Py_DECREF(item);
-    }
-    return list;
+    return live_entries(code, entry_direct);
 }
