@@ -6,7 +6,9 @@
  * function frame while the thread mode is not OFF it looks the code up in
  * its cache (core/cache.c), evaluates its guard tree (guards/tree.c), calls the
  * Python callback on a miss in COMPILE mode, and runs the chosen code in a
- * shadow frame.  It must never crash or corrupt the interpreter: an internal
+ * shadow frame, or, for an entry with a direct-call plan, calls its graph
+ * without that frame.  Frames that guard checks run are never looked up.
+ * It must never crash or corrupt the interpreter: an internal
  * failure is reported with PyErr_WriteUnraisable and the frame runs
  * normally.  It must not keep per-frame state outside the C stack.
  */
