@@ -279,6 +279,21 @@ run_shadow(PyThreadState *tstate, PyFunctionObject *func, PyObject *globals, PyO
     return result;
 }
 
+/* Can fn(*args) bind its arguments by position alone, so that args are the
+ * frame's argument slots?  (No defaults to fill, no keywords, no *args or
+ * **kwargs, no keyword-only parameters; a plain function frame.) */
+static inline int
+binds_by_position(PyObject *fn, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (!PyFunction_Check(fn) || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0))
+        return 0;
+    PyCodeObject *code = (PyCodeObject *)((PyFunctionObject *)fn)->func_code;
+    return nargs == code->co_argcount && code->co_kwonlyargcount == 0
+           && (code->co_flags & CO_OPTIMIZED)
+           && !(code->co_flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE
+                                  | CO_ASYNC_GENERATOR));
+}
+
 /* ---- direct calls ----------------------------------------------------------- */
 
 /* Can hit e skip its frame?  Not while a tracer or profiler is set: they
@@ -296,14 +311,10 @@ runs_direct(const CacheEntry *e, PyThreadState *tstate)
 static inline int
 runs_own_frame(PyObject *func, int nargs)
 {
-    if (!PyFunction_Check(func))
+    if (!binds_by_position(func, nargs, NULL))
         return 0;
-    PyCodeObject *code = (PyCodeObject *)((PyFunctionObject *)func)->func_code;
-    CodeCache *cache = frame_cache(code);
-    return cache != NULL && cache->skip && code->co_argcount == nargs
-           && code->co_kwonlyargcount == 0 && (code->co_flags & CO_OPTIMIZED)
-           && !(code->co_flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE
-                                  | CO_ASYNC_GENERATOR));
+    CodeCache *cache = frame_cache((PyCodeObject *)((PyFunctionObject *)func)->func_code);
+    return cache != NULL && cache->skip;
 }
 
 /* Run hit e's direct plan on the argument slots argv (borrowed; the
@@ -647,21 +658,6 @@ internal:
 }
 
 /* ---- OptimizedCallable's direct path --------------------------------------- */
-
-/* Can fn(*args) bind its arguments by position alone, so that args are the
- * frame's argument slots?  (No defaults to fill, no keywords, no *args or
- * **kwargs, no keyword-only parameters; a plain function frame.) */
-static inline int
-binds_by_position(PyObject *fn, Py_ssize_t nargs, PyObject *kwnames)
-{
-    if (!PyFunction_Check(fn) || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0))
-        return 0;
-    PyCodeObject *code = (PyCodeObject *)((PyFunctionObject *)fn)->func_code;
-    return nargs == code->co_argcount && code->co_kwonlyargcount == 0
-           && (code->co_flags & CO_OPTIMIZED)
-           && !(code->co_flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE
-                                  | CO_ASYNC_GENERATOR));
-}
 
 PyObject *
 hook_vectorcall(CallableState *st, PyObject *fn, PyObject *const *args, size_t nargsf,

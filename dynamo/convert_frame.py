@@ -15,7 +15,7 @@ import traceback
 import types
 from typing import Any, Callable, List, Optional
 
-from .bytecode import assemble, prologue
+from .bytecode import arg_slot_count, assemble, prologue
 from .exc import Unsupported
 from .guards import Guard, SourceError
 from .output_graph import GraphInfo, OutputGraph
@@ -61,8 +61,7 @@ def direct_plan(new_code, f_globals):
     head, loads, tail = insts[0], insts[1:-7], insts[-7:]
     if head.opname != "LOAD_GLOBAL" or not head.arg & 1 or head.argval not in f_globals:
         return None
-    nargs = new_code.co_argcount + new_code.co_kwonlyargcount + \
-        bool(new_code.co_flags & 0x04) + bool(new_code.co_flags & 0x08)
+    nargs = arg_slot_count(new_code)
     slots = []
     for inst in loads:
         if inst.opname != "LOAD_FAST" or inst.arg >= nargs:

@@ -7,7 +7,7 @@ liveness, reachability). Nothing here touches frames or the C hook.
 """
 from .analysis import (drop_unreachable, live_locals, liveness,
                        max_stack_depth, reachable, stack_depths, successors)
-from .assemble import (assemble, code_with_new_body, localsplus_names,
+from .assemble import (arg_slot_count, assemble, code_with_new_body, localsplus_names,
                        prologue, strip_prologue)
 from .decode import decode
 from .exntable import RawExnEntry, exntable_decode, exntable_encode

@@ -69,6 +69,13 @@ class _Table:
         return i
 
 
+def arg_slot_count(code: types.CodeType) -> int:
+    """Leading localsplus slots holding arguments: positional, keyword-only,
+    *args, **kwargs (the hook's arg_count)."""
+    return (code.co_argcount + code.co_kwonlyargcount
+            + bool(code.co_flags & _CO_VARARGS) + bool(code.co_flags & _CO_VARKEYWORDS))
+
+
 def localsplus_names(varnames: Sequence[str], cellvars: Sequence[str],
                      freevars: Sequence[str]) -> List[str]:
     """The 3.11 "fast locals plus" layout deref opargs index into: varnames,

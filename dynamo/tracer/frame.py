@@ -17,7 +17,7 @@ the whole frame.
 """
 import dis
 
-from ..bytecode import create_instruction, live_locals
+from ..bytecode import arg_slot_count, create_instruction, live_locals
 from ..exc import Unsupported
 from ..guards import ClosureSource, LocalSource
 from ..output_graph import PyCodegen
@@ -83,8 +83,7 @@ class InstructionTranslator(InstructionTranslatorBase):
     def __init__(self, output, frame, *, nopython, break_offset=None, break_error=None):
         code = frame.code
         args = {}
-        nargs = code.co_argcount + code.co_kwonlyargcount + \
-            bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+        nargs = arg_slot_count(code)
         for slot, name in enumerate(code.co_varnames[:nargs]):
             if name in frame.f_locals:
                 args[name] = PassthroughVariable(LocalSource(name, slot))

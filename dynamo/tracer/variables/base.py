@@ -14,6 +14,15 @@ import torch
 from ...exc import Unsupported
 
 
+def require_plain_getattribute(cls):
+    """Attribute reads of `cls` instances are traced by reading their
+    __dict__ and class: only right while the class keeps object's
+    __getattribute__. Otherwise the read must run for real (a break)."""
+    import inspect
+    if inspect.getattr_static(cls, "__getattribute__") is not object.__getattribute__:
+        raise Unsupported(f"{cls.__name__} defines __getattribute__")
+
+
 class VariableTracker:
     """Base of every traced value. `source` (a guards.Source or None) says
     where the value lives in the frame; values without a source were made by

@@ -6,7 +6,8 @@ import types
 
 from ...exc import Unsupported
 from ...guards import AttrSource
-from .base import ClassVariable, VariableTracker, reconstruct_source_or_const
+from .base import (ClassVariable, VariableTracker, reconstruct_source_or_const,
+                   require_plain_getattribute)
 
 
 class ModuleVariable(VariableTracker):
@@ -120,8 +121,7 @@ class UserDefinedObjectVariable(VariableTracker):
         from .builtin import ObservedAttributeError
         from .functions import UserFunctionVariable, UserMethodVariable
         obj, cls = self.value, type(self.value)
-        if inspect.getattr_static(cls, "__getattribute__") is not object.__getattribute__:
-            raise Unsupported(f"{cls.__name__} defines __getattribute__")
+        require_plain_getattribute(cls)
         if "__getattr__" in dir(cls) and not isinstance(inspect.getattr_static(cls, "__getattr__", None),
                                                         (types.WrapperDescriptorType, type(None))):
             if getattr(cls, "__getattr__", None) is not getattr(object, "__getattr__", None):

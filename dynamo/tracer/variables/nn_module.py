@@ -25,7 +25,7 @@ import torch
 
 from ...exc import Unsupported
 from ...guards import DICT_KEYS, EQUALS_MATCH, ID_MATCH, LENGTH, AttrSource, ItemSource
-from .base import ClassVariable, ConstantVariable, VariableTracker
+from .base import ClassVariable, ConstantVariable, VariableTracker, require_plain_getattribute
 
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict,
                torch.nn.ParameterList, torch.nn.ParameterDict)
@@ -118,8 +118,7 @@ class NNModuleVariable(VariableTracker):
         from .functions import UserFunctionVariable, UserMethodVariable
         mod = self.module
         cls = type(mod)
-        if inspect.getattr_static(cls, "__getattribute__") is not object.__getattribute__:
-            raise Unsupported(f"{cls.__name__} defines __getattribute__")
+        require_plain_getattribute(cls)
         src = AttrSource(self.source, name)
         if name == "training":
             self.guard_training(tx)
