@@ -4,19 +4,34 @@
  * and must not write to the region it captures.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE     /* open, fsync, nanosleep under -std=c11 */
+#define _GNU_SOURCE     /* open, fsync, nanosleep, mkostemp under -std=c11 */
 #endif
 #include <errno.h>      /* errno */
 #include <fcntl.h>      /* open */
 #include <stdio.h>      /* snprintf */
 #include <stdlib.h>     /* malloc */
 #include <string.h>     /* memcmp, memcpy */
+#include <sys/stat.h>   /* lstat */
 #include <time.h>       /* nanosleep */
 #include <unistd.h>     /* write, fsync, close, unlink */
 
 #include "image.h"
 
 #define CAPTURE_TRIES 2000      /* x 100 us = 200 ms */
+
+static const volatile int *interrupt_flag;   /* borrowed, or NULL */
+
+void
+image_set_interrupt(const volatile int *flag)
+{
+    interrupt_flag = flag;
+}
+
+int
+image_interrupted(void)
+{
+    return interrupt_flag != NULL && *interrupt_flag;
+}
 
 static DrError
 fail(DrError code, char *msg, size_t msglen, const char *text, uint64_t a, uint64_t b)
@@ -44,6 +59,9 @@ image_check_header(const DtHeader *h, uint64_t total, char *msg, size_t msglen)
     if (h->header_size != DT_HEADER_SIZE)
         return fail(DR_ECORRUPT, msg, msglen, "header size %llu, expected %llu", h->header_size,
                     DT_HEADER_SIZE);
+    if (h->region_size > DT_REGION_MAX)
+        return fail(DR_ECORRUPT, msg, msglen, "header claims %llu bytes, more than any telemetry "
+                    "region (%llu)", h->region_size, DT_REGION_MAX);
     if (h->region_size > total)
         return fail(DR_ECORRUPT, msg, msglen, "truncated: header says %llu bytes, only %llu available",
                     h->region_size, total);
@@ -101,7 +119,8 @@ capture_once(ImageReadFn read, void *ctx, uint64_t total, uint8_t **out, size_t 
               || read(ctx, h.blob_off, p + codes + entries + events, h.blob_used) < 0;
     /* Events: copy the valid ones to slot seq % nev of the compact ring. */
     DtEvent *ring = (DtEvent *)(p + codes + entries);
-    for (uint64_t seq = h.n_events - nev + 1; !bad && nev > 0 && seq <= h.n_events; seq++) {
+    for (uint32_t i = 0; !bad && i < nev; i++) {     /* nev <= events_cap: bounded */
+        uint64_t seq = h.n_events - nev + 1 + i;
         DtEvent ev;
         if (read(ctx, h.events_off + (seq % h.events_cap) * sizeof(DtEvent), &ev, sizeof ev) < 0)
             bad = 1;
@@ -142,6 +161,8 @@ image_capture(ImageReadFn read, void *ctx, uint64_t total, uint8_t **out, size_t
         DrError e = capture_once(read, ctx, total, out, outlen, msg, msglen);
         if (e != DR_EBUSY)
             return e;
+        if (image_interrupted())
+            return fail(DR_EINTR, msg, msglen, "interrupted%.0llu%.0llu", 0, 0);
         pause_briefly();
     }
     return fail(DR_EBUSY, msg, msglen, "the writer kept changing the region; try again%.0llu%.0llu", 0, 0);
@@ -162,32 +183,61 @@ write_all(int fd, const uint8_t *p, size_t len)
     return 0;
 }
 
+/* What a non-regular file is, for messages. */
+static const char *
+kind_of(mode_t mode)
+{
+    return S_ISLNK(mode) ? "a symlink" : S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+         : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
 int
-image_save(uint8_t *image, size_t len, const char *path, uint64_t snapshot_ns)
+image_save(uint8_t *image, size_t len, const char *path, uint64_t snapshot_ns,
+           char *msg, size_t msglen)
 {
     DtHeader *h = (DtHeader *)image;
     h->flags |= DT_F_SNAPSHOT;
     h->snapshot_ns = snapshot_ns;
     h->seq &= ~(uint64_t)1;
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid()) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
+    /* Only a regular file is ever replaced: a symlink (followed, it would
+     * overwrite its target), a device, a FIFO or a directory is refused,
+     * untouched. */
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        errno = S_ISDIR(sb.st_mode) ? EISDIR : S_ISLNK(sb.st_mode) ? ELOOP : EEXIST;
+        snprintf(msg, msglen, "%s is %s: refusing to replace it with a snapshot "
+                 "(give the path of a regular file or a new one)", path, kind_of(sb.st_mode));
         return -1;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
+    /* The temporary file: a new name made with O_CREAT|O_EXCL (mkostemp),
+     * in the target's directory; a planted file or symlink of any name is
+     * never opened. */
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", path) >= (int)sizeof tmp) {
+        errno = ENAMETOOLONG;
+        snprintf(msg, msglen, "%s: %s", path, strerror(errno));
         return -1;
+    }
+    int fd = mkostemp(tmp, O_CLOEXEC);      /* mode 0600 */
+    if (fd < 0) {
+        snprintf(msg, msglen, "%s: cannot create a temporary file next to it: %s", path,
+                 strerror(errno));
+        return -1;
+    }
     if (write_all(fd, image, len) < 0 || fsync(fd) < 0) {
         int saved = errno;
         close(fd);
         unlink(tmp);
         errno = saved;
+        snprintf(msg, msglen, "%s: %s", tmp, strerror(errno));
         return -1;
     }
     if (close(fd) < 0 || rename(tmp, path) < 0) {
         int saved = errno;
         unlink(tmp);
         errno = saved;
+        snprintf(msg, msglen, "%s: %s", path, strerror(errno));
         return -1;
     }
     return 0;

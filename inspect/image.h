@@ -16,6 +16,10 @@
 #include "layout.h"     /* DtHeader */
 #include "reader.h"     /* DrError */
 
+/* The interrupt flag of dr_set_interrupt (NULL: none), and whether it is set. */
+void image_set_interrupt(const volatile int *flag);
+int image_interrupted(void);
+
 /* Copy len bytes at offset off of the source into dst.  0, or -1 with errno. */
 typedef int (*ImageReadFn)(void *ctx, uint64_t off, void *dst, size_t len);
 
@@ -32,8 +36,12 @@ DrError image_check_header(const DtHeader *h, uint64_t total, char *msg, size_t 
 DrError image_capture(ImageReadFn read, void *ctx, uint64_t total,
                       uint8_t **out, size_t *outlen, char *msg, size_t msglen);
 
-/* Write image to path (created 0600, replaced atomically via a temporary
- * file), marking it a snapshot taken at snapshot_ns.  0, or -1 with errno. */
-int image_save(uint8_t *image, size_t len, const char *path, uint64_t snapshot_ns);
+/* Write image to path (created 0600, replaced atomically via a new
+ * temporary file made with O_EXCL in the same directory), marking it a
+ * snapshot taken at snapshot_ns.  An existing path that is not a regular
+ * file (symlink, device, FIFO, directory) is refused and left untouched.
+ * 0, or -1 with errno and a one-line message in msg (msglen bytes). */
+int image_save(uint8_t *image, size_t len, const char *path, uint64_t snapshot_ns,
+               char *msg, size_t msglen);
 
 #endif /* DYNAMO_INSPECT_IMAGE_H */

@@ -51,6 +51,13 @@
 #define DT_EVENTS_CAP   4096u
 #define DT_BLOB_CAP     (48u << 20)
 
+/* The largest region the writer makes (the default capacities): readers
+ * refuse a header, file or anchor claiming more (bytes).  Not part of the
+ * layout: a writer with other capacities must stay below it. */
+#define DT_REGION_MAX   ((uint64_t)DT_HEADER_SIZE + (uint64_t)DT_CODES_CAP * 128u \
+                         + (uint64_t)DT_ENTRIES_CAP * 320u + (uint64_t)DT_EVENTS_CAP * 128u \
+                         + DT_BLOB_CAP)
+
 /* DtHeader.flags */
 #define DT_F_EXITED     0x1u        /* atexit ran: the process is going away */
 #define DT_F_SNAPSHOT   0x2u        /* this is a saved snapshot file */

@@ -59,6 +59,7 @@ dr_strerror(DrError code)
     case DR_EIO: return "I/O error";
     case DR_ENOMEM: return "out of memory";
     case DR_EBUSY: return "telemetry region busy";
+    case DR_EINTR: return "interrupted";
     }
     return "unknown error";
 }
@@ -73,8 +74,21 @@ dr_exit_code(DrError code)
     case DR_EPERM: return 5;
     case DR_EVERSION: return 6;
     case DR_ECORRUPT: return 7;
+    case DR_EINTR: return 130;
     default: return 1;
     }
+}
+
+void
+dr_set_interrupt(const volatile int *flag)
+{
+    image_set_interrupt(flag);
+}
+
+static int
+interrupted(void)
+{
+    return image_interrupted();
 }
 
 __attribute__((format(printf, 3, 4)))
@@ -238,13 +252,45 @@ dr_source(const DrReader *r)
     return r->source;
 }
 
+static const char *
+file_kind(mode_t mode)
+{
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
+         : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : S_ISLNK(mode) ? "a symlink"
+         : "not a regular file";
+}
+
+/* fd (opened O_NONBLOCK) is a regular file of at most DT_REGION_MAX bytes:
+ * anything else is refused before a byte is read (a FIFO would block, a
+ * device or a huge sparse file would be read without end).  DR_OK or an
+ * error in *st. */
+static DrError
+check_regular(int fd, const char *path, DrStatus *st)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) < 0)
+        return set_status(st, DR_EIO, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return set_status(st, DR_EIO, "%s: %s, not a telemetry file: refused", path,
+                          file_kind(sb.st_mode));
+    if ((uint64_t)sb.st_size > DT_REGION_MAX)
+        return set_status(st, DR_ECORRUPT, "%s: %lld bytes, larger than any telemetry region "
+                          "(%llu bytes): refused", path, (long long)sb.st_size,
+                          (unsigned long long)DT_REGION_MAX);
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return DR_OK;
+}
+
 /* Open through the shm file; NULL with *st (ENOENT gives DR_ENODYNAMO). */
 static DrReader *
 open_shm(pid_t pid, DrStatus *st)
 {
     char path[64];
     snprintf(path, sizeof path, "/dev/shm/dynamo-%d", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* O_NONBLOCK: a FIFO planted under that name must not block the open. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         if (errno == EACCES || errno == EPERM) {
             struct stat sb;
@@ -256,6 +302,10 @@ open_shm(pid_t pid, DrStatus *st)
             set_status(st, DR_ENODYNAMO, "pid %d: no %s", (int)pid, path);
         else
             set_status(st, DR_EIO, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (check_regular(fd, path, st) != DR_OK) {
+        close(fd);
         return NULL;
     }
     DrReader *r = reader_new(SRC_SHM, pid);
@@ -485,7 +535,7 @@ DrReader *
 dr_open_file(const char *path, DrStatus *st)
 {
     set_status(st, DR_OK, "%s", "");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);    /* a FIFO must not block */
     if (fd < 0) {
         set_status(st, errno == EACCES || errno == EPERM ? DR_EPERM : DR_EIO, "%s: %s%s%s", path,
                    strerror(errno), errno == EACCES ? ": " : "", errno == EACCES ? perm_hint : "");
@@ -493,6 +543,8 @@ dr_open_file(const char *path, DrStatus *st)
     }
     struct stat sb;
     DrReader *r = NULL;
+    if (check_regular(fd, path, st) != DR_OK)
+        goto done;
     if (fstat(fd, &sb) < 0) {
         set_status(st, DR_EIO, "%s: %s", path, strerror(errno));
         goto done;
@@ -526,6 +578,39 @@ fail:
     r = NULL;
 done:
     close(fd);
+    return r;
+}
+
+DrReader *
+dr_open_memory(const void *data, size_t len, const char *name, DrStatus *st)
+{
+    set_status(st, DR_OK, "%s", "");
+    if (len < DT_HEADER_SIZE) {
+        set_status(st, DR_ECORRUPT, "%s: truncated snapshot (%zu bytes, the header alone is %u)",
+                   name, len, DT_HEADER_SIZE);
+        return NULL;
+    }
+    if ((uint64_t)len > DT_REGION_MAX) {
+        set_status(st, DR_ECORRUPT, "%s: %zu bytes, larger than any telemetry region", name, len);
+        return NULL;
+    }
+    DrReader *r = reader_new(SRC_FILE, 0);
+    if (r == NULL || (r->image = malloc(len)) == NULL) {
+        dr_close(r);
+        set_status(st, DR_ENOMEM, "out of memory");
+        return NULL;
+    }
+    memcpy(r->image, data, len);
+    r->image_len = len;
+    char msg[256];
+    DrError e = image_check_header((const DtHeader *)r->image, r->image_len, msg, sizeof msg);
+    if (e != DR_OK) {
+        set_status(st, e, "%s: %s", name, msg);
+        dr_close(r);
+        return NULL;
+    }
+    r->pid = (pid_t)((const DtHeader *)r->image)->pid;
+    snprintf(r->source, sizeof r->source, "memory %s", name);
     return r;
 }
 
@@ -759,7 +844,8 @@ decode_events(const Dec *d, DrSnapshot *s)
     s->events = array(d, (size_t)n, sizeof(DrEvent));
     if (s->events == NULL)
         return;
-    for (uint64_t seq = h->n_events - n + 1; n > 0 && seq <= h->n_events; seq++) {
+    for (uint64_t i = 0; i < n; i++) {      /* n <= events_cap: bounded whatever n_events says */
+        uint64_t seq = h->n_events - n + 1 + i;
         const DtEvent *ev = &ring[seq % cap];
         if (ev->seq != seq)
             continue;
@@ -785,6 +871,36 @@ decode_events(const Dec *d, DrSnapshot *s)
     }
 }
 
+static uint64_t
+hash_str(uint64_t h, const char *p)
+{
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211u;      /* FNV-1a */
+    return h;
+}
+
+static uint64_t
+break_hash(const DrBreak *b)
+{
+    return hash_str(hash_str(14695981039346656037u ^ b->lineno, b->reason), b->filename);
+}
+
+typedef struct {
+    uint64_t count;
+    size_t first;               /* first-seen position */
+} BreakOrder;
+
+static int
+break_order_cmp(const void *a, const void *b)
+{
+    const BreakOrder *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count < y->count ? 1 : -1;               /* most frequent first */
+    return (x->first > y->first) - (x->first < y->first);  /* then first seen */
+}
+
+/* Deduplicate every record's breaks by (reason, filename, lineno) through
+ * a hash table: linear in the number of breaks, whatever the input holds. */
 static void
 dedup_breaks(const Dec *d, DrSnapshot *s)
 {
@@ -792,35 +908,43 @@ dedup_breaks(const Dec *d, DrSnapshot *s)
     for (size_t i = 0; i < s->n_records; i++)
         total += s->records[i].n_breaks;
     s->breaks = array(d, total, sizeof(DrBreak));
-    if (s->breaks == NULL)
+    size_t cap = 16;
+    while (cap < 2 * total)
+        cap *= 2;
+    size_t *table = array(d, cap, sizeof(size_t));     /* break index + 1, 0 = empty */
+    if (s->breaks == NULL || table == NULL)
         return;
     for (size_t i = 0; i < s->n_records; i++)
         for (size_t j = 0; j < s->records[i].n_breaks; j++) {
             const DrBreak *b = &s->records[i].breaks[j];
-            size_t k = 0;
-            while (k < s->n_breaks && !(s->breaks[k].lineno == b->lineno
-                                        && strcmp(s->breaks[k].reason, b->reason) == 0
-                                        && strcmp(s->breaks[k].filename, b->filename) == 0))
-                k++;
-            if (k < s->n_breaks) {
-                s->breaks[k].count++;
+            size_t k = (size_t)break_hash(b) & (cap - 1);
+            while (table[k] != 0) {
+                DrBreak *o = &s->breaks[table[k] - 1];
+                if (o->lineno == b->lineno && strcmp(o->reason, b->reason) == 0
+                        && strcmp(o->filename, b->filename) == 0)
+                    break;
+                k = (k + 1) & (cap - 1);
+            }
+            if (table[k] != 0) {
+                s->breaks[table[k] - 1].count++;
                 continue;
             }
             s->breaks[s->n_breaks] = *b;
             s->breaks[s->n_breaks].count = 1;
             s->breaks[s->n_breaks].first_record = s->records[i].id;
-            s->n_breaks++;
+            table[k] = ++s->n_breaks;
         }
-    /* Most frequent first; insertion sort keeps first-seen order among equals. */
-    for (size_t i = 1; i < s->n_breaks; i++) {
-        DrBreak b = s->breaks[i];
-        size_t k = i;
-        while (k > 0 && s->breaks[k - 1].count < b.count) {
-            s->breaks[k] = s->breaks[k - 1];
-            k--;
-        }
-        s->breaks[k] = b;
-    }
+    /* Most frequent first, first-seen order among equals. */
+    BreakOrder *order = array(d, s->n_breaks, sizeof(BreakOrder));
+    DrBreak *sorted = array(d, s->n_breaks, sizeof(DrBreak));
+    if (order == NULL || sorted == NULL)
+        return;
+    for (size_t i = 0; i < s->n_breaks; i++)
+        order[i] = (BreakOrder){s->breaks[i].count, i};
+    qsort(order, s->n_breaks, sizeof *order, break_order_cmp);
+    for (size_t i = 0; i < s->n_breaks; i++)
+        sorted[i] = s->breaks[order[i].first];
+    s->breaks = sorted;
 }
 
 static void
@@ -955,26 +1079,51 @@ link_codes(const Dec *d, DrSnapshot *s)
     }
 }
 
-/* The code a resume function name refers to: the live one, else the newest
- * (resume names are unique within a process; a dead code kept its slot). */
-static DrCode *
-code_named(DrSnapshot *s, const char *name)
+static int
+code_name_cmp(const void *a, const void *b)
 {
-    DrCode *best = NULL;
-    for (size_t i = 0; *name && i < s->n_codes; i++) {
-        DrCode *c = &s->codes[i];
-        if (c->frame_id != UINT32_MAX && strcmp(c->name, name) == 0 && (best == NULL || !c->dead || best->dead))
-            best = c;
+    const DrCode *x = *(DrCode *const *)a, *y = *(DrCode *const *)b;
+    int c = strcmp(x->name, y->name);
+    return c != 0 ? c : (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+/* The code a resume function name refers to: the live one, else the newest
+ * (resume names are unique within a process; a dead code kept its slot).
+ * byname: the codes with a frame id, sorted by (name, slot). */
+static DrCode *
+code_named(DrCode **byname, size_t n, const char *name)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {           /* first index with name >= `name` */
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(byname[mid]->name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    DrCode *best = NULL;
+    for (size_t i = lo; *name && i < n && strcmp(byname[i]->name, name) == 0; i++)
+        if (best == NULL || !byname[i]->dead || best->dead)
+            best = byname[i];
     return best;
 }
 
+/* Linking every resume name to its code: a sort and a binary search each
+ * (linear scans made an input with many codes and resumes hang). */
 static void
-link_resumes(DrSnapshot *s)
+link_resumes(const Dec *d, DrSnapshot *s)
 {
+    DrCode **byname = array(d, s->n_codes, sizeof(DrCode *));
+    size_t n = 0;
+    if (byname == NULL)
+        return;
+    for (size_t i = 0; i < s->n_codes; i++)
+        if (s->codes[i].frame_id != UINT32_MAX)
+            byname[n++] = &s->codes[i];
+    qsort(byname, n, sizeof *byname, code_name_cmp);
     for (size_t r = 0; r < s->n_records; r++)
         for (size_t i = 0; i < s->records[r].n_resumes; i++)
-            s->records[r].resumes[i].code = code_named(s, s->records[r].resumes[i].name);
+            s->records[r].resumes[i].code = code_named(byname, n, s->records[r].resumes[i].name);
 }
 
 static DrSnapshot *
@@ -994,7 +1143,7 @@ decode(const DrReader *r, DrStatus *st)
     decode_codes(&d, s);
     decode_entries(&d, s);
     link_codes(&d, s);
-    link_resumes(s);
+    link_resumes(&d, s);
     decode_events(&d, s);
     dedup_breaks(&d, s);
     if (arena->failed) {
@@ -1064,9 +1213,9 @@ dr_save(DrReader *r, const char *path, DrStatus *st)
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t now = h->snapshot_ns ? h->snapshot_ns
                                   : (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    int rc = image_save(copy, len, path, now);
+    int rc = image_save(copy, len, path, now, msg, sizeof msg);
     if (rc < 0)
-        set_status(st, errno == EACCES ? DR_EPERM : DR_EIO, "%s: %s", path, strerror(errno));
+        set_status(st, errno == EACCES ? DR_EPERM : DR_EIO, "%s", msg);
     free(copy);
     return rc;
 }
@@ -1167,6 +1316,8 @@ dr_list(pid_t **pids, size_t *n, DrStatus *st)
     *n = 0;
     DIR *shm = opendir("/dev/shm");         /* absent /dev/shm: only the maps scan */
     while (shm != NULL && (de = readdir(shm)) != NULL) {
+        if (interrupted())
+            goto intr;
         pid_t pid = strncmp(de->d_name, "dynamo-", 7) == 0 ? pid_of_name(de->d_name + 7) : 0;
         if (pid > 0 && pid != self && process_alive(pid) && pids_add(&set, pid) < 0)
             goto nomem;
@@ -1181,6 +1332,10 @@ dr_list(pid_t **pids, size_t *n, DrStatus *st)
         return -1;
     }
     while ((de = readdir(proc)) != NULL) {
+        if (interrupted()) {
+            closedir(proc);
+            goto intr;
+        }
         pid_t pid = pid_of_name(de->d_name);
         if (pid > 0 && pid != self && maps_dynamo(pid) && pids_add(&set, pid) < 0) {
             closedir(proc);
@@ -1199,6 +1354,12 @@ nomem:
         closedir(shm);
     free(set.v);
     set_status(st, DR_ENOMEM, "out of memory");
+    return -1;
+intr:
+    if (shm != NULL)
+        closedir(shm);
+    free(set.v);
+    set_status(st, DR_EINTR, "interrupted");
     return -1;
 }
 

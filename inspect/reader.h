@@ -48,6 +48,7 @@ typedef enum {
     DR_EIO,             /* other I/O error (msg has strerror) */
     DR_ENOMEM,          /* out of memory */
     DR_EBUSY,           /* the writer kept changing the region; try again */
+    DR_EINTR,           /* stopped by the tool's interrupt flag (dr_set_interrupt) */
 } DrError;
 
 typedef struct {
@@ -60,8 +61,15 @@ typedef struct {
 const char *dr_strerror(DrError code);
 
 /* Conventional process exit status for a tool failing with `code`:
- * ENOPROC 3, ENODYNAMO 4, EPERM 5, EVERSION 6, ECORRUPT 7, others 1. */
+ * ENOPROC 3, ENODYNAMO 4, EPERM 5, EVERSION 6, ECORRUPT 7, EINTR 130,
+ * others 1. */
 int dr_exit_code(DrError code);
+
+/* A flag the tool's SIGINT/SIGTERM handler sets (NULL: none).  Every loop
+ * of the library that may wait or scan (capture retries, process scans)
+ * checks it and stops with DR_EINTR; decoding is bounded by the input's
+ * size and needs no check. */
+void dr_set_interrupt(const volatile int *flag);
 
 /* ---- opening ----------------------------------------------------------------- */
 
@@ -83,6 +91,10 @@ DrReader *dr_open_pid(pid_t pid, int flags, DrStatus *st);
  * again (it never changes).  NULL with *st (EIO, EPERM, EVERSION, ECORRUPT,
  * ENOMEM). */
 DrReader *dr_open_file(const char *path, DrStatus *st);
+
+/* The same for snapshot bytes already in memory (copied; `name` for
+ * messages and dr_source).  The fuzz harness's entry point. */
+DrReader *dr_open_memory(const void *data, size_t len, const char *name, DrStatus *st);
 
 /* Close; NULL accepted. */
 void dr_close(DrReader *r);

@@ -816,8 +816,12 @@ t_save(PyObject *module, PyObject *arg)
         PyErr_Format(PyExc_RuntimeError, "dynamo: cannot capture telemetry: %s", msg);
         goto error;
     }
-    if (image_save(image, len, PyBytes_AS_STRING(path), now_ns()) < 0) {
-        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
+    if (image_save(image, len, PyBytes_AS_STRING(path), now_ns(), msg, sizeof msg) < 0) {
+        PyObject *exc = PyObject_CallFunction(PyExc_OSError, "isO", errno, msg, arg);
+        if (exc != NULL) {
+            PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+            Py_DECREF(exc);
+        }
         goto error;
     }
     free(image);

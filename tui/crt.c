@@ -89,6 +89,11 @@ int crt_interrupted(void)
     return interrupted;
 }
 
+const volatile sig_atomic_t *crt_interrupt_flag(void)
+{
+    return &interrupted;
+}
+
 static const struct { short fg, bg; } palette[C_COUNT] = {
     [C_DEFAULT] = {-1, -1},
     [C_HEADER] = {COLOR_CYAN, -1},

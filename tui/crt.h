@@ -7,6 +7,7 @@
 #ifndef TUI_CRT_H
 #define TUI_CRT_H
 
+#include <signal.h>  /* sig_atomic_t */
 #include <stddef.h>
 
 #include "util.h"   /* Color */
@@ -47,6 +48,10 @@ void crt_install_signals(void);
 
 /* Nonzero once SIGINT/SIGTERM/SIGHUP arrived. */
 int crt_interrupted(void);
+
+/* The flag behind crt_interrupted, for dr_set_interrupt (the reader's loops
+ * stop when it is set). */
+const volatile sig_atomic_t *crt_interrupt_flag(void);
 
 int crt_rows(void);
 int crt_cols(void);

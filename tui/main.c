@@ -88,6 +88,10 @@ static int list_processes(void)
     int found = 0;
     for (size_t i = 0; i < n; i++) {
         pid_t pid = pids[i];
+        if (crt_interrupted()) {
+            free(pids);
+            return 130;
+        }
         if (!found++)
             printf("%-8s %-8s %-12s %6s %8s %10s  %s\n", "PID", "PYTHON", "TORCH", "FRAMES",
                    "COMPILES", "UPTIME", "COMMAND");
@@ -231,10 +235,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "dynamo-top: --save needs a pid (-p PID)\n");
         return EXIT_USAGE;
     }
+    /* SIGINT/SIGTERM/SIGHUP set a flag that every loop, the reader's
+     * included, checks: the tool ends through its normal path. */
+    crt_install_signals();
+    dr_set_interrupt(crt_interrupt_flag());
     if (!a.pid && !a.file)
         return list_processes();
 
-    crt_install_signals();
     DrStatus st;
     Source *src = a.file ? source_open_file(a.file, &st) : source_open_pid(a.pid, &st);
     if (!src)

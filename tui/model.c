@@ -58,17 +58,49 @@ static int same(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+static size_t break_hash(const char *reason, const char *file, int line)
+{
+    uint64_t h = 14695981039346656037u ^ (uint32_t)line;
+    for (const char *p = reason ? reason : ""; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211u;
+    for (const char *p = file ? file : ""; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211u;
+    return (size_t)h;
+}
+
+/* The slot of brk_index for (reason, file, line): its break or an empty one. */
+static size_t *break_slot(MFrame *f, const char *reason, const char *file, int line)
+{
+    size_t k = break_hash(reason, file, line) & (f->brk_cap - 1);
+    while (f->brk_index[k]) {
+        MBreak *b = &f->brks[f->brk_index[k] - 1];
+        if (b->line == line && same(b->reason, reason) && same(b->file, file))
+            break;
+        k = (k + 1) & (f->brk_cap - 1);
+    }
+    return &f->brk_index[k];
+}
+
+/* Deduplication through a hash index: linear in the breaks of the frame
+ * (a scan per break made a frame with many breaks quadratic). */
 MBreak *mframe_add_break(MFrame *f, const char *reason, const char *file, int line,
                          const char *user_stack)
 {
-    for (size_t i = 0; i < f->n_brks; i++) {
-        MBreak *b = &f->brks[i];
-        if (b->line == line && same(b->reason, reason) && same(b->file, file)) {
-            b->count++;     /* seen before: deduplicate */
-            return b;
-        }
+    if (2 * (f->n_brks + 1) > f->brk_cap) {
+        f->brk_cap = f->brk_cap ? 2 * f->brk_cap : 16;
+        free(f->brk_index);
+        f->brk_index = xcalloc(f->brk_cap, sizeof *f->brk_index);
+        for (size_t i = 0; i < f->n_brks; i++)
+            *break_slot(f, f->brks[i].reason, f->brks[i].file, f->brks[i].line) = i + 1;
+    }
+    size_t *slot = break_slot(f, reason, file, line);
+    if (*slot) {
+        MBreak *b = &f->brks[*slot - 1];
+        b->count++;     /* seen before: deduplicate */
+        return b;
     }
     MBreak *b = grow(&f->brks, &f->n_brks, sizeof *b);
+    *slot = f->n_brks;
     b->reason = xstrdup(reason);
     b->file = xstrdup(file);
     b->line = line;
@@ -227,6 +259,7 @@ void model_delete(Model *m)
             free(f->brks[k].reason); free(f->brks[k].file); free(f->brks[k].user_stack);
         }
         free(f->brks);
+        free(f->brk_index);
     }
     free(m->frames);
     for (size_t i = 0; i < m->n_events; i++) {

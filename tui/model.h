@@ -106,6 +106,8 @@ typedef struct MFrame {
     FrameStatus status;
     MEntry *entries; size_t n_entries;  /* in compile order */
     MBreak *brks;    size_t n_brks;
+    size_t *brk_index;      /* owned: hash of brks (index + 1, 0 empty), brk_cap slots */
+    size_t brk_cap;
 } MFrame;
 
 typedef struct MEvent {

@@ -26,6 +26,11 @@ static Source *wrap(DrReader *r, int is_file)
     return src;
 }
 
+Source *source_from_reader(DrReader *r, int is_file)
+{
+    return wrap(r, is_file);
+}
+
 Source *source_open_pid(pid_t pid, DrStatus *st)
 {
     return wrap(dr_open_pid(pid, 0, st), 0);

@@ -302,16 +302,12 @@ static void set_tree_label(Agraph_t *g, const DrCode *code, uint64_t snapshot_ns
 }
 
 /* A node with no tests and no switch that only holds entries adds nothing
- * to the picture: its entries hang directly from its parent. */
-static int is_pass_through(const DrTree *tree, size_t i)
+ * to the picture: its entries hang directly from its parent.  has_child[i]:
+ * some later node names i as its parent (computed once: linear). */
+static int is_pass_through(const DrTree *tree, size_t i, const char *has_child)
 {
     const DrTreeNode *t = &tree->nodes[i];
-    if (t->parent < 0 || t->n_tests || *t->switch_on || t->n_leaf == 0)
-        return 0;
-    for (size_t k = i + 1; k < tree->n_nodes; k++)
-        if (tree->nodes[k].parent == (int64_t)i)
-            return 0;
-    return 1;
+    return t->parent >= 0 && !t->n_tests && !*t->switch_on && t->n_leaf != 0 && !has_child[i];
 }
 
 static Agnode_t *draw_decision(Agraph_t *g, const DrTree *tree, size_t i, const LastFail *lf,
@@ -340,6 +336,10 @@ Agraph_t *vtree_draw(DrSnapshot *s, const DrCode *code)
     const DrTree *tree = &code->tree;
     LastFail lf = find_last_failure(code);
     Agnode_t **nodes = xcalloc(tree->n_nodes, sizeof *nodes);
+    char *has_child = xcalloc(tree->n_nodes ? tree->n_nodes : 1, 1);
+    for (size_t i = 0; i < tree->n_nodes; i++)
+        if (tree->nodes[i].parent >= 0 && (size_t)tree->nodes[i].parent < i)
+            has_child[tree->nodes[i].parent] = 1;
     Agnode_t *anchor = NULL;
     Agraph_t *g = vgv_open("guard_tree");
     vgv_set(g, "nodesep", "0.25");
@@ -347,7 +347,7 @@ Agraph_t *vtree_draw(DrSnapshot *s, const DrCode *code)
         const DrTreeNode *t = &tree->nodes[i];
         /* depth-first order: a parent comes before its children */
         int has_parent = t->parent >= 0 && (size_t)t->parent < i && nodes[t->parent] != NULL;
-        if (has_parent && is_pass_through(tree, i)) {
+        if (has_parent && is_pass_through(tree, i, has_child)) {
             for (size_t k = 0; k < t->n_leaf; k++)
                 draw_entry(g, nodes[t->parent], t->via, code, t->leaf[k], k + 1, t->n_leaf, &lf);
             continue;
@@ -376,5 +376,6 @@ Agraph_t *vtree_draw(DrSnapshot *s, const DrCode *code)
     }
     set_tree_label(g, code, s->process.snapshot_ns);
     free(nodes);
+    free(has_child);
     return g;
 }
