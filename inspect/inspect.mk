@@ -88,7 +88,7 @@ $(FUZZ_SEEDS)/.stamp: inspect/fuzz/make_seeds.py $(EXT)
 fuzz-reader: fuzz-deps all $(FUZZ_BIN) $(FUZZ_SEEDS)/.stamp
 	@mkdir -p build/fuzz/corpus build/fuzz/findings
 	@if [ "$(FUZZ_SECONDS)" != 0 ]; then \
-	  $(FUZZ_BIN) -jobs=1 -workers=1 -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 \
+	  $(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 \
 	      -max_len=1048576 -artifact_prefix=build/fuzz/findings/ -print_final_stats=1 \
 	      build/fuzz/corpus $(FUZZ_SEEDS); \
 	fi

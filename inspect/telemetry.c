@@ -40,6 +40,17 @@ static size_t region_len;       /* bytes mapped */
 static int region_is_file;      /* mapped from shm_path */
 static pid_t region_pid;        /* the process that created it */
 static CodeCache **slot_caches; /* owned array, borrowed items: code slot -> cache while alive */
+
+/* Space of the blob area set aside for one code's guard tree (TREE) or its
+ * node counters (COUNTERS): a republished tree that fits is rewritten in
+ * place (inside the seqlock), else a new reservation twice its size is
+ * made.  Without it every compile of a recompile storm appended the whole
+ * tree again: the blob area grew with the square of the entries. */
+typedef struct {
+    uint32_t off;               /* bytes from the blob area start */
+    uint32_t cap;               /* bytes reserved, 0 = none */
+} BlobRes;
+static BlobRes (*code_res)[2];  /* owned array: code slot -> {tree, counters} reservations */
 static PyObject *tree_fn;       /* strong: code -> (DT_BLOB_TREE payload, counters), or NULL */
 static PyObject *counters_fn;   /* strong: code -> tree node counters (u64 pairs), or NULL */
 
@@ -133,6 +144,41 @@ static DtRef
 blob_cstr(const char *s)
 {
     return blob_text(s, strlen(s));
+}
+
+/* Put a blob of `type` (len payload bytes from data) into the reservation
+ * *res: in place when it fits, else in a new reservation of twice its size
+ * (exactly its size when the area has no room for twice).  The old space
+ * of a moved reservation is never reused (a walk of a tree that is being
+ * replaced may still bump counters there).  The ref, or {0, 0}. */
+static DtRef
+blob_put(BlobRes *res, uint16_t type, const void *data, size_t len)
+{
+    uint64_t need = (sizeof(DtBlob) + len + 7) & ~(uint64_t)7;
+    if (len > UINT32_MAX / 4) {
+        region->blobs_dropped++;
+        region->flags |= DT_F_BLOB_FULL;
+        return (DtRef){0, 0};
+    }
+    if (res->cap < need) {
+        uint64_t used = region->blob_used, want = 2 * need;
+        if (used + want > region->blob_cap)
+            want = need;
+        if (used + want > region->blob_cap) {
+            region->blobs_dropped++;
+            region->flags |= DT_F_BLOB_FULL;
+            return (DtRef){0, 0};
+        }
+        res->off = (uint32_t)used;
+        res->cap = (uint32_t)want;
+        region->blob_used = (uint32_t)(used + want);
+    }
+    uint8_t *p = (uint8_t *)region + region->blob_off + res->off;
+    DtBlob head = {.magic = DT_BLOB_MAGIC, .type = type, .version = 1, .len = (uint32_t)len};
+    memcpy(p, &head, sizeof head);
+    memcpy(p + sizeof head, data, len);
+    memset(p + sizeof head + len, 0, res->cap - sizeof head - len);
+    return (DtRef){res->off, (uint32_t)(sizeof head + len)};
 }
 
 /* The u64 counters of a DT_BLOB_COUNTERS ref, or NULL. */
@@ -351,8 +397,13 @@ telemetry_init(void)
                  + (size_t)DT_ENTRIES_CAP * sizeof(DtEntry)
                  + (size_t)DT_EVENTS_CAP * sizeof(DtEvent) + DT_BLOB_CAP;
     slot_caches = PyMem_Calloc(DT_CODES_CAP, sizeof(CodeCache *));
-    if (slot_caches == NULL) {
+    code_res = PyMem_Calloc(DT_CODES_CAP, sizeof *code_res);
+    if (slot_caches == NULL || code_res == NULL) {
         dynamo_telemetry_anchor.init_errno = ENOMEM;
+        PyMem_Free(slot_caches);
+        PyMem_Free(code_res);
+        slot_caches = NULL;
+        code_res = NULL;
         return;
     }
     char path[64] = "";
@@ -370,7 +421,9 @@ telemetry_init(void)
         if (p == MAP_FAILED) {
             dynamo_telemetry_anchor.init_errno = (uint32_t)errno;
             PyMem_Free(slot_caches);
+            PyMem_Free(code_res);
             slot_caches = NULL;
+            code_res = NULL;
             return;
         }
     }
@@ -479,11 +532,13 @@ publish_tree(CodeCache *cache)
         return -1;
     }
     DtCode *d = cache->tele;
+    BlobRes *res = code_res[code_index(d)];
     seq_begin();
-    DtRef ref = blob_add(DT_BLOB_TREE, PyBytes_AS_STRING(tree), (size_t)PyBytes_GET_SIZE(tree));
+    DtRef ref = blob_put(&res[0], DT_BLOB_TREE, PyBytes_AS_STRING(tree),
+                         (size_t)PyBytes_GET_SIZE(tree));
     if (ref.len != 0) {
         d->tree = ref;
-        d->tree_counters = blob_add(DT_BLOB_COUNTERS, PyBytes_AS_STRING(counters),
+        d->tree_counters = blob_put(&res[1], DT_BLOB_COUNTERS, PyBytes_AS_STRING(counters),
                                     (size_t)PyBytes_GET_SIZE(counters));
         d->counters_ns = now_ns();
         /* From now on the walks bump the region's copy themselves (blobs

@@ -160,7 +160,7 @@ static int cmp_frames(const void *pa, const void *pb)
     case SORT_FILE:
         c = strcmp(base_name(a->file), base_name(b->file));
         if (!c)
-            c = a->line - b->line;
+            c = (a->line > b->line) - (a->line < b->line);   /* no overflow on any line */
         break;
     case SORT_CALLS: c = cmp_u64(a->calls, b->calls); break;
     case SORT_HIT: {

@@ -48,6 +48,7 @@ dynamo.save_snapshot(f"{out}/seed-reset.dyn")
 
 
 def main(out):
+    out = os.path.abspath(out)
     os.makedirs(out, exist_ok=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
