@@ -7,12 +7,22 @@ reasons with user stacks, both bytecode listings) and of a code's guard tree
 tree, the events of a compile, `refresh` and `save_snapshot`. The region,
 the counters and the snapshot format are C (inspect/telemetry.c).
 `publish` never raises: a telemetry failure must never break compiling.
+
+Guard constants are user data: a `str` argument a guard specializes on
+(its expected value, the actual value of a failing call) is copied into
+the region and snapshots as text.  With DYNAMO_TELEMETRY_REDACT=1 (read
+once by the C writer at import; `REDACT` here) every string literal in
+guard texts, tree tests, recompile reasons, break reasons and the
+expected/actual of failures is replaced by a placeholder before it reaches
+the region.  Bytecode listings and fx args keep the code's own constants.
+
 Nothing here runs on a cache hit: guard-tree node counters reach the region
 only when `refresh` copies them (at each publish, at save_snapshot, or when
 the application calls it).
 """
 import logging
 import os
+import re
 import struct
 
 from . import _C, config
@@ -25,6 +35,25 @@ EV_COMPILE, EV_BREAK, EV_RECOMPILE, EV_LIMIT, EV_ERROR = 1, 2, 3, 4, 5
 
 _TEXT_MAX = 2000          # args text per fx node, bytes
 failures = 0              # publishes that failed (tests, diagnostics)
+REDACT = bool(_C._telemetry_info().get("redact"))   # DYNAMO_TELEMETRY_REDACT=1
+
+# A subscript key or a local/global name (kept: names from the code), or a
+# quoted string literal (redacted).
+_LITERAL = re.compile(r"""(?P<keep>(?:\[|\blocal |\bglobal |device\(type=)(?:'[^'\\]*'|"[^"\\]*"))"""
+                      r"""|[bB]?(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+def _redact_literal(m):
+    if m.group("keep"):
+        return m.group(0)
+    return f"<redacted str, {len(m.group(0)) - 2} chars>"
+
+
+def redact_text(text):
+    """text with every quoted string literal replaced (when REDACT)."""
+    if not REDACT or not text:
+        return text
+    return _LITERAL.sub(_redact_literal, text)
 
 
 def enabled():
@@ -79,12 +108,12 @@ def _events(record):
     where = f"{record.filename}:{record.firstlineno}"
     status = record.status
     if status == "limit":
-        return [(EV_LIMIT, record.recompile_reason or "", where)]
+        return [(EV_LIMIT, redact_text(record.recompile_reason or ""), where)]
     events = [(EV_COMPILE, f"{status}: {record.name}", where)]
     if status == "ok" and record.recompile_reason:
-        events.append((EV_RECOMPILE, record.recompile_reason, where))
+        events.append((EV_RECOMPILE, redact_text(record.recompile_reason), where))
     for br in record.break_reasons:
-        events.append((EV_BREAK, str(br.reason), f"{br.filename}:{br.lineno}"))
+        events.append((EV_BREAK, redact_text(str(br.reason)), f"{br.filename}:{br.lineno}"))
     if status in ("error", "unsupported"):
         events.append((EV_ERROR, record.error or "", where))
     return events
@@ -118,7 +147,9 @@ def _short(value, limit=120):
         return "<missing>"
     if isinstance(value, type):
         return value.__qualname__
-    text = repr(value)
+    if REDACT and isinstance(value, (str, bytes)):
+        return f"<redacted {type(value).__name__}, {len(value)} chars>"
+    text = redact_text(repr(value))
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -129,7 +160,7 @@ def encode_record(r):
     return encode([
         r.frame_id, r.compile_id, r.status, r.backend or "", r.name, r.filename, r.firstlineno,
         int(r.start_time * 1e9), int(r.compile_ns), int(r.backend_ns),
-        r.recompile_reason or "", r.error or "", r.original_bytecode or "",
+        redact_text(r.recompile_reason or ""), r.error or "", r.original_bytecode or "",
         r.modified_bytecode or "",
         [_graph(g) for g in r.graphs], [_guard(g) for g in r.guards],
         [_break(b) for b in r.break_reasons], r.op_count,
@@ -188,13 +219,14 @@ def _guard(g):
         detail = ", ".join(_short(v, 60) for v in g.expected)
     except Exception:  # noqa: BLE001 - a dead weakref or an odd repr: no detail
         detail = ""
-    return [g.describe().strip(), KIND_NAMES.get(g.kind, str(g.kind)), g.source.name(), detail]
+    return [redact_text(g.describe().strip()), KIND_NAMES.get(g.kind, str(g.kind)), g.source.name(),
+            detail]
 
 
 def _break(b):
     stack = [[f.filename or "", f.lineno or 0, f.name or "", f.line or ""]
              for f in (b.user_stack or [])]
-    return [str(b.reason), b.filename or "", b.lineno or 0, stack]
+    return [redact_text(str(b.reason)), b.filename or "", b.lineno or 0, stack]
 
 
 # ---------------------------------------------------------------- guard trees

@@ -15,6 +15,7 @@
 #include <errno.h>      /* errno */
 #include <fcntl.h>      /* open */
 #include <pthread.h>    /* pthread_atfork */
+#include <signal.h>     /* sigaction: removal on fatal signals */
 #include <stdio.h>      /* snprintf */
 #include <stdlib.h>     /* atexit, getenv */
 #include <string.h>     /* memcpy, memset */
@@ -53,6 +54,7 @@ typedef struct {
 static BlobRes (*code_res)[2];  /* owned array: code slot -> {tree, counters} reservations */
 static PyObject *tree_fn;       /* strong: code -> (DT_BLOB_TREE payload, counters), or NULL */
 static PyObject *counters_fn;   /* strong: code -> tree node counters (u64 pairs), or NULL */
+static int redact;              /* DYNAMO_TELEMETRY_REDACT=1: no string values in the region */
 
 /* The closest entry's failure noted on the last COMPILE-mode miss; a
  * RECOMPILE/LIMIT event published for the same code carries it. */
@@ -295,6 +297,52 @@ at_exit(void)
         unlink(region->shm_path);
 }
 
+/* Fatal signals whose default action ends the process without atexit: the
+ * handler marks the region EXITED and unlinks the shm file (both
+ * async-signal-safe), then dies of the same signal with the default
+ * action (SA_RESETHAND; the signal stays blocked until the handler
+ * returns, then kills).  Installed only over SIG_DFL: a handler the
+ * application (or faulthandler) set first is left alone, and one set later
+ * replaces this one.  SIGKILL cannot be caught: its file stays. */
+static const int cleanup_signals[] = {SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGFPE,
+                                      SIGILL, SIGABRT};
+
+static void
+on_fatal_signal(int sig)
+{
+    int saved = errno;
+    DtHeader *h = region;
+    if (h != NULL && getpid() == region_pid) {
+        __atomic_fetch_or(&h->flags, DT_F_EXITED, __ATOMIC_RELAXED);
+        struct timespec ts;
+        if (clock_gettime(CLOCK_REALTIME, &ts) == 0)
+            h->exit_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        if (region_is_file)
+            unlink(h->shm_path);
+    }
+    raise(sig);                 /* pending until we return; then the default action */
+    errno = saved;
+}
+
+static void
+install_signal_cleanup(void)
+{
+    const char *keep = getenv("DYNAMO_TELEMETRY_KEEP");
+    if (keep != NULL && strcmp(keep, "1") == 0)
+        return;                 /* keep the file for post-mortem reading */
+    for (size_t i = 0; i < sizeof cleanup_signals / sizeof *cleanup_signals; i++) {
+        struct sigaction old, sa;
+        if (sigaction(cleanup_signals[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO)
+                || old.sa_handler != SIG_DFL)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sa.sa_flags = SA_RESETHAND | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(cleanup_signals[i], &sa, NULL);
+    }
+}
+
 /* A forked child must not write into its parent's region: replace the
  * shared pages with private zeros (slots held by caches stay valid memory)
  * and turn telemetry off. */
@@ -393,6 +441,8 @@ telemetry_init(void)
     int anonymous;
     if (region != NULL || telemetry_disabled_by_env(&anonymous))
         return;
+    const char *rv = getenv("DYNAMO_TELEMETRY_REDACT");
+    redact = rv != NULL && *rv != '\0' && strcmp(rv, "0") != 0;
     size_t len = DT_HEADER_SIZE + (size_t)DT_CODES_CAP * sizeof(DtCode)
                  + (size_t)DT_ENTRIES_CAP * sizeof(DtEntry)
                  + (size_t)DT_EVENTS_CAP * sizeof(DtEvent) + DT_BLOB_CAP;
@@ -438,6 +488,8 @@ telemetry_init(void)
     __atomic_store_n(&dynamo_telemetry_anchor.enabled, 1, __ATOMIC_RELEASE);
     atexit(at_exit);
     pthread_atfork(NULL, NULL, after_fork_child);
+    if (region_is_file)
+        install_signal_cleanup();
 }
 
 /* ---- hook-facing --------------------------------------------------------------------------- */
@@ -454,12 +506,22 @@ describe_value(PyObject *v, char *out, size_t cap)
         snprintf(out, cap, "%s", ((PyTypeObject *)v)->tp_name);
         return;
     }
+    if (redact && PyUnicode_Check(v)) {
+        snprintf(out, cap, "<redacted str, %zd chars>", PyUnicode_GET_LENGTH(v));
+        return;
+    }
+    if (redact && PyBytes_Check(v)) {
+        snprintf(out, cap, "<redacted bytes, %zd chars>", PyBytes_GET_SIZE(v));
+        return;
+    }
     PyObject *r = PyObject_Repr(v);
     const char *s = r != NULL ? PyUnicode_AsUTF8(r) : NULL;
     if (s == NULL) {
         PyErr_Clear();          /* only the repr we just asked for */
         s = "<unprintable>";
     }
+    if (redact && (strchr(s, '\'') != NULL || strchr(s, '"') != NULL))
+        s = "<redacted: holds text>";   /* a container with strings inside */
     snprintf(out, cap, "%s", s);
     Py_XDECREF(r);
 }
@@ -655,20 +717,22 @@ t_enabled(PyObject *module, PyObject *unused)
 
 PyDoc_STRVAR(t_info_doc,
 "_telemetry_info() -> dict: enabled, path ('' when anonymous), pid, region_size,\n"
-"blob_used, n_codes, n_entries, n_events, init_errno.");
+"blob_used, n_codes, n_entries, n_events, init_errno, redact\n"
+"(DYNAMO_TELEMETRY_REDACT: string values are left out of the region).");
 
 static PyObject *
 t_info(PyObject *module, PyObject *unused)
 {
     DtHeader empty = {0};
     const DtHeader *h = region != NULL ? region : &empty;
-    return Py_BuildValue("{s:O,s:s,s:i,s:K,s:I,s:I,s:I,s:K,s:I}",
+    return Py_BuildValue("{s:O,s:s,s:i,s:K,s:I,s:I,s:I,s:K,s:I,s:O}",
                          "enabled", region != NULL ? Py_True : Py_False,
                          "path", h->shm_path, "pid", (int)getpid(),
                          "region_size", (unsigned long long)region_len,
                          "blob_used", h->blob_used, "n_codes", h->n_codes,
                          "n_entries", h->n_entries, "n_events", (unsigned long long)h->n_events,
-                         "init_errno", dynamo_telemetry_anchor.init_errno);
+                         "init_errno", dynamo_telemetry_anchor.init_errno,
+                         "redact", redact ? Py_True : Py_False);
 }
 
 PyDoc_STRVAR(t_set_info_doc,
