@@ -432,6 +432,14 @@ fill_header(DtHeader *h, size_t len, const char *path)
     size_t n = strcspn(v, " ");
     memcpy(h->python_version, v, n < sizeof h->python_version ? n : sizeof h->python_version - 1);
     read_cmdline(h->argv, sizeof h->argv);
+    if (redact) {               /* arguments may hold secrets: keep the program and script */
+        char *sp = strchr(h->argv, ' ');
+        if (sp != NULL && (sp = strchr(sp + 1, ' ')) != NULL) {
+            size_t rest = sizeof h->argv - (size_t)(sp - h->argv);
+            memset(sp, 0, rest);    /* no byte of them left after the NUL */
+            snprintf(sp, rest, " <arguments redacted>");
+        }
+    }
     snprintf(h->shm_path, sizeof h->shm_path, "%s", path);
 }
 

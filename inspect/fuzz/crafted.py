@@ -122,7 +122,7 @@ def tree_cycles():
                  entries=[entry(record=rec)], events=[event(1)], blobs=b)
 
 
-def many(n_breaks=20000, n_resumes=20000, n_codes=2000):
+def many(n_breaks=60000, n_resumes=60000, n_codes=3000):
     """Counts that make quadratic code hang: many distinct breaks and resume
     names in one record, many codes to match the names against."""
     b = Blobs()
