@@ -26,7 +26,11 @@
  * each counter whole and monotonic, but not all counters of one instant.
  * Readers copy the region, then re-read seq: equal and even = consistent.
  * Blobs are append-only and never rewritten, except DT_BLOB_COUNTERS
- * payloads (arrays of u64 counters bumped or refreshed in place).
+ * payloads (arrays of u64 counters bumped or refreshed in place) and a
+ * code's TREE and COUNTERS blobs, which the writer rewrites in place inside
+ * the seqlock while a republished tree fits the space it reserved for them
+ * (so the blob area grows linearly in a recompile storm).  A reader follows
+ * refs only: bytes between blobs are unspecified.
  *
  * Guard-tree node counters: once a tree is published, DtCode.tree_counters
  * are its live counters, bumped by every walk (DT_C_LIVE_TREE set).  A tree

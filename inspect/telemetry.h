@@ -2,7 +2,9 @@
  *
  * Owns: the process's telemetry region (layout.h): its creation when the
  * module loads (/dev/shm/dynamo-<pid>, 0600; anonymous memory as the
- * fallback), the anchor symbol, removal at exit, the slots of codes and
+ * fallback), the anchor symbol, removal at exit and on fatal signals left
+ * at SIG_DFL (DYNAMO_TELEMETRY_KEEP=1: never), redaction of string values
+ * (DYNAMO_TELEMETRY_REDACT=1), the slots of codes and
  * cache entries, blobs, events, and the Python functions that publish
  * compile records into it (_telemetry_*).  The hook (core/hook.c) only
  * bumps counters through the inline functions below: no locks, no

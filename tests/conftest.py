@@ -26,8 +26,9 @@ def pytest_sessionstart(session):
 
 def pytest_sessionfinish(session, exitstatus):
     """Fails the session when a file of a process that is gone appeared during
-    it: a test ended a workload without atexit (SIGKILL/SIGTERM) and did not
-    remove the file (tests/shm_util.py)."""
+    it: a test ended a workload without atexit and without the fatal-signal
+    handler (SIGKILL, or DYNAMO_TELEMETRY_KEEP=1) and did not remove the
+    file (tests/shm_util.py)."""
     left = leftover_shm_files(_shm_before)
     if not left:
         return

@@ -1,8 +1,10 @@
 """The /dev/shm/dynamo-<pid> telemetry files of workload subprocesses.
 
-The runtime removes its file at a normal exit (atexit), and keeps it on
-purpose when the process dies by a signal that skips atexit (SIGKILL, or
-SIGTERM without a handler), so that a post-mortem reader can still open it.
+The runtime removes its file at a normal exit (atexit) and on fatal signals
+that have no application handler (SIGTERM, SIGHUP, SIGSEGV, ...: its own
+handler unlinks and re-raises).  It stays on purpose after SIGKILL (and
+with DYNAMO_TELEMETRY_KEEP=1), so that a post-mortem reader can still open
+it.
 Tests that end a workload that way remove the file with these helpers once
 the process is dead; conftest.py checks at session end that no file of a
 dead process appeared during the session.

@@ -66,7 +66,7 @@ def stop(proc):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    remove_shm(proc.pid)    # SIGTERM, like SIGKILL, skips atexit: the file stays
+    remove_shm(proc.pid)    # SIGTERM's handler removed it; SIGKILL (timeout) leaves it
 
 
 @pytest.fixture(scope="module")
