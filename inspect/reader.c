@@ -1056,7 +1056,9 @@ decode_entries(const Dec *d, DrSnapshot *s)
     s->n_entries = n_live;
 }
 
-/* Per-code arrays: entries newest first, records oldest first. */
+/* Per-code arrays: entries newest first, records oldest first.  One pass
+ * over the entries and one over the records (a scan of all of them per
+ * code was quadratic). */
 static void
 link_codes(const Dec *d, DrSnapshot *s)
 {
@@ -1064,18 +1066,32 @@ link_codes(const Dec *d, DrSnapshot *s)
         DrCode *c = &s->codes[i];
         c->entries = array(d, c->n_entries, sizeof(DrEntry *));
         c->records = array(d, c->n_records, sizeof(DrRecord *));
-        if (c->entries == NULL || c->records == NULL)
-            c->n_entries = c->n_records = 0;
-        size_t ne = c->n_entries, nr = 0;
-        c->n_entries = 0;
-        for (size_t k = s->n_entries; k-- > 0 && c->n_entries < ne;)
-            if (s->entries[k].code == c)
-                c->entries[c->n_entries++] = &s->entries[k];
-        size_t want = c->n_records;
-        for (size_t k = 0; k < s->n_records && nr < want; k++)
-            if (s->records[k].code == c)
-                c->records[nr++] = &s->records[k];
-        c->n_records = nr;
+        if (c->entries == NULL || c->records == NULL) {
+            c->entries = NULL;
+            c->records = NULL;
+        }
+    }
+    /* n_entries/n_records were counted by decode_entries: they are the
+     * capacities; refill them as the fill levels. */
+    size_t *cap = array(d, 2 * s->n_codes, sizeof(size_t));
+    if (cap == NULL)
+        return;
+    for (size_t i = 0; i < s->n_codes; i++) {
+        cap[2 * i] = s->codes[i].entries ? s->codes[i].n_entries : 0;
+        cap[2 * i + 1] = s->codes[i].records ? s->codes[i].n_records : 0;
+        s->codes[i].n_entries = s->codes[i].n_records = 0;
+    }
+    for (size_t k = s->n_entries; k-- > 0;) {
+        DrCode *c = s->entries[k].code;
+        size_t i = c != NULL ? (size_t)(c - s->codes) : 0;
+        if (c != NULL && c->n_entries < cap[2 * i])
+            c->entries[c->n_entries++] = &s->entries[k];
+    }
+    for (size_t k = 0; k < s->n_records; k++) {
+        DrCode *c = s->records[k].code;
+        size_t i = c != NULL ? (size_t)(c - s->codes) : 0;
+        if (c != NULL && c->n_records < cap[2 * i + 1])
+            c->records[c->n_records++] = &s->records[k];
     }
 }
 

@@ -64,8 +64,12 @@ static void cell(StrBuf *sb, const char *text, int w, int right)
     if ((int)tw > w) {  /* keep the end of paths, the start of names */
         if (right || strchr(text, '/') || strchr(text, ':')) {
             const char *p = text;
-            while (utf8_width(p) > (size_t)w - 1)
+            size_t pw = tw;     /* width of p, kept as p moves: linear in the text */
+            while (pw > (size_t)w - 1) {
+                if (((unsigned char)*p & 0xC0) != 0x80)
+                    pw--;
                 p++;
+            }
             while (((unsigned char)*p & 0xC0) == 0x80)
                 p++;
             sb_add(sb, "~");
