@@ -312,10 +312,12 @@ def disable(fn=None):
 
 
 def reset():
-    """Forget every compiled entry, skip mark and compile record."""
-    _C.reset()
-    records.clear()
-    _limit_warned.clear()
+    """Forget every compiled entry, skip mark and compile record.  Waits
+    for a compile running in another thread to finish first."""
+    with _C.compile_lock:
+        _C.reset()
+        records.clear()
+        _limit_warned.clear()
     try:
         from . import resume
         if hasattr(resume, "clear"):
