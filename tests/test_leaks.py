@@ -39,7 +39,9 @@ def _run(*args):
 def test_compile_reset_cycles_and_hits_do_not_grow():
     out = _run("--warmup", "40", "--cycles", "100", "--hits", "200000")
     assert out["left_in_globals"] == []
-    assert out["cycle"]["objects"] == 0, out
+    # none per cycle: fewer than 10 over all cycles (a one-off lazy object
+    # somewhere is not growth; one kept object per cycle would be 100)
+    assert out["cycle"]["objects"] * out["cycles"] < 10, out
     assert out["cycle"]["traced_bytes"] < TRACED_BYTES_PER_CYCLE, out
     assert out["hits"] >= 199998
     assert abs(out["hit"]["objects"]) * out["hits"] < 10, out     # none per hit
