@@ -104,8 +104,33 @@ typedef struct {
     PyObject *callback;     /* strong: compile callback, or None */
     int mode;               /* MODE_* set around each call */
     PyObject *dict;         /* strong: instance __dict__, or NULL */
+    Py_ssize_t outputs;     /* items each result must have (a tuple or list), or -1 */
+    PyObject *what;         /* strong: str naming fn in that check's error, or NULL */
     vectorcallfunc vectorcall;
 } OptimizedCallable;
+
+/* The result of a compiled graph must be a tuple or list with one item per
+ * graph output: the code calling it indexes it.  Returns result, or NULL
+ * with a TypeError naming the backend (result consumed either way). */
+static PyObject *
+check_outputs(OptimizedCallable *self, PyObject *result)
+{
+    Py_ssize_t n = PyTuple_Check(result) ? PyTuple_GET_SIZE(result)
+                 : PyList_Check(result) ? PyList_GET_SIZE(result) : -1;
+    if (n == self->outputs)                     /* the shape the caller indexes? */
+        return result;
+    if (n < 0)
+        PyErr_Format(PyExc_TypeError,
+                     "dynamo: %S returned %.100s, expected a tuple of %zd graph output(s)",
+                     self->what, Py_TYPE(result)->tp_name, self->outputs);
+    else
+        PyErr_Format(PyExc_TypeError,
+                     "dynamo: %S returned %zd output(s) for a graph with %zd; a backend must "
+                     "return a callable whose result has one item per graph output "
+                     "(as gm.forward's does)", self->what, n, self->outputs);
+    Py_DECREF(result);
+    return NULL;
+}
 
 static PyObject *
 oc_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -118,18 +143,25 @@ oc_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *k
     PyObject *result = self->mode != MODE_OFF ? hook_vectorcall(st, self->fn, args, nargsf, kwnames)
                                               : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
     state_restore(st, prev_mode, prev_callback);
+    if (self->outputs >= 0 && result != NULL)  /* a backend's result, checked? */
+        result = check_outputs(self, result);
     return result;
 }
 
 static PyObject *
 oc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"fn", "callback", "mode", NULL};
-    PyObject *fn, *callback;
+    static char *kwlist[] = {"fn", "callback", "mode", "outputs", "what", NULL};
+    PyObject *fn, *callback, *what = NULL;
     int mode;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOi:OptimizedCallable", kwlist,
-                                     &fn, &callback, &mode))
+    Py_ssize_t outputs = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOi|nU:OptimizedCallable", kwlist,
+                                     &fn, &callback, &mode, &outputs, &what))
         return NULL;
+    if (outputs >= 0 && what == NULL) {
+        PyErr_SetString(PyExc_TypeError, "OptimizedCallable: outputs needs what (a str)");
+        return NULL;
+    }
     if (!PyCallable_Check(fn)) {
         PyErr_SetString(PyExc_TypeError, "OptimizedCallable: fn must be callable");
         return NULL;
@@ -144,6 +176,8 @@ oc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->fn = Py_NewRef(fn);
     self->callback = Py_NewRef(callback);
     self->mode = mode;
+    self->outputs = outputs < 0 ? -1 : outputs;
+    self->what = Py_XNewRef(what);
     self->vectorcall = oc_vectorcall;
     /* __wrapped__ lives in __dict__ so functools.update_wrapper can set it. */
     self->dict = PyDict_New();
@@ -169,6 +203,7 @@ oc_clear(OptimizedCallable *self)
     Py_CLEAR(self->fn);
     Py_CLEAR(self->callback);
     Py_CLEAR(self->dict);
+    Py_CLEAR(self->what);
     return 0;
 }
 

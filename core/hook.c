@@ -64,6 +64,10 @@ static _PyFrameEvalFunction previous_eval;
 /* Torch callables for the guards (module state, borrowed). */
 static GirRuntime *runtime;
 
+/* The _thread.RLock every compile holds (module state, borrowed; NULL:
+ * compiles are not serialized). */
+static PyObject *compile_lock;
+
 
 static PyObject *hook_eval_frame(PyThreadState *, _PyInterpreterFrame *, int);
 
@@ -98,6 +102,12 @@ void
 hook_set_runtime(GirRuntime *rt)
 {
     runtime = rt;
+}
+
+void
+hook_set_compile_lock(PyObject *lock)
+{
+    compile_lock = lock;
 }
 
 static PyObject *
@@ -576,6 +586,64 @@ done:
     return todo;
 }
 
+/* Call compile_lock.acquire() or .release(); 0, or -1 with an exception.
+ * acquire waits with the GIL released (RLock.acquire does), so the thread
+ * compiling keeps running. */
+static int
+compile_lock_call(const char *method)
+{
+    PyObject *r = PyObject_CallMethod(compile_lock, method, NULL);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* COMPILE-mode miss: serialize it with every other compile.  Under the
+ * compile lock the code is looked up again — another thread may have
+ * compiled it (or marked it skipped) while this one waited — and the
+ * callback is asked only on a second miss, with that lookup's failures.
+ * Returns as ask_callback: the code to run (strong), Py_None (strong), or
+ * NULL with an exception (the callback's, or one raised while waiting for
+ * the lock, a KeyboardInterrupt say); internal errors are reported here. */
+static PyObject *
+compile_miss(CallableState *st, _PyInterpreterFrame *frame, GevalFrame *gf)
+{
+    PyCodeObject *code = frame->f_code;
+    if (compile_lock != NULL && compile_lock_call("acquire") < 0)
+        return NULL;
+    PyObject *todo = NULL, *failures = NULL;
+    CacheEntry *hit = NULL;
+    CodeCache *cache = frame_cache(code);
+    if (cache != NULL && cache->skip)           /* given up on while we waited? */
+        todo = Py_NewRef(Py_None);
+    else if (cache != NULL && cache->entries != NULL
+             && lookup(st, cache, gf, &hit, &failures) < 0) {
+        PyErr_WriteUnraisable((PyObject *)code);
+        todo = Py_NewRef(Py_None);
+    }
+    else if (hit != NULL) {                     /* compiled while we waited */
+        todo = Py_NewRef(hit->code);
+        cache_entry_decref(hit);
+    }
+    else if (failures == NULL && (failures = PyList_New(0)) == NULL) {
+        PyErr_WriteUnraisable((PyObject *)code);
+        todo = Py_NewRef(Py_None);
+    }
+    else {
+        if (cache != NULL && cache->tele != NULL)
+            telemetry_note_failure(cache, failures);
+        todo = ask_callback(frame, failures);
+    }
+    Py_XDECREF(failures);
+    if (compile_lock != NULL) {
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);    /* the callback's, kept */
+        if (compile_lock_call("release") < 0)
+            PyErr_WriteUnraisable(compile_lock);
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+    }
+    return todo;
+}
+
 /* ---- the hook -------------------------------------------------------------- */
 
 static PyObject *
@@ -630,12 +698,8 @@ looked_up:
         cache_entry_decref(hit);
     }
     else if (asks) {
-        if (failures == NULL && (failures = PyList_New(0)) == NULL)
-            goto internal;
-        if (cache != NULL && cache->tele != NULL)
-            telemetry_note_failure(cache, failures);
-        todo = ask_callback(frame, failures);
-        Py_DECREF(failures);
+        Py_CLEAR(failures);                     /* compile_miss looks up again */
+        todo = compile_miss(st, frame, &gf);
         if (todo == NULL)                       /* the callback raised */
             return NULL;
     }

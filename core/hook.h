@@ -37,4 +37,11 @@ int hook_installed(void);
 /* The guard runtime shared by the hook and the module (module state). */
 void hook_set_runtime(GirRuntime *rt /* borrowed, lives as long as the module */);
 
+/* The lock every compile holds (module state): a miss in COMPILE mode
+ * takes it, waiting with the GIL released, looks the code up again and asks
+ * the callback only on a second miss, so one code is compiled by one
+ * thread at a time and a thread that waited uses the entry the other made.
+ * NULL (at module teardown) turns serialization off. */
+void hook_set_compile_lock(PyObject *lock /* borrowed, lives as long as the module */);
+
 #endif /* DYNAMO_CORE_HOOK_H */

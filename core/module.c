@@ -20,9 +20,24 @@ int tmeta_add_test_functions(PyObject *module);
 
 typedef struct {
     GirRuntime runtime;     /* torch callables for the guards */
+    PyObject *compile_lock; /* strong: the _thread.RLock serializing compiles */
 } ModuleState;
 
 static struct PyModuleDef module_def;
+
+/* A new _thread.RLock (strong), or NULL with an exception.  Reentrant: a
+ * compile may run frames that compile (a backend calling an optimized
+ * function) on the same thread. */
+static PyObject *
+new_rlock(void)
+{
+    PyObject *thread = PyImport_ImportModule("_thread");
+    if (thread == NULL)
+        return NULL;
+    PyObject *lock = PyObject_CallMethod(thread, "RLock", NULL);
+    Py_DECREF(thread);
+    return lock;
+}
 
 static int
 require_code(PyObject *code)
@@ -408,6 +423,7 @@ module_traverse(PyObject *m, visitproc visit, void *arg)
         Py_VISIT(st->runtime.tls_include);
         Py_VISIT(st->runtime.tls_exclude);
         Py_VISIT(st->runtime.is_grad_enabled);
+        Py_VISIT(st->compile_lock);
     }
     return 0;
 }
@@ -416,9 +432,12 @@ static void
 module_free(void *m)
 {
     ModuleState *st = PyModule_GetState((PyObject *)m);
-    if (st != NULL)
-        gir_runtime_clear(&st->runtime);
     hook_set_runtime(NULL);
+    hook_set_compile_lock(NULL);
+    if (st != NULL) {
+        gir_runtime_clear(&st->runtime);
+        Py_CLEAR(st->compile_lock);
+    }
 }
 
 PyDoc_STRVAR(module_doc,
@@ -450,12 +469,15 @@ PyInit__C(void)
         return NULL;
     ModuleState *st = PyModule_GetState(m);
     memset(st, 0, sizeof(*st));
+    st->compile_lock = new_rlock();
     if (PyModule_AddType(m, &OptimizedCallable_Type) < 0
             || PyModule_AddType(m, &ModuleCall_Type) < 0
             || PyModule_AddIntConstant(m, "MODE_OFF", MODE_OFF) < 0
             || PyModule_AddIntConstant(m, "MODE_COMPILE", MODE_COMPILE) < 0
             || PyModule_AddIntConstant(m, "MODE_RUN", MODE_RUN) < 0
             || PyModule_AddObjectRef(m, "MISSING", gtree_missing()) < 0
+            || st->compile_lock == NULL
+            || PyModule_AddObjectRef(m, "compile_lock", st->compile_lock) < 0
             || tmeta_add_test_functions(m) < 0
             || telemetry_add_functions(m) < 0
             || PyState_AddModule(m, &module_def) < 0) {
@@ -463,6 +485,7 @@ PyInit__C(void)
         return NULL;
     }
     hook_set_runtime(&st->runtime);
+    hook_set_compile_lock(st->compile_lock);
     telemetry_init();
     return m;
 }

@@ -24,6 +24,42 @@ _DEFAULTS = {
 }
 
 
+def _validate(name, value):
+    """Refuse a bad value at assignment, so the user's call never meets
+    it: TypeError for the wrong type, ValueError for one out of range.
+    A setting's type is its default's (a bool setting takes only True or
+    False; an int one, an int that is not a bool); cache_size_limit is
+    >= 0 (0: compile nothing new, every miss runs eagerly); log_level is
+    a logging level (an int >= 0 or a name such as "DEBUG")."""
+    default = _DEFAULTS[name]
+    if name == "log_level":
+        if isinstance(value, str) and value in logging.getLevelNamesMapping():
+            return
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return
+        raise (TypeError if not isinstance(value, (int, str)) or isinstance(value, bool)
+               else ValueError)(
+            f"dynamo.config.log_level must be a logging level (an int >= 0 or one of "
+            f"{', '.join(sorted(logging.getLevelNamesMapping()))}), got {value!r}")
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise TypeError(f"dynamo.config.{name} must be True or False, "
+                            f"got {type(value).__name__} {value!r}")
+    elif isinstance(default, int):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"dynamo.config.{name} must be an int, "
+                            f"got {type(value).__name__} {value!r}")
+        if name == "cache_size_limit" and value < 0:
+            raise ValueError(f"dynamo.config.cache_size_limit must be >= 0 (0: compile "
+                             f"nothing new), got {value}")
+    elif isinstance(default, float):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise TypeError(f"dynamo.config.{name} must be a number, "
+                            f"got {type(value).__name__} {value!r}")
+    elif isinstance(default, str) and not isinstance(value, str):
+        raise TypeError(f"dynamo.config.{name} must be a str, got {type(value).__name__} {value!r}")
+
+
 class _Config(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -35,6 +71,8 @@ class _Config(types.ModuleType):
         if name not in _DEFAULTS and not name.startswith("_"):
             raise AttributeError(f"dynamo.config has no setting {name!r}; "
                                  f"known: {', '.join(sorted(_DEFAULTS))}")
+        if name in _DEFAULTS:
+            _validate(name, value)
         if name == "log_level":
             logging.getLogger("dynamo").setLevel(value)
         super().__setattr__(name, value)

@@ -5,12 +5,13 @@ Owns the compile pipeline of contract 3: run the InstructionTranslator
 graphs, break reasons and resume codes, assemble the rewritten code (same
 signature, varnames prefix, cells and free variables as the original, the
 usual 3.11 prologue) and install `__compiled_fn_<n>` / `__resume_at_*` in
-the frame's globals. It does not decide whether a frame should be compiled
+the frame's globals (remembered: dynamo.reset() removes them). It does not decide whether a frame should be compiled
 (filters, cache limits, records, warnings): that is the hook callback's job.
 """
 import builtins
 import dataclasses
 import dis
+import threading
 import traceback
 import types
 from typing import Any, Callable, List, Optional
@@ -107,6 +108,15 @@ def compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *,
     frame cannot be compiled at all (nopython: at the first graph break),
     with `break_reasons` attached when known.
     """
+    first_fx = _fx_next_id()
+    try:
+        return _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn,
+                              nopython=nopython)
+    finally:
+        _note_fx_sources(first_fx)
+
+
+def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, nopython):
     from .tracer.frame import InstructionTranslator, RestartAnalysis
     closure = getattr(func, "__closure__", None) if func is not None else None
     frame = FrameInfo(code, f_locals, f_globals, f_builtins, closure)
@@ -135,12 +145,87 @@ def compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *,
         head = prologue(code.co_varnames, code.co_cellvars, code.co_freevars,
                         firstlineno=code.co_firstlineno)
         new_code = assemble(head + tx.body, code)
-    for name, value in output.install.items():
-        f_globals[name] = value
+    install_globals(f_globals, output.install)
     direct = direct_plan(new_code, f_globals) if new_code is not code else None
     return CompileOutput(new_code=new_code, guards=output.final_guards(), graphs=list(output.graphs),
                          break_reasons=reasons, resume_codes=list(tx.resume_codes),
                          original_code=code, direct=direct)
+
+
+# What compile_frame put into user globals, for reset() to take back:
+# (globals dict, name, value), strong until then (the values are the
+# compiled graphs and resume functions the installed code calls).
+_installed = []
+_installed_lock = threading.Lock()
+
+
+def install_globals(f_globals, names):
+    """f_globals.update(names), remembered for uninstall_globals()."""
+    with _installed_lock:
+        for name, value in names.items():
+            f_globals[name] = value
+            _installed.append((f_globals, name, value))
+
+
+def uninstall_globals():
+    """Remove every name compile_frame installed in user globals and still
+    bound to what it installed, and the generated source torch.fx kept for
+    the graph modules made while compiling (dynamo.reset(): the compiled
+    code that loads them is dropped too)."""
+    with _installed_lock:
+        doomed = list(_installed)
+        _installed.clear()
+        fx_ids = list(_fx_sources)
+        _fx_sources.clear()
+    for f_globals, name, value in doomed:
+        if f_globals.get(name, None) is value:
+            del f_globals[name]
+    _forget_fx_sources(fx_ids)
+
+
+# torch.fx keeps the source of every GraphModule it generates, for ever
+# (its _EvalCacheLoader's eval_cache, and a lazy linecache entry per
+# "<eval_with_key>.<n>" file name) so tracebacks can show it.  Ranges
+# [first, end) of those numbers taken while compiling (compiles hold the
+# compile lock; a GraphModule another thread made in the same window loses
+# its traceback source at reset() too).
+_fx_sources = []
+_FX_KEY = "<eval_with_key>."
+
+
+def _fx_loader():
+    try:
+        from torch.fx import graph_module
+    except ImportError:             # pragma: no cover - torch without fx
+        return None
+    loader = getattr(graph_module, "_loader", None)
+    return loader if hasattr(loader, "next_id") and hasattr(loader, "eval_cache") else None
+
+
+def _fx_next_id():
+    loader = _fx_loader()
+    return loader.next_id if loader is not None else None
+
+
+def _note_fx_sources(first):
+    end = _fx_next_id()
+    if first is not None and end is not None and end > first:
+        with _installed_lock:
+            _fx_sources.append((first, end))
+
+
+def _forget_fx_sources(ranges):
+    loader = _fx_loader()
+    if loader is None or not ranges:
+        return
+    import linecache
+    for key in list(loader.eval_cache):
+        if not key.startswith(_FX_KEY):
+            continue
+        digits = key[len(_FX_KEY):].split(" ", 1)[0]
+        if digits.isdigit() and any(a <= int(digits) < b for a, b in ranges):
+            loader.eval_cache.pop(key, None)
+            linecache.cache.pop(key, None)
 
 
 def _break_reason(reason, user_stack):

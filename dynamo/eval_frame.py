@@ -158,11 +158,16 @@ class _Callback:
         if code in _limit_warned:
             return
         _limit_warned.add(code)
-        why = describe_failure(failures[0], f_locals, f_globals, f_builtins, func)
+        if not failures:        # cache_size_limit 0: asked for, so recorded but not warned
+            why = "config.cache_size_limit is 0: nothing new is compiled"
+        else:
+            why = describe_failure(failures[0], f_locals, f_globals, f_builtins, func)
         record = records.new_record(code)
         record.status, record.recompile_reason = "limit", why
         record.backend = self.backend_name
         _add_record(record)
+        if not failures:
+            return
         warnings.warn(f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
                       f"config.cache_size_limit={config.cache_size_limit}; running it eagerly "
                       f"from now on when no compiled entry matches. Last failing guard: {why}",
@@ -312,10 +317,15 @@ def disable(fn=None):
 
 
 def reset():
-    """Forget every compiled entry, skip mark and compile record."""
-    _C.reset()
-    records.clear()
-    _limit_warned.clear()
+    """Forget every compiled entry, skip mark and compile record, and remove
+    the `__compiled_fn_<n>` / `__resume_at_*` globals compiles installed.
+    Waits for a compile running in another thread to finish first."""
+    from .convert_frame import uninstall_globals
+    with _C.compile_lock:
+        _C.reset()
+        uninstall_globals()
+        records.clear()
+        _limit_warned.clear()
     try:
         from . import resume
         if hasattr(resume, "clear"):

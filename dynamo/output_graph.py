@@ -11,6 +11,7 @@ instructions that load inputs, call the graph and rebuild values from its
 outputs. Neither decides *where* to break: that is the translator's job.
 """
 import contextlib
+import copy
 import itertools
 import logging
 import operator
@@ -138,6 +139,7 @@ class OutputGraph:
         self.root = {}                          # GraphModule root: target -> object
         self.module_targets = {}                # id(module) -> target
         self.fake_params = {}                   # id(tensor) -> fake tensor
+        self.fake_modules = {}                  # id(module) -> (module, fake copy)
         self.initial_grad = torch.is_grad_enabled()
         self.grad_enabled = self.initial_grad
         self.sizes_read = False
@@ -251,6 +253,28 @@ class OutputGraph:
             fake = self.fake_params[id(tensor)] = self.fake_mode.from_tensor(tensor, static_shapes=True)
         return fake
 
+    def _fake_module(self, module):
+        """A shallow copy of `module` and its submodules whose parameters
+        and buffers are the fakes of the originals: the fake run calls the
+        copy.  Tracing never writes to the live module (swapping tensors in
+        and out of it would show fakes to any other thread running or
+        tracing it meanwhile, and leave them there if two swaps interleave)."""
+        seen = self.fake_modules.get(id(module))
+        if seen is not None and seen[0] is module:
+            return seen[1]
+        clone = copy.copy(module)
+        state = clone.__dict__          # a copy: the live module's stays untouched
+        state["_parameters"] = {k: None if v is None else self._fake(v)
+                                for k, v in module._parameters.items()}
+        state["_buffers"] = {k: None if v is None else self._fake(v)
+                             for k, v in module._buffers.items()}
+        state["_modules"] = {k: None if v is None else self._fake_module(v)
+                             for k, v in module._modules.items()}
+        if isinstance(clone, torch.nn.RNNBase):     # keeps its weights in a list too
+            clone._init_flat_weights()
+        self.fake_modules[id(module)] = (module, clone)
+        return clone
+
     def _tag(self, node, called=None):
         """Record in node.meta["dynamo_module_stack"] the modules whose
         forward made `node` (a call_module node also names the module it
@@ -323,12 +347,8 @@ class OutputGraph:
         if target is None:
             target = self.module_targets[id(module)] = self._target(_mangle(source), module)
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
-        state = {k: self._fake(v) for k, v in itertools.chain(
-            module.named_parameters(remove_duplicate=False), module.named_buffers(remove_duplicate=False))}
-
-        def run():
-            return torch.func.functional_call(module, state, tuple(ex_args), ex_kw)
-        example = self._run_fake(type(module).__name__, run)
+        fake_module = self._fake_module(module)
+        example = self._run_fake(type(module).__name__, lambda: fake_module(*ex_args, **ex_kw))
         return self._wrap_result("call_module", target, n_args, n_kw, example,
                                  called=(module_path(source), type(module).__name__))
 

@@ -148,3 +148,111 @@ def test_log_level_info_reports_compiles_and_breaks(caplog):
     text = caplog.text
     assert "compiled [0/0] f" in text
     assert "graph break in f" in text
+
+
+# ---------------------------------------------------------------- config validation (issue 14.8)
+
+@pytest.mark.parametrize("value, error", [(-1, ValueError), ("8", TypeError), (None, TypeError),
+                                          (8.0, TypeError), (True, TypeError)])
+def test_config_cache_size_limit_validated_at_assignment(value, error):
+    with pytest.raises(error, match="cache_size_limit"):
+        dynamo.config.cache_size_limit = value
+    assert dynamo.config.cache_size_limit == 8          # unchanged
+    cnt = CompileCounter()
+    assert same(dynamo.optimize(cnt)(add)(torch.ones(2), torch.ones(2)), torch.full((2,), 2.0))
+    assert cnt.frame_count == 1
+
+
+def test_config_cache_size_limit_zero_compiles_nothing():
+    """0 means: compile nothing new; every miss runs eagerly, without the
+    IndexError it used to raise inside the call, recorded as LIMIT."""
+    dynamo.config.cache_size_limit = 0
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(add)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # asked for: no warning
+        for n in (2, 3, 2):
+            assert same(opt(torch.ones(n), torch.ones(n)), torch.full((n,), 2.0))
+    assert cnt.frame_count == 0
+    assert [r.status for r in dynamo.records.all_records()] == ["limit"]
+
+
+@pytest.mark.parametrize("name", ["debug", "verbose", "dynamic_shapes", "output_code",
+                                  "raise_on_backend_error"])
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_config_bool_settings_take_only_bools(name, value):
+    with pytest.raises(TypeError, match=f"config.{name} must be True or False"):
+        setattr(dynamo.config, name, value)
+    assert getattr(dynamo.config, name) is False
+    setattr(dynamo.config, name, True)
+    assert getattr(dynamo.config, name) is True
+
+
+def test_config_log_level_validated():
+    import logging
+    for bad, error in ((-5, ValueError), ("LOUD", ValueError), (None, TypeError), (2.5, TypeError)):
+        with pytest.raises(error, match="log_level"):
+            dynamo.config.log_level = bad
+    dynamo.config.log_level = "DEBUG"
+    assert logging.getLogger("dynamo").level == logging.DEBUG
+    dynamo.config.log_level = logging.WARNING
+    assert logging.getLogger("dynamo").level == logging.WARNING
+
+
+# ---------------------------------------------------------------- backend output arity (issue 14.8)
+
+def two_outputs(x):
+    return x + 1, x * 2
+
+
+def test_backend_returning_too_few_outputs_names_the_backend():
+    """A backend whose callable returns fewer values than the graph has
+    outputs: a TypeError naming the backend, not an IndexError."""
+    def short(gm, example_inputs):
+        forward = gm.forward
+        return lambda *args: forward(*args)[:1]
+
+    opt = dynamo.optimize(short)(two_outputs)
+    with pytest.raises(TypeError, match=r"backend 'short' returned 1 output\(s\) for a graph with 2"):
+        opt(torch.ones(2))
+    assert len(dynamo.records.all_records()) == 1 and dynamo.records.all_records()[0].status == "ok"
+
+
+def test_backend_returning_a_non_sequence_names_the_backend():
+    def scalar(gm, example_inputs):
+        return lambda *args: 0
+
+    opt = dynamo.optimize(scalar)(two_outputs)
+    with pytest.raises(TypeError, match="backend 'scalar' returned int, expected a tuple of 2"):
+        opt(torch.ones(2))
+
+
+def test_backend_returning_another_graphs_forward_fails_at_compile():
+    """A GraphModule forward whose graph has another output count is a
+    backend failure at compile time (warn, run the graph eagerly)."""
+    import torch.fx
+
+    def other(gm, example_inputs):
+        return torch.fx.symbolic_trace(lambda x: (x,)).forward
+
+    opt = dynamo.optimize(other)(two_outputs)
+    with pytest.warns(RuntimeWarning, match="graph with 1 output.*for a graph with 2"):
+        out = opt(torch.ones(2))
+    assert same(out, two_outputs(torch.ones(2)))
+
+
+def test_backend_with_right_arity_unaffected():
+    calls = []
+
+    def wrapped(gm, example_inputs):
+        forward = gm.forward
+
+        def run(*args):
+            calls.append(1)
+            return forward(*args)
+        return run
+
+    opt = dynamo.optimize(wrapped)(two_outputs)
+    for _ in range(3):
+        assert same(opt(torch.ones(2)), two_outputs(torch.ones(2)))
+    assert len(calls) == 3

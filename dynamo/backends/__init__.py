@@ -52,10 +52,16 @@ def wrap(name, fn):
     unless config.raise_on_backend_error (then BackendCompilerFailed)."""
     @functools.wraps(fn)
     def compile_with_policy(gm, example_inputs):
+        outputs = graph_outputs(gm)         # read before the backend: it may rewrite gm
         try:
             compiled = fn(gm, example_inputs)
             if compiled is None or not callable(compiled):
                 raise TypeError(f"backend returned {type(compiled).__name__}, expected a callable")
+            returned = graph_outputs(getattr(compiled, "__self__", None)) \
+                if _fx_forward_code(compiled) is not None else None
+            if outputs is not None and returned is not None and returned != outputs:
+                raise TypeError(f"backend returned the forward of a graph with {returned} "
+                                f"output(s) for a graph with {outputs}")
         except Exception as e:  # noqa: BLE001 - every backend failure takes the same path
             if config.raise_on_backend_error:
                 raise BackendCompilerFailed(name, e) from e
@@ -66,14 +72,32 @@ def wrap(name, fn):
         # without the hook: they are ours, not the user's, to compile.
         # An fx GraphModule's own forward only needs its code skip-marked
         # (cheaper per call than switching the hook off and on around it);
-        # anything else a backend returns is wrapped with the hook off.
+        # anything else a backend returns is wrapped with the hook off, and
+        # its results are checked to have one item per graph output (the
+        # calling code indexes them: a wrong count is a TypeError naming
+        # the backend, not an IndexError in the user's frame).
         code = _fx_forward_code(compiled)
         if code is not None:
             _C.set_skip(code)
             return compiled
-        return _C.OptimizedCallable(compiled, None, 0)
+        if outputs is None:
+            return _C.OptimizedCallable(compiled, None, 0)
+        return _C.OptimizedCallable(compiled, None, 0, outputs, f"backend {name!r}")
     compile_with_policy.backend_name = name
     return compile_with_policy
+
+
+def graph_outputs(gm):
+    """How many values the fx graph of `gm` returns (its output node's
+    tuple or list), or None when it is not a GraphModule returning one."""
+    import torch.fx
+    if not isinstance(gm, torch.fx.GraphModule):
+        return None
+    for node in reversed(gm.graph.nodes):
+        if node.op == "output":
+            value = node.args[0] if node.args else None
+            return len(value) if isinstance(value, (tuple, list)) else None
+    return None
 
 
 def _fx_forward_code(compiled):

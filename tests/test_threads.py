@@ -1,0 +1,188 @@
+"""Threads: first calls racing on one optimized function or module.
+
+Contract: tracing never writes to the live module (other threads may be
+running it), and one code object is compiled by one thread at a time; a
+thread that waited for another's compile uses the entry it made. Each test
+counts compiles (CompileCounter.frame_count) and cache entries, which must
+equal what one thread alone produces.
+"""
+import threading
+
+import torch
+import torch.nn as nn
+from torch._subclasses.fake_tensor import FakeTensor
+
+import dynamo
+from dynamo import _C, config
+from dynamo.testing import CompileCounter, same
+
+JOIN_S = 60     # a thread still alive after this is a deadlock
+
+
+def _race(n, fn, args_of):
+    """Run fn(*args_of(i)) in n threads released together by a barrier.
+    Returns (results by thread, exceptions)."""
+    barrier = threading.Barrier(n)
+    results, errors = [None] * n, []
+
+    def body(i):
+        args = args_of(i)
+        barrier.wait()
+        try:
+            results[i] = fn(*args)
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(JOIN_S)
+    assert not any(t.is_alive() for t in threads), "threads deadlocked"
+    return results, errors
+
+
+def _all_real(module):
+    return all(type(p) is nn.Parameter and type(p.data) is torch.Tensor
+               for p in module.parameters())
+
+
+def test_threaded_first_call_of_module_100_times():
+    """Issue 14.1: 2..8 threads making the first call of one optimized
+    nn.Module replaced its parameters with FakeTensors for good, and
+    compiled it more than once."""
+    code = nn.Sequential.forward.__code__
+    for it in range(100):
+        dynamo.reset()
+        torch.manual_seed(it)
+        m = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+        cnt = CompileCounter()
+        opt = dynamo.optimize(cnt)(m)
+        n = 2 + it % 7
+        inputs = [torch.randn(3, 8) for _ in range(n)]
+        results, errors = _race(n, opt, lambda i: (inputs[i],))
+        assert errors == [], f"iteration {it}, {n} threads: {errors[0]!r}"
+        assert _all_real(m), f"iteration {it}: parameters replaced"
+        assert cnt.frame_count == 1, f"iteration {it}, {n} threads: {cnt.frame_count} compiles"
+        assert len(_C.cache_entries(code)) == 1
+        for x, got in zip(inputs, results):
+            assert same(got, m(x))
+        assert same(opt(inputs[0]), m(inputs[0]))      # later calls hit and still work
+        assert cnt.frame_count == 1
+
+
+def test_tracing_never_swaps_tensors_into_the_live_module(monkeypatch):
+    """The fake run of a leaf module (call_module) sees fakes; the live
+    module, which another thread may be running eagerly at that moment,
+    keeps its real parameters throughout."""
+    lin = nn.Linear(4, 4)
+    seen = []
+    linear = torch.nn.functional.linear
+
+    def spying_linear(x, *args, **kwargs):       # runs inside the fake run
+        if isinstance(x, FakeTensor):
+            seen.append([isinstance(p, FakeTensor) for p in lin._parameters.values()])
+        return linear(x, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "linear", dynamo.disable(spying_linear))
+    cnt = CompileCounter()
+
+    def f(x):
+        return lin(x).relu()
+
+    x = torch.randn(2, 4)
+    out = dynamo.optimize(cnt)(f)(x)
+    assert cnt.frame_count == 1 and cnt.op_count == 2
+    assert seen and not any(fake for params in seen for fake in params)
+    assert same(out, f(x))
+    assert _all_real(lin)
+
+
+def test_eager_thread_runs_while_another_compiles():
+    """One thread calls the module eagerly in a loop while others compile
+    it: every eager call sees real parameters (no FakeTensor error)."""
+    for _ in range(20):
+        dynamo.reset()
+        m = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+        cnt = CompileCounter()
+        opt = dynamo.optimize(cnt)(m)
+        x = torch.randn(3, 8)
+        expected = m(x)
+
+        def eager():
+            return [m(x) for _ in range(50)]
+
+        results, errors = _race(4, lambda i: eager() if i == 0 else [opt(x)], lambda i: (i,))
+        assert errors == []
+        assert all(same(r, expected) for out in results for r in out)
+        assert cnt.frame_count == 1 and _all_real(m)
+
+
+def test_concurrent_recompiles_respect_cache_limit():
+    """Issue 14.1: threads compiling one code for 4 shapes made 9 entries
+    with a limit of 8; serialized, 4 shapes make exactly 4 entries."""
+    def f(x):
+        return x * 2 + 1
+
+    for _ in range(10):
+        dynamo.reset()
+        cnt = CompileCounter()
+        opt = dynamo.optimize(cnt)(f)
+        shapes = [(i + 1,) for i in range(4)]
+        n = 8
+        results, errors = _race(n, opt, lambda i: (torch.randn(shapes[i % 4]),))
+        assert errors == []
+        assert cnt.frame_count == 4
+        assert len(_C.cache_entries(f.__code__)) == 4 <= config.cache_size_limit
+
+
+def test_compile_inside_a_compile_does_not_deadlock():
+    """A backend that calls another optimized function compiles it on the
+    same thread while holding the compile lock (reentrant)."""
+    def inner(x):
+        return x - 1
+
+    inner_cnt = CompileCounter()
+    opt_inner = dynamo.optimize(inner_cnt)(inner)
+
+    def backend(gm, example_inputs):
+        opt_inner(torch.ones(2))
+        return gm.forward
+
+    def outer(x):
+        return x + 1
+
+    opt_outer = dynamo.optimize(backend)(outer)
+    results, errors = _race(2, opt_outer, lambda i: (torch.ones(2),))
+    assert errors == []
+    assert all(same(r, torch.full((2,), 2.0)) for r in results)
+    assert inner_cnt.frame_count == 1
+    assert len(_C.cache_entries(outer.__code__)) == 1
+
+
+def test_reset_waits_for_a_compile_in_progress():
+    """reset() from another thread while a compile runs: it takes the
+    compile lock, so it never interleaves with adding the entry."""
+    started, release = threading.Event(), threading.Event()
+
+    def backend(gm, example_inputs):
+        started.set()
+        release.wait(JOIN_S)
+        return gm.forward
+
+    def f(x):
+        return x * 3
+
+    opt = dynamo.optimize(backend)(f)
+    t = threading.Thread(target=opt, args=(torch.ones(2),))
+    t.start()
+    assert started.wait(JOIN_S)
+    done = threading.Event()
+    r = threading.Thread(target=lambda: (dynamo.reset(), done.set()))
+    r.start()
+    assert not done.wait(0.2)           # blocked behind the compile
+    release.set()
+    t.join(JOIN_S)
+    r.join(JOIN_S)
+    assert done.is_set() and not t.is_alive()
+    assert _C.cache_entries(f.__code__) == []      # reset ran after the entry was added
