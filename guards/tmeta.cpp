@@ -12,7 +12,11 @@
 #include <torch/csrc/Device.h>                      /* THPDevice, THPDevice_Check */
 #include <torch/csrc/Dtype.h>                       /* THPDtype, THPDtype_Check */
 #include <torch/headeronly/version.h>               /* TORCH_VERSION_MAJOR/MINOR */
+#include <ATen/Context.h>                           /* at::globalContext: global flags */
+#include <ATen/autocast_mode.h>                     /* at::autocast::is_autocast_enabled */
+#include <c10/core/DefaultDtype.h>                  /* c10::get_default_dtype */
 #include <c10/core/GradMode.h>                      /* c10::GradMode */
+#include <c10/core/InferenceMode.h>                 /* c10::InferenceMode */
 #include <c10/core/impl/LocalDispatchKeySet.h>      /* thread-local include/exclude */
 
 #include <cstdio>
@@ -190,6 +194,43 @@ int
 tmeta_grad_enabled(void)
 {
     return c10::GradMode::is_enabled() ? 1 : 0;
+}
+
+/* The matmul precision enum; its accessor may check the newer per-backend
+ * precision settings for consistency and throw: that reads as an unknown
+ * value (3), which then only matches itself. */
+static uint64_t
+matmul_precision(const at::Context &ctx) noexcept
+{
+    try {
+        return (uint64_t)ctx.float32MatmulPrecision() & 3;
+    }
+    catch (...) {
+        return 3;
+    }
+}
+
+uint64_t
+tmeta_global_state(void)
+{
+    const at::Context &ctx = at::globalContext();
+    uint64_t w = 0;
+    w |= (uint64_t)ctx.deterministicAlgorithms() << TMETA_GS_DETERMINISTIC;
+    w |= (uint64_t)ctx.deterministicAlgorithmsWarnOnly() << TMETA_GS_DETERMINISTIC_WARN_ONLY;
+    w |= (uint64_t)ctx.deterministicFillUninitializedMemory() << TMETA_GS_FILL_UNINITIALIZED;
+    w |= (uint64_t)c10::InferenceMode::is_enabled() << TMETA_GS_INFERENCE_MODE;
+    w |= (uint64_t)ctx.userEnabledCuDNN() << TMETA_GS_CUDNN_ENABLED;
+    w |= (uint64_t)ctx.deterministicCuDNN() << TMETA_GS_CUDNN_DETERMINISTIC;
+    w |= (uint64_t)ctx.benchmarkCuDNN() << TMETA_GS_CUDNN_BENCHMARK;
+    w |= (uint64_t)ctx.userEnabledMkldnn() << TMETA_GS_MKLDNN_ENABLED;
+    w |= matmul_precision(ctx) << TMETA_GS_MATMUL_PRECISION;
+    w |= (uint64_t)at::autocast::is_autocast_enabled(at::kCPU) << TMETA_GS_AUTOCAST_CPU;
+    w |= (uint64_t)at::autocast::is_autocast_enabled(at::kCUDA) << TMETA_GS_AUTOCAST_CUDA;
+    w |= ((uint64_t)c10::typeMetaToScalarType(c10::get_default_dtype()) & 0xff)
+         << TMETA_GS_DEFAULT_DTYPE;
+    w |= ((uint64_t)at::autocast::get_autocast_dtype(at::kCPU) & 0xff) << TMETA_GS_AUTOCAST_CPU_DTYPE;
+    w |= ((uint64_t)at::autocast::get_autocast_dtype(at::kCUDA) & 0xff) << TMETA_GS_AUTOCAST_CUDA_DTYPE;
+    return w;
 }
 
 int
