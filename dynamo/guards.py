@@ -244,9 +244,8 @@ _GS_FLAGS = (("deterministic_algorithms", 0), ("deterministic_warn_only", 1),
              ("fill_uninitialized_memory", 2), ("inference_mode", 3),
              ("cudnn.enabled", 4), ("cudnn.deterministic", 5), ("cudnn.benchmark", 6),
              ("mkldnn.enabled", 7), ("autocast_cpu", 10), ("autocast_cuda", 11))
-_GS_FIELDS = (("float32_matmul_precision", 8, 0x3), ("default_dtype", 16, 0xff),
+_GS_FIELDS = (("default_dtype", 16, 0xff),
               ("autocast_cpu_dtype", 24, 0xff), ("autocast_cuda_dtype", 32, 0xff))
-_MATMUL_PRECISION = {"highest": 0, "high": 1, "medium": 2}
 # c10::ScalarType codes of the dtypes a default / autocast dtype can be
 _SCALAR_TYPE = {torch.float16: 5, torch.float32: 6, torch.float64: 7,
                 torch.complex32: 8, torch.complex64: 9, torch.complex128: 10,
@@ -257,10 +256,7 @@ def global_state_flags() -> dict:
     """The flags the GLOBAL_STATE guard covers, read through torch's Python
     API (the C tree reads them from c10/ATen: tmeta_global_state)."""
     import torch.utils.deterministic as det
-    try:
-        precision = _MATMUL_PRECISION.get(torch.get_float32_matmul_precision(), 3)
-    except RuntimeError:
-        precision = 3
+    cpu, cuda = torch.is_autocast_enabled("cpu"), torch.is_autocast_enabled("cuda")
     return {
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
@@ -270,12 +266,11 @@ def global_state_flags() -> dict:
         "cudnn.deterministic": torch.backends.cudnn.deterministic,
         "cudnn.benchmark": torch.backends.cudnn.benchmark,
         "mkldnn.enabled": torch._C._get_mkldnn_enabled(),
-        "autocast_cpu": torch.is_autocast_enabled("cpu"),
-        "autocast_cuda": torch.is_autocast_enabled("cuda"),
-        "float32_matmul_precision": precision,
+        "autocast_cpu": cpu,
+        "autocast_cuda": cuda,
         "default_dtype": _SCALAR_TYPE.get(torch.get_default_dtype(), 0xff),
-        "autocast_cpu_dtype": _SCALAR_TYPE.get(torch.get_autocast_dtype("cpu"), 0xff),
-        "autocast_cuda_dtype": _SCALAR_TYPE.get(torch.get_autocast_dtype("cuda"), 0xff),
+        "autocast_cpu_dtype": _SCALAR_TYPE.get(torch.get_autocast_dtype("cpu"), 0xff) if cpu else 0,
+        "autocast_cuda_dtype": _SCALAR_TYPE.get(torch.get_autocast_dtype("cuda"), 0xff) if cuda else 0,
     }
 
 

@@ -196,22 +196,17 @@ tmeta_grad_enabled(void)
     return c10::GradMode::is_enabled() ? 1 : 0;
 }
 
-/* The matmul precision enum; its accessor may check the newer per-backend
- * precision settings for consistency and throw: that reads as an unknown
- * value (3), which then only matches itself. */
-static uint64_t
-matmul_precision(const at::Context &ctx) noexcept
+/* Autocast for a device is on when its key is not in the thread's
+ * dispatch exclude set (what torch.autocast toggles): read from the TLS
+ * words the walk already holds, not through at::autocast's accessors. */
+static inline bool
+autocast_on(const TmetaTls *tls, c10::DispatchKey key)
 {
-    try {
-        return (uint64_t)ctx.float32MatmulPrecision() & 3;
-    }
-    catch (...) {
-        return 3;
-    }
+    return !c10::DispatchKeySet(c10::DispatchKeySet::RAW, tls->excluded).has(key);
 }
 
 uint64_t
-tmeta_global_state(void)
+tmeta_global_state(const TmetaTls *tls)
 {
     const at::Context &ctx = at::globalContext();
     uint64_t w = 0;
@@ -223,13 +218,18 @@ tmeta_global_state(void)
     w |= (uint64_t)ctx.deterministicCuDNN() << TMETA_GS_CUDNN_DETERMINISTIC;
     w |= (uint64_t)ctx.benchmarkCuDNN() << TMETA_GS_CUDNN_BENCHMARK;
     w |= (uint64_t)ctx.userEnabledMkldnn() << TMETA_GS_MKLDNN_ENABLED;
-    w |= matmul_precision(ctx) << TMETA_GS_MATMUL_PRECISION;
-    w |= (uint64_t)at::autocast::is_autocast_enabled(at::kCPU) << TMETA_GS_AUTOCAST_CPU;
-    w |= (uint64_t)at::autocast::is_autocast_enabled(at::kCUDA) << TMETA_GS_AUTOCAST_CUDA;
     w |= ((uint64_t)c10::typeMetaToScalarType(c10::get_default_dtype()) & 0xff)
          << TMETA_GS_DEFAULT_DTYPE;
-    w |= ((uint64_t)at::autocast::get_autocast_dtype(at::kCPU) & 0xff) << TMETA_GS_AUTOCAST_CPU_DTYPE;
-    w |= ((uint64_t)at::autocast::get_autocast_dtype(at::kCUDA) & 0xff) << TMETA_GS_AUTOCAST_CUDA_DTYPE;
+    if (autocast_on(tls, c10::DispatchKey::AutocastCPU)) {      /* dtype only matters when on */
+        w |= (uint64_t)1 << TMETA_GS_AUTOCAST_CPU;
+        w |= ((uint64_t)at::autocast::get_autocast_dtype(at::kCPU) & 0xff)
+             << TMETA_GS_AUTOCAST_CPU_DTYPE;
+    }
+    if (autocast_on(tls, c10::DispatchKey::AutocastCUDA)) {
+        w |= (uint64_t)1 << TMETA_GS_AUTOCAST_CUDA;
+        w |= ((uint64_t)at::autocast::get_autocast_dtype(at::kCUDA) & 0xff)
+             << TMETA_GS_AUTOCAST_CUDA_DTYPE;
+    }
     return w;
 }
 

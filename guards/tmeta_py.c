@@ -76,7 +76,9 @@ PyDoc_STRVAR(global_state_doc, "_global_state() -> int: tmeta_global_state().");
 static PyObject *
 global_state(PyObject *module, PyObject *unused)
 {
-    return PyLong_FromUnsignedLongLong(tmeta_global_state());
+    TmetaTls tls;
+    tmeta_read_tls(&tls);
+    return PyLong_FromUnsignedLongLong(tmeta_global_state(&tls));
 }
 
 PyDoc_STRVAR(grad_enabled_doc, "_grad_enabled() -> bool: tmeta_grad_enabled().");

@@ -318,7 +318,11 @@ static inline int64_t
 walk_gstate(Walk *w)
 {
     if (UNLIKELY(!w->gstate_read)) {
-        w->gstate = tmeta_global_state();
+        if (!w->tls_read) {                         /* shared with the tensor reads */
+            tmeta_read_tls(&w->tls);
+            w->tls_read = 1;
+        }
+        w->gstate = tmeta_global_state(&w->tls);
         w->gstate_read = 1;
     }
     return (int64_t)w->gstate;

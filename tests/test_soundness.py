@@ -536,8 +536,6 @@ def test_global_state_word_c_and_python_agree_and_guard_fails():
         (lambda: torch.use_deterministic_algorithms(True), lambda: torch.use_deterministic_algorithms(False)),
         (lambda: torch.set_default_dtype(torch.float64), lambda: torch.set_default_dtype(torch.float32)),
         (lambda: torch._C._set_mkldnn_enabled(False), lambda: torch._C._set_mkldnn_enabled(True)),
-        (lambda: torch.set_float32_matmul_precision("medium"),
-         lambda: torch.set_float32_matmul_precision("highest")),
         (lambda: torch.backends.cudnn.__setattr__("benchmark", True),
          lambda: torch.backends.cudnn.__setattr__("benchmark", False)),
     ]

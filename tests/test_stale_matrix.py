@@ -335,10 +335,12 @@ def case_mkldnn_flag():
 
 
 def case_matmul_precision():
+    # not guarded (read by the matmul kernels at run time); the query is not
+    # folded: it runs eagerly after a graph break, so the result follows
     def f(x):
         return x * (2 if torch.get_float32_matmul_precision() == "highest" else 3)
     return Case(f, (X,), lambda: torch.set_float32_matmul_precision("medium"),
-                restore=lambda: torch.set_float32_matmul_precision("highest"))
+                restore=lambda: torch.set_float32_matmul_precision("highest"), frames=2)
 
 
 def _tensor_case(after):
