@@ -59,7 +59,7 @@ TORCH_DIR = $(eval TORCH_DIR := $$(shell $(PYTHON) -c "import importlib.util as 
 TORCH_ABI = $(eval TORCH_ABI := $$(shell $(PYTHON) -c "import torch; print(int(torch.compiled_with_cxx11_abi()))"))$(TORCH_ABI)
 TORCH_CXXFLAGS = -std=c++20 -D_GLIBCXX_USE_CXX11_ABI=$(TORCH_ABI) -fPIC -fvisibility=hidden \
     -isystem $(TORCH_DIR)/include -isystem $(TORCH_DIR)/include/torch/csrc/api/include -isystem $(PY_INC)
-TORCH_LDFLAGS = -L$(TORCH_DIR)/lib -Wl,-rpath,$(TORCH_DIR)/lib -ltorch_python -lc10 -lstdc++
+TORCH_LDFLAGS = -L$(TORCH_DIR)/lib -Wl,-rpath,$(TORCH_DIR)/lib -ltorch_python -ltorch_cpu -lc10 -lstdc++
 $(TMETA_OBJ): guards/tmeta.cpp guards/tmeta.h $(STAMP)
 	mkdir -p build
 	$(CXX) $(CXXFLAGS) $(WFLAGS) $(TORCH_CXXFLAGS) -Iguards -c guards/tmeta.cpp -o $@

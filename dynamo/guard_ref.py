@@ -9,19 +9,21 @@ Each guard decomposes into tests (source, property, expected) in this order:
 TYPE_MATCH -> type; ID/FUNCTION_MATCH -> id; EQUALS_MATCH -> type, value;
 LENGTH -> type, len; TENSOR_MATCH -> type, dtype, device, requires_grad,
 dispatch_keys, ndim, size()[i] (static dims), stride()[i]; GRAD_MODE ->
-grad_mode; DICT_KEYS -> type, keys; NONE_MATCH -> is_none; SAME_OBJECT ->
-same_object (its expected field here is (other source, same); the report
-gives `same`).
+grad_mode; GLOBAL_STATE -> global_state; DICT_KEYS -> type, keys;
+NONE_MATCH -> is_none; SAME_OBJECT -> same_object (its expected field here
+is (other source, same); the report gives `same`).  Source kind 6
+(STATIC_ATTR) is guards.static_lookup; VALUE compares floats bit for bit
+(guards.same_constant).
 """
 from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 
-from .guards import dispatch_keys
+from .guards import _NOT_FOUND, dispatch_keys, global_state_word, same_constant, static_lookup
 
-LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE = range(6)
+LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE, STATIC_ATTR = range(7)
 (TYPE_MATCH, ID_MATCH, EQUALS_MATCH, LENGTH, TENSOR_MATCH, GRAD_MODE, DICT_KEYS,
- FUNCTION_MATCH, NONE_MATCH, SAME_OBJECT) = range(10)
+ FUNCTION_MATCH, NONE_MATCH, SAME_OBJECT, GLOBAL_STATE) = range(11)
 
 
 class _Missing:
@@ -45,6 +47,8 @@ def decompose(guard: tuple) -> List[Tuple[tuple, str, Any]]:
         return [(src, "type", guard[2]), (src, "len", guard[3])]
     if kind == GRAD_MODE:
         return [(src, "grad_mode", bool(guard[2]))]
+    if kind == GLOBAL_STATE:
+        return [(src, "global_state", guard[2])]
     if kind == DICT_KEYS:
         return [(src, "type", dict), (src, "keys", guard[2])]
     if kind == NONE_MATCH:
@@ -102,6 +106,9 @@ class Frame:
                 return getattr(base, src[2])
             except AttributeError:
                 return MISSING
+        if kind == STATIC_ATTR:
+            found = static_lookup(base, src[2])
+            return MISSING if found is _NOT_FOUND else found
         key = src[2]
         if type(base) in (list, tuple) and type(key) is int:
             return base[key] if -len(base) <= key < len(base) else MISSING
@@ -150,6 +157,8 @@ def actual(test, frame: Frame):
         return v is None
     if prop == "grad_mode":
         return torch.is_grad_enabled()
+    if prop == "global_state":
+        return global_state_word()
     if prop == "same_object":
         other = frame.fetch(test[2][0])
         return None if other is MISSING else v is other
@@ -161,15 +170,10 @@ def actual(test, frame: Frame):
 
 
 def value_equal(v, e) -> bool:
-    """EQUALS_MATCH's value test: same type, and for exact tuples the same
-    rule item by item (stricter than ==: (1.0,) does not match (1,))."""
-    if type(v) is not type(e):
-        return False
-    if v is e:
-        return True
-    if type(e) is tuple:
-        return len(v) == len(e) and all(value_equal(a, b) for a, b in zip(v, e))
-    return v == e
+    """EQUALS_MATCH's value test: same type, floats bit for bit, and for
+    exact tuples the same rule item by item (stricter than ==: (1.0,) does
+    not match (1,), -0.0 does not match 0.0)."""
+    return same_constant(v, e)
 
 
 def passes(test, frame: Frame) -> bool:
@@ -187,6 +191,8 @@ def passes(test, frame: Frame) -> bool:
         return (v is None) == expected
     if prop == "grad_mode":
         return torch.is_grad_enabled() == expected
+    if prop == "global_state":
+        return global_state_word() == expected
     if prop == "same_object":
         other = frame.fetch(expected[0])
         return other is not MISSING and (v is other) == expected[1]

@@ -8,6 +8,7 @@ values), `Guard.lower()` (the tuple IR of ARCHITECTURE.md contract 1) and
 `evaluate()` is the reference twin of the C evaluator: tests only, never on
 the per-call path. It must not import the tracer.
 """
+import struct
 import weakref
 from typing import Any, List, Optional, Tuple
 
@@ -25,12 +26,14 @@ DICT_KEYS = 6
 FUNCTION_MATCH = 7
 NONE_MATCH = 8          # NOT_NONE / IS_NONE: expected (is_none,)
 SAME_OBJECT = 9         # expected (other: Source, same: bool): (v is other) == same
+GLOBAL_STATE = 10       # expected (word,): global_state_word() == word
 
 KIND_NAMES = {TYPE_MATCH: "TYPE_MATCH", ID_MATCH: "ID_MATCH",
               EQUALS_MATCH: "EQUALS_MATCH", LENGTH: "LENGTH",
               TENSOR_MATCH: "TENSOR_MATCH", GRAD_MODE: "GRAD_MODE",
               DICT_KEYS: "DICT_KEYS", FUNCTION_MATCH: "FUNCTION_MATCH",
-              NONE_MATCH: "NONE_MATCH", SAME_OBJECT: "SAME_OBJECT"}
+              NONE_MATCH: "NONE_MATCH", SAME_OBJECT: "SAME_OBJECT",
+              GLOBAL_STATE: "GLOBAL_STATE"}
 
 
 class SourceError(LookupError):
@@ -170,6 +173,57 @@ class ItemSource(Source):
             raise SourceError(self.name()) from None
 
 
+_NOT_FOUND = object()
+
+
+def static_lookup(obj, name):
+    """The object `getattr(obj, name)` starts from, no descriptor called: a
+    data descriptor on type(obj)'s MRO, else obj.__dict__[name], else what
+    the MRO holds; _NOT_FOUND if none. The C tree's STATIC_ATTR fetch."""
+    found = _NOT_FOUND
+    for klass in type(obj).__mro__:
+        if name in klass.__dict__:
+            found = klass.__dict__[name]
+            break
+    ftype = type(found)
+    if found is not _NOT_FOUND and (hasattr(ftype, "__set__") or hasattr(ftype, "__delete__")):
+        return found
+    try:
+        own = object.__getattribute__(obj, "__dict__")
+    except (AttributeError, TypeError):
+        own = None
+    if isinstance(own, dict) and name in own:
+        return own[name]
+    return found
+
+
+class StaticAttrSource(Source):
+    """What attribute lookup of `attr` on base starts from, calling no
+    descriptor (see static_lookup): guarded by identity, a method, property,
+    classmethod or staticmethod replaced on the class, or an instance
+    attribute shadowing a method, fails the guard. Guards only: never a
+    value the generated code loads."""
+
+    def __init__(self, base: Source, attr: str):
+        self.base, self.attr = base, attr
+
+    def name(self):
+        return f"getattr_static({self.base.name()}, {self.attr!r})"
+
+    def lower(self):
+        return (6, self.base.lower(), self.attr)
+
+    def root(self):
+        return self.base.root()
+
+    def get(self, f_locals, f_globals, f_builtins, closure):
+        base = self.base.get(f_locals, f_globals, f_builtins, closure)
+        found = static_lookup(base, self.attr)
+        if found is _NOT_FOUND:
+            raise SourceError(self.name())
+        return found
+
+
 class NoSource(Source):
     """No value: global-state guards (grad mode)."""
 
@@ -181,6 +235,69 @@ class NoSource(Source):
 
     def get(self, f_locals, f_globals, f_builtins, closure):
         return None
+
+
+# ---------------------------------------------------------------- global state
+
+# Bit layout of the GLOBAL_STATE word: guards/tmeta.h (TMETA_GS_*).
+_GS_FLAGS = (("deterministic_algorithms", 0), ("deterministic_warn_only", 1),
+             ("fill_uninitialized_memory", 2), ("inference_mode", 3),
+             ("cudnn.enabled", 4), ("cudnn.deterministic", 5), ("cudnn.benchmark", 6),
+             ("mkldnn.enabled", 7), ("autocast_cpu", 10), ("autocast_cuda", 11))
+_GS_FIELDS = (("default_dtype", 16, 0xff),
+              ("autocast_cpu_dtype", 24, 0xff), ("autocast_cuda_dtype", 32, 0xff))
+# c10::ScalarType codes of the dtypes a default / autocast dtype can be
+_SCALAR_TYPE = {torch.float16: 5, torch.float32: 6, torch.float64: 7,
+                torch.complex32: 8, torch.complex64: 9, torch.complex128: 10,
+                torch.bfloat16: 15}
+
+
+def global_state_flags() -> dict:
+    """The flags the GLOBAL_STATE guard covers, read through torch's Python
+    API (the C tree reads them from c10/ATen: tmeta_global_state)."""
+    import torch.utils.deterministic as det
+    cpu, cuda = torch.is_autocast_enabled("cpu"), torch.is_autocast_enabled("cuda")
+    return {
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
+        "fill_uninitialized_memory": bool(det.fill_uninitialized_memory),
+        "inference_mode": torch.is_inference_mode_enabled(),
+        "cudnn.enabled": torch.backends.cudnn.enabled,
+        "cudnn.deterministic": torch.backends.cudnn.deterministic,
+        "cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "mkldnn.enabled": torch._C._get_mkldnn_enabled(),
+        "autocast_cpu": cpu,
+        "autocast_cuda": cuda,
+        "default_dtype": _SCALAR_TYPE.get(torch.get_default_dtype(), 0xff),
+        "autocast_cpu_dtype": _SCALAR_TYPE.get(torch.get_autocast_dtype("cpu"), 0xff) if cpu else 0,
+        "autocast_cuda_dtype": _SCALAR_TYPE.get(torch.get_autocast_dtype("cuda"), 0xff) if cuda else 0,
+    }
+
+
+def global_state_word(flags: Optional[dict] = None) -> int:
+    """GLOBAL_STATE's expected word for the current (or the given) flags."""
+    flags = global_state_flags() if flags is None else flags
+    word = 0
+    for name, bit in _GS_FLAGS:
+        word |= int(bool(flags[name])) << bit
+    for name, shift, mask in _GS_FIELDS:
+        word |= (int(flags[name]) & mask) << shift
+    return word
+
+
+def global_state_diff(expected: int, actual: int) -> str:
+    """Which flags differ between two words: "deterministic_algorithms:
+    expected False, actual True"."""
+    out = []
+    for name, bit in _GS_FLAGS:
+        e, a = bool(expected >> bit & 1), bool(actual >> bit & 1)
+        if e != a:
+            out.append(f"{name}: expected {e}, actual {a}")
+    for name, shift, mask in _GS_FIELDS:
+        e, a = expected >> shift & mask, actual >> shift & mask
+        if e != a:
+            out.append(f"{name}: expected {e}, actual {a}")
+    return "; ".join(out) or "no difference"
 
 
 # ---------------------------------------------------------------- tensors
@@ -293,7 +410,24 @@ class Guard:
 
 
 def _same_expected(a, b):
-    return len(a) == len(b) and all(x is y or (type(x) is type(y) and x == y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(x is y or same_constant(x, y) for x, y in zip(a, b))
+
+
+def same_constant(value, expected) -> bool:
+    """EQUALS_MATCH's rule: the same type, and for floats (and complex) the
+    same bits (0.0 is not -0.0; a NaN equals a NaN of the same bits), for
+    tuples the same rule item by item, else ==. The C tree's value_match."""
+    if type(value) is not type(expected):
+        return False
+    if value is expected:
+        return True
+    if type(expected) is float:
+        return struct.pack("<d", value) == struct.pack("<d", expected)
+    if type(expected) is complex:
+        return struct.pack("<dd", value.real, value.imag) == struct.pack("<dd", expected.real, expected.imag)
+    if type(expected) is tuple:
+        return len(value) == len(expected) and all(same_constant(a, b) for a, b in zip(value, expected))
+    return value == expected
 
 
 def _rank(source: Source):
@@ -333,7 +467,7 @@ def check(guard: Guard, value) -> Optional[str]:
         return None if same == exp[1] else \
             f"expected {'the same object as' if exp[1] else 'another object than'} {exp[0].name()}"
     if k == EQUALS_MATCH:
-        ok = type(value) is type(exp[0]) and value == exp[0]
+        ok = same_constant(value, exp[0])
         return None if ok else f"expected {exp[0]!r}, actual {value!r}"
     if k == LENGTH:
         if type(value) is not exp[0]:
@@ -348,6 +482,9 @@ def check(guard: Guard, value) -> Optional[str]:
     if k == GRAD_MODE:
         now = torch.is_grad_enabled()
         return None if now == exp[0] else f"expected grad mode {exp[0]}, actual {now}"
+    if k == GLOBAL_STATE:
+        now = global_state_word()
+        return None if now == exp[0] else global_state_diff(exp[0], now)
     if k == TENSOR_MATCH:
         return _check_tensor(exp, value)
     return f"unknown guard kind {k}"
@@ -429,6 +566,8 @@ def property_text(src: str, prop: str) -> str:
         return f"{prop}({src})"
     if prop == "grad_mode":
         return "torch.is_grad_enabled()"
+    if prop == "global_state":
+        return "global torch state"
     if prop == "is_none":
         return f"{src} is None"
     if prop == "value":

@@ -24,8 +24,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from . import config
 from .bytecode import create_instruction
 from .exc import Unsupported
-from .guards import (GRAD_MODE, SAME_OBJECT, TENSOR_MATCH, AttrSource, ClosureSource, GlobalSource, Guard,
-                     ItemSource, LocalSource, NoSource, _rank, ordered, tensor_expected)
+from .guards import (GLOBAL_STATE, GRAD_MODE, SAME_OBJECT, TENSOR_MATCH, AttrSource, ClosureSource, GlobalSource, Guard,
+                     ItemSource, LocalSource, NoSource, _rank, global_state_word, ordered, tensor_expected)
 
 _graph_counter = itertools.count()
 # torch logs an ERROR with a traceback when a meta kernel fails; for the
@@ -150,6 +150,9 @@ class OutputGraph:
         # being inlined, outermost first (the frame's own `self` excluded)
         self.module_stack = []
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
+        # deterministic algorithms, default dtype, autocast, backend flags,
+        # inference mode (docs/USER_GUIDE.md, "Global state")
+        self.add_guard(NoSource(), GLOBAL_STATE, global_state_word())
 
     # ------------------------------------------------------------ guards
     def add_guard(self, source, kind, *expected):
@@ -165,9 +168,9 @@ class OutputGraph:
                 g = Guard(g.source, TENSOR_MATCH, tensor_expected(g.expected[0], dynamic))
             out.append(g)
         out += self._distinct_input_guards([g for g in out if g.kind == TENSOR_MATCH])
-        grad = [g for g in out if g.kind == GRAD_MODE]
+        grad = [g for g in out if g.kind in (GRAD_MODE, GLOBAL_STATE)]
         alias = [g for g in out if g.kind == SAME_OBJECT]       # relations last, as printed
-        rest = [g for g in out if g.kind not in (GRAD_MODE, SAME_OBJECT)]
+        rest = [g for g in out if g.kind not in (GRAD_MODE, GLOBAL_STATE, SAME_OBJECT)]
         return ordered(rest) + ordered(alias) + grad
 
     def globals_alias(self, f_globals):

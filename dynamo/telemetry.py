@@ -245,6 +245,8 @@ def _source_text(code, src):
         return f"{_source_text(code, src[1])}.{src[2]}"
     if kind == 4:
         return f"{_source_text(code, src[1])}[{src[2]!r}]"
+    if kind == 6:
+        return f"getattr_static({_source_text(code, src[1])}, {src[2]!r})"
     return "global state"
 
 

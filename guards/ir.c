@@ -108,10 +108,11 @@ compile_source(Builder *b, PyObject *spec /* borrowed */, int depth)
         break;
     case GIR_SRC_ATTR:
     case GIR_SRC_ITEM:
+    case GIR_SRC_STATIC_ATTR:
         if (n != 3)
             return fail(b, PyExc_ValueError, "ATTR/ITEM source is (kind, base, name)");
         name = PyTuple_GET_ITEM(spec, 2);
-        if (kind == GIR_SRC_ATTR && !PyUnicode_Check(name))
+        if (kind != GIR_SRC_ITEM && !PyUnicode_Check(name))
             return fail(b, PyExc_TypeError, "ATTR name must be a str");
         if (kind == GIR_SRC_ITEM) {
             if (PyLong_Check(name)) {
@@ -266,7 +267,7 @@ static const Py_ssize_t check_arity[GIR_NKINDS] = {
     [GIR_TYPE_MATCH] = 3, [GIR_ID_MATCH] = 3, [GIR_EQUALS_MATCH] = 3,
     [GIR_LENGTH] = 4, [GIR_TENSOR_MATCH] = 10, [GIR_GRAD_MODE] = 3,
     [GIR_DICT_KEYS] = 3, [GIR_FUNCTION_MATCH] = 3, [GIR_NONE_MATCH] = 3,
-    [GIR_SAME_OBJECT] = 4,
+    [GIR_SAME_OBJECT] = 4, [GIR_GLOBAL_STATE] = 3,
 };
 
 /* Fill check c from guard tuple g. */
@@ -286,8 +287,9 @@ compile_check(Builder *b, GirCheck *c, PyObject *g /* borrowed */)
     if (c->source < 0)
         return -1;
     int none_source = b->gs->sources[c->source].kind == GIR_SRC_NONE;
-    if (none_source != (kind == GIR_GRAD_MODE))
-        return fail(b, PyExc_ValueError, "GRAD_MODE needs source (5,), other kinds a value source");
+    if (none_source != (kind == GIR_GRAD_MODE || kind == GIR_GLOBAL_STATE))
+        return fail(b, PyExc_ValueError,
+                    "GRAD_MODE/GLOBAL_STATE need source (5,), other kinds a value source");
     PyObject *e = PyTuple_GET_ITEM(g, 2);
     switch (kind) {
     case GIR_TYPE_MATCH:
@@ -314,6 +316,12 @@ compile_check(Builder *b, GirCheck *c, PyObject *g /* borrowed */)
         c->n = PyObject_IsTrue(e);
         b->gs->needs_torch |= kind == GIR_GRAD_MODE;
         return c->n < 0 ? -1 : 0;
+    case GIR_GLOBAL_STATE:
+        if (!PyLong_CheckExact(e))
+            return fail(b, PyExc_TypeError, "GLOBAL_STATE expects an int state word");
+        c->n = (Py_ssize_t)PyLong_AsLongLong(e);
+        b->gs->needs_torch = 1;
+        return (c->n == -1 && PyErr_Occurred()) ? -1 : 0;
     case GIR_DICT_KEYS:
         if (!PyTuple_Check(e))
             return fail(b, PyExc_TypeError, "DICT_KEYS expects a tuple of keys");

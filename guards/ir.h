@@ -25,6 +25,11 @@ typedef enum {
     GIR_SRC_ATTR = 3,       /* (3, base, name): getattr(base, name) */
     GIR_SRC_ITEM = 4,       /* (4, base, key): base[key], key int or str */
     GIR_SRC_NONE = 5,       /* (5,): no value (global-state guards) */
+    GIR_SRC_STATIC_ATTR = 6,/* (6, base, name): the object attribute lookup on
+                               base starts from, no descriptor called: a data
+                               descriptor found on type(base)'s MRO, else
+                               base.__dict__[name], else the MRO's non-data
+                               descriptor or plain class attribute */
 } GirSourceKind;
 
 /* Check kinds, numbered as in the Python tuples. */
@@ -39,6 +44,7 @@ typedef enum {
     GIR_FUNCTION_MATCH = 7,
     GIR_NONE_MATCH = 8,     /* NOT_NONE / IS_NONE */
     GIR_SAME_OBJECT = 9,    /* (9, source, other_source, same): (v is other) == same */
+    GIR_GLOBAL_STATE = 10,  /* (10, (5,), word): tmeta_global_state() == word */
     GIR_NKINDS
 } GirCheckKind;
 
@@ -77,7 +83,8 @@ typedef struct {
     PyObject *wref;         /* strong: weakref to obj whose callback marks the
                                set dead; NULL when obj is held strongly */
     Py_ssize_t n;           /* LENGTH n; GRAD_MODE enabled; NONE_MATCH is_none;
-                               SAME_OBJECT: index of the other source */
+                               SAME_OBJECT: index of the other source;
+                               GLOBAL_STATE: the expected state word */
     GirTensor *tensor;      /* owned, TENSOR_MATCH only, else NULL */
 } GirCheck;
 

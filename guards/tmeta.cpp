@@ -12,7 +12,11 @@
 #include <torch/csrc/Device.h>                      /* THPDevice, THPDevice_Check */
 #include <torch/csrc/Dtype.h>                       /* THPDtype, THPDtype_Check */
 #include <torch/headeronly/version.h>               /* TORCH_VERSION_MAJOR/MINOR */
+#include <ATen/Context.h>                           /* at::globalContext: global flags */
+#include <ATen/autocast_mode.h>                     /* at::autocast::is_autocast_enabled */
+#include <c10/core/DefaultDtype.h>                  /* c10::get_default_dtype */
 #include <c10/core/GradMode.h>                      /* c10::GradMode */
+#include <c10/core/InferenceMode.h>                 /* c10::InferenceMode */
 #include <c10/core/impl/LocalDispatchKeySet.h>      /* thread-local include/exclude */
 
 #include <cstdio>
@@ -190,6 +194,43 @@ int
 tmeta_grad_enabled(void)
 {
     return c10::GradMode::is_enabled() ? 1 : 0;
+}
+
+/* Autocast for a device is on when its key is not in the thread's
+ * dispatch exclude set (what torch.autocast toggles): read from the TLS
+ * words the walk already holds, not through at::autocast's accessors. */
+static inline bool
+autocast_on(const TmetaTls *tls, c10::DispatchKey key)
+{
+    return !c10::DispatchKeySet(c10::DispatchKeySet::RAW, tls->excluded).has(key);
+}
+
+uint64_t
+tmeta_global_state(const TmetaTls *tls)
+{
+    const at::Context &ctx = at::globalContext();
+    uint64_t w = 0;
+    w |= (uint64_t)ctx.deterministicAlgorithms() << TMETA_GS_DETERMINISTIC;
+    w |= (uint64_t)ctx.deterministicAlgorithmsWarnOnly() << TMETA_GS_DETERMINISTIC_WARN_ONLY;
+    w |= (uint64_t)ctx.deterministicFillUninitializedMemory() << TMETA_GS_FILL_UNINITIALIZED;
+    w |= (uint64_t)c10::InferenceMode::is_enabled() << TMETA_GS_INFERENCE_MODE;
+    w |= (uint64_t)ctx.userEnabledCuDNN() << TMETA_GS_CUDNN_ENABLED;
+    w |= (uint64_t)ctx.deterministicCuDNN() << TMETA_GS_CUDNN_DETERMINISTIC;
+    w |= (uint64_t)ctx.benchmarkCuDNN() << TMETA_GS_CUDNN_BENCHMARK;
+    w |= (uint64_t)ctx.userEnabledMkldnn() << TMETA_GS_MKLDNN_ENABLED;
+    w |= ((uint64_t)c10::typeMetaToScalarType(c10::get_default_dtype()) & 0xff)
+         << TMETA_GS_DEFAULT_DTYPE;
+    if (autocast_on(tls, c10::DispatchKey::AutocastCPU)) {      /* dtype only matters when on */
+        w |= (uint64_t)1 << TMETA_GS_AUTOCAST_CPU;
+        w |= ((uint64_t)at::autocast::get_autocast_dtype(at::kCPU) & 0xff)
+             << TMETA_GS_AUTOCAST_CPU_DTYPE;
+    }
+    if (autocast_on(tls, c10::DispatchKey::AutocastCUDA)) {
+        w |= (uint64_t)1 << TMETA_GS_AUTOCAST_CUDA;
+        w |= ((uint64_t)at::autocast::get_autocast_dtype(at::kCUDA) & 0xff)
+             << TMETA_GS_AUTOCAST_CUDA_DTYPE;
+    }
+    return w;
 }
 
 int

@@ -63,6 +63,35 @@ int tmeta_read_with(PyObject *obj, const TmetaTls *tls, TmetaView *out);
 /* at::GradMode::is_enabled() of the calling thread. */
 int tmeta_grad_enabled(void);
 
+/* Bit positions in the global-state word (GLOBAL_STATE guards): the
+ * process-wide and thread-local flags that change what ops compute or
+ * which dtypes they produce, and that a traced op or a folded query does
+ * not re-read at run time.  dynamo/guards.py (global_state_word) builds the
+ * same word from Python; keep the two in step.  The float32 matmul
+ * precision is left out on purpose: its accessor costs ~20 flag reads, the
+ * matmul kernels read it at run time, and the tracer does not fold
+ * torch.get_float32_matmul_precision() (docs/USER_GUIDE.md). */
+enum {
+    TMETA_GS_DETERMINISTIC = 0,         /* torch.use_deterministic_algorithms */
+    TMETA_GS_DETERMINISTIC_WARN_ONLY = 1,
+    TMETA_GS_FILL_UNINITIALIZED = 2,    /* torch.utils.deterministic.fill_uninitialized_memory */
+    TMETA_GS_INFERENCE_MODE = 3,        /* torch.inference_mode (thread-local) */
+    TMETA_GS_CUDNN_ENABLED = 4,         /* torch.backends.cudnn.enabled */
+    TMETA_GS_CUDNN_DETERMINISTIC = 5,
+    TMETA_GS_CUDNN_BENCHMARK = 6,
+    TMETA_GS_MKLDNN_ENABLED = 7,        /* torch.backends.mkldnn.enabled */
+    TMETA_GS_AUTOCAST_CPU = 10,         /* torch.is_autocast_enabled("cpu") (thread-local) */
+    TMETA_GS_AUTOCAST_CUDA = 11,
+    TMETA_GS_DEFAULT_DTYPE = 16,        /* 8 bits: c10::ScalarType of torch.get_default_dtype() */
+    TMETA_GS_AUTOCAST_CPU_DTYPE = 24,   /* 8 bits: torch.get_autocast_dtype("cpu"), 0 when off */
+    TMETA_GS_AUTOCAST_CUDA_DTYPE = 32,  /* 8 bits, 0 when off */
+};
+
+/* The global-state word of the calling thread (bits above); tls: its
+ * dispatch-key sets (tmeta_read_tls), where autocast shows.  Reads plain
+ * fields of c10/ATen state: no Python, no allocation, never throws. */
+uint64_t tmeta_global_state(const TmetaTls *tls);
+
 /* Expected-value conversions, used when guards are compiled (cold path).
  * 0, or -1 with a Python exception set: TypeError for a wrong type,
  * ValueError for a device string c10 cannot parse. */

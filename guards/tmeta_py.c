@@ -1,6 +1,6 @@
 /* guards/tmeta_py.c — Python test hooks over guards/tmeta.cpp.
  *
- * Owns: _C._tensor_meta, _C._tensor_meta_loop, _C._grad_enabled,
+ * Owns: _C._tensor_meta, _C._tensor_meta_loop, _C._grad_enabled, _C._global_state,
  * _C._dtype_code, _C._device_code, used by tests/test_tmeta.py to compare
  * the libtorch reads with Python-level values.  Test-only: nothing in the
  * runtime calls these, and they may allocate freely.
@@ -71,6 +71,16 @@ tensor_meta_loop(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromSsize_t(ok);
 }
 
+PyDoc_STRVAR(global_state_doc, "_global_state() -> int: tmeta_global_state().");
+
+static PyObject *
+global_state(PyObject *module, PyObject *unused)
+{
+    TmetaTls tls;
+    tmeta_read_tls(&tls);
+    return PyLong_FromUnsignedLongLong(tmeta_global_state(&tls));
+}
+
 PyDoc_STRVAR(grad_enabled_doc, "_grad_enabled() -> bool: tmeta_grad_enabled().");
 
 static PyObject *
@@ -107,6 +117,7 @@ static PyMethodDef test_methods[] = {
     {"_tensor_meta_loop", (PyCFunction)(void (*)(void))tensor_meta_loop, METH_FASTCALL,
      tensor_meta_loop_doc},
     {"_grad_enabled", grad_enabled, METH_NOARGS, grad_enabled_doc},
+    {"_global_state", global_state, METH_NOARGS, global_state_doc},
     {"_dtype_code", dtype_code, METH_O, dtype_code_doc},
     {"_device_code", device_code, METH_O, device_code_doc},
     {NULL, NULL, 0, NULL},

@@ -13,8 +13,9 @@
  *
  * Design (also in ARCHITECTURE.md, "Guard trees"):
  * - A test is (source, property, expected): TYPE, ID, IS_NONE, GRAD, LEN,
- *   DTYPE, DEVICE, REQUIRES_GRAD, DISPATCH_KEYS, NDIM, SIZE[i], STRIDE[i]
- *   (int64 values: pointers or numbers), VALUE (== of a constant) and KEYS
+ *   GLOBAL_STATE, DTYPE, DEVICE, REQUIRES_GRAD, DISPATCH_KEYS, NDIM, SIZE[i],
+ *   STRIDE[i] (int64 values: pointers or numbers), VALUE (same type and
+ *   equal; floats bit for bit) and KEYS
  *   (dict keys tuple).  The (source, property) pair is the test's key.
  * - A node first runs the tests every entry in it shares (cheap properties
  *   first: TYPE before the properties that depend on it), then switches on
@@ -57,12 +58,12 @@
 /* Properties, in evaluation-cost order (shared and leaf tests run in this
  * order: TYPE first, so dependent properties see the expected type). */
 typedef enum {
-    P_TYPE, P_ID, P_NONE, P_GRAD, P_SAME, P_LEN, P_DTYPE, P_DEVICE, P_REQGRAD, P_DKEYS,
+    P_TYPE, P_ID, P_NONE, P_GRAD, P_GSTATE, P_SAME, P_LEN, P_DTYPE, P_DEVICE, P_REQGRAD, P_DKEYS,
     P_NDIM, P_SIZE, P_STRIDE, P_VALUE, P_KEYS, NPROPS
 } Prop;
 
 static const char *const prop_names[NPROPS] = {
-    "type", "id", "is_none", "grad_mode", "same_object", "len", "dtype", "device",
+    "type", "id", "is_none", "grad_mode", "global_state", "same_object", "len", "dtype", "device",
     "requires_grad", "dispatch_keys", "ndim", "size()", "stride()", "value", "keys",
 };
 
@@ -299,6 +300,8 @@ typedef struct {
     const uint64_t *generation; /* borrowed: fr->generation, or a constant 0 */
     uint64_t generation0;
     int grad;               /* GradMode: -1 unread, else 0 / 1 */
+    int gstate_read;        /* gstate is valid */
+    uint64_t gstate;        /* tmeta_global_state() */
     int tls_read;           /* tls is valid */
     TmetaTls tls;           /* dispatch-key include/exclude sets */
 } Walk;
@@ -309,6 +312,20 @@ walk_grad(Walk *w)
     if (UNLIKELY(w->grad < 0))
         w->grad = tmeta_grad_enabled() != 0;
     return w->grad;
+}
+
+static inline int64_t
+walk_gstate(Walk *w)
+{
+    if (UNLIKELY(!w->gstate_read)) {
+        if (!w->tls_read) {                         /* shared with the tensor reads */
+            tmeta_read_tls(&w->tls);
+            w->tls_read = 1;
+        }
+        w->gstate = tmeta_global_state(&w->tls);
+        w->gstate_read = 1;
+    }
+    return (int64_t)w->gstate;
 }
 
 static inline int
@@ -424,6 +441,30 @@ fetch_attr(GirRuntime *rt, TSource *s, PyObject *base)
     return v != NULL ? v : MISSING;                 /* AttributeError was cleared */
 }
 
+/* The object attribute lookup on base starts from, calling no descriptor
+ * and no Python code (STATIC_ATTR): a data descriptor of type(base) wins,
+ * then base's instance dict, then whatever type(base)'s MRO holds.  Guarded
+ * by identity, it catches a method or property replaced on the class, an
+ * instance attribute shadowing a method, a classmethod swapped.  The MRO
+ * lookup is CPython's type attribute cache, keyed by the type's version
+ * tag.  A new reference, MISSING, or NULL on error. */
+static PyObject *
+fetch_static_attr(const TSource *s, PyObject *base /* borrowed */)
+{
+    PyObject *found = _PyType_Lookup(Py_TYPE(base), s->name);     /* borrowed, no error */
+    if (found == NULL || Py_TYPE(found)->tp_descr_set == NULL) {  /* may be shadowed? */
+        PyObject **dictptr = _PyObject_GetDictPtr(base);
+        if (dictptr != NULL && *dictptr != NULL && PyDict_Check(*dictptr)) {
+            PyObject *own = PyDict_GetItemWithError(*dictptr, s->name);
+            if (own != NULL)
+                return Py_NewRef(own);
+            if (PyErr_Occurred())
+                return NULL;
+        }
+    }
+    return found != NULL ? Py_NewRef(found) : MISSING;
+}
+
 /* f_globals[name], else f_builtins[name], through the source's memo.
  * Returns a new reference, MISSING, or NULL on error. */
 static PyObject *
@@ -497,6 +538,9 @@ fetch(Walk *w, int i)
         break;
     case GIR_SRC_ITEM:
         v = fetch_item(s, base);
+        break;
+    case GIR_SRC_STATIC_ATTR:
+        v = fetch_static_attr(s, base);
         break;
     default:                                        /* GIR_SRC_NONE: global state */
         v = Py_None;                                /* borrowed: see borrowed_value */
@@ -655,6 +699,9 @@ scalar_actual(Walk *w, const Key *k, PyObject *v, int64_t *out)
     case P_GRAD:
         *out = walk_grad(w);
         return 1;
+    case P_GSTATE:
+        *out = walk_gstate(w);
+        return 1;
     case P_SAME: {
         PyObject *other = fetch(w, k->dim);
         if (other == NULL)
@@ -731,10 +778,13 @@ dict_keys_match(PyObject *v, PyObject *keys /* tuple */)
 }
 
 /* EQUALS_MATCH's value test: `type(v) is type(e)` and, for exact tuples,
- * the same rule item by item, else `v == e`.  Stricter than tuple == (a
- * tuple holding 1.0 does not match one holding 1), and never calls an
- * item's __eq__ unless its type is the expected item's type.  Recursion is
- * bounded by the expected constant's depth.  -1 error, 0 fail, 1 pass. */
+ * the same rule item by item, for exact floats and complex numbers the same
+ * bits (0.0 is not -0.0, which 1/x or copysign tell apart; a NaN matches a
+ * NaN of the same bits, so it does not recompile on every call), else
+ * `v == e`.  Stricter than tuple == (a tuple holding 1.0 does not match one
+ * holding 1), and never calls an item's __eq__ unless its type is the
+ * expected item's type.  Recursion is bounded by the expected constant's
+ * depth.  -1 error, 0 fail, 1 pass. */
 static int
 value_match(PyObject *v, PyObject *e)
 {
@@ -742,6 +792,15 @@ value_match(PyObject *v, PyObject *e)
         return 0;
     if (v == e)
         return 1;
+    if (PyFloat_CheckExact(e)) {
+        double a = PyFloat_AS_DOUBLE(v), b = PyFloat_AS_DOUBLE(e);
+        return memcmp(&a, &b, sizeof(double)) == 0;
+    }
+    if (PyComplex_CheckExact(e)) {
+        Py_complex a = ((PyComplexObject *)v)->cval, b = ((PyComplexObject *)e)->cval;
+        return memcmp(&a.real, &b.real, sizeof(double)) == 0
+               && memcmp(&a.imag, &b.imag, sizeof(double)) == 0;
+    }
     if (!PyTuple_CheckExact(e))
         return PyObject_RichCompareBool(v, e, Py_EQ);
     Py_ssize_t n = PyTuple_GET_SIZE(e);
@@ -785,6 +844,8 @@ test_pass(Walk *w, const Test *t)
         return (v == Py_None) == t->bits;
     case P_GRAD:
         return walk_grad(w) == t->bits;
+    case P_GSTATE:
+        return walk_gstate(w) == t->bits;
     case P_SAME: {                                  /* dim: the other source */
         PyObject *other = w->slots[t->dim].value;
         if (UNLIKELY(other == NULL) && (other = fetch(w, t->dim)) == NULL)
@@ -1175,6 +1236,7 @@ walk_begin(Walk *w, GTree *t, const GevalFrame *fr, Slot *local)
     w->generation = fr->generation != NULL ? fr->generation : &no_generation;
     w->generation0 = fr->generation != NULL ? fr->generation0 : 0;
     w->grad = -1;
+    w->gstate_read = 0;
     w->tls_read = 0;
     if (t->nsources <= WALK_LOCAL_SLOTS) {         /* the caller's stack: no TLS */
         w->slots = local;
@@ -1283,11 +1345,15 @@ typedef struct {
     char *consumed;         /* owned: per test, consumed on the current path */
 } Build;
 
-/* A constant whose hash and == are C code and agree: switchable VALUE. */
+/* A constant whose hash and value_match are C code and agree (equal
+ * values hash alike): switchable VALUE.  Not a NaN, whose hash is its
+ * address while value_match compares bits. */
 static int
 is_simple_constant(PyObject *o, int depth)
 {
-    if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o)
+    if (PyFloat_CheckExact(o))
+        return !Py_IS_NAN(PyFloat_AS_DOUBLE(o));
+    if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o)
             || PyUnicode_CheckExact(o) || PyBytes_CheckExact(o))
         return 1;
     if (!PyTuple_CheckExact(o) || depth > 8)
@@ -1428,6 +1494,8 @@ decompose(Build *b, int entry, int g, const GirCheck *c, const int *map)
         return add_test(b, entry, g, src, P_LEN, 0, c->n, NULL);
     case GIR_GRAD_MODE:
         return add_test(b, entry, g, src, P_GRAD, 0, c->n != 0, NULL);
+    case GIR_GLOBAL_STATE:
+        return add_test(b, entry, g, src, P_GSTATE, 0, (int64_t)c->n, NULL);
     case GIR_DICT_KEYS: {
         PyObject *type = (PyObject *)&PyDict_Type;
         if (add_test(b, entry, g, src, P_TYPE, 0, ptr_bits(type), type) < 0)

@@ -25,7 +25,7 @@ if ROOT not in sys.path:
 from dynamo import guard_ref  # noqa: E402
 from dynamo.guards import tensor_expected  # noqa: E402
 
-LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE = range(6)
+LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE, STATIC_ATTR = range(7)
 (TYPE_MATCH, ID_MATCH, EQUALS_MATCH, LENGTH, TENSOR_MATCH, GRAD_MODE, DICT_KEYS,
  FUNCTION_MATCH, NONE_MATCH, SAME_OBJECT) = range(10)
 BUILTINS = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
@@ -42,6 +42,7 @@ def f3(): pass          # noqa: E704
 
 
 FUNCS = [f1, f2, f3]
+NAN = float("nan")          # one NaN object: EQUALS compares floats bit for bit
 OBJS = [Thing(), Thing()]
 TENSORS = {}
 
@@ -68,7 +69,7 @@ def value(rng, depth=0):
     if r < 0.52:
         return None
     if r < 0.56:
-        return rng.choice([0.5, 1.0, True, False])
+        return rng.choice([0.5, 1.0, True, False, 0.0, -0.0, NAN])
     if r < 0.62:
         return rng.choice(FUNCS)
     if r < 0.66:
@@ -119,6 +120,9 @@ def guards_for(rng, src, v, out, depth=0):
         guards_for(rng, (ITEM, src, k), v[k], out, depth + 1)
     if depth == 0 and hasattr(v, "x") and rng.random() < 0.7:
         guards_for(rng, (ATTR, src, "x"), v.x, out, depth + 1)
+    if depth == 0 and isinstance(v, Thing) and rng.random() < 0.3:   # class-level lookup
+        name = rng.choice(["x", "__init__"])
+        out.append((ID_MATCH, (STATIC_ATTR, src, name), guard_ref.static_lookup(v, name)))
 
 
 NLOCALS = 3

@@ -3,6 +3,7 @@ entry or recompiles. Complements test_e2e_guards.py with the cases of the
 guard-engine issue: objects that die, modules and functions as arguments,
 parameters used directly (get_attr), tuples, nested containers."""
 import gc
+import math
 import subprocess
 import sys
 import textwrap
@@ -406,3 +407,244 @@ def test_module_attribute_read_follows_a_class_changed_after_compile():
         del Scaled.__getattribute__
     assert same(opt(T), T * 2)                   # the first entry again
     assert cnt.frame_count >= 1
+
+
+# ---- issue 12 / 14: class-level lookups, floats, global flags, identity folds ----
+
+from dynamo import _C as C  # noqa: E402
+from dynamo import guard_ref  # noqa: E402
+from dynamo.guards import global_state_word  # noqa: E402
+
+BUILTINS = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
+_LOCAL, _STATIC_ATTR = 0, 6
+_ID_MATCH, _EQUALS_MATCH, _GLOBAL_STATE = 1, 2, 10
+
+
+def _agree(entries, f_locals):
+    """The C tree and the Python twin pick the same entry (and, on a miss,
+    the same closest entry, guard and property); returns the hit index."""
+    got = C._tree_lookup(C._tree_new(entries), f_locals, {}, BUILTINS, None)
+    want = guard_ref.lookup(entries, f_locals, {}, BUILTINS)
+    assert got[0] == want[0], (got, want)
+    if got[0] < 0:
+        assert got[1][0][:3] == want[1][0][:3], (got[1], want[1])
+    return got[0]
+
+
+def test_static_attr_source_follows_class_instance_and_descriptors():
+    """STATIC_ATTR (source kind 6) is what lookup starts from: C and twin
+    agree on methods replaced on the class, instance attributes shadowing
+    them, properties (data descriptors win over the instance dict), slots
+    objects and missing names."""
+    class A:
+        def g(self):
+            return 1
+
+        @property
+        def p(self):
+            return 2
+
+    class Slotted:
+        __slots__ = ("v",)
+
+        def g(self):
+            return 3
+
+    a, s = A(), Slotted()
+    g0, p0, sg0 = A.__dict__["g"], A.__dict__["p"], Slotted.__dict__["g"]
+    entries = [([(_ID_MATCH, (_STATIC_ATTR, (_LOCAL, 0), "g"), g0),
+                 (_ID_MATCH, (_STATIC_ATTR, (_LOCAL, 0), "p"), p0)], "a"),
+               ([(_ID_MATCH, (_STATIC_ATTR, (_LOCAL, 0), "g"), sg0)], "slots")]
+    assert _agree(entries, {"x": a}) == 0
+    assert _agree(entries, {"x": s}) == 1
+    a.__dict__["p"] = 5                     # a property is a data descriptor: still p0
+    assert _agree(entries, {"x": a}) == 0
+    a.g = lambda: 4                         # shadows the method
+    assert _agree(entries, {"x": a}) == -1
+    del a.g
+    assert _agree(entries, {"x": a}) == 0
+    A.g = lambda self: 5                    # replaced on the class
+    assert _agree(entries, {"x": a}) == -1
+    A.g = g0
+    A.p = property(lambda self: 6)
+    assert _agree(entries, {"x": a}) == -1
+    assert _agree(entries, {"x": object()}) == -1     # missing name
+
+
+def test_method_replaced_on_class_recompiles_with_static_attr_guard():
+    class A:
+        def g(self, x):
+            return x + 1
+    a = A()
+
+    def f(x):
+        return a.g(x)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    assert same(opt(T), T + 1)
+    guards = [g.describe() for g in dynamo.explain(f)(T).out_guards]
+    assert " - getattr_static(C['a'], 'g') ID_MATCH" in guards, guards
+    A.g = lambda self, x: x - 1
+    assert same(opt(T), T - 1) and same(opt(T), T - 1)
+    assert cnt.frame_count == 2
+
+
+def test_float_equals_compares_bits_in_c_and_twin():
+    """EQUALS_MATCH: 0.0 and -0.0 are different values (1/x, copysign tell
+    them apart); a NaN matches a NaN of the same bits (no recompile on every
+    call); bool/int/float never fold into each other.  Many entries make the
+    tree switch on the value (hash(-0.0) == hash(0.0))."""
+    nan = float("nan")
+    many = [([(_EQUALS_MATCH, (_LOCAL, 0), v)], f"e{i}")
+            for i, v in enumerate([0.0, 1.0, 2.0, 3.0, (0.0, 1.0)])]
+    assert _agree(many, {"c": 0.0}) == 0
+    assert _agree(many, {"c": -0.0}) == -1
+    assert _agree(many, {"c": (-0.0, 1.0)}) == -1
+    assert _agree(many, {"c": (0.0, 1.0)}) == 4
+    with_nan = [([(_EQUALS_MATCH, (_LOCAL, 0), nan)], "nan")] + many
+    assert _agree(with_nan, {"c": float("nan")}) == 0
+    assert _agree(with_nan, {"c": -0.0}) == -1
+    ints = [([(_EQUALS_MATCH, (_LOCAL, 0), 1)], "int")]
+    assert _agree(ints, {"c": True}) == -1 and _agree(ints, {"c": 1.0}) == -1
+    assert _agree(ints, {"c": 1}) == 0
+
+
+def test_negative_zero_argument_recompiles_and_nan_hits():
+    def f(x, c):
+        return x * math.copysign(1.0, c) + 1 / (c or math.inf)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    assert same(opt(T, 0.0), f(T, 0.0))
+    assert same(opt(T, -0.0), f(T, -0.0))
+    assert cnt.frame_count == 2
+    nan = float("nan")
+
+    def g(x, c):
+        return x + c
+    cnt2 = CompileCounter()
+    opt2 = dynamo.optimize(cnt2)(g)
+    for _ in range(4):
+        opt2(T, nan)
+    assert cnt2.frame_count == 1
+
+
+def test_global_state_word_c_and_python_agree_and_guard_fails():
+    """The GLOBAL_STATE word read in C (libtorch state) equals the one
+    built from torch's Python API under every flag this guard covers, and
+    a compile guarded on one word misses after any flag changes."""
+    changes = [
+        (lambda: torch.use_deterministic_algorithms(True), lambda: torch.use_deterministic_algorithms(False)),
+        (lambda: torch.set_default_dtype(torch.float64), lambda: torch.set_default_dtype(torch.float32)),
+        (lambda: torch._C._set_mkldnn_enabled(False), lambda: torch._C._set_mkldnn_enabled(True)),
+        (lambda: torch.backends.cudnn.__setattr__("benchmark", True),
+         lambda: torch.backends.cudnn.__setattr__("benchmark", False)),
+    ]
+    base = global_state_word()
+    assert C._global_state() == base
+    entries = [([(_GLOBAL_STATE, (5,), base)], "e")]
+    assert _agree(entries, {}) == 0
+    for change, undo in changes:
+        change()
+        try:
+            assert C._global_state() == global_state_word() != base
+            assert _agree(entries, {}) == -1
+        finally:
+            undo()
+        assert C._global_state() == base
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert C._global_state() == global_state_word() != base
+    with torch.inference_mode():
+        assert C._global_state() == global_state_word() != base
+
+
+def test_deterministic_flag_after_compile_recompiles_and_names_the_flag():
+    def f(x):
+        return torch.empty_like(x).fill_(1) * (5 if torch.are_deterministic_algorithms_enabled() else 7)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    assert same(opt(T), T * 7)
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert same(opt(T), f(T))
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert cnt.frame_count == 2
+    from dynamo.guards import global_state_diff
+    on = global_state_word() | 1
+    assert global_state_diff(global_state_word(), on) == \
+        "deterministic_algorithms: expected False, actual True"
+
+
+def test_enum_identity_fold_guards_the_member():
+    import enum
+
+    class Mode(enum.Enum):
+        A = 1
+        B = 2
+
+    def f(x, m):
+        return x * (2 if m is Mode.A else 3)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    assert same(opt(T, Mode.A), T * 2)
+    assert same(opt(T, Mode.B), T * 3)
+    assert same(opt(T, Mode.A), T * 2)
+    assert cnt.frame_count == 2
+    guards = [g.describe() for g in dynamo.explain(f)(T, Mode.A).out_guards]
+    assert " - local 'm' ID_MATCH" in guards, guards
+
+
+def test_is_between_functions_folds_with_identity_guards():
+    """`fn is other_fn` (HF code) folds to a constant instead of breaking
+    the graph, guarded by identity of both functions."""
+    def h1(x):
+        return x
+
+    def h2(x):
+        return x
+
+    def f(x, fn):
+        y = x * 2
+        if fn is h1:
+            return y + 1
+        return y - 1
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    assert same(opt(T, h1), T * 2 + 1)
+    assert same(opt(T, h2), T * 2 - 1)
+    assert cnt.frame_count == 2 and cnt.op_count == 4      # one graph each, no break
+    explanation = dynamo.explain(f)(T, h1)
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0
+
+
+def test_eq_on_class_with_own_eq_is_not_folded_as_identity():
+    """`==` is only folded as identity when the class keeps object.__eq__;
+    a dataclass compares fields, so folding `a == b` as `a is b` was wrong."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class P:
+        v: int
+
+    p1, p2 = P(1), P(1)
+
+    def f(x, a, b):
+        return x * (2 if a == b else 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        opt = dynamo.optimize("eager")(f)
+        assert same(opt(T, p1, p2), T * 2)
+
+
+def test_function_code_replaced_recompiles():
+    def helper(x):
+        return x + 1
+
+    def f(x):
+        return helper(x)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    assert same(opt(T), T + 1)
+    helper.__code__ = (lambda x: x - 1).__code__
+    assert same(opt(T), T - 1)
+    assert cnt.frame_count == 2

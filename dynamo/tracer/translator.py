@@ -18,10 +18,11 @@ import torch
 
 from ..bytecode import decode
 from ..exc import Unsupported
-from ..guards import GlobalSource, ItemSource
+from ..guards import ID_MATCH, AttrSource, GlobalSource, ItemSource
 from .variables import (CellVariable, ConstantVariable, DictVariable, GeneratorVariable,
                         GradModeVariable, ListIteratorVariable, ListVariable, NestedFunctionVariable, NullVariable,
-                        PassthroughVariable, TensorVariable, TupleVariable, WithExitVariable,
+                        PassthroughVariable, TensorVariable, TupleVariable, UserFunctionVariable,
+                        WithExitVariable,
                         wrap, wrap_const)
 from .variables.base import BINARY_OPS, COMPARE_OPS, VariableTracker
 from .variables.builtin import (BuiltinVariable, binary_op, compare_op, contains, getitem,
@@ -136,6 +137,10 @@ class InstructionTranslatorBase:
     # ------------------------------------------------------------ inlining
     def inline_call(self, fn_var, args, kwargs):
         code = fn_var.get_code()
+        if isinstance(fn_var, UserFunctionVariable) and fn_var.source is not None:
+            # FUNCTION_MATCH keeps the function object; `fn.__code__ = ...`
+            # keeps it too, and the trace followed this code
+            self.output.add_guard(AttrSource(fn_var.source, "__code__"), ID_MATCH, code)
         if self.depth + 1 > MAX_INLINE_DEPTH:
             raise Unsupported(f"inlining depth limit {MAX_INLINE_DEPTH} reached at {code.co_name}")
         if code.co_flags & _CO_GENERATOR_LIKE and not code.co_flags & _CO_GENERATOR:
@@ -313,7 +318,7 @@ class InstructionTranslatorBase:
 
     def IS_OP(self, inst):
         b, a = self.pop(), self.pop()
-        same = identical(a, b)
+        same = identical(a, b, self)
         if same is None:
             raise Unsupported(f"`is` between {a} and {b}")
         self.push(ConstantVariable(same != bool(inst.arg)))

@@ -68,15 +68,45 @@ def compare_op(tx, fn, a, b):
         return tx.output.call_function(tx, fn, [a, b], {})
     if a.is_python_constant() and b.is_python_constant():
         return ConstantVariable(fn(a.as_python_constant(), b.as_python_constant()))
-    if fn in (operator.eq, operator.ne):
-        same = identical(a, b)
+    if fn in (operator.eq, operator.ne) and identity_eq(a) and identity_eq(b):
+        same = identical(a, b, tx)
         if same is not None:
             return ConstantVariable(same if fn is operator.eq else not same)
     raise Unsupported(f"comparison {fn.__name__} of {a} and {b}")
 
 
-def identical(a, b):
-    """`a is b` decided at trace time, or None if unknown."""
+def identity_eq(var):
+    """Does == on var's object compare identity (its class keeps
+    object.__eq__: Enum members, functions, classes, plain instances)?"""
+    obj = _object_of(var)
+    return obj is _MISSING or isinstance(var, ConstantVariable) or type(obj).__eq__ is object.__eq__
+
+
+def _object_of(var):
+    """The real object a non-tensor VT stands for, or _MISSING."""
+    from .functions import UserFunctionVariable
+    if isinstance(var, (FunctionObjectVariable, UserFunctionVariable)):
+        return var.fn
+    return getattr(var, "value", _MISSING)
+
+
+def _guard_identity(tx, var, obj, by_type):
+    """A fold on `obj is ...` holds only for this very object: ID_MATCH on
+    var's source (TYPE_MATCH alone lets another instance, e.g. another Enum
+    member, hit the stale fold); TYPE_MATCH when the types alone decided."""
+    if tx is None or var.source is None or isinstance(var, ConstantVariable):
+        return
+    from ...guards import ID_MATCH, TYPE_MATCH
+    if by_type:
+        tx.output.add_guard(var.source, TYPE_MATCH, type(obj))
+    else:
+        tx.output.add_guard(var.source, ID_MATCH, obj)
+
+
+def identical(a, b, tx=None):
+    """`a is b` decided at trace time, or None if unknown. With `tx`, a
+    decision that rests on which objects the operands are adds ID_MATCH
+    guards on their sources."""
     if a is b:
         return True
     if isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
@@ -87,8 +117,11 @@ def identical(a, b):
         return False
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return False
-    va, vb = getattr(a, "value", _MISSING), getattr(b, "value", _MISSING)
+    va, vb = _object_of(a), _object_of(b)
     if va is not _MISSING and vb is not _MISSING:
+        by_type = type(va) is not type(vb)      # objects of two types are never one
+        _guard_identity(tx, a, va, by_type)
+        _guard_identity(tx, b, vb, by_type)
         return va is vb
     if isinstance(a, ConstantVariable) or isinstance(b, ConstantVariable):
         return False      # a constant (e.g. None) is never a container or function
@@ -117,7 +150,7 @@ def contains(tx, item, container):
         if item.is_python_constant() and v.is_python_constant():   # `in` compares with ==
             same = item.as_python_constant() == v.as_python_constant()
         else:
-            same = identical(item, v)
+            same = identical(item, v, tx)
         if same is None:
             raise Unsupported(f"`in` on {container}")
         if same:
@@ -167,7 +200,7 @@ def call_operator(tx, fn, args, kwargs):
     if fn is operator.contains:
         return ConstantVariable(contains(tx, args[1], args[0]))
     if fn in (operator.is_, operator.is_not):
-        same = identical(args[0], args[1])
+        same = identical(args[0], args[1], tx)
         if same is None:
             raise Unsupported("identity test of untracked values")
         return ConstantVariable(same if fn is operator.is_ else not same)

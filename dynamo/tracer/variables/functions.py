@@ -104,15 +104,17 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
 
 class UserMethodVariable(BaseUserFunctionVariable):
     """`fn` bound to the traced value `obj` (a user method of a module or
-    object): calls inline fn(obj, *args)."""
+    object): calls inline fn(obj, *args). `fn_source`, when known, is where
+    the function itself lives (guards on its code, defaults, closure)."""
 
-    def __init__(self, fn, obj, source=None):
+    def __init__(self, fn, obj, source=None, fn_source=None):
         super().__init__(source)
         self.fn = fn
         self.obj = obj
+        self.fn_source = fn_source
 
     def call(self, tx, args, kwargs):
-        fn_vt = UserFunctionVariable(self.fn)
+        fn_vt = UserFunctionVariable(self.fn, self.fn_source)
         return tx.inline_call(fn_vt, [self.obj, *args], dict(kwargs))
 
     def reconstruct(self, cg):

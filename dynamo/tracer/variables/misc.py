@@ -5,7 +5,7 @@ import inspect
 import types
 
 from ...exc import Unsupported
-from ...guards import AttrSource
+from ...guards import ID_MATCH, AttrSource, StaticAttrSource
 from .base import (ClassVariable, VariableTracker, reconstruct_source_or_const,
                    require_plain_getattribute)
 
@@ -91,6 +91,30 @@ class SkippedFunctionVariable(VariableTracker):
         return f"SkippedFunctionVariable({getattr(self.fn, '__name__', self.fn)!s:.40})"
 
 
+def class_attribute(tx, obj_var, name, static):
+    """The VT of `obj.name` found on the class as `static` (what
+    inspect.getattr_static returned: a function, staticmethod, classmethod
+    or property), guarded by identity of what lookup starts from
+    (StaticAttrSource): replacing the method, property or classmethod on the
+    class, or shadowing it with an instance attribute, recompiles.  Functions
+    it returns carry sources, so their __code__, defaults and closure cells
+    are guarded when inlined."""
+    from .functions import UserFunctionVariable, UserMethodVariable
+    src = None
+    if obj_var.source is not None:
+        src = StaticAttrSource(obj_var.source, name)
+        tx.output.add_guard(src, ID_MATCH, static)
+    cls = type(obj_var.value)
+    if isinstance(static, staticmethod):
+        return UserFunctionVariable(static.__func__, src and AttrSource(src, "__func__"))
+    if isinstance(static, classmethod):
+        return UserMethodVariable(static.__func__, ClassVariable(cls),
+                                  fn_source=src and AttrSource(src, "__func__"))
+    if isinstance(static, property):
+        return UserFunctionVariable(static.fget, src and AttrSource(src, "fget")).call(tx, [obj_var], {})
+    return UserMethodVariable(static, obj_var, fn_source=src)
+
+
 class PassthroughVariable(VariableTracker):
     """A frame value the trace never looked at (an argument only handed on to
     a resume function): rebuilt from its source, no guard."""
@@ -133,16 +157,12 @@ class UserDefinedObjectVariable(VariableTracker):
         src = AttrSource(self.source, name) if self.source is not None else None
         if isinstance(getattr(obj, "__dict__", None), dict) and name in obj.__dict__:
             return wrap(tx, obj.__dict__[name], src)
-        if isinstance(static, staticmethod):
-            return UserFunctionVariable(static.__func__)
-        if isinstance(static, classmethod):
-            return UserMethodVariable(static.__func__, ClassVariable(cls))
-        if isinstance(static, property):
-            return UserFunctionVariable(static.fget).call(tx, [self], {})
+        if isinstance(static, (staticmethod, classmethod, property)):
+            return class_attribute(tx, self, name, static)
         if inspect.isfunction(static):
             if (getattr(static, "__module__", "") or "").startswith("torch."):
                 return SkippedFunctionVariable(getattr(obj, name), src)
-            return UserMethodVariable(static, self)
+            return class_attribute(tx, self, name, static)
         return wrap(tx, getattr(obj, name), src)
 
     def call(self, tx, args, kwargs):

@@ -24,7 +24,8 @@ import inspect
 import torch
 
 from ...exc import Unsupported
-from ...guards import DICT_KEYS, EQUALS_MATCH, ID_MATCH, LENGTH, AttrSource, ItemSource
+from ...guards import (DICT_KEYS, EQUALS_MATCH, ID_MATCH, LENGTH, AttrSource, ItemSource,
+                       StaticAttrSource)
 from .base import ClassVariable, ConstantVariable, VariableTracker, require_plain_getattribute
 
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict,
@@ -146,17 +147,14 @@ class NNModuleVariable(VariableTracker):
             if inspect.getattr_static(cls, "__getattr__") is not torch.nn.Module.__getattr__:
                 raise Unsupported(f"{cls.__name__} defines __getattr__") from None
             raise ObservedAttributeError(f"{type(mod).__name__} has no attribute {name!r}") from None
-        if isinstance(static, staticmethod):
-            return UserFunctionVariable(static.__func__)
-        if isinstance(static, classmethod):
-            return UserMethodVariable(static.__func__, ClassVariable(type(mod)))
-        if isinstance(static, property):
-            return UserFunctionVariable(static.fget).call(tx, [self], {})
+        from .misc import class_attribute
+        if isinstance(static, (staticmethod, classmethod, property)):
+            return class_attribute(tx, self, name, static)
         if name in _NATIVE_METHODS and static is getattr(torch.nn.Module, name):
             from .functions import BoundMethodVariable
             return BoundMethodVariable(self, name)      # call_method walks the tree itself
         if inspect.isfunction(static):
-            return UserMethodVariable(static, self)
+            return class_attribute(tx, self, name, static)
         return wrap(tx, getattr(mod, name), src)
 
     def empty_hook_table(self, tx, name):
@@ -184,9 +182,12 @@ class NNModuleVariable(VariableTracker):
         forward = type(mod).forward
         if not inspect.isfunction(forward):
             raise Unsupported(f"{type(mod).__name__}.forward is not a Python function")
-        return self.inline_forward(tx, forward, args, kwargs)
+        # forward replaced on the class, or set on the instance, recompiles
+        fwd_src = StaticAttrSource(self.source, "forward")
+        tx.output.add_guard(fwd_src, ID_MATCH, forward)
+        return self.inline_forward(tx, forward, args, kwargs, fwd_src)
 
-    def inline_forward(self, tx, forward, args, kwargs):
+    def inline_forward(self, tx, forward, args, kwargs, forward_source=None):
         """Inline `forward` with this module on the output's module stack,
         so the nodes it makes know their module (node.meta, telemetry)."""
         from ...output_graph import module_path
@@ -196,7 +197,8 @@ class NNModuleVariable(VariableTracker):
         if path:                    # the frame's own `self` is the top level
             stack.append((path, type(self.module).__name__))
         try:
-            return tx.inline_call(UserFunctionVariable(forward), [self, *args], dict(kwargs))
+            return tx.inline_call(UserFunctionVariable(forward, forward_source), [self, *args],
+                                  dict(kwargs))
         finally:
             if path:
                 stack.pop()

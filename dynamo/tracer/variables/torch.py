@@ -44,9 +44,10 @@ except AttributeError:
 #    tensor input recompiles when autocast is entered;
 #  - dispatch-mode stack: an active mode adds the Python dispatch key, also
 #    part of TENSOR_MATCH;
-#  - deterministic-algorithm flags, sdp priority, privateuse1 name: NOT
-#    guarded (no guard kind reads them); assumed constant for the process,
-#    as set-up code sets them once before running models.
+#  - deterministic-algorithm flags and autocast state: the GLOBAL_STATE
+#    guard every compile carries (guards.global_state_word);
+#  - sdp priority, privateuse1 name: NOT guarded; assumed constant for the
+#    process, as set-up code sets them once before running models.
 def _state_queries():
     import torch.backends.mha as mha
     import torch.utils._python_dispatch as pydispatch
@@ -142,10 +143,23 @@ def is_torch_object(value):
     return objclass is not None and objclass in (torch._C.TensorBase, torch.Tensor)
 
 
+# Getters of state no guard covers (docs/USER_GUIDE.md, "Global state"):
+# never folded into a trace; a call runs eagerly after a graph break.
+_RUNTIME_STATE_GETTERS = {getattr(torch, "get_float32_matmul_precision", None),
+                          getattr(torch._C, "_get_float32_matmul_precision", None),
+                          getattr(torch._C, "_get_cublas_allow_tf32", None),
+                          getattr(torch._C, "_get_cudnn_allow_tf32", None)} - {None}
+
+
 def is_graphable_torch_callable(value):
     """May a call of torch object `value` become a graph node? C functions
     and descriptors of torch (pure on their tensor arguments), classes (handled
     by TorchFunctionVariable.call) and Python functions of the modules above."""
+    try:
+        if value in _RUNTIME_STATE_GETTERS:
+            return False
+    except TypeError:            # unhashable
+        pass
     if isinstance(value, type) or not isinstance(value, types.FunctionType):
         return not inspect.ismethod(value)
     return (getattr(value, "__module__", None) or "") in _GRAPHABLE_MODULES
