@@ -356,9 +356,13 @@ class OutputGraph:
                     items.append(ConstantVariable(e))
                 else:
                     raise Unsupported(f"{target} returned a {type(e).__name__} item")
+            fields = getattr(type(example), "_fields", None) or _structseq_fields(example)
+            if not fields:
+                # split/unbind/chunk/...: how many tensors come out depends
+                # on the input sizes, and the trace bakes that count in
+                self.sizes_read = True
             if isinstance(example, list):
                 return ListVariable(items)
-            fields = getattr(type(example), "_fields", None) or _structseq_fields(example)
             return TupleVariable(items) if not fields else NamedTupleVariable(items, fields)
         if effect or example is None and op == "call_method":
             self._tag(self.graph.create_node(op, target, n_args, n_kw), called)
