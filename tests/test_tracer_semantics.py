@@ -105,3 +105,220 @@ def test_dynamic_shapes_fixed_count_results_stay_dynamic():
         a = torch.randn(n, 4)
         assert same(opt(a), f(a))
     assert cnt.frame_count == 1
+
+
+# ------------------------------------------------------------ try blocks
+# A graph runs outside the user's try blocks, so no graph op may sit inside
+# one: the try region runs eagerly (its handlers see the exceptions of its
+# ops, raised by the real kernels), the graph of what came before it is
+# kept. An op failing only at run time (softmax on int64: the example
+# values do not check the dtype) and one failing at trace time (shape
+# mismatch) both reach the handler.
+
+I64 = torch.arange(4)
+log = []
+
+
+def softmax_or_zero(x):
+    y = x + 1
+    try:
+        y = y.softmax(-1)
+    except RuntimeError:
+        y = y * 0
+    return y + 2
+
+
+def test_try_runtime_only_op_error_reaches_handler():
+    exp, got, cnt = run_both(softmax_or_zero, I64)
+    assert exp[0] == "ok" and same(exp[1], torch.full((4,), 2))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1 and cnt.op_count == 1      # x + 1 before the try
+
+
+def test_try_issue_case_nothing_before_the_try():
+    def f(a):
+        try:
+            a = a.softmax(-1)
+        except RuntimeError:
+            a = a * 0
+        return a
+    exp, got, cnt = run_both(f, I64)
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 0          # only the try and after: eager
+
+
+def test_try_no_exception_same_result_prefix_graph():
+    exp, got, cnt = run_both(softmax_or_zero, torch.randn(4))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1 and cnt.op_count == 1
+
+
+def test_try_trace_time_op_error_reaches_handler():
+    def f(x):
+        y = x * 2
+        try:
+            y = y @ y                     # (2, 3) @ (2, 3): shape error
+        except RuntimeError:
+            y = y + 9
+        return y
+    exp, got, cnt = run_both(f, torch.ones(2, 3))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_try_python_errors_on_constants_reach_handler():
+    def f(x, d):
+        y = x + 1
+        try:
+            y = y / (1 // 0)
+        except ZeroDivisionError:
+            y = y - 1
+        try:
+            y = y + d["missing"]
+        except KeyError:
+            y = y * 3
+        try:
+            y = y + int("nope")
+        except ValueError:
+            y = y + 5
+        return y
+    exp, got, cnt = run_both(f, torch.ones(3), {"a": 1})
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_python_error_outside_try_raises_at_run_time():
+    def f(x, d):
+        y = x + 1
+        return y + d["missing"]
+    exp, got, cnt = run_both(f, torch.ones(3), {"a": 1})
+    assert exp[1] is KeyError
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1          # the graph before the failing lookup
+
+
+def test_try_finally_runs_on_op_error():
+    def f(x):
+        y = x + 1
+        try:
+            y = y.softmax(-1)
+        finally:
+            log.append("finally")
+        return y
+    log.clear()
+    exp, got, cnt = run_both(f, I64)
+    assert exp[0] == "raise" and exp[1] is NotImplementedError
+    assert_same_outcome(exp, got)
+    assert log == ["finally", "finally"]
+    assert cnt.frame_count == 1
+
+
+def test_nested_try_outer_handler_catches():
+    def f(x):
+        y = x + 1
+        try:
+            try:
+                y = y.softmax(-1)
+            except KeyError:
+                y = y - 100
+        except RuntimeError:
+            y = y + 100
+        return y * 2
+    exp, got, cnt = run_both(f, I64)
+    assert same(exp[1], (I64 + 101) * 2)
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_grad_mode_with_inside_try():
+    def f(x):
+        y = x + 1
+        try:
+            with torch.no_grad():
+                y = y.softmax(-1)
+        except RuntimeError:
+            y = y + 7
+        return y
+    exp, got, cnt = run_both(f, I64)
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+    assert torch.is_grad_enabled()
+
+
+def _softmax_helper(a):
+    return a.softmax(-1)
+
+
+def test_error_in_inlined_function_called_inside_try():
+    def f(x):
+        y = x + 1
+        try:
+            y = _softmax_helper(y)
+        except RuntimeError:
+            y = y + 8
+        return y * 2
+    exp, got, cnt = run_both(f, I64)
+    assert same(exp[1], (I64 + 9) * 2)
+    assert_same_outcome(exp, got)
+    # the prefix graph, then the helper compiled as its own frame (called
+    # from the eager try): its graph raises into the real handler
+    assert cnt.frame_count == 2
+
+
+def _guarded_softmax(a):
+    try:
+        return a.softmax(-1)
+    except RuntimeError:
+        return a * 0
+
+
+def test_try_inside_inlined_function():
+    def f(x):
+        y = x + 1
+        y = _guarded_softmax(y)
+        return y + 3
+    exp, got, cnt = run_both(f, I64)
+    assert same(exp[1], torch.full((4,), 3))
+    assert_same_outcome(exp, got)
+    # the call breaks: graph before it, the helper eager (its try has no
+    # op before it), `y + 3` in the resume function's graph
+    assert cnt.frame_count == 2
+
+
+def test_graph_break_inside_try_keeps_prefix_graph():
+    def f(x):
+        y = x + 1
+        try:
+            print("break")
+            y = y @ y
+        except RuntimeError:
+            y = y + 9
+        return y * 2
+    exp, got, cnt = run_both(f, torch.ones(2, 3))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_try_inside_loop_exception_each_iteration():
+    def f(x, n):
+        y = x + 1
+        for i in range(n):
+            try:
+                y = y.softmax(-1) if i % 2 else y + i
+            except RuntimeError:
+                y = y * 2
+        return y
+    exp, got, cnt = run_both(f, I64, 4)
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_try_in_nopython_mode_is_unsupported():
+    def f(x):
+        try:
+            y = x + 1
+        except RuntimeError:
+            y = x
+        return y
+    with pytest.raises(dynamo.exc.Unsupported, match="inside a try block"):
+        dynamo.optimize(CompileCounter(), nopython=True)(f)(torch.ones(2))

@@ -12,8 +12,13 @@ the rewritten code:
   just before that instruction, compiles the graph so far, runs the
   instruction eagerly in the rewritten code and calls the resume function
   for the next instruction.
-Breaks inside try blocks or non-grad-mode `with` blocks are Unsupported for
-the whole frame.
+Breaks inside try blocks or non-grad-mode `with` blocks cannot cut the
+block: a graph op inside a try block is Unsupported (its exception must
+reach the handler, which the graph runs outside of), and any break inside
+such a block restarts the analysis to stop before the block instead, at the
+last instruction with an empty stack outside every try/with (the graph so
+far, then the resume function there, which runs eagerly from that point).
+When no op was traced before that point the whole frame runs eagerly.
 """
 import dis
 
@@ -59,12 +64,14 @@ def _reads_frame_locals(var):
 
 
 class RestartAnalysis(Exception):
-    """Trace again and break before the instruction at `offset`."""
+    """Trace again and break before the instruction at `offset`: run its
+    group eagerly, or (`before`) call the resume function at it directly."""
 
-    def __init__(self, offset, error):
+    def __init__(self, offset, error, before=False):
         super().__init__(offset)
         self.offset = offset
         self.error = error
+        self.before = before
 
 
 class BreakInfo:
@@ -80,7 +87,8 @@ class InstructionTranslator(InstructionTranslatorBase):
     the rewritten code's instruction list after the prologue, or None when
     the original code can be kept; `break_info`, `resume_codes`."""
 
-    def __init__(self, output, frame, *, nopython, break_offset=None, break_error=None):
+    def __init__(self, output, frame, *, nopython, break_offset=None, break_error=None,
+                 break_before=False):
         code = frame.code
         args = {}
         nargs = arg_slot_count(code)
@@ -94,6 +102,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.nopython = nopython
         self.break_offset = break_offset
         self.break_error = break_error
+        self.break_before = break_before
+        self.safe_point = None         # (offset, op count): last point a try can be cut off at
         self.body = None
         self.break_info = None
         self.resume_codes = []
@@ -102,8 +112,13 @@ class InstructionTranslator(InstructionTranslatorBase):
     # ------------------------------------------------------------ driver
     def step(self, inst):
         if self.break_offset is not None and inst.offset == self.break_offset:
-            self.break_at_instruction(inst)
+            if self.break_before:
+                self.break_before_instruction(inst)
+            else:
+                self.break_at_instruction(inst)
             return
+        if not self.stack and not self.with_stack and inst.exn_tab_entry is None:
+            self.safe_point = (inst.offset, self.output.op_count())
         try:
             super().step(inst)
         except Unsupported as e:
@@ -113,6 +128,10 @@ class InstructionTranslator(InstructionTranslatorBase):
             if start is None or not self.can_break_at(inst):
                 if not e.user_stack:
                     e.add_user_stack(self.user_stack())
+                if self.in_try_region() and self.safe_point and self.safe_point[1]:
+                    # the try cannot be cut: the graph so far ends before
+                    # it, the rest of the frame runs in a resume function
+                    raise RestartAnalysis(self.safe_point[0], e, before=True) from None
                 raise
             if not e.user_stack:
                 e.add_user_stack(self.user_stack())
@@ -335,6 +354,23 @@ class InstructionTranslator(InstructionTranslatorBase):
         cg.append(label)
         taken_stack = temps + ([cond_temp] if keep else [])
         self.emit_resume_call(cg, inst.target, taken_stack, [kv for kv in named if kv in live_taken])
+        self.body = cg.insts
+        self.done = True
+
+    def break_before_instruction(self, inst):
+        """Second pass of a break before a try block: the graph so far,
+        then the resume function at `inst` with the live locals (the stack
+        is empty here). The resume function's own trace finds the same
+        unbreakable try at its start and runs eagerly."""
+        err = self.break_error
+        self.break_info = BreakInfo(err.reason if err else "graph break", err.user_stack if err else [])
+        if self.output.op_count() == 0 or self.stack:
+            raise err or Unsupported("graph break before a try block")
+        named = self.live_values(self.index_of[id(inst)])
+        cg = self.compile_graph([v for _, v in named])
+        temps = self.materialize(cg, [], named)
+        self.set_run_time_grad_mode(cg)
+        self.emit_resume_call(cg, inst, temps, named)
         self.body = cg.insts
         self.done = True
 

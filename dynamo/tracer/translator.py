@@ -32,6 +32,8 @@ _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 _CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200
 _CO_GENERATOR = 0x20
 _NB_SYMBOL = [sym for _, sym in opcode._nb_ops]
+# exceptions of a folded operation that become a break at its instruction
+_USER_ERRORS = (ArithmeticError, LookupError, ValueError, TypeError)
 
 
 class InstructionTranslatorBase:
@@ -76,7 +78,13 @@ class InstructionTranslatorBase:
         handler = getattr(self, inst.opname, None)
         if handler is None:
             raise Unsupported(f"opcode {inst.opname} is not supported")
-        handler(inst)
+        try:
+            handler(inst)
+        except _USER_ERRORS as e:
+            # user code raising on constants (1/0, a missing key, int('x')):
+            # the instruction must raise at run time, so it runs eagerly
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise Unsupported(f"{type(e).__name__} raised at trace time: {first}") from e
 
     def frame_summary(self):
         return traceback.FrameSummary(self.code.co_filename, self.lineno, self.code.co_name)
@@ -519,6 +527,23 @@ class InstructionTranslatorBase:
             return entry is None
         _, handler, clean = self.with_stack[-1]
         return clean and entry is not None and entry.target is handler
+
+    def in_try_region(self):
+        """Could an exception raised by the current instruction reach a
+        user handler (except/finally/a non-grad-mode `with`) of this frame
+        or of a caller on the inlining chain? Grad-mode `with` blocks
+        outside any try do not count: their cleanup only restores the mode."""
+        tx = self
+        while tx is not None:
+            inst = tx.current
+            if inst is not None and inst.exn_tab_entry is not None:
+                if not tx.with_stack:
+                    return True
+                _, handler, clean = tx.with_stack[-1]
+                if not clean or inst.exn_tab_entry.target is not handler:
+                    return True
+            tx = tx.parent
+        return False
 
     # ------------------------------------------------------------ return
     def RETURN_VALUE(self, inst):
