@@ -322,3 +322,158 @@ def test_try_in_nopython_mode_is_unsupported():
         return y
     with pytest.raises(dynamo.exc.Unsupported, match="inside a try block"):
         dynamo.optimize(CompileCounter(), nopython=True)(f)(torch.ones(2))
+
+
+# ------------------------------------------------------------ iteration
+# A list iterator indexes the live list: items appended (or removed) while
+# iterating are seen, also across a graph break (the resume function gets
+# the list and the position, not a snapshot). A dict changed while iterated
+# raises RuntimeError like eager. Containers only an iterator can reach
+# keep the snapshot (nothing can change them), so such loops keep compiling.
+
+def _brk():
+    print("break")
+
+
+def test_list_appended_while_iterated_across_break_issue_case():
+    def f(lst, x):
+        for e in lst:
+            _brk()
+            if len(lst) < 6:
+                lst.append(e + 100)
+        return x + sum(lst)
+    lst = [1, 2]
+    exp, got, cnt = run_both(f, lst, torch.zeros(1))
+    assert same(exp[1], torch.tensor([1 + 2 + 101 + 102 + 201 + 202.]))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1           # x + sum(lst) after the loop
+
+
+def test_local_list_appended_while_iterated_across_break():
+    def f(x):
+        lst = [1, 2]
+        for e in lst:
+            x = x + e
+            _brk()
+            if len(lst) < 6:
+                lst.append(e + 100)
+        return x, lst
+    exp, got, cnt = run_both(f, torch.zeros(1))
+    assert exp[1][1] == [1, 2, 101, 102, 201, 202]
+    assert_same_outcome(exp, got)
+    # one graph before the first break, then one per resumed iteration
+    assert cnt.frame_count == 6
+
+
+def test_list_appended_while_iterated_without_break():
+    def f(x):
+        lst = [1, 2]
+        for e in lst:
+            x = x + e
+            if len(lst) < 6:
+                lst.append(e + 100)
+        return x, lst
+    exp, got, cnt = run_both(f, torch.zeros(1))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1 and cnt.op_count == 6
+
+
+def test_list_popped_while_iterated_across_break():
+    def f(x):
+        lst = [1, 2, 3]
+        for e in lst:
+            x = x + e
+            _brk()
+            lst.pop()
+        return x, lst
+    exp, got, cnt = run_both(f, torch.zeros(1))
+    assert exp[1][1] == [1]
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 2
+
+
+def test_enumerate_and_zip_over_mutated_list():
+    def f(x):
+        lst = [1, 2]
+        for i, e in enumerate(lst):
+            x = x + e * i
+            if len(lst) < 5:
+                lst.append(e + 10)
+        for a, b in zip(lst, range(100)):
+            x = x * 2 + a + b
+            if len(lst) < 7:
+                lst.append(a)
+        return x, lst
+    exp, got, cnt = run_both(f, torch.zeros(1))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_enumerate_over_mutated_list_across_break():
+    def f(x):
+        lst = [1, 2]
+        for i, e in enumerate(lst):
+            x = x + e * i
+            _brk()
+            if len(lst) < 6:
+                lst.append(e + 100)
+        return x, lst
+    exp, got, cnt = run_both(f, torch.zeros(1))
+    assert exp[1][1] == [1, 2, 101, 102, 201, 202]
+    assert_same_outcome(exp, got)
+    # the enumerate over a list code after the break can reach is handed on
+    # as the real object: the resumed loop runs eagerly
+    assert cnt.frame_count == 1
+
+
+def test_dict_changed_while_iterated_raises_like_eager():
+    def f(x):
+        d = {"a": 1}
+        for k in d:
+            x = x + d[k]
+            d[k + "x"] = 1
+        return x
+    exp, got, cnt = run_both(f, torch.zeros(1))
+    assert exp[1] is RuntimeError
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 0           # the loop cannot be cut: eager
+
+
+def test_dict_changed_across_break_raises_like_eager():
+    def f(x, d):
+        for k in d:
+            x = x + d[k]
+            _brk()
+            d[k + "x"] = 1
+        return x
+    exp, got, cnt = run_both(f, torch.zeros(1), {"a": 1, "b": 2})
+    assert exp[1] is RuntimeError and "changed size" in exp[2]
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_dict_iterated_unchanged_across_break():
+    def f(x, d):
+        for k in d:
+            x = x + d[k]
+            _brk()
+        return x * 2
+    exp, got, cnt = run_both(f, torch.zeros(1), {"a": 1, "b": 2})
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_range_tuple_zip_loops_keep_compiling_across_breaks():
+    def f(x, t):
+        for i in range(3):
+            _brk()
+            x = x + t[i]
+        for a, b in zip(t, [4, 5, 6]):
+            _brk()
+            x = x * a + b
+        return x
+    exp, got, cnt = run_both(f, torch.zeros(1), (1, 2, 3))
+    assert_same_outcome(exp, got)
+    # snapshots (nothing else reaches range/tuple/the literal list): every
+    # resumed iteration is traced, one graph per iteration
+    assert cnt.frame_count == 6

@@ -28,8 +28,8 @@ from ..guards import ClosureSource, LocalSource
 from ..output_graph import PyCodegen
 from .. import resume
 from .translator import InstructionTranslatorBase
-from .variables import (CellVariable, ListIteratorVariable, NullVariable, PassthroughVariable,
-                        TensorVariable, TupleVariable)
+from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, ListIteratorVariable,
+                        NullVariable, PassthroughVariable, TensorVariable, TupleVariable)
 from .variables.base import VariableTracker
 
 GRAPH_OUT = "___graph_out"
@@ -107,7 +107,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.body = None
         self.break_info = None
         self.resume_codes = []
-        self.iter_temps = set()        # stack temporaries holding an iterator's items
+        self.iter_temps = {}           # stack temporary holding an iterator -> resume mask kind
 
     # ------------------------------------------------------------ driver
     def step(self, inst):
@@ -212,26 +212,34 @@ class InstructionTranslator(InstructionTranslatorBase):
         NULLs). Everything is loaded before anything is stored, so sources
         naming arguments still see the original arguments. Iterators among
         the first `n_resume` stack values (those handed to a resume
-        function; default all) are stored as the tuple of their remaining
-        items and their temporaries added to `self.iter_temps`."""
+        function; default all) are stored as iterator_kind says (the tuple
+        of their remaining items; a list iterator as (list, position), so
+        the resume function iterates the live list) and their temporaries
+        added to `self.iter_temps`."""
         temps = []
         stores = []
         aliased = {id(v) for _, v in named}
         n_resume = len(stack) if n_resume is None else n_resume
+        shared = self.reachable_containers(stack, named)
         for i, var in enumerate(stack):
             if isinstance(var, NullVariable):
                 temps.append(None)
                 continue
-            as_tuple = (i < n_resume and type(var) is ListIteratorVariable
-                        and id(var) not in aliased)
-            if as_tuple:
-                TupleVariable(var.items[var.index:]).reconstruct(cg)
+            kind = None
+            if i < n_resume and id(var) not in aliased:
+                kind = self.iterator_kind(var, shared)
+            if kind == resume.LIST_ITER:      # the live list and the position
+                TupleVariable([var.seq, ConstantVariable(var.index)]).reconstruct(cg)
+            elif kind == resume.ITER:         # a snapshot is exact here
+                rest = var.remaining() if isinstance(var, LazyIteratorVariable) else \
+                    ([] if var.exhausted else var.live_items()[var.index:])
+                TupleVariable(rest).reconstruct(cg)
             else:
                 cg.reconstruct(var)
             temps.append(cg.new_temp("___stack"))
             stores.append(temps[-1])
-            if as_tuple:
-                self.iter_temps.add(temps[-1])
+            if kind is not None:
+                self.iter_temps[temps[-1]] = kind
         for name, var in named:
             if isinstance(var.source, LocalSource) and var.source.local_name == name:
                 continue          # the argument itself, still in its variable
@@ -240,6 +248,44 @@ class InstructionTranslator(InstructionTranslatorBase):
         for name in reversed(stores):
             cg.store_local(name)
         return temps
+
+    def reachable_containers(self, stack, named):
+        """ids of the VTs reachable from `named` and from the stack values
+        other than iterators: the containers code run after the break can
+        reach (and mutate) other than through an iterator over them."""
+        found, seen = [], set()
+        for _, var in named:
+            self.collect(var, found, seen)
+        for var in stack:
+            if not isinstance(var, ListIteratorVariable):
+                self.collect(var, found, seen)
+        return seen
+
+    @staticmethod
+    def iterator_kind(var, shared):
+        """How a resume function gets iterator `var` (resume_code's mask
+        entry), or None: passed as the real object (a dict iterator, which
+        must raise if the dict changes; enumerate/zip over a live one). A
+        container only the iterator reaches (no source, not in `shared`)
+        cannot change: the snapshot of its remaining items is exact."""
+        def escapes(container):
+            return container.source is not None or id(container) in shared
+        if type(var) is ListIteratorVariable:
+            if var.is_live_list() and escapes(var.seq):
+                return resume.LIST_ITER
+            if var.dict_seq is not None and not var.exhausted and escapes(var.dict_seq):
+                return None
+            return resume.ITER
+        if type(var) is LazyIteratorVariable:
+            inners = list(var.inners)
+            while inners:
+                it = inners.pop()
+                if isinstance(it, LazyIteratorVariable):
+                    inners += it.inners
+                elif not it.exhausted and any(c is not None and escapes(c) for c in (it.seq, it.dict_seq)):
+                    return None
+            return resume.ITER
+        return None
 
     def load_resume_function(self, cg, target, null_mask, names):
         """Push NULL and __resume_at_<offset>_<n> for a resume at `target`
@@ -262,7 +308,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         """resume_code's mask entry for a stack temporary (None: a NULL)."""
         if temp is None:
             return True
-        return resume.ITER if temp in self.iter_temps else False
+        return self.iter_temps.get(temp, False)
 
     def emit_resume_call(self, cg, target, stack_temps, named):
         """Call the resume function at `target` with the stack held in

@@ -440,7 +440,7 @@ class InstructionTranslatorBase:
         if isinstance(obj, ListIteratorVariable):
             self.push(obj)
             return
-        self.push(ListIteratorVariable(obj.unpack(self)))
+        self.push(ListIteratorVariable.over(self, obj))
 
     def FOR_ITER(self, inst):
         it = self.stack[-1]
