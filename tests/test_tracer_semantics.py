@@ -132,7 +132,9 @@ def test_try_runtime_only_op_error_reaches_handler():
     exp, got, cnt = run_both(softmax_or_zero, I64)
     assert exp[0] == "ok" and same(exp[1], torch.full((4,), 2))
     assert_same_outcome(exp, got)
-    assert cnt.frame_count == 1 and cnt.op_count == 1      # x + 1 before the try
+    # x + 1 before the try, y + 2 after it (in the resume function called
+    # where the try statement ends); the try statement itself runs eagerly
+    assert cnt.frame_count == 2 and cnt.op_count == 2
 
 
 def test_try_issue_case_nothing_before_the_try():
@@ -150,7 +152,21 @@ def test_try_issue_case_nothing_before_the_try():
 def test_try_no_exception_same_result_prefix_graph():
     exp, got, cnt = run_both(softmax_or_zero, torch.randn(4))
     assert_same_outcome(exp, got)
-    assert cnt.frame_count == 1 and cnt.op_count == 1
+    assert cnt.frame_count == 2 and cnt.op_count == 2
+
+
+def test_try_first_statement_code_after_it_compiles():
+    def f(a):
+        try:
+            a = a.softmax(-1)
+        except RuntimeError:
+            a = a * 0
+        return a + 1, a * 2
+    for x in (I64, torch.randn(4)):
+        exp, got, cnt = run_both(f, x)
+        assert_same_outcome(exp, got)
+        # nothing before the try: the rewritten frame starts with it
+        assert cnt.frame_count == 1 and cnt.op_count == 2
 
 
 def test_try_trace_time_op_error_reaches_handler():
@@ -227,7 +243,7 @@ def test_nested_try_outer_handler_catches():
     exp, got, cnt = run_both(f, I64)
     assert same(exp[1], (I64 + 101) * 2)
     assert_same_outcome(exp, got)
-    assert cnt.frame_count == 1
+    assert cnt.frame_count == 2
 
 
 def test_grad_mode_with_inside_try():
@@ -260,9 +276,9 @@ def test_error_in_inlined_function_called_inside_try():
     exp, got, cnt = run_both(f, I64)
     assert same(exp[1], (I64 + 9) * 2)
     assert_same_outcome(exp, got)
-    # the prefix graph, then the helper compiled as its own frame (called
-    # from the eager try): its graph raises into the real handler
-    assert cnt.frame_count == 2
+    # the prefix graph, the helper compiled as its own frame (called from
+    # the eager try: its graph raises into the real handler), y * 2 after
+    assert cnt.frame_count == 3
 
 
 def _guarded_softmax(a):
@@ -296,7 +312,7 @@ def test_graph_break_inside_try_keeps_prefix_graph():
         return y * 2
     exp, got, cnt = run_both(f, torch.ones(2, 3))
     assert_same_outcome(exp, got)
-    assert cnt.frame_count == 1
+    assert cnt.frame_count == 2           # before and after the try
 
 
 def test_try_inside_loop_exception_each_iteration():
@@ -477,3 +493,83 @@ def test_range_tuple_zip_loops_keep_compiling_across_breaks():
     # snapshots (nothing else reaches range/tuple/the literal list): every
     # resumed iteration is traced, one graph per iteration
     assert cnt.frame_count == 6
+
+
+def test_try_finally_normal_path_then_code_after_compiles():
+    def f(x):
+        y = x + 1
+        try:
+            y = y.softmax(-1)
+        finally:
+            log.append("finally")
+        return y * 3
+    log.clear()
+    x = torch.randn(4)
+    exp, got, cnt = run_both(f, x)
+    assert_same_outcome(exp, got)
+    assert log == ["finally", "finally"]
+    assert cnt.frame_count == 2
+
+
+def test_try_in_while_loop_each_iteration():
+    def f(x, n):
+        y = x + 1
+        i = 0
+        while i < n:
+            try:
+                y = y.softmax(-1) if i % 2 else y + i
+            except RuntimeError:
+                y = y * 2
+            i += 1
+        return y - 1
+    exp, got, cnt = run_both(f, I64, 4)
+    assert_same_outcome(exp, got)
+    # the graph before the loop, then one per resumed iteration and the tail
+    assert cnt.frame_count >= 2
+
+
+def test_try_return_inside_body():
+    def f(x):
+        y = x + 1
+        try:
+            return y.softmax(-1)
+        except RuntimeError:
+            y = y * 5
+        return y + 1
+    for x in (I64, torch.randn(4)):
+        exp, got, cnt = run_both(f, x)
+        assert_same_outcome(exp, got)
+
+
+def test_try_local_unbound_after_handler_raises_like_eager():
+    def f(x):
+        y = x + 1
+        try:
+            z = y.softmax(-1)
+        except RuntimeError:
+            pass
+        return z * 2
+    exp, got, cnt = run_both(f, I64)
+    assert exp[1] is UnboundLocalError
+    assert_same_outcome(exp, got)
+    # z may be unbound where the try ends: the rest runs eagerly instead
+    assert cnt.frame_count == 1
+
+
+def test_grad_mode_with_block_containing_break():
+    def f(x):
+        with torch.no_grad():
+            y = x * 2
+            _brk()
+            y = y + 1
+        return y * x
+    x = torch.randn(3, requires_grad=True)
+    dynamo.reset()
+    cnt = CompileCounter()
+    got = dynamo.optimize(cnt)(f)(x)
+    exp = f(x)
+    assert same(got, exp) and got.requires_grad == exp.requires_grad
+    # x * 2; y + 1 in the resume function (inside the block: its cleanup
+    # handler only restores the mode, so its ops are traced); y * x after
+    # the block's exit call (a break of its own)
+    assert cnt.frame_count == 3 and torch.is_grad_enabled()

@@ -12,14 +12,19 @@ the rewritten code:
   just before that instruction, compiles the graph so far, runs the
   instruction eagerly in the rewritten code and calls the resume function
   for the next instruction.
-Breaks inside try blocks or non-grad-mode `with` blocks cannot cut the
-block: a graph op inside a try block is Unsupported (its exception must
-reach the handler, which the graph runs outside of), and any break inside
-such a block restarts the analysis to stop before the block instead, at the
-last instruction with an empty stack outside every try/with (the graph so
-far, then the resume function there, which runs eagerly from that point).
-When no op was traced before that point the whole frame runs eagerly.
+Breaks inside try blocks cannot cut the block: a graph op inside a try
+block is Unsupported (its exception must reach the handler, which the graph
+runs outside of), and any break inside one restarts the analysis to stop
+before the statement instead, at the last instruction with an empty stack
+outside every try/with: the graph so far, then the statement's own
+instructions copied as they are (eager_island: exception table included,
+on the real locals), each way out of it (back outside every handler, empty
+stack) calling the resume function there. When the statement cannot be cut
+out (eager_island is None) the resume function at that point runs the rest
+eagerly; with nothing traced before either, the whole frame does.
+Non-grad-mode `with` blocks are Unsupported for the whole frame.
 """
+import dataclasses
 import dis
 
 from ..bytecode import arg_slot_count, create_instruction, live_locals
@@ -128,7 +133,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             if start is None or not self.can_break_at(inst):
                 if not e.user_stack:
                     e.add_user_stack(self.user_stack())
-                if self.in_try_region() and self.safe_point and self.safe_point[1]:
+                if self.in_try_region() and self.safe_point:
                     # the try cannot be cut: the graph so far ends before
                     # it, the rest of the frame runs in a resume function
                     raise RestartAnalysis(self.safe_point[0], e, before=True) from None
@@ -410,15 +415,63 @@ class InstructionTranslator(InstructionTranslatorBase):
         unbreakable try at its start and runs eagerly."""
         err = self.break_error
         self.break_info = BreakInfo(err.reason if err else "graph break", err.user_stack if err else [])
-        if self.output.op_count() == 0 or self.stack:
-            raise err or Unsupported("graph break before a try block")
         named = self.live_values(self.index_of[id(inst)])
+        island = eager_island(self.instructions, self.index_of[id(inst)], {n for n, _ in named},
+                              self.code.co_freevars)
+        if self.stack or (self.output.op_count() == 0 and island is None):
+            raise err or Unsupported("graph break before a try block")
         cg = self.compile_graph([v for _, v in named])
         temps = self.materialize(cg, [], named)
         self.set_run_time_grad_mode(cg)
-        self.emit_resume_call(cg, inst, temps, named)
+        if island is None:
+            self.emit_resume_call(cg, inst, temps, named)
+        else:
+            self.emit_island(cg, *island)
         self.body = cg.insts
         self.done = True
+
+    def emit_island(self, cg, region, exits):
+        """The try statement's own instructions (copies, exception table
+        included) run here on the real locals; each way out of it calls the
+        resume function at the instruction it leaves to."""
+        cg.delete_temps()
+        order = {n: i for i, n in enumerate(self.code.co_varnames + self.code.co_cellvars)}
+        copies, stubs = {}, {}
+        for n in region:
+            copies[n] = dataclasses.replace(self.instructions[n], offset=None, target=None,
+                                            exn_tab_entry=None, is_jump_target=False)
+        for n, names in exits.items():
+            stubs[n] = create_instruction("NOP")
+        entries = {}
+
+        def mapped(n):
+            return copies[n] if n in copies else stubs[n]
+        for n in region:
+            orig, c = self.instructions[n], copies[n]
+            if orig.target is not None:
+                c.target = mapped(self.index_of[id(orig.target)])
+            e = orig.exn_tab_entry
+            if e is not None:
+                if id(e) not in entries:
+                    from ..bytecode.instruction import ExnTabEntry
+                    entries[id(e)] = ExnTabEntry(c, c, mapped(self.index_of[id(e.target)]),
+                                                 e.depth, e.lasti)
+                c.exn_tab_entry = entries[id(e)]
+        ordered = sorted(region)
+        for k, n in enumerate(ordered):
+            cg.append(copies[n])
+            orig = self.instructions[n]
+            if orig.opname in _TERMINATORS:
+                continue
+            nxt = n + 1
+            if k + 1 < len(ordered) and ordered[k + 1] == nxt:
+                continue
+            cg.append(create_instruction("JUMP_FORWARD", target=mapped(nxt)))
+        for n, names in sorted(exits.items()):
+            cg.append(stubs[n])
+            names = sorted(names, key=lambda x: order.get(x, len(order)))
+            self.load_resume_function(cg, self.instructions[n], [], names)
+            self.finish_resume_call(cg, names, 0)
 
     def break_at_instruction(self, inst):
         """Second pass: stop before `inst`, run its group eagerly."""
@@ -468,3 +521,78 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.body = cg.insts
         self.done = True
 
+
+
+_TERMINATORS = {"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD", "JUMP_BACKWARD",
+                "JUMP_BACKWARD_NO_INTERRUPT"}
+_DEL_OPS = {"DELETE_FAST", "DELETE_DEREF"}
+_STORE_OPS = {"STORE_FAST", "STORE_DEREF"}
+
+
+def eager_island(insts, start, bound, freevars=()):
+    """The try/with statement starting at instruction `start` (empty stack,
+    outside every handler) as (region, exits) for running it eagerly in the
+    rewritten frame: `region` the indices of its instructions (reachable from
+    `start` through jumps and exception edges without leaving the protected
+    code), `exits` {index of the first instruction outside it reached: live
+    locals there}. None when the statement cannot be cut out that way (no
+    straight line into a protected block, a way out with values on the
+    stack or with a live local that may be unbound there, `bound` being the
+    locals bound at `start`)."""
+    k = start
+    while k < len(insts) and insts[k].exn_tab_entry is None:
+        inst = insts[k]
+        if inst.target is not None or inst.opname in _TERMINATORS or inst.opname == "FOR_ITER":
+            return None
+        k += 1
+    if k >= len(insts):
+        return None
+    index_of = {id(inst): i for i, inst in enumerate(insts)}
+    state = {start: (0, frozenset(bound))}
+    work = [start]
+    region, exits = set(), {}
+    while work:
+        n = work.pop()
+        depth, names = state[n]
+        inst = insts[n]
+        if not start <= n < k and inst.exn_tab_entry is None and depth == 0:
+            exits[n] = names         # back outside every handler, nothing pending
+            continue
+        region.add(n)
+        after = names
+        if inst.opname in _STORE_OPS:
+            after = names | {inst.argval}
+        elif inst.opname in _DEL_OPS:
+            after = names - {inst.argval}
+        arg = inst.arg if inst.opcode >= dis.HAVE_ARGUMENT else None
+        succ = []
+        if inst.opname not in _TERMINATORS and n + 1 < len(insts):
+            succ.append((n + 1, depth + dis.stack_effect(inst.opcode, arg, jump=False), after))
+        if inst.target is not None:
+            succ.append((index_of[id(inst.target)], depth + dis.stack_effect(inst.opcode, arg, jump=True),
+                         after))
+        e = inst.exn_tab_entry
+        if e is not None:
+            succ.append((index_of[id(e.target)], e.depth + int(bool(e.lasti)) + 1, names & after))
+        for m, d, live in succ:
+            old = state.get(m)
+            if old is None:
+                state[m] = (d, live)
+                work.append(m)
+            else:
+                if old[0] != d:
+                    return None
+                merged = old[1] & live
+                if merged != old[1]:
+                    state[m] = (d, merged)
+                    work.append(m)
+    out = {}
+    for n in exits:
+        names = exits[n] = state[n][1]       # final (merged) state
+        live = live_locals(insts, n, include_cells=True) - set(freevars)
+        if not live <= names:
+            return None
+        out[n] = live
+    if not out:
+        out = {}
+    return sorted(region), out

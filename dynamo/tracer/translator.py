@@ -56,6 +56,7 @@ class InstructionTranslatorBase:
         self.current = None
         self.done = False
         self.with_stack = []           # active grad-mode `with` blocks
+        self._with_handlers = None     # id(handler) -> BEFORE_WITH of its `with`
 
     # ------------------------------------------------------------ driver
     def run(self):
@@ -536,13 +537,33 @@ class InstructionTranslatorBase:
         tx = self
         while tx is not None:
             inst = tx.current
-            if inst is not None and inst.exn_tab_entry is not None:
-                if not tx.with_stack:
-                    return True
-                _, handler, clean = tx.with_stack[-1]
-                if not clean or inst.exn_tab_entry.target is not handler:
-                    return True
+            if inst is not None and tx.user_handler_covers(inst.exn_tab_entry):
+                return True
             tx = tx.parent
+        return False
+
+    def user_handler_covers(self, entry):
+        """Is `entry` (an exception-table entry of this frame, or None) a
+        try handler, or the cleanup of a `with` that is not a grad-mode
+        block or that sits inside a try? Grad-mode blocks are recognised
+        by the exit on the stack, so also in a resume function that starts
+        inside the block."""
+        from .variables.torch import GradModeExit
+        if self._with_handlers is None:
+            self._with_handlers = {}
+            for i, inst in enumerate(self.instructions[:-1]):
+                nxt = self.instructions[i + 1].exn_tab_entry
+                if inst.opname == "BEFORE_WITH" and nxt is not None:
+                    self._with_handlers[id(nxt.target)] = inst
+        while entry is not None:
+            before_with = self._with_handlers.get(id(entry.target))
+            if before_with is None or not 0 < entry.depth <= len(self.stack):
+                return True
+            exit_var = self.stack[entry.depth - 1]
+            if not (isinstance(exit_var, WithExitVariable)
+                    or isinstance(getattr(exit_var, "value", None), GradModeExit)):
+                return True
+            entry = before_with.exn_tab_entry
         return False
 
     # ------------------------------------------------------------ return
