@@ -573,3 +573,18 @@ def test_grad_mode_with_block_containing_break():
     # handler only restores the mode, so its ops are traced); y * x after
     # the block's exit call (a break of its own)
     assert cnt.frame_count == 3 and torch.is_grad_enabled()
+
+
+def test_nested_zip_enumerate_snapshot_across_break():
+    def f(x, t):
+        out = []
+        for (i, a), b in zip(enumerate(t), (10, 20, 30)):
+            _brk()
+            x = x + a * i + b
+            out.append(i)
+        return x, out
+    exp, got, cnt = run_both(f, torch.zeros(1), (1, 2, 3))
+    assert_same_outcome(exp, got)
+    # nothing but the iterators reaches the tuples: snapshots, and every
+    # resumed iteration is compiled
+    assert cnt.frame_count == 3

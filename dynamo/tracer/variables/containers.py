@@ -418,10 +418,7 @@ class LazyIteratorVariable(ListIteratorVariable):
 
     def remaining(self):
         """The remaining items, without consuming (only when not live)."""
-        import copy
-        probe = copy.copy(self)
-        probe.inners = [copy.copy(it) for it in self.inners]
-        return probe.unpack(None)
+        return _probe_copy(self).unpack(None)
 
     def var_getattr(self, tx, name):
         raise Unsupported(f"attribute {name} of {self.kind}()")
@@ -442,6 +439,15 @@ class LazyIteratorVariable(ListIteratorVariable):
 
     def __repr__(self):
         return f"LazyIteratorVariable({self.kind})"
+
+
+def _probe_copy(it):
+    """A copy of iterator VT `it` that can be consumed without moving it."""
+    import copy
+    probe = copy.copy(it)
+    if isinstance(it, LazyIteratorVariable):
+        probe.inners = [_probe_copy(i) for i in it.inners]
+    return probe
 
 
 class GeneratorVariable(ListIteratorVariable):
