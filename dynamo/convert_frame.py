@@ -120,16 +120,18 @@ def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, 
     from .tracer.frame import InstructionTranslator, RestartAnalysis
     closure = getattr(func, "__closure__", None) if func is not None else None
     frame = FrameInfo(code, f_locals, f_globals, f_builtins, closure)
-    break_offset, break_error = None, None
+    break_offset, break_error, break_before = None, None, False
     for _ in range(MAX_RESTARTS):
         output = OutputGraph(frame, compiler_fn)
         tx = InstructionTranslator(output, frame, nopython=nopython,
-                                   break_offset=break_offset, break_error=break_error)
+                                   break_offset=break_offset, break_error=break_error,
+                                   break_before=break_before)
         try:
             tx.run()
             break
         except RestartAnalysis as restart:
             break_offset, break_error = restart.offset, restart.error
+            break_before = restart.before
         except Unsupported as e:
             if break_error is not None and not hasattr(e, "break_reasons"):
                 e.break_reasons = [_break_reason(break_error.reason, break_error.user_stack)]

@@ -331,7 +331,18 @@ class OutputGraph:
             raise Unsupported(f"{what} cannot run on example values "
                               f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from e
 
+    @staticmethod
+    def check_not_in_try(tx):
+        """A graph op must not run where a handler could see its exception:
+        the graph runs outside the try (an op that fails at run time, or
+        whose failure differs on example values, would skip the handler and
+        the locals it would see). Unsupported makes the try run eagerly."""
+        if tx is not None and tx.in_try_region():
+            raise Unsupported("tensor operation inside a try block (the try runs eagerly "
+                              "so that its handlers see the operation's exceptions)")
+
     def call_function(self, tx, fn, args, kwargs):
+        self.check_not_in_try(tx)
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
         name = getattr(fn, "__name__", str(fn))
         example = self._run_fake(name, lambda: fn(*ex_args, **ex_kw))
@@ -339,6 +350,7 @@ class OutputGraph:
                                  effect=fn is operator.setitem or name.endswith("_"))
 
     def call_method(self, tx, name, args, kwargs):
+        self.check_not_in_try(tx)
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
         example = self._run_fake(f"Tensor.{name}",
                                  lambda: getattr(ex_args[0], name)(*ex_args[1:], **ex_kw))
@@ -346,6 +358,7 @@ class OutputGraph:
                                  effect=name.endswith("_") or name == "__setitem__")
 
     def call_module(self, tx, module, source, args, kwargs):
+        self.check_not_in_try(tx)
         target = self.module_targets.get(id(module))
         if target is None:
             target = self.module_targets[id(module)] = self._target(_mangle(source), module)
@@ -379,9 +392,13 @@ class OutputGraph:
                     items.append(ConstantVariable(e))
                 else:
                     raise Unsupported(f"{target} returned a {type(e).__name__} item")
+            fields = getattr(type(example), "_fields", None) or _structseq_fields(example)
+            if not fields:
+                # split/unbind/chunk/...: how many tensors come out depends
+                # on the input sizes, and the trace bakes that count in
+                self.sizes_read = True
             if isinstance(example, list):
                 return ListVariable(items)
-            fields = getattr(type(example), "_fields", None) or _structseq_fields(example)
             return TupleVariable(items) if not fields else NamedTupleVariable(items, fields)
         if effect or example is None and op == "call_method":
             self._tag(self.graph.create_node(op, target, n_args, n_kw), called)

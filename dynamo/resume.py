@@ -23,6 +23,7 @@ _counter = itertools.count()
 
 
 ITER = "iter"      # null_mask entry: the argument is a tuple standing for an iterator
+LIST_ITER = "list_iter"   # null_mask entry: the argument is (list, position) of a list iterator
 
 
 def resume_code(code, offset, null_mask, local_names):
@@ -32,7 +33,8 @@ def resume_code(code, offset, null_mask, local_names):
     passed as the tuple of its remaining items: the prologue turns it back
     into an iterator (GET_ITER), so when the resume function is traced the
     tuple's items are known and guarded, and a `for` loop that broke keeps
-    compiling in it."""
+    compiling in it. LIST_ITER: a list iterator passed as (list, position);
+    the prologue makes a real iterator over that list at that position."""
     key = (code, offset, tuple(null_mask), tuple(local_names))
     with _lock:
         hit = _cache.get(key)
@@ -52,6 +54,8 @@ def resume_code(code, offset, null_mask, local_names):
             head.append(create_instruction("LOAD_FAST", argval=argnames[-1]))
             if is_null == ITER:
                 head.append(create_instruction("GET_ITER"))
+            elif is_null == LIST_ITER:
+                head += _list_iter_at()
             k += 1
     head.append(create_instruction("JUMP_FORWARD", target=target))
     new = code_with_new_body(code, head + body, argnames=argnames + list(local_names), name=name)
@@ -61,6 +65,24 @@ def resume_code(code, offset, null_mask, local_names):
         hit = _cache.setdefault(key, (new, name))
         _origin.setdefault(hit[0], (code, offsets))
         return hit
+
+
+def _list_iter_at():
+    """(lst, i) -> iter(lst) positioned at i (list_iterator.__setstate__):
+    the loop continues over the live list, seeing items appended later."""
+    ops = [("UNPACK_SEQUENCE", 2), ("GET_ITER", None),            # i, it
+           ("COPY", 1), ("LOAD_METHOD", "__setstate__"),         # i, it, meth, it
+           ("COPY", 4), ("PRECALL", 1), ("CALL", 1), ("POP_TOP", None),
+           ("SWAP", 2), ("POP_TOP", None)]                       # it
+    out = []
+    for name, arg in ops:
+        if name == "LOAD_METHOD":
+            out.append(create_instruction(name, argval=arg))
+        elif arg is None:
+            out.append(create_instruction(name))
+        else:
+            out.append(create_instruction(name, arg=arg))
+    return out
 
 
 def origin(code, offset):

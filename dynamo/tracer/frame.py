@@ -12,9 +12,19 @@ the rewritten code:
   just before that instruction, compiles the graph so far, runs the
   instruction eagerly in the rewritten code and calls the resume function
   for the next instruction.
-Breaks inside try blocks or non-grad-mode `with` blocks are Unsupported for
-the whole frame.
+Breaks inside try blocks cannot cut the block: a graph op inside a try
+block is Unsupported (its exception must reach the handler, which the graph
+runs outside of), and any break inside one restarts the analysis to stop
+before the statement instead, at the last instruction with an empty stack
+outside every try/with: the graph so far, then the statement's own
+instructions copied as they are (eager_island: exception table included,
+on the real locals), each way out of it (back outside every handler, empty
+stack) calling the resume function there. When the statement cannot be cut
+out (eager_island is None) the resume function at that point runs the rest
+eagerly; with nothing traced before either, the whole frame does.
+Non-grad-mode `with` blocks are Unsupported for the whole frame.
 """
+import dataclasses
 import dis
 
 from ..bytecode import arg_slot_count, create_instruction, live_locals
@@ -23,8 +33,8 @@ from ..guards import ClosureSource, LocalSource
 from ..output_graph import PyCodegen
 from .. import resume
 from .translator import InstructionTranslatorBase
-from .variables import (CellVariable, ListIteratorVariable, NullVariable, PassthroughVariable,
-                        TensorVariable, TupleVariable)
+from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, ListIteratorVariable,
+                        NullVariable, PassthroughVariable, TensorVariable, TupleVariable)
 from .variables.base import VariableTracker
 
 GRAPH_OUT = "___graph_out"
@@ -59,12 +69,14 @@ def _reads_frame_locals(var):
 
 
 class RestartAnalysis(Exception):
-    """Trace again and break before the instruction at `offset`."""
+    """Trace again and break before the instruction at `offset`: run its
+    group eagerly, or (`before`) call the resume function at it directly."""
 
-    def __init__(self, offset, error):
+    def __init__(self, offset, error, before=False):
         super().__init__(offset)
         self.offset = offset
         self.error = error
+        self.before = before
 
 
 class BreakInfo:
@@ -80,7 +92,8 @@ class InstructionTranslator(InstructionTranslatorBase):
     the rewritten code's instruction list after the prologue, or None when
     the original code can be kept; `break_info`, `resume_codes`."""
 
-    def __init__(self, output, frame, *, nopython, break_offset=None, break_error=None):
+    def __init__(self, output, frame, *, nopython, break_offset=None, break_error=None,
+                 break_before=False):
         code = frame.code
         args = {}
         nargs = arg_slot_count(code)
@@ -94,16 +107,23 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.nopython = nopython
         self.break_offset = break_offset
         self.break_error = break_error
+        self.break_before = break_before
+        self.safe_point = None         # (offset, op count): last point a try can be cut off at
         self.body = None
         self.break_info = None
         self.resume_codes = []
-        self.iter_temps = set()        # stack temporaries holding an iterator's items
+        self.iter_temps = {}           # stack temporary holding an iterator -> resume mask kind
 
     # ------------------------------------------------------------ driver
     def step(self, inst):
         if self.break_offset is not None and inst.offset == self.break_offset:
-            self.break_at_instruction(inst)
+            if self.break_before:
+                self.break_before_instruction(inst)
+            else:
+                self.break_at_instruction(inst)
             return
+        if not self.stack and not self.with_stack and inst.exn_tab_entry is None:
+            self.safe_point = (inst.offset, self.output.op_count())
         try:
             super().step(inst)
         except Unsupported as e:
@@ -113,6 +133,10 @@ class InstructionTranslator(InstructionTranslatorBase):
             if start is None or not self.can_break_at(inst):
                 if not e.user_stack:
                     e.add_user_stack(self.user_stack())
+                if self.in_try_region() and self.safe_point:
+                    # the try cannot be cut: the graph so far ends before
+                    # it, the rest of the frame runs in a resume function
+                    raise RestartAnalysis(self.safe_point[0], e, before=True) from None
                 raise
             if not e.user_stack:
                 e.add_user_stack(self.user_stack())
@@ -193,26 +217,34 @@ class InstructionTranslator(InstructionTranslatorBase):
         NULLs). Everything is loaded before anything is stored, so sources
         naming arguments still see the original arguments. Iterators among
         the first `n_resume` stack values (those handed to a resume
-        function; default all) are stored as the tuple of their remaining
-        items and their temporaries added to `self.iter_temps`."""
+        function; default all) are stored as iterator_kind says (the tuple
+        of their remaining items; a list iterator as (list, position), so
+        the resume function iterates the live list) and their temporaries
+        added to `self.iter_temps`."""
         temps = []
         stores = []
         aliased = {id(v) for _, v in named}
         n_resume = len(stack) if n_resume is None else n_resume
+        shared = self.reachable_containers(stack, named)
         for i, var in enumerate(stack):
             if isinstance(var, NullVariable):
                 temps.append(None)
                 continue
-            as_tuple = (i < n_resume and type(var) is ListIteratorVariable
-                        and id(var) not in aliased)
-            if as_tuple:
-                TupleVariable(var.items[var.index:]).reconstruct(cg)
+            kind = None
+            if i < n_resume and id(var) not in aliased:
+                kind = self.iterator_kind(var, shared)
+            if kind == resume.LIST_ITER:      # the live list and the position
+                TupleVariable([var.seq, ConstantVariable(var.index)]).reconstruct(cg)
+            elif kind == resume.ITER:         # a snapshot is exact here
+                rest = var.remaining() if isinstance(var, LazyIteratorVariable) else \
+                    ([] if var.exhausted else var.live_items()[var.index:])
+                TupleVariable(rest).reconstruct(cg)
             else:
                 cg.reconstruct(var)
             temps.append(cg.new_temp("___stack"))
             stores.append(temps[-1])
-            if as_tuple:
-                self.iter_temps.add(temps[-1])
+            if kind is not None:
+                self.iter_temps[temps[-1]] = kind
         for name, var in named:
             if isinstance(var.source, LocalSource) and var.source.local_name == name:
                 continue          # the argument itself, still in its variable
@@ -221,6 +253,44 @@ class InstructionTranslator(InstructionTranslatorBase):
         for name in reversed(stores):
             cg.store_local(name)
         return temps
+
+    def reachable_containers(self, stack, named):
+        """ids of the VTs reachable from `named` and from the stack values
+        other than iterators: the containers code run after the break can
+        reach (and mutate) other than through an iterator over them."""
+        found, seen = [], set()
+        for _, var in named:
+            self.collect(var, found, seen)
+        for var in stack:
+            if not isinstance(var, ListIteratorVariable):
+                self.collect(var, found, seen)
+        return seen
+
+    @staticmethod
+    def iterator_kind(var, shared):
+        """How a resume function gets iterator `var` (resume_code's mask
+        entry), or None: passed as the real object (a dict iterator, which
+        must raise if the dict changes; enumerate/zip over a live one). A
+        container only the iterator reaches (no source, not in `shared`)
+        cannot change: the snapshot of its remaining items is exact."""
+        def escapes(container):
+            return container.source is not None or id(container) in shared
+        if type(var) is ListIteratorVariable:
+            if var.is_live_list() and escapes(var.seq):
+                return resume.LIST_ITER
+            if var.dict_seq is not None and not var.exhausted and escapes(var.dict_seq):
+                return None
+            return resume.ITER
+        if type(var) is LazyIteratorVariable:
+            inners = list(var.inners)
+            while inners:
+                it = inners.pop()
+                if isinstance(it, LazyIteratorVariable):
+                    inners += it.inners
+                elif not it.exhausted and any(c is not None and escapes(c) for c in (it.seq, it.dict_seq)):
+                    return None
+            return resume.ITER
+        return None
 
     def load_resume_function(self, cg, target, null_mask, names):
         """Push NULL and __resume_at_<offset>_<n> for a resume at `target`
@@ -243,7 +313,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         """resume_code's mask entry for a stack temporary (None: a NULL)."""
         if temp is None:
             return True
-        return resume.ITER if temp in self.iter_temps else False
+        return self.iter_temps.get(temp, False)
 
     def emit_resume_call(self, cg, target, stack_temps, named):
         """Call the resume function at `target` with the stack held in
@@ -338,6 +408,71 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.body = cg.insts
         self.done = True
 
+    def break_before_instruction(self, inst):
+        """Second pass of a break before a try block: the graph so far,
+        then the resume function at `inst` with the live locals (the stack
+        is empty here). The resume function's own trace finds the same
+        unbreakable try at its start and runs eagerly."""
+        err = self.break_error
+        self.break_info = BreakInfo(err.reason if err else "graph break", err.user_stack if err else [])
+        named = self.live_values(self.index_of[id(inst)])
+        island = eager_island(self.instructions, self.index_of[id(inst)], {n for n, _ in named},
+                              self.code.co_freevars)
+        if self.stack or (self.output.op_count() == 0 and island is None):
+            raise err or Unsupported("graph break before a try block")
+        cg = self.compile_graph([v for _, v in named])
+        temps = self.materialize(cg, [], named)
+        self.set_run_time_grad_mode(cg)
+        if island is None:
+            self.emit_resume_call(cg, inst, temps, named)
+        else:
+            self.emit_island(cg, *island)
+        self.body = cg.insts
+        self.done = True
+
+    def emit_island(self, cg, region, exits):
+        """The try statement's own instructions (copies, exception table
+        included) run here on the real locals; each way out of it calls the
+        resume function at the instruction it leaves to."""
+        cg.delete_temps()
+        order = {n: i for i, n in enumerate(self.code.co_varnames + self.code.co_cellvars)}
+        copies, stubs = {}, {}
+        for n in region:
+            copies[n] = dataclasses.replace(self.instructions[n], offset=None, target=None,
+                                            exn_tab_entry=None, is_jump_target=False)
+        for n, names in exits.items():
+            stubs[n] = create_instruction("NOP")
+        entries = {}
+
+        def mapped(n):
+            return copies[n] if n in copies else stubs[n]
+        for n in region:
+            orig, c = self.instructions[n], copies[n]
+            if orig.target is not None:
+                c.target = mapped(self.index_of[id(orig.target)])
+            e = orig.exn_tab_entry
+            if e is not None:
+                if id(e) not in entries:
+                    from ..bytecode.instruction import ExnTabEntry
+                    entries[id(e)] = ExnTabEntry(c, c, mapped(self.index_of[id(e.target)]),
+                                                 e.depth, e.lasti)
+                c.exn_tab_entry = entries[id(e)]
+        ordered = sorted(region)
+        for k, n in enumerate(ordered):
+            cg.append(copies[n])
+            orig = self.instructions[n]
+            if orig.opname in _TERMINATORS:
+                continue
+            nxt = n + 1
+            if k + 1 < len(ordered) and ordered[k + 1] == nxt:
+                continue
+            cg.append(create_instruction("JUMP_FORWARD", target=mapped(nxt)))
+        for n, names in sorted(exits.items()):
+            cg.append(stubs[n])
+            names = sorted(names, key=lambda x: order.get(x, len(order)))
+            self.load_resume_function(cg, self.instructions[n], [], names)
+            self.finish_resume_call(cg, names, 0)
+
     def break_at_instruction(self, inst):
         """Second pass: stop before `inst`, run its group eagerly."""
         err = self.break_error
@@ -386,3 +521,78 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.body = cg.insts
         self.done = True
 
+
+
+_TERMINATORS = {"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD", "JUMP_BACKWARD",
+                "JUMP_BACKWARD_NO_INTERRUPT"}
+_DEL_OPS = {"DELETE_FAST", "DELETE_DEREF"}
+_STORE_OPS = {"STORE_FAST", "STORE_DEREF"}
+
+
+def eager_island(insts, start, bound, freevars=()):
+    """The try/with statement starting at instruction `start` (empty stack,
+    outside every handler) as (region, exits) for running it eagerly in the
+    rewritten frame: `region` the indices of its instructions (reachable from
+    `start` through jumps and exception edges without leaving the protected
+    code), `exits` {index of the first instruction outside it reached: live
+    locals there}. None when the statement cannot be cut out that way (no
+    straight line into a protected block, a way out with values on the
+    stack or with a live local that may be unbound there, `bound` being the
+    locals bound at `start`)."""
+    k = start
+    while k < len(insts) and insts[k].exn_tab_entry is None:
+        inst = insts[k]
+        if inst.target is not None or inst.opname in _TERMINATORS or inst.opname == "FOR_ITER":
+            return None
+        k += 1
+    if k >= len(insts):
+        return None
+    index_of = {id(inst): i for i, inst in enumerate(insts)}
+    state = {start: (0, frozenset(bound))}
+    work = [start]
+    region, exits = set(), {}
+    while work:
+        n = work.pop()
+        depth, names = state[n]
+        inst = insts[n]
+        if not start <= n < k and inst.exn_tab_entry is None and depth == 0:
+            exits[n] = names         # back outside every handler, nothing pending
+            continue
+        region.add(n)
+        after = names
+        if inst.opname in _STORE_OPS:
+            after = names | {inst.argval}
+        elif inst.opname in _DEL_OPS:
+            after = names - {inst.argval}
+        arg = inst.arg if inst.opcode >= dis.HAVE_ARGUMENT else None
+        succ = []
+        if inst.opname not in _TERMINATORS and n + 1 < len(insts):
+            succ.append((n + 1, depth + dis.stack_effect(inst.opcode, arg, jump=False), after))
+        if inst.target is not None:
+            succ.append((index_of[id(inst.target)], depth + dis.stack_effect(inst.opcode, arg, jump=True),
+                         after))
+        e = inst.exn_tab_entry
+        if e is not None:
+            succ.append((index_of[id(e.target)], e.depth + int(bool(e.lasti)) + 1, names & after))
+        for m, d, live in succ:
+            old = state.get(m)
+            if old is None:
+                state[m] = (d, live)
+                work.append(m)
+            else:
+                if old[0] != d:
+                    return None
+                merged = old[1] & live
+                if merged != old[1]:
+                    state[m] = (d, merged)
+                    work.append(m)
+    out = {}
+    for n in exits:
+        names = exits[n] = state[n][1]       # final (merged) state
+        live = live_locals(insts, n, include_cells=True) - set(freevars)
+        if not live <= names:
+            return None
+        out[n] = live
+    if not out:
+        out = {}
+    return sorted(region), out

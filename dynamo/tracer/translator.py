@@ -33,6 +33,8 @@ _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 _CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200
 _CO_GENERATOR = 0x20
 _NB_SYMBOL = [sym for _, sym in opcode._nb_ops]
+# exceptions of a folded operation that become a break at its instruction
+_USER_ERRORS = (ArithmeticError, LookupError, ValueError, TypeError)
 
 
 class InstructionTranslatorBase:
@@ -55,6 +57,7 @@ class InstructionTranslatorBase:
         self.current = None
         self.done = False
         self.with_stack = []           # active grad-mode `with` blocks
+        self._with_handlers = None     # id(handler) -> BEFORE_WITH of its `with`
 
     # ------------------------------------------------------------ driver
     def run(self):
@@ -77,7 +80,13 @@ class InstructionTranslatorBase:
         handler = getattr(self, inst.opname, None)
         if handler is None:
             raise Unsupported(f"opcode {inst.opname} is not supported")
-        handler(inst)
+        try:
+            handler(inst)
+        except _USER_ERRORS as e:
+            # user code raising on constants (1/0, a missing key, int('x')):
+            # the instruction must raise at run time, so it runs eagerly
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise Unsupported(f"{type(e).__name__} raised at trace time: {first}") from e
 
     def frame_summary(self):
         return traceback.FrameSummary(self.code.co_filename, self.lineno, self.code.co_name)
@@ -437,7 +446,7 @@ class InstructionTranslatorBase:
         if isinstance(obj, ListIteratorVariable):
             self.push(obj)
             return
-        self.push(ListIteratorVariable(obj.unpack(self)))
+        self.push(ListIteratorVariable.over(self, obj))
 
     def FOR_ITER(self, inst):
         it = self.stack[-1]
@@ -524,6 +533,43 @@ class InstructionTranslatorBase:
             return entry is None
         _, handler, clean = self.with_stack[-1]
         return clean and entry is not None and entry.target is handler
+
+    def in_try_region(self):
+        """Could an exception raised by the current instruction reach a
+        user handler (except/finally/a non-grad-mode `with`) of this frame
+        or of a caller on the inlining chain? Grad-mode `with` blocks
+        outside any try do not count: their cleanup only restores the mode."""
+        tx = self
+        while tx is not None:
+            inst = tx.current
+            if inst is not None and tx.user_handler_covers(inst.exn_tab_entry):
+                return True
+            tx = tx.parent
+        return False
+
+    def user_handler_covers(self, entry):
+        """Is `entry` (an exception-table entry of this frame, or None) a
+        try handler, or the cleanup of a `with` that is not a grad-mode
+        block or that sits inside a try? Grad-mode blocks are recognised
+        by the exit on the stack, so also in a resume function that starts
+        inside the block."""
+        from .variables.torch import GradModeExit
+        if self._with_handlers is None:
+            self._with_handlers = {}
+            for i, inst in enumerate(self.instructions[:-1]):
+                nxt = self.instructions[i + 1].exn_tab_entry
+                if inst.opname == "BEFORE_WITH" and nxt is not None:
+                    self._with_handlers[id(nxt.target)] = inst
+        while entry is not None:
+            before_with = self._with_handlers.get(id(entry.target))
+            if before_with is None or not 0 < entry.depth <= len(self.stack):
+                return True
+            exit_var = self.stack[entry.depth - 1]
+            if not (isinstance(exit_var, WithExitVariable)
+                    or isinstance(getattr(exit_var, "value", None), GradModeExit)):
+                return True
+            entry = before_with.exn_tab_entry
+        return False
 
     # ------------------------------------------------------------ return
     def RETURN_VALUE(self, inst):

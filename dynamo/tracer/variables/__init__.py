@@ -9,7 +9,7 @@ from .base import (CellVariable, ClassVariable, ConstantVariable, NullVariable, 
                    VariableTracker)
 from .builder import wrap, wrap_const
 from .builtin import BuiltinVariable, ObservedAttributeError
-from .containers import (DictVariable, GeneratorVariable, ListIteratorVariable, ListVariable, SizeVariable,
+from .containers import (DictVariable, GeneratorVariable, LazyIteratorVariable, ListIteratorVariable, ListVariable, SizeVariable,
                          TupleVariable)
 from .functions import (BoundMethodVariable, NestedFunctionVariable, UserFunctionVariable,
                         UserMethodVariable)

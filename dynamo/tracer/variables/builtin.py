@@ -14,8 +14,8 @@ import torch
 from ...exc import Unsupported
 from .base import (ClassVariable, ConstantVariable, FunctionObjectVariable, NullVariable,
                    VariableTracker, is_constant_value)
-from .containers import (BaseListVariable, DictVariable, ListIteratorVariable, ListVariable,
-                         TupleVariable)
+from .containers import (BaseListVariable, DictVariable, GeneratorVariable, LazyIteratorVariable,
+                         ListIteratorVariable, ListVariable, TupleVariable)
 from .tensor import TensorVariable
 
 
@@ -279,13 +279,28 @@ def _range(tx, *args):
     return ConstantVariable(range(*[a.as_python_constant() for a in args]))
 
 
+def _lazy_inner(tx, iterable):
+    """iter(iterable) when enumerate/zip can consume it lazily, else None."""
+    if isinstance(iterable, GeneratorVariable):
+        return None
+    it = iterable if isinstance(iterable, ListIteratorVariable) else ListIteratorVariable.over(tx, iterable)
+    return it if type(it) in (ListIteratorVariable, LazyIteratorVariable) else None
+
+
 def _enumerate(tx, iterable, start=None):
     first = start.as_python_constant() if start is not None else 0
+    inner = _lazy_inner(tx, iterable)
+    if inner is not None and type(first) is int:
+        return LazyIteratorVariable("enumerate", [inner], first)
     return ListIteratorVariable([TupleVariable([ConstantVariable(i), v])
                                  for i, v in enumerate(iterable.unpack(tx), first)])
 
 
 def _zip(tx, *iterables, **kwargs):
+    if not kwargs and iterables and not any(isinstance(i, GeneratorVariable) for i in iterables):
+        inners = [_lazy_inner(tx, i) for i in iterables]
+        if all(i is not None for i in inners):
+            return LazyIteratorVariable("zip", inners)
     lists = [it.unpack(tx) for it in iterables]
     return ListIteratorVariable([TupleVariable(list(group)) for group in zip(*lists)])
 
@@ -359,7 +374,7 @@ def _to_number(fn):
 def _iter(tx, obj):
     if isinstance(obj, ListIteratorVariable):
         return obj
-    return ListIteratorVariable(obj.unpack(tx))
+    return ListIteratorVariable.over(tx, obj)
 
 
 def _next(tx, it, *default):

@@ -262,34 +262,192 @@ class DictVariable(VariableTracker):
 
 class ListIteratorVariable(VariableTracker):
     """An iterator over a list of VTs known at trace time; rebuilt as
-    iter((remaining items)) when a graph break needs it on the stack."""
+    iter((remaining items)) when a graph break needs it on the stack.
 
-    def __init__(self, items, index=0):
+    With `seq` (a ListVariable) it is a live list iterator: each next()
+    reads `seq.items` at `index` as it is then (items appended while
+    iterating are visited, like CPython's list iterator), and it is rebuilt
+    as a real iterator over the same list object at the same position.
+    With `dict_seq` (a DictVariable) it iterates the keys snapshot `items`
+    and fails when the dict changed size, as CPython's dict iterator does."""
+
+    def __init__(self, items, index=0, seq=None, dict_seq=None):
         super().__init__(None)
         self.items = list(items)
         self.index = index
+        self.seq = seq
+        self.dict_seq = dict_seq
+        self.dict_len = len(dict_seq.items) if dict_seq is not None else None
+        self.exhausted = False
+
+    @classmethod
+    def over(cls, tx, obj):
+        """iter(obj) for a traced iterable."""
+        if isinstance(obj, ListVariable):
+            return cls([], seq=obj)
+        if isinstance(obj, DictVariable):
+            return cls(obj.unpack(tx), dict_seq=obj)
+        return cls(obj.unpack(tx))
 
     def python_type(self):
         return type(iter(()))
 
+    def live_items(self):
+        return self.seq.items if self.seq is not None else self.items
+
+    def check_dict(self):
+        if self.dict_seq is not None and len(self.dict_seq.items) != self.dict_len:
+            # eager raises RuntimeError at this next(): run it eagerly
+            raise Unsupported("dictionary changed size during iteration")
+
     def next(self):
         """The next item, or None when exhausted."""
-        if self.index >= len(self.items):
+        self.check_dict()
+        items = self.live_items()
+        if self.exhausted or self.index >= len(items):
+            self.exhausted = True
             return None
         self.index += 1
-        return self.items[self.index - 1]
+        return items[self.index - 1]
 
     def unpack(self, tx):
-        rest = self.items[self.index:]
-        self.index = len(self.items)
+        self.check_dict()
+        items = self.live_items()
+        rest = [] if self.exhausted else items[self.index:]
+        self.index = len(items)
+        self.exhausted = True
         return rest
 
+    def is_live_list(self):
+        """Must a break hand the real list and position on (not a snapshot)?"""
+        return self.seq is not None and not self.exhausted
+
+    def var_getattr(self, tx, name):
+        from .functions import BoundMethodVariable
+        if name == "__setstate__" and self.seq is not None:
+            return BoundMethodVariable(self, name)
+        raise Unsupported(f"attribute {name} of a traced iterator")
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__setstate__" and self.seq is not None and not kwargs and len(args) == 1:
+            index = args[0].as_python_constant()
+            if type(index) is not int:
+                raise Unsupported("list iterator __setstate__ of a non-int")
+            if not self.exhausted:
+                self.index = min(max(index, 0), len(self.seq.items))
+            return ConstantVariable(None)
+        return super().call_method(tx, name, args, kwargs)
+
     def reconstruct(self, cg):
+        if self.is_live_list():
+            # iter(lst) positioned at index: the same list object, live
+            cg.reconstruct(self.seq)
+            cg.emit("GET_ITER")
+            cg.emit("COPY", arg=1)
+            cg.emit("LOAD_METHOD", argval="__setstate__")
+            cg.load_const(self.index)
+            cg.emit("PRECALL", arg=1)
+            cg.emit("CALL", arg=1)
+            cg.emit("POP_TOP")
+            return
+        if self.dict_seq is not None and not self.exhausted:
+            # a real iterator over the dict, advanced past what was read:
+            # it raises like eager when code run later changes the dict
+            cg.reconstruct(self.dict_seq)
+            cg.emit("GET_ITER")
+            for _ in range(self.index):
+                cg.emit("COPY", arg=1)
+                cg.load_const(next)
+                cg.emit("SWAP", arg=2)
+                cg.call(1)
+                cg.emit("POP_TOP")
+            return
         cg.load_const(iter)
-        for item in self.items[self.index:]:
+        rest = [] if self.exhausted else self.items[self.index:]
+        for item in rest:
             cg.reconstruct(item)
-        cg.emit("BUILD_TUPLE", arg=len(self.items) - self.index)
+        cg.emit("BUILD_TUPLE", arg=len(rest))
         cg.call(1)
+
+
+class LazyIteratorVariable(ListIteratorVariable):
+    """enumerate()/zip() over traced iterators, consumed item by item like
+    CPython (a list mutated while enumerating it is seen); rebuilt as a
+    real enumerate/zip over the rebuilt inner iterators."""
+
+    def __init__(self, kind, inners, count=0):
+        super().__init__([])
+        self.kind = kind               # "enumerate" or "zip"
+        self.inners = list(inners)
+        self.count = count
+
+    def next(self):
+        if self.exhausted:
+            return None
+        if self.kind == "enumerate":
+            v = self.inners[0].next()
+            if v is None:
+                self.exhausted = True
+                return None
+            self.count += 1
+            return TupleVariable([ConstantVariable(self.count - 1), v])
+        group = []
+        for it in self.inners:
+            v = it.next()
+            if v is None:
+                self.exhausted = True
+                return None
+            group.append(v)
+        return TupleVariable(group)
+
+    def unpack(self, tx):
+        out = []
+        while (item := self.next()) is not None:
+            out.append(item)
+        return out
+
+    def is_live_list(self):
+        return False
+
+    def is_live(self):
+        """Does a break need the real object (an inner is a live list/dict
+        iterator)? Otherwise the remaining items are a safe snapshot."""
+        return not self.exhausted and any(
+            it.is_live_list() or it.dict_seq is not None
+            or (isinstance(it, LazyIteratorVariable) and it.is_live()) for it in self.inners)
+
+    def remaining(self):
+        """The remaining items, without consuming (only when not live)."""
+        return _probe_copy(self).unpack(None)
+
+    def var_getattr(self, tx, name):
+        raise Unsupported(f"attribute {name} of {self.kind}()")
+
+    def reconstruct(self, cg):
+        if not self.is_live():
+            TupleVariable(self.remaining()).reconstruct(cg)
+            cg.load_const(iter)
+            cg.emit("SWAP", arg=2)
+            cg.call(1)
+            return
+        cg.load_const(enumerate if self.kind == "enumerate" else zip)
+        for it in self.inners:
+            cg.reconstruct(it)
+        if self.kind == "enumerate":
+            cg.load_const(self.count)
+        cg.call(len(self.inners) + (self.kind == "enumerate"))
+
+    def __repr__(self):
+        return f"LazyIteratorVariable({self.kind})"
+
+
+def _probe_copy(it):
+    """A copy of iterator VT `it` that can be consumed without moving it."""
+    import copy
+    probe = copy.copy(it)
+    if isinstance(it, LazyIteratorVariable):
+        probe.inners = [_probe_copy(i) for i in it.inners]
+    return probe
 
 
 class GeneratorVariable(ListIteratorVariable):

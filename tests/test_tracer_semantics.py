@@ -1,0 +1,590 @@
+"""Tracer semantics that must match eager exactly: exceptions raised inside
+try blocks (handlers see them), iteration over containers mutated across a
+graph break (the live container is iterated), and output counts of
+split/unbind/chunk/tensor_split under dynamic_shapes. Every test compares
+with eager and counts graphs/frames/guards."""
+import sys
+import warnings
+
+import pytest
+import torch
+
+import dynamo
+from dynamo import config
+from dynamo.testing import CompileCounter, same
+
+
+def _clone(v):
+    if isinstance(v, torch.Tensor):
+        return v.clone()
+    if isinstance(v, (list, dict)):
+        return type(v)(v)
+    return v
+
+
+def run_both(fn, *args):
+    """(eager outcome, compiled outcome, counter): an outcome is ('ok',
+    value) or ('raise', exception type, message)."""
+    def outcome(f):
+        try:
+            return ("ok", f(*[_clone(a) for a in args]))
+        except Exception as e:  # noqa: BLE001 - compared with eager below
+            return ("raise", type(e), str(e))
+    dynamo.reset()
+    expected = outcome(fn)
+    cnt = CompileCounter()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = outcome(dynamo.optimize(cnt)(fn))
+    assert not [x for x in w if "dynamo" in str(x.message)], [str(x.message) for x in w]
+    return expected, got, cnt
+
+
+def assert_same_outcome(expected, got):
+    assert expected[0] == got[0], (expected, got)
+    if expected[0] == "ok":
+        assert same(expected[1], got[1]), (expected, got)
+    else:
+        assert expected[1:] == got[1:], (expected, got)
+
+
+# ------------------------------------------------------------ dynamic shapes
+# The number of tensors split/unbind/chunk/tensor_split return depends on a
+# size: a trace that produced N outputs must not be reused for an input of
+# another size, even with dynamic_shapes (the sizes are guarded).
+
+_SPLITTERS = {
+    "unbind": lambda a: a.unbind(0),
+    "split": lambda a: a.split(2),
+    "chunk": lambda a: torch.chunk(a, 3),
+    "tensor_split": lambda a: torch.tensor_split(a, [1, 4]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SPLITTERS))
+def test_dynamic_shapes_split_count_follows_size(name):
+    split = _SPLITTERS[name]
+
+    def f(a):
+        parts = split(a)
+        return len(parts), parts[-1] * 2, sum(p.sum() for p in parts)
+
+    config.dynamic_shapes = True
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    for n in (6, 3, 6, 1, 7):
+        a = torch.randn(n, 2)
+        exp, got = f(a), opt(a)
+        assert got[0] == exp[0] and same(got[1], exp[1]) and same(got[2], exp[2]), (n, got, exp)
+    # one compile per distinct size: the count is specialized, not shared
+    assert cnt.frame_count == 4
+
+
+def test_dynamic_shapes_len_of_unbind():
+    def f(a):
+        return a * len(a.unbind(0))
+
+    config.dynamic_shapes = True
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    assert same(opt(torch.ones(4, 2)), torch.full((4, 2), 4.0))
+    assert same(opt(torch.ones(2, 2)), torch.full((2, 2), 2.0))
+    assert cnt.frame_count == 2
+
+
+def test_dynamic_shapes_fixed_count_results_stay_dynamic():
+    # max(dim) returns (values, indices) whatever the size: no size guard
+    def f(a):
+        v, i = a.max(0)
+        return v + 1, i
+
+    config.dynamic_shapes = True
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    for n in (3, 5, 8):
+        a = torch.randn(n, 4)
+        assert same(opt(a), f(a))
+    assert cnt.frame_count == 1
+
+
+# ------------------------------------------------------------ try blocks
+# A graph runs outside the user's try blocks, so no graph op may sit inside
+# one: the try region runs eagerly (its handlers see the exceptions of its
+# ops, raised by the real kernels), the graph of what came before it is
+# kept. An op failing only at run time (softmax on int64: the example
+# values do not check the dtype) and one failing at trace time (shape
+# mismatch) both reach the handler.
+
+I64 = torch.arange(4)
+log = []
+
+
+def softmax_or_zero(x):
+    y = x + 1
+    try:
+        y = y.softmax(-1)
+    except RuntimeError:
+        y = y * 0
+    return y + 2
+
+
+def test_try_runtime_only_op_error_reaches_handler():
+    exp, got, cnt = run_both(softmax_or_zero, I64)
+    assert exp[0] == "ok" and same(exp[1], torch.full((4,), 2))
+    assert_same_outcome(exp, got)
+    # x + 1 before the try, y + 2 after it (in the resume function called
+    # where the try statement ends); the try statement itself runs eagerly
+    assert cnt.frame_count == 2 and cnt.op_count == 2
+
+
+def test_try_issue_case_nothing_before_the_try():
+    def f(a):
+        try:
+            a = a.softmax(-1)
+        except RuntimeError:
+            a = a * 0
+        return a
+    exp, got, cnt = run_both(f, I64)
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 0          # only the try and after: eager
+
+
+def test_try_no_exception_same_result_prefix_graph():
+    exp, got, cnt = run_both(softmax_or_zero, torch.randn(4))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 2 and cnt.op_count == 2
+
+
+def test_try_first_statement_code_after_it_compiles():
+    def f(a):
+        try:
+            a = a.softmax(-1)
+        except RuntimeError:
+            a = a * 0
+        return a + 1, a * 2
+    for x in (I64, torch.randn(4)):
+        exp, got, cnt = run_both(f, x)
+        assert_same_outcome(exp, got)
+        # nothing before the try: the rewritten frame starts with it
+        assert cnt.frame_count == 1 and cnt.op_count == 2
+
+
+def test_try_trace_time_op_error_reaches_handler():
+    def f(x):
+        y = x * 2
+        try:
+            y = y @ y                     # (2, 3) @ (2, 3): shape error
+        except RuntimeError:
+            y = y + 9
+        return y
+    exp, got, cnt = run_both(f, torch.ones(2, 3))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_try_python_errors_on_constants_reach_handler():
+    def f(x, d):
+        y = x + 1
+        try:
+            y = y / (1 // 0)
+        except ZeroDivisionError:
+            y = y - 1
+        try:
+            y = y + d["missing"]
+        except KeyError:
+            y = y * 3
+        try:
+            y = y + int("nope")
+        except ValueError:
+            y = y + 5
+        return y
+    exp, got, cnt = run_both(f, torch.ones(3), {"a": 1})
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_python_error_outside_try_raises_at_run_time():
+    def f(x, d):
+        y = x + 1
+        return y + d["missing"]
+    exp, got, cnt = run_both(f, torch.ones(3), {"a": 1})
+    assert exp[1] is KeyError
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1          # the graph before the failing lookup
+
+
+def test_try_finally_runs_on_op_error():
+    def f(x):
+        y = x + 1
+        try:
+            y = y.softmax(-1)
+        finally:
+            log.append("finally")
+        return y
+    log.clear()
+    exp, got, cnt = run_both(f, I64)
+    assert exp[0] == "raise" and exp[1] is NotImplementedError
+    assert_same_outcome(exp, got)
+    assert log == ["finally", "finally"]
+    assert cnt.frame_count == 1
+
+
+def test_nested_try_outer_handler_catches():
+    def f(x):
+        y = x + 1
+        try:
+            try:
+                y = y.softmax(-1)
+            except KeyError:
+                y = y - 100
+        except RuntimeError:
+            y = y + 100
+        return y * 2
+    exp, got, cnt = run_both(f, I64)
+    assert same(exp[1], (I64 + 101) * 2)
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 2
+
+
+def test_grad_mode_with_inside_try():
+    def f(x):
+        y = x + 1
+        try:
+            with torch.no_grad():
+                y = y.softmax(-1)
+        except RuntimeError:
+            y = y + 7
+        return y
+    exp, got, cnt = run_both(f, I64)
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+    assert torch.is_grad_enabled()
+
+
+def _softmax_helper(a):
+    return a.softmax(-1)
+
+
+def test_error_in_inlined_function_called_inside_try():
+    def f(x):
+        y = x + 1
+        try:
+            y = _softmax_helper(y)
+        except RuntimeError:
+            y = y + 8
+        return y * 2
+    exp, got, cnt = run_both(f, I64)
+    assert same(exp[1], (I64 + 9) * 2)
+    assert_same_outcome(exp, got)
+    # the prefix graph, the helper compiled as its own frame (called from
+    # the eager try: its graph raises into the real handler), y * 2 after
+    assert cnt.frame_count == 3
+
+
+def _guarded_softmax(a):
+    try:
+        return a.softmax(-1)
+    except RuntimeError:
+        return a * 0
+
+
+def test_try_inside_inlined_function():
+    def f(x):
+        y = x + 1
+        y = _guarded_softmax(y)
+        return y + 3
+    exp, got, cnt = run_both(f, I64)
+    assert same(exp[1], torch.full((4,), 3))
+    assert_same_outcome(exp, got)
+    # the call breaks: graph before it, the helper eager (its try has no
+    # op before it), `y + 3` in the resume function's graph
+    assert cnt.frame_count == 2
+
+
+def test_graph_break_inside_try_keeps_prefix_graph():
+    def f(x):
+        y = x + 1
+        try:
+            print("break")
+            y = y @ y
+        except RuntimeError:
+            y = y + 9
+        return y * 2
+    exp, got, cnt = run_both(f, torch.ones(2, 3))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 2           # before and after the try
+
+
+def test_try_inside_loop_exception_each_iteration():
+    def f(x, n):
+        y = x + 1
+        for i in range(n):
+            try:
+                y = y.softmax(-1) if i % 2 else y + i
+            except RuntimeError:
+                y = y * 2
+        return y
+    exp, got, cnt = run_both(f, I64, 4)
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_try_in_nopython_mode_is_unsupported():
+    def f(x):
+        try:
+            y = x + 1
+        except RuntimeError:
+            y = x
+        return y
+    with pytest.raises(dynamo.exc.Unsupported, match="inside a try block"):
+        dynamo.optimize(CompileCounter(), nopython=True)(f)(torch.ones(2))
+
+
+# ------------------------------------------------------------ iteration
+# A list iterator indexes the live list: items appended (or removed) while
+# iterating are seen, also across a graph break (the resume function gets
+# the list and the position, not a snapshot). A dict changed while iterated
+# raises RuntimeError like eager. Containers only an iterator can reach
+# keep the snapshot (nothing can change them), so such loops keep compiling.
+
+def _brk():
+    print("break")
+
+
+def test_list_appended_while_iterated_across_break_issue_case():
+    def f(lst, x):
+        for e in lst:
+            _brk()
+            if len(lst) < 6:
+                lst.append(e + 100)
+        return x + sum(lst)
+    lst = [1, 2]
+    exp, got, cnt = run_both(f, lst, torch.zeros(1))
+    assert same(exp[1], torch.tensor([1 + 2 + 101 + 102 + 201 + 202.]))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1           # x + sum(lst) after the loop
+
+
+def test_local_list_appended_while_iterated_across_break():
+    def f(x):
+        lst = [1, 2]
+        for e in lst:
+            x = x + e
+            _brk()
+            if len(lst) < 6:
+                lst.append(e + 100)
+        return x, lst
+    exp, got, cnt = run_both(f, torch.zeros(1))
+    assert exp[1][1] == [1, 2, 101, 102, 201, 202]
+    assert_same_outcome(exp, got)
+    # one graph before the first break, then one per resumed iteration
+    assert cnt.frame_count == 6
+
+
+def test_list_appended_while_iterated_without_break():
+    def f(x):
+        lst = [1, 2]
+        for e in lst:
+            x = x + e
+            if len(lst) < 6:
+                lst.append(e + 100)
+        return x, lst
+    exp, got, cnt = run_both(f, torch.zeros(1))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1 and cnt.op_count == 6
+
+
+def test_list_popped_while_iterated_across_break():
+    def f(x):
+        lst = [1, 2, 3]
+        for e in lst:
+            x = x + e
+            _brk()
+            lst.pop()
+        return x, lst
+    exp, got, cnt = run_both(f, torch.zeros(1))
+    assert exp[1][1] == [1]
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 2
+
+
+def test_enumerate_and_zip_over_mutated_list():
+    def f(x):
+        lst = [1, 2]
+        for i, e in enumerate(lst):
+            x = x + e * i
+            if len(lst) < 5:
+                lst.append(e + 10)
+        for a, b in zip(lst, range(100)):
+            x = x * 2 + a + b
+            if len(lst) < 7:
+                lst.append(a)
+        return x, lst
+    exp, got, cnt = run_both(f, torch.zeros(1))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_enumerate_over_mutated_list_across_break():
+    def f(x):
+        lst = [1, 2]
+        for i, e in enumerate(lst):
+            x = x + e * i
+            _brk()
+            if len(lst) < 6:
+                lst.append(e + 100)
+        return x, lst
+    exp, got, cnt = run_both(f, torch.zeros(1))
+    assert exp[1][1] == [1, 2, 101, 102, 201, 202]
+    assert_same_outcome(exp, got)
+    # the enumerate over a list code after the break can reach is handed on
+    # as the real object: the resumed loop runs eagerly
+    assert cnt.frame_count == 1
+
+
+def test_dict_changed_while_iterated_raises_like_eager():
+    def f(x):
+        d = {"a": 1}
+        for k in d:
+            x = x + d[k]
+            d[k + "x"] = 1
+        return x
+    exp, got, cnt = run_both(f, torch.zeros(1))
+    assert exp[1] is RuntimeError
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 0           # the loop cannot be cut: eager
+
+
+def test_dict_changed_across_break_raises_like_eager():
+    def f(x, d):
+        for k in d:
+            x = x + d[k]
+            _brk()
+            d[k + "x"] = 1
+        return x
+    exp, got, cnt = run_both(f, torch.zeros(1), {"a": 1, "b": 2})
+    assert exp[1] is RuntimeError and "changed size" in exp[2]
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_dict_iterated_unchanged_across_break():
+    def f(x, d):
+        for k in d:
+            x = x + d[k]
+            _brk()
+        return x * 2
+    exp, got, cnt = run_both(f, torch.zeros(1), {"a": 1, "b": 2})
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1
+
+
+def test_range_tuple_zip_loops_keep_compiling_across_breaks():
+    def f(x, t):
+        for i in range(3):
+            _brk()
+            x = x + t[i]
+        for a, b in zip(t, [4, 5, 6]):
+            _brk()
+            x = x * a + b
+        return x
+    exp, got, cnt = run_both(f, torch.zeros(1), (1, 2, 3))
+    assert_same_outcome(exp, got)
+    # snapshots (nothing else reaches range/tuple/the literal list): every
+    # resumed iteration is traced, one graph per iteration
+    assert cnt.frame_count == 6
+
+
+def test_try_finally_normal_path_then_code_after_compiles():
+    def f(x):
+        y = x + 1
+        try:
+            y = y.softmax(-1)
+        finally:
+            log.append("finally")
+        return y * 3
+    log.clear()
+    x = torch.randn(4)
+    exp, got, cnt = run_both(f, x)
+    assert_same_outcome(exp, got)
+    assert log == ["finally", "finally"]
+    assert cnt.frame_count == 2
+
+
+def test_try_in_while_loop_each_iteration():
+    def f(x, n):
+        y = x + 1
+        i = 0
+        while i < n:
+            try:
+                y = y.softmax(-1) if i % 2 else y + i
+            except RuntimeError:
+                y = y * 2
+            i += 1
+        return y - 1
+    exp, got, cnt = run_both(f, I64, 4)
+    assert_same_outcome(exp, got)
+    # the graph before the loop, then one per resumed iteration and the tail
+    assert cnt.frame_count >= 2
+
+
+def test_try_return_inside_body():
+    def f(x):
+        y = x + 1
+        try:
+            return y.softmax(-1)
+        except RuntimeError:
+            y = y * 5
+        return y + 1
+    for x in (I64, torch.randn(4)):
+        exp, got, cnt = run_both(f, x)
+        assert_same_outcome(exp, got)
+
+
+def test_try_local_unbound_after_handler_raises_like_eager():
+    def f(x):
+        y = x + 1
+        try:
+            z = y.softmax(-1)
+        except RuntimeError:
+            pass
+        return z * 2
+    exp, got, cnt = run_both(f, I64)
+    assert exp[1] is UnboundLocalError
+    assert_same_outcome(exp, got)
+    # z may be unbound where the try ends: the rest runs eagerly instead
+    assert cnt.frame_count == 1
+
+
+def test_grad_mode_with_block_containing_break():
+    def f(x):
+        with torch.no_grad():
+            y = x * 2
+            _brk()
+            y = y + 1
+        return y * x
+    x = torch.randn(3, requires_grad=True)
+    dynamo.reset()
+    cnt = CompileCounter()
+    got = dynamo.optimize(cnt)(f)(x)
+    exp = f(x)
+    assert same(got, exp) and got.requires_grad == exp.requires_grad
+    # x * 2; y + 1 in the resume function (inside the block: its cleanup
+    # handler only restores the mode, so its ops are traced); y * x after
+    # the block's exit call (a break of its own)
+    assert cnt.frame_count == 3 and torch.is_grad_enabled()
+
+
+def test_nested_zip_enumerate_snapshot_across_break():
+    def f(x, t):
+        out = []
+        for (i, a), b in zip(enumerate(t), (10, 20, 30)):
+            _brk()
+            x = x + a * i + b
+            out.append(i)
+        return x, out
+    exp, got, cnt = run_both(f, torch.zeros(1), (1, 2, 3))
+    assert_same_outcome(exp, got)
+    # nothing but the iterators reaches the tuples: snapshots, and every
+    # resumed iteration is compiled
+    assert cnt.frame_count == 3
