@@ -37,6 +37,8 @@ def parse_features(spec):
     for it in items:
         if it == "safe":
             feats |= fuzzgen.SAFE_FEATURES
+        elif it == "all":
+            feats |= fuzzgen.DEFAULT_FEATURES
         elif it.startswith("-"):
             feats.discard(it[1:])
         else:
@@ -70,6 +72,8 @@ def worker(args):
             path = os.path.join(args.out, f"seed-{seed}.txt")
             with open(path, "w") as fh:
                 fh.write(text)
+            with open(path[:-4] + ".py", "w") as fh:
+                fh.write(fuzzrun.render_repro_py(small, m2 or m))
             known = sorted(k for k in small.kinds() if k in fuzzgen.KNOWN_OPEN)
             rec.update(mismatch=m.kind, detail=m.detail[:300], repro=path, kinds=sorted(small.kinds()),
                        min_runs=runs, known=known)
@@ -101,6 +105,7 @@ def main():
         worker(args)
         return 0
 
+    parse_features(args.features)   # reject bad names before starting workers
     end = args.start + args.n
     seed = args.start
     tot = {"programs": 0, "calls": 0, "compiles": 0, "eager_exc": 0, "backend_warnings": 0, "skipped": 0}

@@ -438,3 +438,44 @@ def render_repro(prog, mismatch):
     for i, c in enumerate(prog.calls):
         lines.append(f"#  {i}: {c.describe()}" + (f"  muts {[m for _, m in c.muts]}" if c.muts else ""))
     return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------ repro files
+# A repro file (tests/fuzz/repros/*.py) is plain Python with constants:
+#   REASON (str), BACKEND ("eager"/"aot_eager"), BODY (f's body after the
+#   fixed header, unindented), CALLS (list of dicts: shape, dtype, noncontig,
+#   requires_grad, grad_mode, n, fl, lst, muts: list of module-level lines).
+
+_CALL_DEFAULTS = dict(shape=(2, 3), dtype="float32", noncontig=False, requires_grad=False,
+                      grad_mode=True, n=1, fl=1.0, lst=[], muts=[])
+
+
+def load_repro(path, seed=0):
+    from fuzzgen import CallSpec
+    ns = {}
+    with open(path) as fh:
+        exec(compile(fh.read(), path, "exec"), ns)
+    body = [Stmt("repro", [ln for ln in ns["BODY"].strip("\n").splitlines()])]
+    calls = []
+    for c in ns["CALLS"]:
+        d = dict(_CALL_DEFAULTS, **c)
+        calls.append(CallSpec(tuple(d["shape"]), d["dtype"], d["noncontig"], d["requires_grad"],
+                              d["grad_mode"], d["n"], d["fl"], list(d["lst"]),
+                              [("repro", m) for m in d["muts"]]))
+    return Program(seed, body, calls, ns.get("BACKEND", "eager")), ns["REASON"]
+
+
+def render_repro_py(prog, mismatch):
+    """The repro in the tests/fuzz/repros/ file format."""
+    src = prog.source()
+    body = src[src.index("    d0 = {\"k\": 1}\n") + len("    d0 = {\"k\": 1}\n"):src.rindex("    return (t0, t1")]
+    body = "\n".join(ln[4:] for ln in body.splitlines())
+    calls = []
+    for c in prog.calls:
+        d = {"shape": c.shape, "dtype": c.dtype, "noncontig": c.noncontig, "requires_grad": c.requires_grad,
+             "grad_mode": c.grad_mode, "n": c.n, "fl": c.fl, "lst": c.lst, "muts": [m for _, m in c.muts]}
+        calls.append("    " + repr({k: v for k, v in d.items() if _CALL_DEFAULTS[k] != v}) + ",")
+    detail = mismatch.detail.replace('"""', "'''")
+    return (f'"""fuzz seed {prog.seed}: {mismatch.kind} at call {mismatch.call}\n{detail}\n"""\n'
+            f'REASON = "TODO: name the bug class"\nBACKEND = {prog.backend!r}\n'
+            f'BODY = """\n{body}\n"""\nCALLS = [\n' + "\n".join(calls) + "\n]\n")

@@ -1,0 +1,41 @@
+"""Minimized reproducers the differential fuzzer found (tests/fuzz/repros/):
+each runs eagerly and compiled and must agree. Strict xfail while its bug is
+open: when a fix lands the case XPASSes and fails here — then drop its
+entry from OPEN (and, for a KNOWN_OPEN class, the switch in fuzzgen)."""
+import glob
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "fuzz"))
+
+import fuzzrun  # noqa: E402
+
+REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
+
+# repro name -> still open (strict xfail)
+OPEN = {"inplace_int_float_aot", "negzero_float_arg", "class_method_replaced",
+        "instance_shadows_method", "property_redefined"}
+
+
+def _cases():
+    for path in REPROS:
+        name = os.path.splitext(os.path.basename(path))[0]
+        prog, reason = fuzzrun.load_repro(path)
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if name in OPEN else []
+        yield pytest.param(prog, id=name, marks=marks)
+
+
+@pytest.mark.parametrize("prog", list(_cases()))
+def test_fuzz_repro(prog):
+    out = fuzzrun.run_program(prog, timeout=60)
+    assert out.compiles >= 1          # the function was compiled, not skipped
+    assert out.calls == len(prog.calls) or out.mismatch is not None
+    assert out.mismatch is None, out.mismatch
+
+
+def test_every_open_repro_exists():
+    names = {os.path.splitext(os.path.basename(p))[0] for p in REPROS}
+    assert OPEN <= names, OPEN - names
