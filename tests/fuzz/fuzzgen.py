@@ -29,9 +29,10 @@ FEATURES = (
     "int", "float", "bool", "pybranch", "tbranch", "for_range", "for_list", "while",
     "list", "tuple", "dict", "closure", "numpy", "print", "nograd", "method",
     "global", "grad", "shape", "dtype", "stride", "raise", "early_return",
-    "item", "try", "list_break",
+    "item", "try", "list_break", "helper", "module", "builtins", "view_inplace",
+    "raise_partial", "iter_tensor", "alias_ret", "kwargs",
     # between-call changes
-    "mut_global", "mut_instance", "mut_class", "mut_closure",
+    "mut_global", "mut_instance", "mut_class", "mut_closure", "mut_module",
     "in_shape", "in_dtype", "in_stride", "in_requires_grad", "grad_mode",
     "in_negzero", "in_int_dtype",
 )
@@ -86,6 +87,48 @@ def mk(c):
 
 
 CL = mk(0.5)
+
+
+def hb(t, k=2, *rest, scale=1.0):
+    # a helper with a data-dependent branch (a graph break inside an inlined call)
+    if t.sum() > 0:
+        return t * k * scale + len(rest)
+    return t - k
+
+
+def hp(t, tag="h"):
+    print(tag, tuple(t.shape))
+    return t + 1
+
+
+def hg():
+    global G0
+    G0 = G0 + 1
+    return G0
+
+
+@torch.no_grad()
+def hn(t):
+    return t * 3
+
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor(0.5))
+        self.register_buffer("scale", torch.tensor(2.0))
+        self.flag = True
+
+    def forward(self, t):
+        t = t * self.w + self.scale
+        if self.training:
+            t = t * 2
+        if self.flag:
+            t = t - 1
+        return t
+
+
+mod = M()
 '''
 
 HEADER = '''\
@@ -442,6 +485,61 @@ class _Gen:
             heads.append("finally:")
         return Stmt("try", ["try:"], blocks, heads)
 
+    def s_helper(self):
+        self.has_break = True
+        d, s_ = self.pick_t(), self.pick_t()
+        ln = self.r.choice([f"{d} = hb({s_})", f"{d} = hb({s_}, i0, 1, 2, scale=f0)", f"{d} = hp({s_}, tag='q')",
+                            "i0 = i0 + hg()", f"{d} = hn({s_})", f"{d} = hb(hp({s_}), k=f0)"])
+        return Stmt("helper", [ln])
+
+    def s_module(self):
+        d, s_ = self.pick_t(), self.pick_t()
+        ln = self.r.choice([[f"{d} = mod({s_})"], [f"{d} = mod.forward({s_}) + mod.scale"],
+                            ["f0 = f0 + float(mod.w)"], [f"{d} = {s_} * sum(p.sum() for p in mod.parameters())"],
+                            ["if mod.training:", "    i0 = i0 + 1"], ["mod.flag = not mod.flag"]])
+        return Stmt("module", ln)
+
+    def s_builtins(self):
+        ln = self.r.choice([["for k_, v_ in enumerate(l0[:3]):", "    t0 = t0 + k_ * v_"],
+                            ["for p_, q_ in zip([t0, t1], [1, 2]):", "    t1 = t1 + p_ * q_"],
+                            ["t0 = t0 + sum(t.sum() for t in (t0, t1))"], ["b0 = any(v > 1 for v in l0)"],
+                            ["i0 = min(l0 + [i0]) + max(l0 + [0])"], ["l0 = list(reversed(l0))"],
+                            ["i0 = i0 + sum(range(0, 6, 2))"], ["t0 = t0 + isinstance(t1, torch.Tensor)"],
+                            ["d0['n'] = str(i0) + 'x'", "i0 = i0 + len(d0['n'])"], ["i0 = (i0 := i0 + 1) * 2"],
+                            ["b0 = 0 < i0 <= 3"], ["t1 = t1 if b0 else -t1"], ["l0 = [v for v in l0 if v % 2]"],
+                            ["t0 = t0 + len(t0)"], ["l0 = l0 + t0[0].tolist()[:2]"]])
+        return Stmt("builtins", ln)
+
+    def s_view_inplace(self):
+        ln = self.r.choice([["x[0].add_(1)"], ["x.t().mul_(2)"], ["y.view(-1)[0] = 5"], ["t0 = x[:, 0]", "t0.mul_(3)"],
+                            ["t1 = y.transpose(0, 1)", "t1.add_(t1)"], ["x.unsqueeze(0).sub_(1)"],
+                            ["t0 = t0[1:]", "t0 += 1"], ["t1 += t0"], ["t1 *= 2"]])
+        return Stmt("view_inplace", ln)
+
+    def s_raise_partial(self):
+        ln = self.r.choice([["G0 = G0 + 1", "if i0 > 3:", "    raise KeyError(i0)"],
+                            ["GL.append(9)", "if t0.shape[0] == 4:", "    raise RuntimeError('four')"],
+                            ["a.cnt += 1", "x.add_(1)", "if b0:", "    raise ValueError('b')"],
+                            ["lst.append(7)", "i0 = [1, 2][i0]"]])
+        return Stmt("raise_partial", ln)
+
+    def s_iter_tensor(self):
+        v = f"r{self.depth}"
+        return Stmt("iter_tensor", [self.r.choice([f"for {v} in t0:", f"for {v} in t1.unbind(1):"]),
+                                    f"    t1 = t1 + {v}.sum()"])
+
+    def s_alias_ret(self):
+        return Stmt("alias_ret", [self.r.choice(["if i0 == 1:", "if b0:"]),
+                                  self.r.choice(["    return (t0, t0, x)", "    return [x, y.t(), x[0]]",
+                                                 "    return {'a': t1, 'b': t1.view(-1)}", "    return x"])])
+
+    def s_kwargs(self):
+        ln = self.r.choice([["def kf(t, *, s=1, **kw):", "    return t * s + sum(kw.values())",
+                             "t0 = kf(t0, s=i0, u=1, v=f0)"],
+                            ["args_ = (t0, 2)", "t1 = hb(*args_)"], ["kw_ = {'k': i0, 'scale': 0.5}", "t1 = hb(t1, **kw_)"],
+                            ["t0 = torch.add(t0, t1, alpha=2)"], ["t0 = torch.sum(t0, dim=1, keepdim=True) + t0"]])
+        return Stmt("kwargs", ln)
+
     # ------------------------------------------------------------ call plan
     def calls(self):
         r = self.r
@@ -487,7 +585,8 @@ class _Gen:
 STMT_KINDS = ("ew", "reduce", "matmul", "view", "index", "cat", "inplace", "input_inplace", "int", "float",
               "bool", "pybranch", "tbranch", "for_range", "for_list", "while", "list", "tuple", "dict",
               "closure", "numpy", "print", "nograd", "method", "global", "grad", "shape", "dtype", "stride",
-              "raise", "early_return", "item", "try", "list_break")
+              "raise", "early_return", "item", "try", "list_break", "helper", "module", "builtins",
+              "view_inplace", "raise_partial", "iter_tensor", "alias_ret", "kwargs")
 COMPOUND = {"pybranch", "tbranch", "for_range", "for_list", "while", "nograd", "try"}
 
 MUTATIONS = {
@@ -496,6 +595,8 @@ MUTATIONS = {
     "mut_instance": ["a.k = 3.0", "a.k = -1.0", "a = A(0.25)", "a.cnt = 10", "a.k = 2"],
     "mut_class": ["A.m = lambda self, t: t - 1", "A.p = property(lambda self: 1000.0)",
                   "a.m = lambda t: t + 5", "A.k = 7.0"],
+    "mut_module": ["mod.train(False)", "mod.train(True)", "mod.scale.fill_(3.0)", "mod.scale = torch.tensor(5.0)",
+                   "mod.flag = False", "mod.w.data.mul_(2)", "mod.w = torch.nn.Parameter(torch.tensor(-1.0))"],
     "mut_closure": ["CL = mk(3.0)", "mk.__defaults__ = None", "CL = lambda t: t - G0"],
 }
 MUT_KINDS = tuple(MUTATIONS)

@@ -97,7 +97,17 @@ def _load(prog, tag):
 def _state(mod):
     a = mod.__dict__.get("a")
     return {"G0": mod.G0, "G1": mod.G1, "GL": list(mod.GL), "GD": dict(mod.GD),
-            "a": (type(a).__name__, dict(vars(a)) if hasattr(a, "__dict__") else a)}
+            "a": (type(a).__name__, dict(vars(a)) if hasattr(a, "__dict__") else a),
+            "mod": _mod_state(mod.__dict__.get("mod"))}
+
+
+def _mod_state(m):
+    if m is None:
+        return None
+    return {"training": m.training, "flag": getattr(m, "flag", None),
+            "params": {k: v.detach().clone() for k, v in m.named_parameters()},
+            "grads": {k: v.grad for k, v in m.named_parameters()},
+            "buffers": {k: v.clone() for k, v in m.named_buffers()}}
 
 
 def _run_call(fn, mod, prog, i):
