@@ -16,7 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = {"inplace_int_float_aot", "negzero_float_arg", "class_method_replaced",
+OPEN = {"negzero_float_arg", "class_method_replaced",
         "instance_shadows_method", "property_redefined", "try_finally_grad_of_dead_input"}
 
 
@@ -39,3 +39,31 @@ def test_fuzz_repro(prog):
 def test_every_open_repro_exists():
     names = {os.path.splitext(os.path.basename(p))[0] for p in REPROS}
     assert OPEN <= names, OPEN - names
+
+
+def test_inplace_op_with_uncastable_result_breaks_the_graph():
+    """int64 `t.mul_(0.5)` raises in eager; the fake-tensor run does not
+    check the cast, so before the fix it was captured (2 ops) and aot_eager
+    returned a truncated tensor. Now the op is a break: the graph holds only
+    `x * 1` and the op raises eagerly (repro inplace_int_float_aot)."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x):
+        t = x * 1
+        t.mul_(0.5)
+        return t
+
+    cnt = CompileCounter()
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        dynamo.optimize(cnt)(f)(torch.arange(4))
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)
+    dynamo.reset()
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        dynamo.optimize("aot_eager")(f)(torch.arange(4))
+    # a castable in-place op stays in the graph
+    cnt = CompileCounter()
+    g = dynamo.optimize(cnt)(lambda x: (x * 1).add_(2))
+    assert g(torch.arange(4)).tolist() == [2, 3, 4, 5]
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
