@@ -225,7 +225,8 @@ def _teq(a, b, tol):
     if tol == 0:
         if a.is_floating_point():
             same = (a == b) | (a.isnan() & b.isnan())
-            return bool(same.all()) and bool((a.signbit() == b.signbit()).all())
+            # zeros' signs matter (1/x), NaNs' signs do not
+            return bool(same.all()) and bool(((a.signbit() == b.signbit()) | a.isnan()).all())
         return torch.equal(a, b)
     if a.is_floating_point():
         return torch.allclose(a, b, rtol=tol, atol=tol, equal_nan=True)
