@@ -30,11 +30,12 @@ FEATURES = (
     "list", "tuple", "dict", "closure", "numpy", "print", "nograd", "method",
     "global", "grad", "shape", "dtype", "stride", "raise", "early_return",
     "item", "try", "list_break", "helper", "module", "builtins", "view_inplace",
-    "raise_partial", "iter_tensor", "alias_ret", "kwargs",
+    "raise_partial", "iter_tensor", "alias_ret", "kwargs", "rng", "pyrandom", "mask", "numpy_view",
+    "grad_call", "del_var",
     # between-call changes
     "mut_global", "mut_instance", "mut_class", "mut_closure", "mut_module",
     "in_shape", "in_dtype", "in_stride", "in_requires_grad", "grad_mode",
-    "in_negzero", "in_int_dtype",
+    "in_negzero", "in_int_dtype", "in_types", "in_alias", "in_special", "mut_types",
 )
 
 # Bug classes open elsewhere (issue 12 / the helpers' lists): programs using
@@ -51,6 +52,7 @@ SAFE_FEATURES = frozenset(f for f in FEATURES if f not in KNOWN_OPEN)
 
 PRELUDE = '''\
 import math
+import random
 import torch
 import numpy as np
 
@@ -189,11 +191,12 @@ class CallSpec:
         self.fl = fl
         self.lst = lst
         self.muts = list(muts)   # list of (kind, source line)
+        self.alias = None        # y is: None (own tensor), "same" (x), "view" (x.view_as), "row" (x[0] expanded)
 
     def describe(self):
         return (f"shape={self.shape} dtype={self.dtype} noncontig={self.noncontig} "
                 f"requires_grad={self.requires_grad} grad_mode={self.grad_mode} "
-                f"n={self.n!r} fl={self.fl!r} lst={self.lst!r}")
+                f"n={self.n!r} fl={self.fl!r} lst={self.lst!r}" + (f" y-alias={self.alias}" if self.alias else ""))
 
 
 class Program:
@@ -540,6 +543,41 @@ class _Gen:
                             ["t0 = torch.add(t0, t1, alpha=2)"], ["t0 = torch.sum(t0, dim=1, keepdim=True) + t0"]])
         return Stmt("kwargs", ln)
 
+    def s_rng(self):
+        d = self.pick_t()
+        ln = self.r.choice([[f"torch.manual_seed(i0)", f"{d} = {d} + torch.randn({d}.shape)"],
+                            [f"{d} = {d} + torch.rand_like({d})"],
+                            [f"g_ = torch.Generator().manual_seed(3)", f"{d} = {d} * torch.rand({d}.shape, generator=g_)"],
+                            [f"{d} = torch.nn.functional.dropout({d}, p=0.5, training=b0)"]])
+        return Stmt("rng", ln)
+
+    def s_pyrandom(self):
+        ln = self.r.choice([["random.seed(i0)", "f0 = f0 + random.random()"], ["i0 = i0 + random.randint(0, 3)"],
+                            ["l0 = l0 + [random.choice([1, 2, 3])]"]])
+        return Stmt("pyrandom", ln)
+
+    def s_mask(self):
+        d, s_ = self.pick_t(), self.pick_t()
+        ln = self.r.choice([[f"{d} = {d}.clone()", f"{d}[{d} > 0] = 0"], [f"{d} = {d}.masked_fill({s_} < 0, f0)"],
+                            [f"{d} = {d}.clone()", f"{d}[:, 0] = {s_}[:, -1]"], [f"{d} = {d}.clone()", f"{d}[i0 % {d}.shape[0]] += 1"]])
+        return Stmt("mask", ln)
+
+    def s_numpy_view(self):
+        self.has_break = True
+        ln = self.r.choice([["arr_ = x.detach().numpy()", "arr_[0] = 7"], ["arr_ = t0.detach().numpy()", "t1 = t1 + float(arr_.sum())"],
+                            ["t0 = torch.from_numpy(y.detach().numpy()) * 2"]])
+        return Stmt("numpy_view", ln)
+
+    def s_grad_call(self):
+        ln = self.r.choice([["prev_ = torch.is_grad_enabled()", "torch.set_grad_enabled(False)", "t0 = t0 * 2",
+                             "torch.set_grad_enabled(prev_)"], ["with torch.set_grad_enabled(b0):", "    t1 = t1 * 3"],
+                            ["with torch.inference_mode():", "    t0 = t0 + 1", "t0 = t0.clone()"]])
+        return Stmt("grad_call", ln)
+
+    def s_del_var(self):
+        ln = self.r.choice([["tmp_ = t0 * 2", "del t0", "t0 = tmp_"], ["del d0['k']", "d0['k'] = 2"], ["del l0[:1]"]])
+        return Stmt("del_var", ln)
+
     # ------------------------------------------------------------ call plan
     def calls(self):
         r = self.r
@@ -549,6 +587,7 @@ class _Gen:
         shape, dtype = base_shape, "float32"
         noncontig = rg = False
         grad_mode = True
+        alias = None
         n, fl = r.randint(0, 5), r.choice([0.5, 1.0, 2.0, -1.5])
         lst = [r.randint(0, 3) for _ in range(r.randint(0, 3))]
         for i in range(n_calls):
@@ -571,6 +610,15 @@ class _Gen:
                     grad_mode = not grad_mode
                 if "in_negzero" in self.feat and r.random() < 0.2:
                     fl = r.choice([0.0, -0.0])
+                if "in_types" in self.feat and r.random() < 0.15:
+                    n = r.choice([True, 2.0, 3, -1])
+                    fl = r.choice([1, 2.5, True, 1.0])
+                    lst = r.choice([tuple(lst), list(lst)])
+                if "in_alias" in self.feat and r.random() < 0.15:
+                    alias = r.choice([None, "same", "view", "row"])
+                if "in_special" in self.feat and r.random() < 0.15:
+                    shape = r.choice([(0, 3), (1, 1), (2, 0), shape])
+                    dtype = r.choice(["float16", "bfloat16", dtype])
                 for _ in range(r.randint(0, 2)):
                     mk = [k for k in MUT_KINDS if k in self.feat]
                     if mk:
@@ -578,7 +626,10 @@ class _Gen:
                         muts.append((k, r.choice(MUTATIONS[k])))
             elif "in_negzero" in self.feat and r.random() < 0.2:
                 fl = r.choice([0.0, -0.0])
-            out.append(CallSpec(shape, dtype, noncontig, rg, grad_mode, n, fl, list(lst), muts))
+            spec = CallSpec(shape, dtype, noncontig, rg, grad_mode, n, fl,
+                            lst if isinstance(lst, tuple) else list(lst), muts)
+            spec.alias = alias
+            out.append(spec)
         return out
 
 
@@ -586,7 +637,8 @@ STMT_KINDS = ("ew", "reduce", "matmul", "view", "index", "cat", "inplace", "inpu
               "bool", "pybranch", "tbranch", "for_range", "for_list", "while", "list", "tuple", "dict",
               "closure", "numpy", "print", "nograd", "method", "global", "grad", "shape", "dtype", "stride",
               "raise", "early_return", "item", "try", "list_break", "helper", "module", "builtins",
-              "view_inplace", "raise_partial", "iter_tensor", "alias_ret", "kwargs")
+              "view_inplace", "raise_partial", "iter_tensor", "alias_ret", "kwargs", "rng", "pyrandom",
+              "mask", "numpy_view", "grad_call", "del_var")
 COMPOUND = {"pybranch", "tbranch", "for_range", "for_list", "while", "nograd", "try"}
 
 MUTATIONS = {
@@ -595,6 +647,8 @@ MUTATIONS = {
     "mut_instance": ["a.k = 3.0", "a.k = -1.0", "a = A(0.25)", "a.cnt = 10", "a.k = 2"],
     "mut_class": ["A.m = lambda self, t: t - 1", "A.p = property(lambda self: 1000.0)",
                   "a.m = lambda t: t + 5", "A.k = 7.0"],
+    "mut_types": ["G0 = 2.5", "G0 = True", "G1 = 2", "GL = (1, 2)", "GD = {'a': 1.5, 'b': 0}", "a = 3",
+                  "CL = torch.relu", "GD['a'] = torch.tensor(2.0)"],
     "mut_module": ["mod.train(False)", "mod.train(True)", "mod.scale.fill_(3.0)", "mod.scale = torch.tensor(5.0)",
                    "mod.flag = False", "mod.w.data.mul_(2)", "mod.w = torch.nn.Parameter(torch.tensor(-1.0))"],
     "mut_closure": ["CL = mk(3.0)", "mk.__defaults__ = None", "CL = lambda t: t - G0"],

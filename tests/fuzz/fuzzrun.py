@@ -61,7 +61,8 @@ class Outcome:
         self.skipped = None     # why the program was not compared (eager hung)
 
 
-_DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64}
+_DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64,
+           "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 def make_inputs(prog, i):
@@ -80,7 +81,16 @@ def make_inputs(prog, i):
         if spec.requires_grad and dt.is_floating_point:
             t.requires_grad_(True)
         ts.append(t)
-    return ts[0], ts[1], spec.n, spec.fl, list(spec.lst)
+    alias = getattr(spec, "alias", None)
+    x, y = ts
+    if alias == "same":
+        y = x
+    elif alias == "view":
+        y = x.view_as(x)
+    elif alias == "row" and x.shape[0] > 0:
+        y = x[:1].expand_as(x)
+    lst = spec.lst if isinstance(spec.lst, tuple) else list(spec.lst)
+    return x, y, spec.n, spec.fl, lst
 
 
 def _load(prog, tag):
@@ -120,6 +130,9 @@ def _run_call(fn, mod, prog, i):
         except Exception as e:  # noqa: BLE001 - compared between the runs
             rec["mut_exc"].append(type(e).__name__)
     x, y, n, fl, lst = make_inputs(prog, i)
+    import random
+    random.seed(i)          # same Python/torch RNG state in both runs
+    torch.manual_seed(i)
     buf = io.StringIO()
     res = exc = None
     with torch.set_grad_enabled(prog.calls[i].grad_mode), contextlib.redirect_stdout(buf):
@@ -291,6 +304,9 @@ def run_program(prog, timeout=30):
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(timeout)
     default_dtype = torch.get_default_dtype()
+    import random
+    random.seed(0)
+    torch.manual_seed(0)
     try:
         _run(prog, out)
     except FuzzTimeout:
@@ -427,9 +443,9 @@ def minimize(prog, kind, timeout=30, budget=300):
                     break
         # simplify inputs
         for attr, val in (("noncontig", False), ("requires_grad", False), ("grad_mode", True),
-                          ("dtype", "float32"), ("lst", [])):
+                          ("dtype", "float32"), ("lst", []), ("alias", None)):
             for i in range(len(cur.calls)):
-                if getattr(cur.calls[i], attr) != val:
+                if getattr(cur.calls[i], attr, None) != val:
                     calls = _clone(cur).calls
                     setattr(calls[i], attr, val)
                     cand = _clone(cur, calls=calls)
@@ -458,7 +474,7 @@ def render_repro(prog, mismatch):
 #   requires_grad, grad_mode, n, fl, lst, muts: list of module-level lines).
 
 _CALL_DEFAULTS = dict(shape=(2, 3), dtype="float32", noncontig=False, requires_grad=False,
-                      grad_mode=True, n=1, fl=1.0, lst=[], muts=[])
+                      grad_mode=True, n=1, fl=1.0, lst=[], muts=[], alias=None)
 
 
 def load_repro(path, seed=0):
@@ -473,6 +489,7 @@ def load_repro(path, seed=0):
         calls.append(CallSpec(tuple(d["shape"]), d["dtype"], d["noncontig"], d["requires_grad"],
                               d["grad_mode"], d["n"], d["fl"], list(d["lst"]),
                               [("repro", m) for m in d["muts"]]))
+        calls[-1].alias = d["alias"]
     return Program(seed, body, calls, ns.get("BACKEND", "eager")), ns["REASON"]
 
 
@@ -484,7 +501,8 @@ def render_repro_py(prog, mismatch):
     calls = []
     for c in prog.calls:
         d = {"shape": c.shape, "dtype": c.dtype, "noncontig": c.noncontig, "requires_grad": c.requires_grad,
-             "grad_mode": c.grad_mode, "n": c.n, "fl": c.fl, "lst": c.lst, "muts": [m for _, m in c.muts]}
+             "grad_mode": c.grad_mode, "n": c.n, "fl": c.fl, "lst": c.lst, "muts": [m for _, m in c.muts],
+             "alias": getattr(c, "alias", None)}
         calls.append("    " + repr({k: v for k, v in d.items() if _CALL_DEFAULTS[k] != v}) + ",")
     detail = mismatch.detail.replace('"""', "'''")
     return (f'"""fuzz seed {prog.seed}: {mismatch.kind} at call {mismatch.call}\n{detail}\n"""\n'
