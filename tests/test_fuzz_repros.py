@@ -68,3 +68,36 @@ def test_inplace_op_with_uncastable_result_breaks_the_graph():
     g = dynamo.optimize(cnt)(lambda x: (x * 1).add_(2))
     assert g(torch.arange(4)).tolist() == [2, 3, 4, 5]
     assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+def test_concatenating_tuple_and_list_raises_as_in_python():
+    """tuple + list and list + tuple are TypeErrors; the tracer used to
+    build the concatenation (repro tuple_plus_list, fuzz seed 1)."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x, seq):
+        seq = seq + [1]
+        return x + len(seq)
+
+    def g(x, seq):
+        return x + len([1] + seq)
+
+    for fn in (f, g):
+        cnt = CompileCounter()
+        opt = dynamo.optimize(cnt)(fn)
+        assert opt(torch.ones(1), [1, 2]).item() == 4      # list + list: one graph, no break
+        assert cnt.frame_count == 1
+        with pytest.raises(TypeError, match="can only concatenate"):
+            opt(torch.ones(1), (1, 2))
+        assert cnt.frame_count == 1                        # the tuple call compiled no graph with a result
+        dynamo.reset()
+
+    def h(x, seq):
+        seq += (3,)                                        # list += tuple extends: fine in Python
+        return x + len(seq)
+
+    cnt = CompileCounter()
+    assert dynamo.optimize(cnt)(h)(torch.ones(1), [1, 2]).item() == 4
+    assert cnt.frame_count >= 1

@@ -60,6 +60,8 @@ def worker(args):
         o = fuzzrun.run_program(prog, args.timeout)
         rec = {"seed": seed, "calls": o.calls, "compiles": o.compiles, "eager_exc": o.eager_exceptions,
                "backend_warnings": o.backend_warnings, "secs": round(time.time() - t, 3)}
+        if o.tracer_errors:
+            rec["tracer_errors"] = o.tracer_errors
         if o.skipped:
             rec["skipped"] = o.skipped
         if o.mismatch:
@@ -110,6 +112,7 @@ def main():
     seed = args.start
     tot = {"programs": 0, "calls": 0, "compiles": 0, "eager_exc": 0, "backend_warnings": 0, "skipped": 0}
     bad = []
+    tracer_errors = {}      # message -> [count, first seed]
     t0 = time.time()
     logf = open(args.log, "a") if args.log else None
     while seed < end:
@@ -136,6 +139,8 @@ def main():
             for k in ("calls", "compiles", "eager_exc", "backend_warnings"):
                 tot[k] += rec[k]
             tot["skipped"] += "skipped" in rec
+            for msg in rec.get("tracer_errors", ()):
+                tracer_errors.setdefault(msg, [0, rec["seed"]])[0] += 1
             if "mismatch" in rec:
                 bad.append(rec)
                 label = f"KNOWN ({', '.join(rec['known'])})" if rec["known"] else "NEW"
@@ -154,6 +159,10 @@ def main():
             seed += n
         print(f"fuzz: {tot['programs']}/{args.n} programs, {len(bad)} mismatches, "
               f"{time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    if tracer_errors:
+        print("tracer errors (frame ran eagerly; not mismatches):")
+        for msg, (cnt, first) in sorted(tracer_errors.items(), key=lambda kv: -kv[1][0]):
+            print(f"  {cnt:5d}  first seed {first}: {msg}")
     kinds = {}
     for r in bad:
         k = r["mismatch"] + ("/known" if r.get("known") else "")

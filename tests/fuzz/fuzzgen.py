@@ -31,7 +31,7 @@ FEATURES = (
     "global", "grad", "shape", "dtype", "stride", "raise", "early_return",
     "item", "try", "list_break", "helper", "module", "builtins", "view_inplace",
     "raise_partial", "iter_tensor", "alias_ret", "kwargs", "rng", "pyrandom", "mask", "numpy_view",
-    "grad_call", "del_var",
+    "grad_call", "del_var", "pyextra", "nonlocal_break", "objects",
     # between-call changes
     "mut_global", "mut_instance", "mut_class", "mut_closure", "mut_module",
     "in_shape", "in_dtype", "in_stride", "in_requires_grad", "grad_mode",
@@ -131,6 +131,26 @@ class M(torch.nn.Module):
 
 
 mod = M()
+
+
+def gen(k):
+    for i in range(k):
+        yield i * 2
+
+
+import collections
+NT = collections.namedtuple("NT", ["u", "v"])
+
+
+def deco(fn):
+    def wrapper(*args, **kw):
+        return fn(*args, **kw) + 1
+    return wrapper
+
+
+@deco
+def hd(t):
+    return t * 2
 '''
 
 HEADER = '''\
@@ -578,6 +598,38 @@ class _Gen:
         ln = self.r.choice([["tmp_ = t0 * 2", "del t0", "t0 = tmp_"], ["del d0['k']", "d0['k'] = 2"], ["del l0[:1]"]])
         return Stmt("del_var", ln)
 
+    def s_pyextra(self):
+        ln = self.r.choice([
+            ["t0 = t0 + sum(gen(i0 % 4))"], ["nt_ = NT(t0, i0)", "t1 = t1 + nt_.u * nt_.v"], ["t0 = hd(t0)"],
+            ["q_, r_ = divmod(i0 + 7, 3)", "i0 = q_ * 10 + r_"], ["f0 = round(f0, 2) + math.floor(f0)"],
+            ["i0 = int(t0.shape[0] / 2) + pow(3, i0 % 4, 5)"], ["b0 = bool(l0) and 2 in l0"], ["b0 = 'k' in d0 and d0['k'] is not None"],
+            ["s_ = {v % 3 for v in l0}", "i0 = i0 + len(s_)"], ["dd_ = {str(v): v for v in l0}", "i0 = i0 + len(dd_)"],
+            ["l0 = sorted(l0, key=lambda v: -v)"], ["l0 = list(map(lambda v: v + 1, filter(lambda v: v > 0, l0)))"],
+            ["assert i0 < 50, 'big'"], ["fs_ = [lambda t, k=k: t + k for k in range(2)]", "t0 = fs_[1](t0)"],
+            ["msg_ = '%d-%s' % (i0, b0)", "i0 = i0 + len(msg_)"], ["for k_, v_ in enumerate(l0[:2], start=1):", "    i0 = i0 + k_ * v_"],
+            ["b0 = [1, 2] < [1, 3] and (i0, 1) != (1, i0)"], ["i0 = i0 + (3 if b0 else 1) + (b0 or 0)"],
+        ])
+        return Stmt("pyextra", ln)
+
+    def s_nonlocal_break(self):
+        self.has_break = True
+        ln = self.r.choice([
+            ["def nb_(t):", "    nonlocal i0", "    i0 += 1", "    print('nb', i0)", "    return t + i0", "t0 = nb_(t0)"],
+            ["def nc_(t):", "    nonlocal t1", "    if t.sum() > 0:", "        t1 = t1 * 2", "    return t - 1", "t0 = nc_(t0)"],
+            ["acc_ = []", "def nd_(t):", "    acc_.append(t.sum())", "    print(len(acc_))", "    return t * 2", "t0 = nd_(nd_(t0))",
+             "t1 = t1 + acc_[0]"],
+        ])
+        return Stmt("nonlocal_break", ln)
+
+    def s_objects(self):
+        ln = self.r.choice([
+            ["o_ = A(f0)", "o_.k = 5", "t0 = o_.m(t0)"], ["o_ = A(i0)", "setattr(o_, 'z', t1)", "t0 = t0 + getattr(o_, 'z', 0)"],
+            ["b0 = hasattr(a, 'k') and not hasattr(a, 'zz')"], ["class L_:", "    c = 2", "    def g(self, t):", "        return t * self.c",
+                                                               "t0 = L_().g(t0)"],
+            ["o_ = A(1.0)", "o_.bump()", "o_.bump()", "i0 = i0 + o_.cnt"], ["t0 = t0 * type(a).__name__.count('A')"],
+        ])
+        return Stmt("objects", ln)
+
     # ------------------------------------------------------------ call plan
     def calls(self):
         r = self.r
@@ -638,7 +690,7 @@ STMT_KINDS = ("ew", "reduce", "matmul", "view", "index", "cat", "inplace", "inpu
               "closure", "numpy", "print", "nograd", "method", "global", "grad", "shape", "dtype", "stride",
               "raise", "early_return", "item", "try", "list_break", "helper", "module", "builtins",
               "view_inplace", "raise_partial", "iter_tensor", "alias_ret", "kwargs", "rng", "pyrandom",
-              "mask", "numpy_view", "grad_call", "del_var")
+              "mask", "numpy_view", "grad_call", "del_var", "pyextra", "nonlocal_break", "objects")
 COMPOUND = {"pybranch", "tbranch", "for_range", "for_list", "while", "nograd", "try"}
 
 MUTATIONS = {

@@ -58,6 +58,7 @@ class Outcome:
         self.eager_exceptions = 0
         self.backend_warnings = 0
         self.phase = None
+        self.tracer_errors = []  # internal tracer failures (frame then runs eagerly)
         self.skipped = None     # why the program was not compared (eager hung)
 
 
@@ -348,6 +349,11 @@ def _run(prog, out):
             warnings.simplefilter("always")
             c = _run_call(fc, mc, prog, i)
         out.backend_warnings += sum(1 for x in w if "backend" in str(x.message))
+        for x in w:
+            msg = str(x.message)
+            if "could not compile" in msg:
+                # "dynamo: could not compile f (file:line); running it eagerly: Error: detail"
+                out.tracer_errors.append(re.sub(r"\d+", "N", msg.split("running it eagerly: ", 1)[-1])[:160])
         out.calls += 1
         if e["exc"] is not None:
             out.eager_exceptions += 1
