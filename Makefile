@@ -19,7 +19,7 @@ PREFIX   ?= /usr/local
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 DEBIAN_PKGS := libncurses-dev libelf-dev libgraphviz-dev graphviz tmux
 
-.PHONY: all deps venv test demo bench clean install asan
+.PHONY: all deps venv test demo bench clean install asan fuzz
 
 # Per-layer fragments (inspect/, tui/, viz/) add to EXT_SRC, EXT_HDR, TOOLS,
 # INSTALL_BINS and define their own rules.
@@ -84,6 +84,14 @@ $(ASAN_TMETA_OBJ): guards/tmeta.cpp guards/tmeta.h $(STAMP)
 
 test: deps all asan
 	$(PYTHON) -m pytest -q tests
+
+# Differential fuzzer (tests/fuzz/fuzz.py): N random programs from seed SEED,
+# eager vs compiled; minimized reproducers in build/fuzz-failures/.
+N ?= 1000
+SEED ?= 0
+FUZZ_ARGS ?=
+fuzz: all
+	$(PYTHON) tests/fuzz/fuzz.py -n $(N) --start $(SEED) $(FUZZ_ARGS)
 
 demo: deps all
 	$(PYTHON) examples/demo.py

@@ -33,6 +33,27 @@ _graph_counter = itertools.count()
 _FAKE_TENSOR_LOGGERS = ("torch._subclasses.fake_tensor", "torch._subclasses.fake_impls")
 
 
+def _check_inplace_cast(name, ex_args, ex_kw):
+    """Eager refuses an in-place op whose result type cannot be cast back
+    to the tensor's dtype (int64 *= 0.5: "result type Float can't be cast
+    to the desired output type Long"); fake tensors do not check it, and
+    aot_eager's functionalized graph then casts silently. Raise the eager
+    error from the op's out-of-place twin's result dtype (which becomes a
+    break, so the op runs eagerly and raises there)."""
+    if not name.endswith("_") or name.startswith("_") or not ex_args:
+        return
+    this = ex_args[0]
+    plain = getattr(torch.Tensor, name[:-1], None)
+    if not isinstance(this, torch.Tensor) or plain is None:
+        return
+    try:
+        out = plain(*ex_args, **ex_kw)
+    except Exception:  # noqa: BLE001 - no twin to compare with: nothing to check
+        return
+    if isinstance(out, torch.Tensor) and not torch.can_cast(out.dtype, this.dtype):
+        raise RuntimeError(f"result type {out.dtype} can't be cast to the desired output type {this.dtype}")
+
+
 @contextlib.contextmanager
 def _quiet_fake_tensor_log():
     """Silence torch's fake-tensor loggers while probing an op; restore
@@ -352,8 +373,11 @@ class OutputGraph:
     def call_method(self, tx, name, args, kwargs):
         self.check_not_in_try(tx)
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
-        example = self._run_fake(f"Tensor.{name}",
-                                 lambda: getattr(ex_args[0], name)(*ex_args[1:], **ex_kw))
+
+        def run():
+            _check_inplace_cast(name, ex_args, ex_kw)
+            return getattr(ex_args[0], name)(*ex_args[1:], **ex_kw)
+        example = self._run_fake(f"Tensor.{name}", run)
         return self._wrap_result("call_method", name, n_args, n_kw, example,
                                  effect=name.endswith("_") or name == "__setitem__")
 

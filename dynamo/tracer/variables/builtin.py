@@ -37,6 +37,17 @@ def seq_items(tx, vt):
     return vt.unpack(tx)
 
 
+def _concat_kind(vt):
+    """list or tuple for a traced sequence that `+` concatenates, else None."""
+    if isinstance(vt, TupleVariable):
+        return tuple
+    if isinstance(vt, ListVariable):
+        return list
+    if isinstance(vt, ConstantVariable) and isinstance(vt.value, (tuple, list)):
+        return tuple if isinstance(vt.value, tuple) else list
+    return None
+
+
 def binary_op(tx, fn, a, b):
     """a <fn> b for traced values (fn from the operator module)."""
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
@@ -45,6 +56,11 @@ def binary_op(tx, fn, a, b):
         a.check_mutable()
         a.items.extend(b.unpack(tx))
         return a
+    if fn in (operator.add, operator.iadd):
+        ka, kb = _concat_kind(a), _concat_kind(b)
+        if ka is not None and kb is not None and ka is not kb:
+            # list + tuple, tuple + list: a TypeError in Python; let it run
+            raise Unsupported(f"can only concatenate {ka.__name__} (not {kb.__name__!r}) to {ka.__name__}")
     if fn in (operator.add, operator.iadd) and isinstance(a, BaseListVariable) and \
             isinstance(b, (BaseListVariable, ConstantVariable)) and not (
                 a.is_python_constant() and b.is_python_constant() and isinstance(a, TupleVariable)):
