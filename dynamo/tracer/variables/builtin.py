@@ -389,7 +389,35 @@ def _any_all(fn):
 
 
 def _super(tx, *args):
-    raise Unsupported("super()")
+    """super(cls, obj), or zero-argument super() read off the calling
+    frame: its `__class__` cell and its first local (what CPython reads)."""
+    from .functions import SuperVariable
+    if len(args) == 2:
+        cls = args[0].as_python_constant()
+        if not isinstance(cls, type):
+            raise Unsupported("super() argument 1 must be a type")
+        return SuperVariable(cls, args[1])
+    if args:
+        raise Unsupported("one-argument super()")
+    from ... import resume
+    code = tx.code
+    first = resume.lead_local(resume.base_code(code))
+    cell = tx.cells.get("__class__")
+    if first is None or cell is None or cell.value is None:
+        raise Unsupported("super(): no arguments or no __class__ cell")
+    cell.value = tx.realize(cell.value)
+    cls = cell.value.as_python_constant()
+    if first in tx.cells:
+        obj = tx.cells[first].value
+        if obj is not None:
+            obj = tx.cells[first].value = tx.realize(obj)
+    else:
+        obj = tx.locals.get(first)
+        if obj is not None:
+            obj = tx.locals[first] = tx.realize(obj)
+    if obj is None:
+        raise Unsupported("super(): first argument deleted")
+    return SuperVariable(cls, obj)
 
 
 _HANDLERS = {

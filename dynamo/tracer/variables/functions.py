@@ -178,3 +178,65 @@ class ConstantMethodVariable(VariableTracker):
     def reconstruct(self, cg):
         cg.reconstruct(self.obj)
         cg.emit("LOAD_ATTR", argval=self.name)
+
+
+class SuperVariable(VariableTracker):
+    """`super()` / `super(cls, obj)` in traced code: attribute reads look
+    `name` up in type(obj).__mro__ after `cls` (or obj's own MRO when obj
+    is a class, for classmethods) and bind what they find to `obj`, as
+    super's own __getattribute__ does. Only functions, classmethods,
+    staticmethods and properties are followed; anything else (slot
+    wrappers such as object.__getattribute__) is Unsupported, so the
+    read runs eagerly."""
+
+    def __init__(self, cls, obj):
+        super().__init__(None)
+        self.cls = cls
+        self.obj = obj
+
+    def python_type(self):
+        return super
+
+    def truth(self, tx):
+        return True
+
+    def var_getattr(self, tx, name):
+        import inspect
+        from .base import ClassVariable
+        from .builtin import ObservedAttributeError
+        obj = self.obj
+        if isinstance(obj, ClassVariable) and isinstance(obj.value, type) and \
+                issubclass(obj.value, self.cls):
+            owner = obj.value
+        else:
+            owner = obj.python_type()
+        mro = owner.__mro__
+        if self.cls not in mro:
+            raise Unsupported(f"super({self.cls.__name__}, {obj}): obj is not an instance")
+        for base in mro[mro.index(self.cls) + 1:]:
+            if name in base.__dict__:
+                attr = base.__dict__[name]
+                break
+        else:
+            raise ObservedAttributeError(f"'super' object has no attribute {name!r}")
+        if isinstance(attr, staticmethod):
+            return UserFunctionVariable(attr.__func__)
+        if isinstance(attr, classmethod):
+            return UserMethodVariable(attr.__func__, ClassVariable(owner))
+        if isinstance(attr, property) and inspect.isfunction(attr.fget):
+            return UserFunctionVariable(attr.fget).call(tx, [obj], {})
+        if inspect.isfunction(attr):
+            from .builder import is_skipped_function
+            if is_skipped_function(attr):
+                raise Unsupported(f"super().{name}: {attr.__module__} is not traced")
+            return UserMethodVariable(attr, obj)
+        raise Unsupported(f"super().{name} ({type(attr).__name__})")
+
+    def reconstruct(self, cg):
+        cg.load_const(super)
+        cg.load_const(self.cls)
+        cg.reconstruct(self.obj)
+        cg.call(2)
+
+    def __repr__(self):
+        return f"SuperVariable({self.cls.__name__}, {self.obj})"
