@@ -135,6 +135,15 @@ class InstructionTranslatorBase:
 
     # ------------------------------------------------------------ inlining
     def inline_call(self, fn_var, args, kwargs):
+        from .variables.torch import grad_mode_decorated
+        deco = grad_mode_decorated(getattr(fn_var, "fn", None))
+        if deco is not None:          # @torch.no_grad() / @torch.enable_grad() on a function
+            from .variables import UserFunctionVariable
+            ctx = GradModeVariable(deco[0])
+            ctx.enter(self)
+            out = self.inline_call(UserFunctionVariable(deco[1]), args, kwargs)
+            self.output.set_grad_enabled(ctx.prev)
+            return out
         code = fn_var.get_code()
         if self.depth + 1 > MAX_INLINE_DEPTH:
             raise Unsupported(f"inlining depth limit {MAX_INLINE_DEPTH} reached at {code.co_name}")

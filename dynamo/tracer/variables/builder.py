@@ -130,6 +130,9 @@ def wrap(tx, value, source):
                                                      "wrapper_descriptor", "ufunc", "cython_function_or_method",
                                                      "method-wrapper", "functools.partial", "partial"):
         return SkippedFunctionVariable(value, source)
+    from .model_output import is_model_output_class, wrap_model_output
+    if is_model_output_class(type(value)):
+        return wrap_model_output(tx, value, source)
     module = (type(value).__module__ or "").split(".")[0]
     if module in _SKIP_ROOTS or module == "builtins":
         return OpaqueVariable(value, source)

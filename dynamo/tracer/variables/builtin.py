@@ -6,6 +6,8 @@ nodes; on containers they work on the item lists. `print`, `id`, `setattr`
 and friends are Unsupported: the caller graph-breaks and runs them eagerly.
 """
 import builtins
+import functools
+import inspect
 import math
 import operator
 
@@ -87,7 +89,7 @@ def identical(a, b):
         return False
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return False
-    va, vb = getattr(a, "value", _MISSING), getattr(b, "value", _MISSING)
+    va, vb = _identity(a), _identity(b)
     if va is not _MISSING and vb is not _MISSING:
         return va is vb
     if isinstance(a, ConstantVariable) or isinstance(b, ConstantVariable):
@@ -96,6 +98,14 @@ def identical(a, b):
 
 
 _MISSING = object()
+
+
+def _identity(var):
+    """The object a VT stands for, when the tracer holds it (builtins are
+    held as `fn`, classes and user objects as `value`)."""
+    if isinstance(var, BuiltinVariable):
+        return var.fn
+    return getattr(var, "value", _MISSING)
 
 
 def unary_op(tx, fn, a):
@@ -420,6 +430,34 @@ def _super(tx, *args):
     return SuperVariable(cls, obj)
 
 
+def _signature(tx, fn, **kwargs):
+    """inspect.signature of a user function or bound method: its
+    `parameters` are read as a dict of parameter names (len, `in`, keys)."""
+    import inspect
+    from .functions import SignatureVariable, UserFunctionVariable, UserMethodVariable
+    if kwargs or not isinstance(fn, (UserFunctionVariable, UserMethodVariable)):
+        raise Unsupported(f"inspect.signature of {fn}")
+    params = list(inspect.signature(fn.fn).parameters)
+    if isinstance(fn, UserMethodVariable):
+        params = params[1:]
+    return SignatureVariable(params)
+
+
+def _reduce(tx, fn, iterable, *initial):
+    """functools.reduce over the traced items: fn is called (inlined,
+    folded or recorded) once per item, as reduce would."""
+    items = iterable.unpack(tx)
+    if initial:
+        acc = initial[0]
+    elif items:
+        acc, items = items[0], items[1:]
+    else:
+        raise Unsupported("reduce() of an empty iterable with no initial value")
+    for item in items:
+        acc = fn.call(tx, [acc, item], {})
+    return acc
+
+
 _HANDLERS = {
     len: _len, isinstance: _isinstance, getattr: _getattr, hasattr: _hasattr,
     range: _range, enumerate: _enumerate, zip: _zip, map: _map, tuple: _tuple,
@@ -427,7 +465,7 @@ _HANDLERS = {
     abs: _abs, int: _to_number(int), float: _to_number(float), bool: _to_number(bool),
     iter: _iter, next: _next, reversed: _reversed, type: _type, callable: _callable,
     slice: _slice, sorted: _sorted, any: _any_all(any), all: _any_all(all),
-    super: _super,
+    super: _super, functools.reduce: _reduce, inspect.signature: _signature,
 }
 
 BUILTIN_CALLABLES = set(_HANDLERS) | _PURE | {str, repr, format, round, divmod, pow}

@@ -121,7 +121,8 @@ class UserDefinedObjectVariable(VariableTracker):
         from .builtin import ObservedAttributeError
         from .functions import UserFunctionVariable, UserMethodVariable
         obj, cls = self.value, type(self.value)
-        require_plain_getattribute(cls)
+        src = AttrSource(self.source, name) if self.source is not None else None
+        name = require_plain_getattribute(cls, name)     # the key a config maps it to
         if "__getattr__" in dir(cls) and not isinstance(inspect.getattr_static(cls, "__getattr__", None),
                                                         (types.WrapperDescriptorType, type(None))):
             if getattr(cls, "__getattr__", None) is not getattr(object, "__getattr__", None):
@@ -130,7 +131,6 @@ class UserDefinedObjectVariable(VariableTracker):
             static = inspect.getattr_static(obj, name)
         except AttributeError:
             raise ObservedAttributeError(f"{cls.__name__} has no attribute {name!r}") from None
-        src = AttrSource(self.source, name) if self.source is not None else None
         if isinstance(getattr(obj, "__dict__", None), dict) and name in obj.__dict__:
             return wrap(tx, obj.__dict__[name], src)
         if isinstance(static, staticmethod):
