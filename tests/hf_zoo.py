@@ -117,7 +117,8 @@ def whisper():
     cfg = WhisperConfig(vocab_size=V, d_model=32, encoder_layers=2, decoder_layers=2,
                         encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
                         decoder_ffn_dim=64, num_mel_bins=16, max_source_positions=16,
-                        max_target_positions=16)
+                        max_target_positions=16, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                        decoder_start_token_id=1)
     feats = torch.randn(B, 16, 32, generator=torch.Generator().manual_seed(5))
     return WhisperModel(cfg), dict(input_features=feats, decoder_input_ids=_ids(4), use_cache=False)
 

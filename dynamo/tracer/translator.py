@@ -267,6 +267,9 @@ class InstructionTranslatorBase:
 
     def STORE_ATTR(self, inst):
         obj, value = self.pop(), self.pop()
+        if hasattr(obj, "store_attr"):       # an object created by the traced code
+            obj.store_attr(self, inst.argval, value)
+            return
         raise Unsupported(f"assignment to attribute {inst.argval!r} of {obj}")
 
     # ------------------------------------------------------------ calls

@@ -165,7 +165,7 @@ class ConstantVariable(VariableTracker):
         return bool(self.value)
 
     def unpack(self, tx):
-        if isinstance(self.value, (tuple, list, range, str, torch.Size, frozenset)):
+        if isinstance(self.value, (tuple, list, range, str, torch.Size, frozenset, set)):
             return [ConstantVariable(v) for v in self.value]
         raise Unsupported(f"iteration over {type(self.value).__name__} constant")
 
@@ -221,6 +221,9 @@ class ClassVariable(VariableTracker):
         ctx = autocast_noop(tx, cls, args, kwargs)
         if ctx is not None:
             return ctx
+        from .misc import NewObjectVariable, is_plain_class
+        if is_plain_class(cls):
+            return NewObjectVariable.create(tx, cls, args, kwargs)
         if issubclass(cls, tuple) and hasattr(cls, "_fields") and hasattr(cls, "_make"):
             return NamedTupleVariable(_bind_fields(tx, cls, args, kwargs), cls._fields, cls=cls)
         return call_builtin_class(tx, self, args, kwargs)

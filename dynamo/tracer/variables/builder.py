@@ -69,6 +69,11 @@ def wrap(tx, value, source):
     if is_constant_value(value):
         _guard(tx, source, EQUALS_MATCH, value)
         return ConstantVariable(value, source)
+    if type(value) is set and all(is_constant_value(v) for v in value):
+        # a set of constants read from the frame (a module's pruned_heads):
+        # its contents now, guarded by equality with a copy
+        _guard(tx, source, EQUALS_MATCH, set(value))
+        return ConstantVariable(value, source)
     if isinstance(value, tuple) and hasattr(type(value), "_fields") and hasattr(type(value), "_make"):
         from .containers import NamedTupleVariable
         _guard(tx, source, LENGTH, type(value), len(value))

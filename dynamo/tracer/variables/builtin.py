@@ -41,6 +41,10 @@ def seq_items(tx, vt):
 
 def binary_op(tx, fn, a, b):
     """a <fn> b for traced values (fn from the operator module)."""
+    if isinstance(b, TensorVariable) and not isinstance(a, TensorVariable) and fn in _INPLACE_TO_BINARY:
+        # `n += t` for a Python number n: numbers have no in-place methods,
+        # so Python computes n + t (t.__radd__) and rebinds n
+        fn = _INPLACE_TO_BINARY[fn]
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return tx.output.call_function(tx, fn, [a, b], {})
     if fn in (operator.iadd,) and isinstance(a, ListVariable):
@@ -63,6 +67,15 @@ def binary_op(tx, fn, a, b):
     if a.is_python_constant() and b.is_python_constant():
         return ConstantVariable(fn(a.as_python_constant(), b.as_python_constant()))
     raise Unsupported(f"binary operation {fn.__name__} on {a} and {b}")
+
+
+_INPLACE_TO_BINARY = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod, operator.ipow: operator.pow, operator.imatmul: operator.matmul,
+    operator.iand: operator.and_, operator.ior: operator.or_, operator.ixor: operator.xor,
+    operator.ilshift: operator.lshift, operator.irshift: operator.rshift,
+}
 
 
 def compare_op(tx, fn, a, b):
