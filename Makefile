@@ -19,7 +19,7 @@ PREFIX   ?= /usr/local
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 DEBIAN_PKGS := libncurses-dev libelf-dev libgraphviz-dev graphviz tmux
 
-.PHONY: all deps venv test demo bench clean install asan fuzz
+.PHONY: all deps venv test demo bench bench-models clean install asan fuzz
 
 # Per-layer fragments (inspect/, tui/, viz/) add to EXT_SRC, EXT_HDR, TOOLS,
 # INSTALL_BINS and define their own rules.
@@ -44,6 +44,12 @@ $(STAMP): requirements.txt
 	test -x $(PYTHON) || $(PY3) -m venv $(VENV)
 	$(PYTHON) -m pip install -q -r requirements.txt
 	touch $(STAMP)
+
+# The model suite's dependency (transformers, pinned with what it needs).
+MODELS_STAMP := $(VENV)/.stamp-models
+$(MODELS_STAMP): requirements-models.txt $(STAMP)
+	$(PYTHON) -m pip install -q -r requirements-models.txt
+	touch $(MODELS_STAMP)
 
 $(EXT): $(EXT_SRC) $(EXT_HDR) $(TMETA_OBJ) $(STAMP)
 	$(CC) $(CFLAGS) $(WFLAGS) -std=c11 -fPIC -shared -fvisibility=hidden -I$(PY_INC) -Icore -Iguards \
@@ -82,7 +88,7 @@ $(ASAN_TMETA_OBJ): guards/tmeta.cpp guards/tmeta.h $(STAMP)
 	mkdir -p build/asan
 	$(CXX) $(ASAN_FLAGS) $(WFLAGS) $(TORCH_CXXFLAGS) -Iguards -c guards/tmeta.cpp -o $@
 
-test: deps all asan
+test: deps all asan $(MODELS_STAMP)
 	$(PYTHON) -m pytest -q tests
 
 # Differential fuzzer (tests/fuzz/fuzz.py): N random programs from seed SEED,
@@ -98,6 +104,9 @@ demo: deps all
 
 bench: deps all
 	$(PYTHON) bench/run.py $(BENCH_ARGS)
+
+bench-models: deps all $(MODELS_STAMP)
+	$(PYTHON) bench/models.py $(BENCH_ARGS)
 
 install: all
 	$(PYTHON) -m pip install -q -e .

@@ -9,15 +9,12 @@ compile record and applies the error policy.
 """
 import functools
 import logging
-import os
-import sys
-import sysconfig
 import time
 import warnings
 
 import torch
 
-from . import _C, backends, config, records, telemetry
+from . import _C, backends, config, records, resume, skip, telemetry
 from .exc import BackendCompilerFailed, Unsupported
 
 log = logging.getLogger("dynamo")
@@ -26,28 +23,8 @@ MODE_OFF, MODE_COMPILE, MODE_RUN = 0, 1, 2
 
 
 # ---------------------------------------------------------------- filtering
-
-def _skip_dirs():
-    dirs = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"],
-            os.path.dirname(os.path.abspath(__file__))}
-    import importlib.util
-    for mod in ("torch", "torchgen", "functorch", "numpy", "scipy", "sympy", "_pytest",
-                "pytest", "pluggy", "tabulate", "typing_extensions", "pygments", "jinja2"):
-        spec = importlib.util.find_spec(mod)
-        if spec is not None and spec.origin:
-            dirs.add(os.path.dirname(os.path.abspath(spec.origin)))
-    return tuple(os.path.join(d, "") for d in dirs)
-
-
-_SKIP_DIRS = _skip_dirs()
-
-
-def is_skipped_file(filename):
-    """True for code dynamo never compiles: the standard library, torch and
-    its helpers, test runners, and dynamo itself."""
-    if filename.startswith("<"):   # generated code (fx, dataclasses, exec) unless typed in
-        return not (filename == "<stdin>" or filename.startswith("<ipython"))
-    return os.path.abspath(filename).startswith(_SKIP_DIRS)
+# The skip rules live in dynamo.skip; is_skipped_file is re-exported here.
+from .skip import is_skipped_file  # noqa: E402,F401
 
 
 # ---------------------------------------------------------------- callback
@@ -62,6 +39,9 @@ def _add_record(record):
 # Codes whose cache_size_limit warning was given; one warning per code until
 # reset(), whichever optimize() wrapper reached the limit.
 _limit_warned = set()
+# Entry codes (handed to optimize()) that could not be compiled at all and
+# were reported once; until reset().
+_eager_warned = set()
 
 class _Callback:
     """Called by the C hook on a cache miss in COMPILE mode (hook is off).
@@ -79,9 +59,12 @@ class _Callback:
         self.forced_codes = set()
 
     def __call__(self, code, f_locals, f_globals, f_builtins, func, failures):
-        if code not in self.forced_codes and is_skipped_file(code.co_filename):
-            _C.set_skip(code)
-            return None
+        if code not in self.forced_codes:
+            why = skip.skip_reason(code.co_filename)
+            if why is not None and resume.base_code(code) not in self.forced_codes:
+                skip.note(code, why)
+                _C.set_skip(code)
+                return None
         if len(failures) >= config.cache_size_limit:
             self._warn_limit(code, failures, f_locals, f_globals, f_builtins, func)
             return None
@@ -105,6 +88,13 @@ class _Callback:
             _add_record(record)
             if self.nopython:
                 raise
+            if code in self.forced_codes and code not in _eager_warned:
+                # the function handed to optimize() captures nothing: say so
+                # once (on the "dynamo" logger: a warning a user sees on stderr)
+                _eager_warned.add(code)
+                log.warning("%s (%s:%d) was handed to optimize() but compiles no graph and "
+                            "runs eagerly: %s", code.co_name, code.co_filename,
+                            code.co_firstlineno, str(e).splitlines()[0])
             _C.set_skip(code)
             return None
         except Exception as e:  # noqa: BLE001 - any tracer failure: run eagerly, keep why
@@ -327,7 +317,9 @@ def reset():
         _C.reset()
         uninstall_globals()
         records.clear()
+        skip.clear()
         _limit_warned.clear()
+        _eager_warned.clear()
     try:
         from . import resume
         if hasattr(resume, "clear"):

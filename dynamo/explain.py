@@ -9,7 +9,7 @@ starts from a reset cache, so every frame the call reaches is compiled afresh.
 import dataclasses
 from typing import Any, List
 
-from . import records
+from . import records, skip
 from .eval_frame import optimize, reset
 
 
@@ -41,6 +41,8 @@ class ExplainOutput:
     compile_times: str
     recompile_reasons: List[str] = dataclasses.field(default_factory=list)
     failures: List[str] = dataclasses.field(default_factory=list)
+    # frames the skip rules kept from compiling: "name (file:line): reason"
+    skipped: List[str] = dataclasses.field(default_factory=list)
 
     def summary(self):
         breaks = "graph break" if self.graph_break_count == 1 else "graph breaks"
@@ -73,13 +75,16 @@ class ExplainOutput:
         if self.failures:
             out.append("Compile Failures:")
             out += [f"  {f}" for f in self.failures]
+        if self.skipped:
+            out.append("Skipped Frames:")
+            out += [f"  {f}" for f in self.skipped]
         out.append(f"Compile Times: {self.compile_times}")
         return "\n".join(out)
 
 
 def _collect(fn, args, kwargs):
     reset()
-    start = records.mark()
+    start, skip_start = records.mark(), skip.mark()
     optimize("eager")(fn)(*args, **kwargs)
     recs = records.records_since(start)
     graphs = [g.gm for r in recs for g in r.graphs]
@@ -94,7 +99,9 @@ def _collect(fn, args, kwargs):
         recompile_reasons=[f"{r.id} {r.name}: {r.recompile_reason}" for r in recs
                            if r.recompile_reason],
         failures=[f"{r.id} {r.name} ({r.filename}:{r.firstlineno}): {r.error}" for r in recs
-                  if r.status in ("error", "unsupported")])
+                  if r.status in ("error", "unsupported")],
+        skipped=[f"{c.co_name} ({c.co_filename}:{c.co_firstlineno}): {why}"
+                 for c, why in skip.since(skip_start)])
 
 
 def explain(fn, *args, **kwargs):

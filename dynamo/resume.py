@@ -3,8 +3,10 @@ graph break.
 
 A resume code is the original code object with a new head: its arguments
 are the values left on the stack at the break (`___stack0`, ...) followed by
-the live locals; its prologue pushes the stack values back (NULLs where the
-stack had NULLs) and jumps to `offset` inside an unchanged copy of the
+the live locals — except that for a method using zero-argument `super()`
+(a `__class__` free variable) the original first argument comes first, in
+slot 0, where super() looks for it (see `lead_local`); its prologue
+pushes the stack values back (NULLs where the stack had NULLs) and jumps to `offset` inside an unchanged copy of the
 original instructions (exception table included). Same filename and
 co_firstlineno as the original. Codes are cached per (code, offset, stack
 shape, locals) so repeated compiles reuse the same code object and the
@@ -26,6 +28,19 @@ ITER = "iter"      # null_mask entry: the argument is a tuple standing for an it
 LIST_ITER = "list_iter"   # null_mask entry: the argument is (list, position) of a list iterator
 
 
+def lead_local(code):
+    """Name of the local a resume function of `code` must take as its first
+    argument, or None. Zero-argument super() reads the `__class__` cell and
+    the frame's first local (slot 0, dereferenced when it is a cell), so a
+    resume function of such a method must keep the method's first argument
+    in slot 0 and the `__class__` free variable (resume codes keep every
+    free variable of the original). `code` is the original function's code
+    (resume codes map back to it through `origin`)."""
+    if "__class__" in code.co_freevars and code.co_argcount > 0:
+        return code.co_varnames[0]
+    return None
+
+
 def resume_code(code, offset, null_mask, local_names):
     """(code object, name) of the resume function of `code` at `offset`
     for a stack of len(null_mask) values and `local_names`. A mask entry is
@@ -34,8 +49,13 @@ def resume_code(code, offset, null_mask, local_names):
     into an iterator (GET_ITER), so when the resume function is traced the
     tuple's items are known and guarded, and a `for` loop that broke keeps
     compiling in it. LIST_ITER: a list iterator passed as (list, position);
-    the prologue makes a real iterator over that list at that position."""
+    the prologue makes a real iterator over that list at that position.
+    When `lead_local(code)` is among `local_names` it is the first
+    argument, before the stack values; the others follow in the order
+    given."""
     key = (code, offset, tuple(null_mask), tuple(local_names))
+    lead = lead_local(code)
+    lead = [lead] if lead in local_names else []
     with _lock:
         hit = _cache.get(key)
         if hit is not None:
@@ -58,7 +78,8 @@ def resume_code(code, offset, null_mask, local_names):
                 head += _list_iter_at()
             k += 1
     head.append(create_instruction("JUMP_FORWARD", target=target))
-    new = code_with_new_body(code, head + body, argnames=argnames + list(local_names), name=name)
+    rest = [n for n in local_names if n not in lead]
+    new = code_with_new_body(code, head + body, argnames=lead + argnames + rest, name=name)
     copied = strip_prologue(decode(new))[len(head):]
     offsets = {c.offset: b.offset for c, b in zip(copied, body)}
     with _lock:
@@ -96,6 +117,14 @@ def origin(code, offset):
     if hit is None or offset not in hit[1]:
         return code, offset
     return hit[0], hit[1][offset]
+
+
+def base_code(code):
+    """The original function's code a resume code was cut from (`code`
+    itself for any other code)."""
+    with _lock:
+        hit = _origin.get(code)
+    return code if hit is None else hit[0]
 
 
 def make_function(code, f_globals, name):

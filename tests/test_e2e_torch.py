@@ -309,11 +309,12 @@ def test_batchnorm_train_updates_running_stats():
     assert cnt.frame_count == 1
 
 
-@pytest.mark.xfail(strict=True, reason="nn.LSTM forward is not captured: 0 graphs, "
-                   "'calling a ReferenceType instance' in _update_flat_weights")
 def test_lstm():
+    # _update_flat_weights calls a weakref (a break at its start); the
+    # rest of LSTM.forward — torch's file, but handed to optimize() — is a
+    # resume function of a forced code and compiles into one graph
     torch.manual_seed(0)
-    check_module(nn.LSTM(5, 4, batch_first=True), torch.randn(2, 3, 5), breaks=None)
+    check_module(nn.LSTM(5, 4, batch_first=True), torch.randn(2, 3, 5), frames=1, breaks=1)
 
 
 def test_lstm_right_result():

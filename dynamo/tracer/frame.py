@@ -188,6 +188,9 @@ class InstructionTranslator(InstructionTranslatorBase):
         """(name, VT) of the locals live at instruction `index` that have a
         value, in co_varnames order (cell variables included)."""
         live = live_locals(self.instructions, index, include_cells=True)
+        lead = self.lead_local()
+        if lead is not None:
+            live = set(live) | {lead}      # zero-argument super() reads it implicitly
         order = {n: i for i, n in enumerate(self.code.co_varnames + self.code.co_cellvars)}
         out = []
         for name in sorted(live, key=lambda n: order.get(n, len(order))):
@@ -200,6 +203,21 @@ class InstructionTranslator(InstructionTranslatorBase):
             if value is not None:
                 out.append((name, value))
         return out
+
+    def lead_local(self):
+        """The local every resume function of this frame takes first (the
+        method's first argument, for zero-argument super()), or None."""
+        return resume.lead_local(resume.base_code(self.code))
+
+    def load_lead(self, cg, names):
+        """Push the lead local when it is among the resume function's
+        `names` (it goes before the stack values); returns the names still
+        to load after them."""
+        lead = self.lead_local()
+        if lead is None or lead not in names:
+            return list(names)
+        cg.load_local(lead)
+        return [n for n in names if n != lead]
 
     def all_values(self):
         """(name, VT) of every local and cell variable that has a value, in
@@ -320,12 +338,13 @@ class InstructionTranslator(InstructionTranslatorBase):
         `stack_temps` (None: a NULL) and the locals `named`; return its result."""
         names = [n for n, _ in named]
         self.load_resume_function(cg, target, [self.stack_kind(t) for t in stack_temps], names)
-        nargs = 0
+        rest = self.load_lead(cg, names)
+        nargs = len(names) - len(rest)
         for temp in stack_temps:
             if temp is not None:
                 cg.load_local(temp)
                 nargs += 1
-        self.finish_resume_call(cg, names, nargs)
+        self.finish_resume_call(cg, rest, nargs)
 
     def finish_resume_call(self, cg, names, nargs_on_stack):
         for n in names:
@@ -501,7 +520,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         names = [n for n, _ in named]
         self.load_resume_function(cg, self.instructions[j + 1],
                                   [self.stack_kind(t) for t in deep_temps] + [False] * npush, names)
-        n_deep = 0
+        rest = self.load_lead(cg, names)
+        n_deep = len(names) - len(rest)
         for temp in deep_temps:
             if temp is not None:
                 cg.load_local(temp)
@@ -517,7 +537,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             copy = create_instruction(orig.opname, arg=orig.arg, argval=orig.argval)
             copy.positions = orig.positions
             cg.append(copy)
-        self.finish_resume_call(cg, names, n_deep + npush)
+        self.finish_resume_call(cg, rest, n_deep + npush)
         self.body = cg.insts
         self.done = True
 

@@ -145,6 +145,15 @@ class InstructionTranslatorBase:
 
     # ------------------------------------------------------------ inlining
     def inline_call(self, fn_var, args, kwargs):
+        from .variables.torch import grad_mode_decorated
+        deco = grad_mode_decorated(getattr(fn_var, "fn", None))
+        if deco is not None:          # @torch.no_grad() / @torch.enable_grad() on a function
+            from .variables import UserFunctionVariable
+            ctx = GradModeVariable(deco[0])
+            ctx.enter(self)
+            out = self.inline_call(UserFunctionVariable(deco[1]), args, kwargs)
+            self.output.set_grad_enabled(ctx.prev)
+            return out
         code = fn_var.get_code()
         if isinstance(fn_var, UserFunctionVariable) and fn_var.source is not None:
             # FUNCTION_MATCH keeps the function object; `fn.__code__ = ...`
@@ -272,6 +281,9 @@ class InstructionTranslatorBase:
 
     def STORE_ATTR(self, inst):
         obj, value = self.pop(), self.pop()
+        if hasattr(obj, "store_attr"):       # an object created by the traced code
+            obj.store_attr(self, inst.argval, value)
+            return
         raise Unsupported(f"assignment to attribute {inst.argval!r} of {obj}")
 
     # ------------------------------------------------------------ calls

@@ -8,19 +8,37 @@ user can act on. Must not touch the fx graph directly: tensor work goes
 through `tx.output`.
 """
 import operator
+import types
 
 import torch
 
 from ...exc import Unsupported
 
 
-def require_plain_getattribute(cls):
+def is_config_getattribute(fn):
+    """transformers' PretrainedConfig.__getattribute__: a plain read after
+    renaming the key through the class's `attribute_map`."""
+    return (getattr(fn, "__qualname__", None) == "PretrainedConfig.__getattribute__"
+            and (getattr(fn, "__module__", None) or "").startswith("transformers."))
+
+
+def require_plain_getattribute(cls, name=None):
     """Attribute reads of `cls` instances are traced by reading their
     __dict__ and class: only right while the class keeps object's
-    __getattribute__. Otherwise the read must run for real (a break)."""
+    __getattribute__. Otherwise the read must run for real (a break).
+    Returns the name the plain read uses: `name` itself, or its
+    `attribute_map` entry for a PretrainedConfig (whose __getattribute__
+    does only that renaming)."""
     import inspect
-    if inspect.getattr_static(cls, "__getattribute__") is not object.__getattribute__:
-        raise Unsupported(f"{cls.__name__} defines __getattribute__")
+    getattribute = inspect.getattr_static(cls, "__getattribute__")
+    if getattribute is object.__getattribute__:
+        return name
+    if is_config_getattribute(getattribute):
+        amap = inspect.getattr_static(cls, "attribute_map", {})
+        if name != "attribute_map" and isinstance(amap, dict) and name in amap:
+            return amap[name]
+        return name
+    raise Unsupported(f"{cls.__name__} defines __getattribute__")
 
 
 class VariableTracker:
@@ -117,7 +135,8 @@ class NullVariable(VariableTracker):
 # constants: immutable values the tracer may compute with directly
 CONSTANT_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis),
                   type(NotImplemented), torch.dtype, torch.device, torch.layout,
-                  torch.memory_format, torch.Size, slice, range)
+                  torch.memory_format, torch.Size, slice, range, torch.finfo, torch.iinfo,
+                  types.CodeType)
 
 
 def is_constant_value(value):
@@ -146,7 +165,7 @@ class ConstantVariable(VariableTracker):
         return bool(self.value)
 
     def unpack(self, tx):
-        if isinstance(self.value, (tuple, list, range, str, torch.Size, frozenset)):
+        if isinstance(self.value, (tuple, list, range, str, torch.Size, frozenset, set)):
             return [ConstantVariable(v) for v in self.value]
         raise Unsupported(f"iteration over {type(self.value).__name__} constant")
 
@@ -194,7 +213,17 @@ class ClassVariable(VariableTracker):
     def call(self, tx, args, kwargs):
         from .builtin import call_builtin_class
         from .containers import NamedTupleVariable
+        from .model_output import ModelOutputVariable, is_model_output_class
         cls = self.value
+        if is_model_output_class(cls):
+            return ModelOutputVariable.create(tx, cls, args, kwargs)
+        from .torch import autocast_noop
+        ctx = autocast_noop(tx, cls, args, kwargs)
+        if ctx is not None:
+            return ctx
+        from .misc import NewObjectVariable, is_plain_class
+        if is_plain_class(cls):
+            return NewObjectVariable.create(tx, cls, args, kwargs)
         if issubclass(cls, tuple) and hasattr(cls, "_fields") and hasattr(cls, "_make"):
             return NamedTupleVariable(_bind_fields(tx, cls, args, kwargs), cls._fields, cls=cls)
         return call_builtin_class(tx, self, args, kwargs)

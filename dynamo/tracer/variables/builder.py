@@ -8,7 +8,6 @@ FUNCTION_MATCH/ID_MATCH, nn.Modules ID_MATCH plus `training`, other objects
 TYPE_MATCH. Values without a source (made by traced code) get no guard.
 """
 import sys
-import sysconfig
 import types
 
 import torch
@@ -25,7 +24,6 @@ from .nn_module import NNModuleVariable
 from .torch import (TorchFunctionVariable, TorchModuleVariable, is_graphable_torch_callable,
                     is_state_query, is_torch_object)
 
-_STDLIB = tuple(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib"))
 _SKIP_ROOTS = {"numpy", "scipy", "pandas", "sympy", "PIL", "matplotlib", "tabulate",
                "dynamo", "_pytest", "pytest", "functools", "typing"}
 
@@ -36,11 +34,9 @@ def is_skipped_function(fn):
     module = (getattr(fn, "__module__", None) or "").split(".")[0]
     if module in _SKIP_ROOTS:
         return True
+    from ...skip import is_stdlib_file
     code = getattr(fn, "__code__", None)
-    filename = code.co_filename if code is not None else ""
-    if filename.startswith(_STDLIB) and "site-packages" not in filename:
-        return True
-    return False
+    return code is not None and is_stdlib_file(code.co_filename)
 
 
 # Plain-Python torch helpers the tracer inlines (nn.MultiheadAttention's and
@@ -72,6 +68,11 @@ def wrap(tx, value, source):
         return ConstantVariable(None, source)
     if is_constant_value(value):
         _guard(tx, source, EQUALS_MATCH, value)
+        return ConstantVariable(value, source)
+    if type(value) is set and all(is_constant_value(v) for v in value):
+        # a set of constants read from the frame (a module's pruned_heads):
+        # its contents now, guarded by equality with a copy
+        _guard(tx, source, EQUALS_MATCH, set(value))
         return ConstantVariable(value, source)
     if isinstance(value, tuple) and hasattr(type(value), "_fields") and hasattr(type(value), "_make"):
         from .containers import NamedTupleVariable
@@ -134,6 +135,9 @@ def wrap(tx, value, source):
                                                      "wrapper_descriptor", "ufunc", "cython_function_or_method",
                                                      "method-wrapper", "functools.partial", "partial"):
         return SkippedFunctionVariable(value, source)
+    from .model_output import is_model_output_class, wrap_model_output
+    if is_model_output_class(type(value)):
+        return wrap_model_output(tx, value, source)
     module = (type(value).__module__ or "").split(".")[0]
     if module in _SKIP_ROOTS or module == "builtins":
         return OpaqueVariable(value, source)

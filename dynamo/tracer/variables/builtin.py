@@ -6,6 +6,8 @@ nodes; on containers they work on the item lists. `print`, `id`, `setattr`
 and friends are Unsupported: the caller graph-breaks and runs them eagerly.
 """
 import builtins
+import functools
+import inspect
 import math
 import operator
 
@@ -50,6 +52,10 @@ def _concat_kind(vt):
 
 def binary_op(tx, fn, a, b):
     """a <fn> b for traced values (fn from the operator module)."""
+    if isinstance(b, TensorVariable) and not isinstance(a, TensorVariable) and fn in _INPLACE_TO_BINARY:
+        # `n += t` for a Python number n: numbers have no in-place methods,
+        # so Python computes n + t (t.__radd__) and rebinds n
+        fn = _INPLACE_TO_BINARY[fn]
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return tx.output.call_function(tx, fn, [a, b], {})
     if fn in (operator.iadd,) and isinstance(a, ListVariable):
@@ -79,6 +85,15 @@ def binary_op(tx, fn, a, b):
     raise Unsupported(f"binary operation {fn.__name__} on {a} and {b}")
 
 
+_INPLACE_TO_BINARY = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod, operator.ipow: operator.pow, operator.imatmul: operator.matmul,
+    operator.iand: operator.and_, operator.ior: operator.or_, operator.ixor: operator.xor,
+    operator.ilshift: operator.lshift, operator.irshift: operator.rshift,
+}
+
+
 def compare_op(tx, fn, a, b):
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return tx.output.call_function(tx, fn, [a, b], {})
@@ -99,9 +114,10 @@ def identity_eq(var):
 
 
 def _object_of(var):
-    """The real object a non-tensor VT stands for, or _MISSING."""
+    """The real object a non-tensor VT stands for, or _MISSING (builtins
+    and functions are held as `fn`, classes and user objects as `value`)."""
     from .functions import UserFunctionVariable
-    if isinstance(var, (FunctionObjectVariable, UserFunctionVariable)):
+    if isinstance(var, (FunctionObjectVariable, UserFunctionVariable, BuiltinVariable)):
         return var.fn
     return getattr(var, "value", _MISSING)
 
@@ -453,7 +469,63 @@ def _any_all(fn):
 
 
 def _super(tx, *args):
-    raise Unsupported("super()")
+    """super(cls, obj), or zero-argument super() read off the calling
+    frame: its `__class__` cell and its first local (what CPython reads)."""
+    from .functions import SuperVariable
+    if len(args) == 2:
+        cls = args[0].as_python_constant()
+        if not isinstance(cls, type):
+            raise Unsupported("super() argument 1 must be a type")
+        return SuperVariable(cls, args[1])
+    if args:
+        raise Unsupported("one-argument super()")
+    from ... import resume
+    code = tx.code
+    first = resume.lead_local(resume.base_code(code))
+    cell = tx.cells.get("__class__")
+    if first is None or cell is None or cell.value is None:
+        raise Unsupported("super(): no arguments or no __class__ cell")
+    cell.value = tx.realize(cell.value)
+    cls = cell.value.as_python_constant()
+    if first in tx.cells:
+        obj = tx.cells[first].value
+        if obj is not None:
+            obj = tx.cells[first].value = tx.realize(obj)
+    else:
+        obj = tx.locals.get(first)
+        if obj is not None:
+            obj = tx.locals[first] = tx.realize(obj)
+    if obj is None:
+        raise Unsupported("super(): first argument deleted")
+    return SuperVariable(cls, obj)
+
+
+def _signature(tx, fn, **kwargs):
+    """inspect.signature of a user function or bound method: its
+    `parameters` are read as a dict of parameter names (len, `in`, keys)."""
+    import inspect
+    from .functions import SignatureVariable, UserFunctionVariable, UserMethodVariable
+    if kwargs or not isinstance(fn, (UserFunctionVariable, UserMethodVariable)):
+        raise Unsupported(f"inspect.signature of {fn}")
+    params = list(inspect.signature(fn.fn).parameters)
+    if isinstance(fn, UserMethodVariable):
+        params = params[1:]
+    return SignatureVariable(params)
+
+
+def _reduce(tx, fn, iterable, *initial):
+    """functools.reduce over the traced items: fn is called (inlined,
+    folded or recorded) once per item, as reduce would."""
+    items = iterable.unpack(tx)
+    if initial:
+        acc = initial[0]
+    elif items:
+        acc, items = items[0], items[1:]
+    else:
+        raise Unsupported("reduce() of an empty iterable with no initial value")
+    for item in items:
+        acc = fn.call(tx, [acc, item], {})
+    return acc
 
 
 _HANDLERS = {
@@ -463,7 +535,7 @@ _HANDLERS = {
     abs: _abs, int: _to_number(int), float: _to_number(float), bool: _to_number(bool),
     iter: _iter, next: _next, reversed: _reversed, type: _type, callable: _callable,
     slice: _slice, sorted: _sorted, any: _any_all(any), all: _any_all(all),
-    super: _super,
+    super: _super, functools.reduce: _reduce, inspect.signature: _signature,
 }
 
 BUILTIN_CALLABLES = set(_HANDLERS) | _PURE | {str, repr, format, round, divmod, pow}

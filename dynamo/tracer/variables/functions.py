@@ -28,8 +28,30 @@ class BaseUserFunctionVariable(VariableTracker):
         return tx.inline_call(self, list(args), dict(kwargs))
 
 
+# attributes of a function object that are plain constants of the function
+# (its identity is guarded, FUNCTION_MATCH, wherever it came from a source)
+_FUNCTION_CONST_ATTRS = ("__name__", "__qualname__", "__module__", "__doc__", "__code__")
+
+
+def function_attr(fn_var, fn, name):
+    """`fn.<name>` for the constant attributes above, or None."""
+    if name in _FUNCTION_CONST_ATTRS:
+        return ConstantVariable(getattr(fn, name))
+    return None
+
+
 class UserFunctionVariable(BaseUserFunctionVariable):
     """A Python function object that exists outside the trace."""
+
+    def var_getattr(self, tx, name):
+        out = function_attr(self, self.fn, name)
+        if out is not None:
+            return out
+        if name == "__wrapped__" and hasattr(self.fn, "__wrapped__"):
+            from .builder import wrap
+            return wrap(tx, self.fn.__wrapped__,
+                        AttrSource(self.source, name) if self.source is not None else None)
+        return super().var_getattr(tx, name)
 
     def __init__(self, fn, source=None):
         super().__init__(source)
@@ -95,6 +117,15 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
     def closure_cells(self, tx):
         return dict(zip(self.code.co_freevars, self.closure))
 
+    def var_getattr(self, tx, name):
+        if name in ("__name__", "__qualname__"):
+            return ConstantVariable(getattr(self.code, "co_" + name.strip("_")))
+        if name == "__code__":
+            return ConstantVariable(self.code)
+        if name == "__module__":
+            return ConstantVariable(self.f_globals.get("__name__"))
+        return super().var_getattr(tx, name)
+
     def reconstruct(self, cg):
         raise Unsupported(f"cannot rebuild nested function {self.code.co_name} after a graph break")
 
@@ -116,6 +147,16 @@ class UserMethodVariable(BaseUserFunctionVariable):
     def call(self, tx, args, kwargs):
         fn_vt = UserFunctionVariable(self.fn, self.fn_source)
         return tx.inline_call(fn_vt, [self.obj, *args], dict(kwargs))
+
+    def var_getattr(self, tx, name):
+        out = function_attr(self, self.fn, name)
+        if out is not None:
+            return out
+        if name == "__func__":
+            return UserFunctionVariable(self.fn)
+        if name == "__self__":
+            return self.obj
+        return super().var_getattr(tx, name)
 
     def reconstruct(self, cg):
         if self.source is not None:
@@ -180,3 +221,83 @@ class ConstantMethodVariable(VariableTracker):
     def reconstruct(self, cg):
         cg.reconstruct(self.obj)
         cg.emit("LOAD_ATTR", argval=self.name)
+
+
+class SuperVariable(VariableTracker):
+    """`super()` / `super(cls, obj)` in traced code: attribute reads look
+    `name` up in type(obj).__mro__ after `cls` (or obj's own MRO when obj
+    is a class, for classmethods) and bind what they find to `obj`, as
+    super's own __getattribute__ does. Only functions, classmethods,
+    staticmethods and properties are followed; anything else (slot
+    wrappers such as object.__getattribute__) is Unsupported, so the
+    read runs eagerly."""
+
+    def __init__(self, cls, obj):
+        super().__init__(None)
+        self.cls = cls
+        self.obj = obj
+
+    def python_type(self):
+        return super
+
+    def truth(self, tx):
+        return True
+
+    def var_getattr(self, tx, name):
+        import inspect
+        from .base import ClassVariable
+        from .builtin import ObservedAttributeError
+        obj = self.obj
+        if isinstance(obj, ClassVariable) and isinstance(obj.value, type) and \
+                issubclass(obj.value, self.cls):
+            owner = obj.value
+        else:
+            owner = obj.python_type()
+        mro = owner.__mro__
+        if self.cls not in mro:
+            raise Unsupported(f"super({self.cls.__name__}, {obj}): obj is not an instance")
+        for base in mro[mro.index(self.cls) + 1:]:
+            if name in base.__dict__:
+                attr = base.__dict__[name]
+                break
+        else:
+            raise ObservedAttributeError(f"'super' object has no attribute {name!r}")
+        if isinstance(attr, staticmethod):
+            return UserFunctionVariable(attr.__func__)
+        if isinstance(attr, classmethod):
+            return UserMethodVariable(attr.__func__, ClassVariable(owner))
+        if isinstance(attr, property) and inspect.isfunction(attr.fget):
+            return UserFunctionVariable(attr.fget).call(tx, [obj], {})
+        if inspect.isfunction(attr):
+            from .builder import is_skipped_function
+            if is_skipped_function(attr):
+                raise Unsupported(f"super().{name}: {attr.__module__} is not traced")
+            return UserMethodVariable(attr, obj)
+        raise Unsupported(f"super().{name} ({type(attr).__name__})")
+
+    def reconstruct(self, cg):
+        cg.load_const(super)
+        cg.load_const(self.cls)
+        cg.reconstruct(self.obj)
+        cg.call(2)
+
+    def __repr__(self):
+        return f"SuperVariable({self.cls.__name__}, {self.obj})"
+
+
+class SignatureVariable(VariableTracker):
+    """inspect.signature(fn) of a traced function: only `parameters` is
+    read, as a dict from parameter name to an opaque Parameter."""
+
+    def __init__(self, names):
+        super().__init__(None)
+        self.names = list(names)
+
+    def truth(self, tx):
+        return True
+
+    def var_getattr(self, tx, name):
+        from .containers import DictVariable
+        if name == "parameters":
+            return DictVariable({n: ConstantVariable(n) for n in self.names})
+        raise Unsupported(f"attribute {name} of an inspect.Signature")

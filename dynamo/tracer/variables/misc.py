@@ -145,7 +145,8 @@ class UserDefinedObjectVariable(VariableTracker):
         from .builtin import ObservedAttributeError
         from .functions import UserFunctionVariable, UserMethodVariable
         obj, cls = self.value, type(self.value)
-        require_plain_getattribute(cls)
+        src = AttrSource(self.source, name) if self.source is not None else None
+        name = require_plain_getattribute(cls, name)     # the key a config maps it to
         if "__getattr__" in dir(cls) and not isinstance(inspect.getattr_static(cls, "__getattr__", None),
                                                         (types.WrapperDescriptorType, type(None))):
             if getattr(cls, "__getattr__", None) is not getattr(object, "__getattr__", None):
@@ -154,7 +155,6 @@ class UserDefinedObjectVariable(VariableTracker):
             static = inspect.getattr_static(obj, name)
         except AttributeError:
             raise ObservedAttributeError(f"{cls.__name__} has no attribute {name!r}") from None
-        src = AttrSource(self.source, name) if self.source is not None else None
         if isinstance(getattr(obj, "__dict__", None), dict) and name in obj.__dict__:
             return wrap(tx, obj.__dict__[name], src)
         if isinstance(static, (staticmethod, classmethod, property)):
@@ -174,3 +174,88 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def __repr__(self):
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
+
+
+def is_plain_class(cls):
+    """A user class whose instances the tracer can build itself: default
+    __new__, __setattr__, __getattribute__ and metaclass, no __slots__, no
+    __getattr__, not a builtin/torch/dynamo type."""
+    if type(cls) is not type or cls.__module__ in ("builtins",) or \
+            (cls.__module__ or "").split(".")[0] in ("torch", "dynamo", "typing", "abc"):
+        return False
+    if any(b is not object and (b.__module__ == "builtins" or "__slots__" in vars(b))
+           for b in cls.__mro__):
+        return False
+    get = inspect.getattr_static
+    return (get(cls, "__new__") is object.__new__ and get(cls, "__setattr__") is object.__setattr__
+            and get(cls, "__getattribute__") is object.__getattribute__
+            and get(cls, "__getattr__", None) is None
+            and (inspect.isfunction(get(cls, "__init__")) or get(cls, "__init__") is object.__init__))
+
+
+class NewObjectVariable(VariableTracker):
+    """An instance of a plain user class created by the traced code
+    (`Cls(...)` with Cls.__init__ inlined). Its attributes live in `attrs`
+    (STORE_ATTR writes them); methods and class attributes come from the
+    class. It exists only inside the trace: it cannot be rebuilt in
+    generated code, so it must not outlive the graph (a frame that returns
+    it or keeps it across a break is not compiled)."""
+
+    def __init__(self, cls):
+        super().__init__(None)
+        self.cls = cls
+        self.attrs = {}
+
+    @classmethod
+    def create(cls, tx, klass, args, kwargs):
+        from .functions import UserMethodVariable
+        obj = cls(klass)
+        init = inspect.getattr_static(klass, "__init__")
+        if inspect.isfunction(init):
+            UserMethodVariable(init, obj).call(tx, args, kwargs)
+        elif args or kwargs:
+            raise Unsupported(f"{klass.__name__}() takes no arguments")
+        return obj
+
+    def python_type(self):
+        return self.cls
+
+    def truth(self, tx):
+        if hasattr(self.cls, "__bool__") or hasattr(self.cls, "__len__"):
+            raise Unsupported(f"truth of {self.cls.__name__} instance")
+        return True
+
+    def store_attr(self, tx, name, value):
+        self.attrs[name] = value
+
+    def var_getattr(self, tx, name):
+        from .builder import wrap
+        from .builtin import ObservedAttributeError
+        from .functions import UserFunctionVariable, UserMethodVariable
+        if name in self.attrs:
+            return self.attrs[name]
+        if name == "__class__":
+            return ClassVariable(self.cls)
+        try:
+            static = inspect.getattr_static(self.cls, name)
+        except AttributeError:
+            raise ObservedAttributeError(f"{self.cls.__name__} has no attribute {name!r}") from None
+        if isinstance(static, staticmethod):
+            return UserFunctionVariable(static.__func__)
+        if isinstance(static, classmethod):
+            return UserMethodVariable(static.__func__, ClassVariable(self.cls))
+        if isinstance(static, property):
+            return UserFunctionVariable(static.fget).call(tx, [self], {})
+        if inspect.isfunction(static):
+            return UserMethodVariable(static, self)
+        return wrap(tx, getattr(self.cls, name), None)
+
+    def call(self, tx, args, kwargs):
+        from .functions import UserMethodVariable
+        call = inspect.getattr_static(self.cls, "__call__", None)
+        if inspect.isfunction(call):
+            return UserMethodVariable(call, self).call(tx, args, kwargs)
+        raise Unsupported(f"calling a {self.cls.__name__} instance")
+
+    def __repr__(self):
+        return f"NewObjectVariable({self.cls.__name__})"

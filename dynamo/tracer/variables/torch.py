@@ -26,11 +26,19 @@ _DENY = {torch.from_numpy, torch.manual_seed, torch.save, torch.load, torch.set_
          torch.Tensor.tolist, torch.Tensor.numpy, torch.seed, torch.initial_seed}
 _FALSE_CONSTANT = {torch.jit.is_scripting, torch.jit.is_tracing, torch._C._get_tracing_state}
 try:
-    _FALSE_CONSTANT.add(torch.fx._symbolic_trace.is_fx_tracing)
-    _FALSE_CONSTANT.add(torch.compiler.is_compiling)
-    _FALSE_CONSTANT.add(torch.compiler.is_dynamo_compiling)
+    _FALSE_CONSTANT.add(torch.onnx.is_in_onnx_export)
 except AttributeError:
     pass
+try:
+    _FALSE_CONSTANT.add(torch.fx._symbolic_trace.is_fx_tracing)
+except AttributeError:
+    pass
+# "is this code being compiled?": True for the code dynamo traces, as under
+# torch.compile (libraries use it to skip warnings and data-dependent checks)
+_TRUE_CONSTANT = set()
+for _name in ("is_compiling", "is_dynamo_compiling"):
+    if hasattr(torch.compiler, _name):
+        _TRUE_CONSTANT.add(getattr(torch.compiler, _name))
 
 
 # ---------------------------------------------------------------- state queries
@@ -71,8 +79,12 @@ HAS_TORCH_FUNCTION = {torch.overrides.has_torch_function, torch.overrides.has_to
 
 
 def is_state_query(value):
+    """Queries folded to constants at trace time: torch's global-state
+    queries (above) and the "am I being traced/scripted/exported" ones,
+    which are False for the code dynamo runs."""
     try:
-        return value in STATE_QUERIES or value in HAS_TORCH_FUNCTION
+        return (value in STATE_QUERIES or value in HAS_TORCH_FUNCTION or value in _FALSE_CONSTANT
+                or value in _TRUE_CONSTANT)
     except TypeError:            # unhashable
         return False
 
@@ -206,10 +218,12 @@ class TorchFunctionVariable(FunctionObjectVariable):
             return ctx
         if fn is torch.is_grad_enabled:
             return ConstantVariable(out.grad_enabled)
-        if is_state_query(fn):
-            return fold_state_query(tx, fn, args, kwargs)
         if fn in _FALSE_CONSTANT:
             return ConstantVariable(None if fn is torch._C._get_tracing_state else False)
+        if fn in _TRUE_CONSTANT:
+            return ConstantVariable(True)
+        if is_state_query(fn):
+            return fold_state_query(tx, fn, args, kwargs)
         if fn in _DENY or getattr(fn, "__module__", "") in ("torch.cuda", "torch.distributed",
                                                             "torch.random", "torch.serialization"):
             raise Unsupported(f"call to {_torch_name(fn)}")
@@ -286,3 +300,66 @@ class GradModeExit:
 
     def __repr__(self):
         return f"<restore grad mode {self.prev}>"
+
+
+_DECORATE_CODE = []
+
+
+def _decorate_context_code():
+    """The code of torch.utils._contextlib's decorate_context wrapper."""
+    if not _DECORATE_CODE:
+        from torch.utils import _contextlib
+
+        def probe():
+            pass
+        _DECORATE_CODE.append(_contextlib.context_decorator(torch.no_grad().clone, probe).__code__)
+    return _DECORATE_CODE[0]
+
+
+def grad_mode_decorated(fn):
+    """(grad mode, wrapped function) when `fn` is the wrapper that
+    `@torch.no_grad()` / `@torch.enable_grad()` put around a function
+    (torch.utils._contextlib's decorate_context), else None."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code is not _decorate_context_code() or not fn.__closure__:
+        return None
+    try:
+        cells = {n: c.cell_contents for n, c in zip(code.co_freevars, fn.__closure__)}
+    except ValueError:
+        return None
+    ctx = getattr(cells.get("ctx_factory"), "__self__", None)
+    func = cells.get("func")
+    if type(ctx) not in (torch.no_grad, torch.enable_grad) or not inspect.isfunction(func):
+        return None
+    return type(ctx) is torch.enable_grad, func
+
+
+_AUTOCAST_CLASSES = tuple(c for c in (getattr(torch, "autocast", None),
+                                      getattr(getattr(torch, "amp", None), "autocast", None))
+                          if isinstance(c, type))
+
+
+def autocast_noop(tx, cls, args, kwargs):
+    """`torch.autocast(device, enabled=False)` while autocast is already off
+    for that device changes nothing: traced as a grad-mode block keeping the
+    current mode (autocast state is part of every TENSOR_MATCH guard's
+    dispatch keys, so entering autocast later recompiles). None when the
+    call is anything else."""
+    if not _AUTOCAST_CLASSES or cls not in _AUTOCAST_CLASSES:
+        return None
+    try:
+        a = [v.as_python_constant() for v in args]
+        k = {n: v.as_python_constant() for n, v in kwargs.items()}
+    except Unsupported:
+        return None
+    device = k.get("device_type", a[0] if a else None)
+    enabled = k.get("enabled", a[2] if len(a) > 2 else True)
+    if not isinstance(device, str) or enabled is not False:
+        return None
+    try:
+        on = torch.is_autocast_enabled(device)
+    except (TypeError, RuntimeError):
+        return None
+    if on:
+        return None
+    return GradModeVariable(tx.output.grad_enabled)

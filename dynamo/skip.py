@@ -1,0 +1,146 @@
+"""Skip rules: which code dynamo never compiles or inlines, and why.
+
+Named by what is not to be traced, never by a directory that merely
+contains it:
+- the standard library: files under sysconfig's stdlib/platstdlib
+  directories *except* anything under a site directory (site-packages,
+  dist-packages, purelib/platlib, the user site): in a venv platstdlib is
+  `.venv/lib/python3.X`, which holds site-packages, and a system Python
+  keeps its site-packages inside its stdlib directory;
+- the packages in SKIP_PACKAGES, located through their import spec: a
+  package by its own directory, a single-file module (typing_extensions)
+  by its file — never the directory the file sits in;
+- dynamo itself.
+A user's `dynamo.disable` is the hook's OFF mode, not a rule here.
+
+Paths are compared after os.path.realpath (the venv may be a symlink).
+`is_skipped_file(filename)` answers for the frame hook's callback and
+`skip_reason(filename)` says why; `note(code, reason)` logs a frame the
+callback skipped so `explain` can list it (cleared by dynamo.reset()).
+"""
+import functools
+import importlib.util
+import os
+import site
+import sys
+import sysconfig
+import threading
+
+# Packages whose code is never traced: torch's own internals, numerical
+# libraries the tracer cannot follow, test runners and their helpers.
+SKIP_PACKAGES = ("torch", "torchgen", "functorch", "numpy", "scipy", "sympy", "_pytest",
+                 "pytest", "pluggy", "tabulate", "typing_extensions", "pygments", "jinja2",
+                 "mpmath", "networkx", "filelock", "fsspec")
+
+
+def _real_dir(path):
+    return os.path.join(os.path.realpath(path), "")
+
+
+def _site_dirs():
+    dirs = set()
+    try:
+        dirs.update(site.getsitepackages())
+    except AttributeError:          # old virtualenv's site module
+        pass
+    try:
+        dirs.add(site.getusersitepackages())
+    except AttributeError:
+        pass
+    paths = sysconfig.get_paths()
+    dirs.update(paths[k] for k in ("purelib", "platlib") if k in paths)
+    dirs.update(p for p in sys.path if os.path.basename(os.path.normpath(p)) in
+                ("site-packages", "dist-packages"))
+    return tuple(sorted({_real_dir(d) for d in dirs if d}))
+
+
+def _stdlib_dirs():
+    paths = sysconfig.get_paths()
+    return tuple(sorted({_real_dir(paths[k]) for k in ("stdlib", "platstdlib") if k in paths}))
+
+
+def _package_locations():
+    """(location, package) for each skipped package that is installed: a
+    directory (ending in os.sep) or a single file."""
+    out = [(_real_dir(os.path.dirname(os.path.abspath(__file__))), "dynamo")]
+    for name in SKIP_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            out += [(_real_dir(d), name) for d in spec.submodule_search_locations]
+        elif spec.origin and os.path.isfile(spec.origin):
+            out.append((os.path.realpath(spec.origin), name))
+    return tuple(out)
+
+
+_SITE_DIRS = _site_dirs()
+_STDLIB_DIRS = _stdlib_dirs()
+_PACKAGES = _package_locations()
+
+
+@functools.lru_cache(maxsize=4096)
+def skip_reason(filename):
+    """Why code from `filename` is never compiled, or None when it may be."""
+    if not filename:
+        return None
+    if filename.startswith("<"):   # generated code (fx, dataclasses, exec) unless typed in
+        if filename == "<stdin>" or filename.startswith("<ipython"):
+            return None
+        return "generated code"
+    path = os.path.realpath(filename)
+    for location, name in _PACKAGES:
+        if path == location or (location.endswith(os.sep) and path.startswith(location)):
+            return "dynamo itself" if name == "dynamo" else f"in package {name}"
+    for stdlib in _STDLIB_DIRS:
+        if path.startswith(stdlib) and not path.startswith(_SITE_DIRS):
+            top = path[len(stdlib):].split(os.sep, 1)[0]
+            if top not in ("site-packages", "dist-packages"):
+                return "in the standard library"
+    return None
+
+
+def is_skipped_file(filename):
+    """True for code dynamo never compiles (see the module docstring)."""
+    return skip_reason(filename) is not None
+
+
+def is_stdlib_file(filename):
+    """True for a file of the standard library (not a site directory)."""
+    return skip_reason(filename) == "in the standard library"
+
+
+# ---------------------------------------------------------------- log
+
+_lock = threading.Lock()
+_log = []           # (code, reason) of frames the callback skipped, in order
+_logged = set()
+
+
+def note(code, reason):
+    """Record that the hook's callback skipped `code` for `reason`."""
+    with _lock:
+        if code in _logged:
+            return
+        _logged.add(code)
+        _log.append((code, reason))
+
+
+def mark():
+    with _lock:
+        return len(_log)
+
+
+def since(position):
+    """[(code, reason)] noted since `mark()` returned `position`."""
+    with _lock:
+        return list(_log[position:])
+
+
+def clear():
+    with _lock:
+        _log.clear()
+        _logged.clear()

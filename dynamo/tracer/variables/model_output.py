@@ -1,0 +1,178 @@
+"""transformers' ModelOutput (an OrderedDict-backed dataclass) as a traced
+value, without importing transformers.
+
+A ModelOutput built by `Cls(a=..., b=...)` holds every dataclass field as an
+attribute and, as keys in field order, the fields whose value is not None
+(its __post_init__). The tracer models exactly that: it maps every
+field to a VT in `items` (None fields as constant None), `keys()` are the non-None
+fields. Reads: attributes, `out["name"]`, `out[i]` / `out[a:b]` (through
+to_tuple()), to_tuple(), keys()/values()/items(), len(), `in`, iteration
+(over keys), truth. Rebuilt in generated code as `Cls(**{key: value})`, run with the hook
+off.
+The rare __post_init__ form where only the first field is given and it is
+a dict or iterator of pairs is Unsupported (the call then runs eagerly).
+"""
+import dataclasses
+
+from ...exc import Unsupported
+from .base import ConstantVariable, VariableTracker
+
+
+def is_model_output_class(cls):
+    """A dataclass subclass of transformers.utils.generic.ModelOutput."""
+    if not isinstance(cls, type) or not dataclasses.is_dataclass(cls):
+        return False
+    return any(b.__name__ == "ModelOutput" and (b.__module__ or "").startswith("transformers.")
+               for b in cls.__mro__)
+
+
+def _build(cls, kwargs):
+    return cls(**kwargs)
+
+
+_builder = []
+
+
+def builder():
+    """`cls(**kwargs)` run with the frame hook off (dynamo.disable): the
+    ModelOutput's own __init__/__post_init__ bookkeeping, modelled by this
+    file, is not compiled when generated code rebuilds an output."""
+    if not _builder:
+        from ...eval_frame import disable
+        _builder.append(disable(_build))
+    return _builder[0]
+
+
+def _is_none(var):
+    return isinstance(var, ConstantVariable) and var.value is None
+
+
+class ModelOutputVariable(VariableTracker):
+    def __init__(self, cls, values, source=None):
+        super().__init__(source)
+        self.cls = cls
+        self.fields = [f.name for f in dataclasses.fields(cls)]
+        self.items = values           # field name -> VT, every field (walked for graph outputs)
+
+    @classmethod
+    def create(cls, tx, out_cls, args, kwargs):
+        """The value of `out_cls(*args, **kwargs)` (dataclass __init__ binding)."""
+        from .builder import wrap
+        fields = dataclasses.fields(out_cls)
+        init = [f for f in fields if f.init]
+        if len(args) > len(init):
+            raise Unsupported(f"{out_cls.__name__}() takes {len(init)} arguments")
+        values = {}
+        for f, a in zip(init, args):
+            values[f.name] = a
+        for k, v in kwargs.items():
+            if k in values or k not in {f.name for f in init}:
+                raise Unsupported(f"{out_cls.__name__}() got an unexpected or repeated argument {k!r}")
+            values[k] = v
+        for f in fields:
+            if f.name in values:
+                continue
+            if f.default is not dataclasses.MISSING:
+                values[f.name] = wrap(tx, f.default, None)
+            elif f.default_factory is not dataclasses.MISSING:
+                raise Unsupported(f"{out_cls.__name__}.{f.name} has a default_factory")
+            else:
+                raise Unsupported(f"{out_cls.__name__}() missing argument {f.name!r}")
+        from .tensor import TensorVariable
+        first = values[fields[0].name]
+        others_none = all(_is_none(values[f.name]) for f in fields[1:])
+        if others_none and not isinstance(first, TensorVariable) and not _is_none(first):
+            raise Unsupported(f"{out_cls.__name__}() with only a non-tensor first field")
+        return cls(out_cls, values)
+
+    # --- what is known
+    def keys(self):
+        return [f for f in self.fields if not _is_none(self.items[f])]
+
+    def python_type(self):
+        return self.cls
+
+    def truth(self, tx):
+        return bool(self.keys())
+
+    def unpack(self, tx):
+        return [ConstantVariable(k) for k in self.keys()]
+
+    def to_tuple(self):
+        from .containers import TupleVariable
+        return TupleVariable([self.items[k] for k in self.keys()])
+
+    # --- operations
+    def var_getattr(self, tx, name):
+        from .functions import BoundMethodVariable
+        if name in self.items:
+            return self.items[name]
+        if name in ("to_tuple", "keys", "values", "items", "get", "__getitem__", "__contains__",
+                    "__len__"):
+            return BoundMethodVariable(self, name)
+        if name == "__class__":
+            from .base import ClassVariable
+            return ClassVariable(self.cls)
+        raise Unsupported(f"attribute {name} of {self.cls.__name__}")
+
+    def call_method(self, tx, name, args, kwargs):
+        from .containers import TupleVariable
+        keys = self.keys()
+        if kwargs:
+            raise Unsupported(f"{self.cls.__name__}.{name} with keywords")
+        if name == "to_tuple":
+            return self.to_tuple()
+        if name == "keys":
+            return TupleVariable([ConstantVariable(k) for k in keys])
+        if name == "values":
+            return TupleVariable([self.items[k] for k in keys])
+        if name == "items":
+            return TupleVariable([TupleVariable([ConstantVariable(k), self.items[k]]) for k in keys])
+        if name == "__len__":
+            return ConstantVariable(len(keys))
+        if name == "__contains__":
+            return ConstantVariable(args[0].as_python_constant() in keys)
+        if name == "get":
+            k = args[0].as_python_constant()
+            if k in keys:
+                return self.items[k]
+            return args[1] if len(args) > 1 else ConstantVariable(None)
+        if name == "__getitem__":
+            k = args[0].as_python_constant()
+            if isinstance(k, str):
+                if k not in keys:
+                    raise Unsupported(f"KeyError {k!r} on {self.cls.__name__}")
+                return self.items[k]
+            return self.to_tuple().getitem(tx, args[0])
+        raise Unsupported(f"method {self.cls.__name__}.{name}")
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+            return
+        cg.emit("PUSH_NULL")
+        cg.load_const(builder())
+        cg.load_const(self.cls)
+        keys = self.keys()
+        for k in keys:
+            cg.reconstruct(self.items[k])
+        cg.load_const(tuple(keys))
+        cg.emit("BUILD_CONST_KEY_MAP", arg=len(keys))
+        cg.emit("PRECALL", arg=2)
+        cg.emit("CALL", arg=2)
+
+    def __repr__(self):
+        return f"ModelOutputVariable({self.cls.__name__}, keys={self.keys()})"
+
+
+def wrap_model_output(tx, value, source):
+    """A ModelOutput read from the frame (e.g. `encoder_outputs` passed in):
+    TYPE_MATCH on it, each field wrapped from its attribute."""
+    from ...guards import TYPE_MATCH, AttrSource
+    from .builder import wrap
+    if source is None:
+        raise Unsupported(f"a {type(value).__name__} without a source")
+    tx.output.add_guard(source, TYPE_MATCH, type(value))
+    values = {f.name: wrap(tx, getattr(value, f.name), AttrSource(source, f.name))
+              for f in dataclasses.fields(value)}
+    return ModelOutputVariable(type(value), values, source)
