@@ -135,7 +135,7 @@ class InstructionTranslator(InstructionTranslatorBase):
                     e.add_user_stack(self.user_stack())
                 if self.in_try_region() and self.safe_point:
                     # the try cannot be cut: the graph so far ends before
-                    # it, the rest of the frame runs in a resume function
+                    # the statement, which runs eagerly (break_before_instruction)
                     raise RestartAnalysis(self.safe_point[0], e, before=True) from None
                 raise
             if not e.user_stack:
@@ -428,10 +428,11 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.done = True
 
     def break_before_instruction(self, inst):
-        """Second pass of a break before a try block: the graph so far,
-        then the resume function at `inst` with the live locals (the stack
-        is empty here). The resume function's own trace finds the same
-        unbreakable try at its start and runs eagerly."""
+        """Second pass of a break before a try statement (the stack is
+        empty at `inst`): the graph so far, then the statement run eagerly
+        as an island with resume calls at its exits, or, without an island,
+        the resume function at `inst` (its own trace finds the same try at
+        its start with nothing traced before it, so it runs eagerly)."""
         err = self.break_error
         self.break_info = BreakInfo(err.reason if err else "graph break", err.user_stack if err else [])
         named = self.live_values(self.index_of[id(inst)])
