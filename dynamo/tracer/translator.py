@@ -148,7 +148,6 @@ class InstructionTranslatorBase:
         from .variables.torch import grad_mode_decorated
         deco = grad_mode_decorated(getattr(fn_var, "fn", None))
         if deco is not None:          # @torch.no_grad() / @torch.enable_grad() on a function
-            from .variables import UserFunctionVariable
             ctx = GradModeVariable(deco[0])
             ctx.enter(self)
             out = self.inline_call(UserFunctionVariable(deco[1]), args, kwargs)
