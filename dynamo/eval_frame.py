@@ -17,7 +17,7 @@ import warnings
 
 import torch
 
-from . import _C, backends, config, records, telemetry
+from . import _C, backends, config, decorators, records, telemetry
 from .exc import BackendCompilerFailed, Unsupported
 
 log = logging.getLogger("dynamo")
@@ -57,6 +57,8 @@ def _add_record(record):
     never raises)."""
     records.add(record)
     telemetry.publish(record)
+    from .utils import count_record
+    count_record(record)
 
 
 # Codes whose cache_size_limit warning was given; one warning per code until
@@ -79,7 +81,8 @@ class _Callback:
         self.forced_codes = set()
 
     def __call__(self, code, f_locals, f_globals, f_builtins, func, failures):
-        if code not in self.forced_codes and is_skipped_file(code.co_filename):
+        if (code not in self.forced_codes and is_skipped_file(code.co_filename)) \
+                or decorators.is_skipped_code(code):
             _C.set_skip(code)
             return None
         if len(failures) >= config.cache_size_limit:
@@ -214,6 +217,13 @@ class _ModeContext:
         self._saved = []
 
     def __enter__(self):
+        if self.mode == MODE_COMPILE:
+            if config.raise_on_ctx_manager_usage:
+                raise RuntimeError("dynamo.optimize(...) used as a context manager while "
+                                   "config.raise_on_ctx_manager_usage is set; decorate the "
+                                   "function or module instead: dynamo.optimize(backend)(fn)")
+            from . import mutation_guard
+            mutation_guard.new_generation()
         self._saved.append(_C.set_mode(self.mode, self.callback))
         return self
 
@@ -289,6 +299,8 @@ def optimize(backend="inductor", nopython=False):
     """
     if not isinstance(nopython, bool):
         raise TypeError(f"nopython must be a bool, got {type(nopython).__name__}")
+    from . import mutation_guard
+    mutation_guard.install_generation_tagging()
     return _ModeContext(MODE_COMPILE, _Callback(backend, nopython))
 
 
@@ -309,6 +321,13 @@ def disable(fn=None):
     neither compiled nor looked up."""
     ctx = _ModeContext(MODE_OFF, None)
     return ctx if fn is None else ctx(fn)
+
+
+def unsupported(a, b):
+    """`a + b`, run where the tracer cannot follow it: a call of it inside a
+    compiled frame always breaks the graph (it lives in dynamo's own code,
+    which is never inlined nor compiled). Tests use it to force a break."""
+    return a + b
 
 
 def reset():

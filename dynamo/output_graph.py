@@ -367,6 +367,82 @@ class OutputGraph:
             return ConstantVariable(example)
         raise Unsupported(f"{getattr(target, '__name__', target)} returned {type(example).__name__}")
 
+    # ------------------------------------------------------------ constants
+    def real_value(self, var):
+        """The real value of traced value `var` for this frame's inputs: a
+        graph tensor is computed by running the graph so far on the real
+        inputs (hook off, grad mode restored); containers item by item."""
+        from .tracer.variables import (DictVariable, ListVariable, TensorVariable,
+                                       TupleVariable)
+        if isinstance(var, TensorVariable):
+            if var.node.op == "placeholder":
+                return var.node.meta["real"]
+            if var.node.op == "get_attr":
+                return self.root[var.node.target]
+            graph = torch.fx.Graph()
+            env = {}
+            for node in self.graph.nodes:
+                env[node] = graph.node_copy(node, lambda n: env[n])
+                if node is var.node:
+                    break
+            graph.output(env[var.node])
+            gm = torch.fx.GraphModule(self.root, graph)
+            reals = [n.meta["real"] for n in self.graph.nodes if n.op == "placeholder"]
+            live = {n.name for n in graph.nodes if n.op == "placeholder"}
+            reals = [r for n, r in zip([n for n in self.graph.nodes if n.op == "placeholder"],
+                                       reals) if n.name in live]
+            from .eval_frame import disable
+            with disable(), torch.set_grad_enabled(torch.is_grad_enabled()):
+                torch._C._set_grad_enabled(self.initial_grad)
+                return gm(*reals)
+        if isinstance(var, (TupleVariable, ListVariable)):
+            t = var.python_type()
+            return (list if t is list else tuple)(self.real_value(v) for v in var.items)
+        if isinstance(var, DictVariable):
+            return {k: self.real_value(v) for k, v in var.items.items()}
+        if var.is_python_constant():
+            return var.as_python_constant()
+        value = getattr(var, "value", None)
+        if value is not None:
+            return value
+        module = getattr(var, "module", None)
+        if module is not None:
+            return module
+        raise Unsupported(f"no real value for {var}")
+
+    def fold_constant_call(self, tx, fn, args, kwargs):
+        """dynamo.assume_constant_result: call `fn` now on the real values of
+        `args` and put its result into the graph as a constant (a tensor
+        becomes a get_attr of the GraphModule)."""
+        from .tracer.variables import ConstantVariable
+        from .tracer.variables.base import is_constant_value
+        from .eval_frame import disable
+        real_args = [self.real_value(a) for a in args]
+        real_kw = {k: self.real_value(v) for k, v in kwargs.items()}
+        with disable():
+            result = fn(*real_args, **real_kw)
+        if is_constant_value(result):
+            return ConstantVariable(result)
+        if isinstance(result, torch.Tensor):
+            return self.constant_tensor(result, getattr(fn, "__name__", "constant"))
+        if isinstance(result, (list, tuple)) and all(
+                is_constant_value(r) or isinstance(r, torch.Tensor) for r in result):
+            from .tracer.variables import ListVariable, TupleVariable
+            items = [ConstantVariable(r) if is_constant_value(r) else self.constant_tensor(r, "constant")
+                     for r in result]
+            return (ListVariable if isinstance(result, list) else TupleVariable)(items)
+        raise Unsupported(f"assume_constant_result: {type(result).__name__} result")
+
+    def constant_tensor(self, tensor, base):
+        """A tensor constant of the graph: a get_attr node on a detached copy."""
+        from .tracer.variables import TensorVariable
+        value = tensor.detach().clone()
+        target = self._target(f"_const_{_identifier(base)}_{len(self.root)}", value)
+        node = self.graph.get_attr(target)
+        self._tag(node)
+        node.meta["example_value"] = example = self._fake(value)
+        return TensorVariable(node, example)
+
     # ------------------------------------------------------------ compile
     def op_count(self):
         return sum(1 for n in self.graph.nodes if n.op.startswith("call_")

@@ -52,10 +52,15 @@ def wrap(name, fn):
     unless config.raise_on_backend_error (then BackendCompilerFailed)."""
     @functools.wraps(fn)
     def compile_with_policy(gm, example_inputs):
+        reference = _reference_copy(gm) if config.verify_correctness else None
         try:
             compiled = fn(gm, example_inputs)
             if compiled is None or not callable(compiled):
                 raise TypeError(f"backend returned {type(compiled).__name__}, expected a callable")
+            if reference is not None:
+                _verify(name, reference, compiled, example_inputs)
+        except BackendCompilerFailed:
+            raise
         except Exception as e:  # noqa: BLE001 - every backend failure takes the same path
             if config.raise_on_backend_error:
                 raise BackendCompilerFailed(name, e) from e
@@ -68,12 +73,50 @@ def wrap(name, fn):
         # (cheaper per call than switching the hook off and on around it);
         # anything else a backend returns is wrapped with the hook off.
         code = _fx_forward_code(compiled)
-        if code is not None:
+        if code is not None and not _calls_user_code(gm):
             _C.set_skip(code)
             return compiled
         return _C.OptimizedCallable(compiled, None, 0)
     compile_with_policy.backend_name = name
     return compile_with_policy
+
+
+def _reference_copy(gm):
+    """A copy of the captured graph that the backend cannot modify."""
+    import copy
+    return copy.deepcopy(gm)
+
+
+def _verify(name, reference, compiled, example_inputs):
+    """config.verify_correctness: run the captured graph and the backend's
+    result on copies of the example inputs; BackendCompilerFailed (a
+    RuntimeError) if they differ. Raised whatever raise_on_backend_error says:
+    wrong results must never be run silently."""
+    import torch
+    from .. import testing
+
+    def fresh():
+        return [x.clone() if isinstance(x, torch.Tensor) else x for x in example_inputs]
+    with _no_hook():
+        expected = reference(*fresh())
+        got = compiled(*fresh())
+    if not testing.same(expected, got):
+        raise BackendCompilerFailed(name, RuntimeError(
+            "config.verify_correctness: the compiled graph's results differ from the "
+            "captured graph's on the example inputs"))
+
+
+def _no_hook():
+    from ..eval_frame import disable
+    return disable()
+
+
+def _calls_user_code(gm):
+    """Does the graph call Python functions put into it by
+    dynamo.allow_in_graph? Their frames must run with the hook off too."""
+    from .. import decorators
+    return any(n.op == "call_function" and decorators.is_allowed(n.target)
+               for n in gm.graph.nodes)
 
 
 def _fx_forward_code(compiled):
@@ -113,3 +156,23 @@ def inductor(gm, example_inputs):
     """TorchInductor through its public fx-graph entry point."""
     from torch._inductor.compile_fx import compile_fx
     return compile_fx(gm, example_inputs)
+
+
+@register_backend("ts")
+def ts(gm, example_inputs):
+    """TorchScript: torch.jit.trace of the graph on its example inputs (run
+    with the default fuser)."""
+    import torch
+    return torch.jit.trace(gm, tuple(example_inputs), check_trace=False, strict=False)
+
+
+@register_backend("nnc")
+def nnc(gm, example_inputs):
+    """TorchScript traced graph run with the NNC (TensorExpr) fuser."""
+    import torch
+    traced = ts(gm, example_inputs)
+
+    def run(*args):
+        with torch.jit.fuser("fuser1"):
+            return traced(*args)
+    return run

@@ -136,6 +136,13 @@ class InstructionTranslatorBase:
     # ------------------------------------------------------------ inlining
     def inline_call(self, fn_var, args, kwargs):
         code = fn_var.get_code()
+        fn = getattr(fn_var, "fn", None)
+        if fn is not None:
+            from .. import decorators
+            if decorators.is_skipped_code(code) or decorators.is_disallowed(fn):
+                raise Unsupported(f"call to {code.co_name} (dynamo.skip / disallow_in_graph)")
+            if decorators.is_assumed_constant(fn):
+                return self.output.fold_constant_call(self, fn, args, kwargs)
         if self.depth + 1 > MAX_INLINE_DEPTH:
             raise Unsupported(f"inlining depth limit {MAX_INLINE_DEPTH} reached at {code.co_name}")
         if code.co_flags & _CO_GENERATOR_LIKE and not code.co_flags & _CO_GENERATOR:

@@ -165,14 +165,16 @@ class ListVariable(BaseListVariable):
 
 
 class DictVariable(VariableTracker):
-    """A dict with constant keys: `items` maps the Python key to a VT."""
+    """A dict with constant keys: `items` maps the Python key to a VT;
+    `user_cls` is the dict class it stands for (dict, OrderedDict, ...)."""
 
-    def __init__(self, items, source=None):
+    def __init__(self, items, source=None, user_cls=dict):
         super().__init__(source)
         self.items = dict(items)
+        self.user_cls = user_cls
 
     def python_type(self):
-        return dict
+        return self.user_cls
 
     def truth(self, tx):
         return bool(self.items)

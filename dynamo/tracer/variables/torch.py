@@ -180,6 +180,11 @@ class TorchFunctionVariable(FunctionObjectVariable):
     def call(self, tx, args, kwargs):
         fn = self.fn
         out = tx.output
+        from ... import decorators
+        if decorators.is_disallowed(fn):
+            raise Unsupported(f"call to {_torch_name(fn)} (dynamo.disallow_in_graph)")
+        if decorators.is_allowed(fn):
+            return out.call_function(tx, fn, list(args), dict(kwargs))
         if fn in (torch.no_grad, torch.enable_grad):
             if args or kwargs:
                 raise Unsupported(f"{fn.__name__} with arguments")

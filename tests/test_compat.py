@@ -1,0 +1,267 @@
+"""The TorchDynamo-compatible API (docs/USER_GUIDE.md): each name does what
+code written for TorchDynamo expects, checked by counting frames, graphs,
+ops and breaks."""
+import copy
+import dis
+
+import pytest
+import torch
+
+import dynamo
+from dynamo import config
+from dynamo.testing import CompileCounter, same
+from dynamo.utils import counters
+
+
+@pytest.fixture(autouse=True)
+def clear_counters():
+    counters.clear()
+    yield
+    counters.clear()
+
+
+def plus_one(x):
+    return x + 1
+
+
+def test_allow_in_graph_puts_the_call_in_one_graph():
+    def fn(a):
+        return plus_one(torch.relu(a)) * 2
+
+    cnt = CompileCounter()
+    dynamo.allow_in_graph(plus_one)
+    try:
+        x = torch.randn(4)
+        assert same(dynamo.optimize(cnt)(fn)(x), fn(x))
+    finally:
+        dynamo.decorators._allowed.clear()
+    # one frame: plus_one is a node of the graph, not an inlined + nor a frame of its own
+    assert cnt.frame_count == 1
+    assert cnt.op_count == 3
+    targets = [n.target for n in cnt.graphs[0].graph.nodes if n.op == "call_function"]
+    assert plus_one in targets
+
+
+def test_disallow_in_graph_breaks_at_a_torch_function():
+    def fn(a):
+        x = torch.add(a, 1)
+        x = torch.sub(x, 1)
+        return torch.add(x, 1)
+
+    cnt = CompileCounter()
+    dynamo.disallow_in_graph(torch.sub)
+    try:
+        x = torch.randn(4)
+        assert same(dynamo.optimize(cnt)(fn)(x), fn(x))
+    finally:
+        dynamo.allow_in_graph(torch.sub)
+        dynamo.decorators._allowed.clear()
+    assert (cnt.frame_count, cnt.op_count) == (2, 2)
+    assert sum(counters["graph_break"].values()) == 1
+
+
+def test_skip_never_compiles_the_frame_but_inner_frames_are():
+    def inner(x):
+        return x * 3
+
+    @dynamo.skip
+    def skipped(x):
+        return inner(x - 1)
+
+    cnt = CompileCounter()
+    x = torch.randn(4)
+    out = dynamo.optimize(cnt)(skipped)(x)
+    assert same(out, (x - 1) * 3)
+    # skipped's own frame is not compiled; inner's is (one graph: the mul)
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)
+
+    def outer(x):
+        return skipped(torch.sin(x))
+
+    cnt2 = CompileCounter()
+    dynamo.reset()
+    assert same(dynamo.optimize(cnt2)(outer)(x), outer(x))
+    # outer: a graph (sin) and a break at the call of skipped; inner: a graph
+    assert cnt2.frame_count == 2
+    assert counters["graph_break"]
+
+
+def test_assume_constant_result_folds_to_a_graph_constant():
+    calls = []
+
+    @dynamo.assume_constant_result
+    def positions(x):
+        calls.append(1)
+        return torch.nonzero(x)       # data dependent: would break the graph otherwise
+
+    def fn(x):
+        return positions(x + 0) * 2
+
+    x = torch.tensor([[1.0, 0.0], [0.0, 3.0]])
+    cnt = CompileCounter()
+    opt = dynamo.optimize_assert(cnt)(fn)
+    assert same(opt(x), fn(x))
+    assert cnt.frame_count == 1 and len(calls) == 2      # once eagerly, once at trace time
+    # the constant is a get_attr of the graph, not a call
+    ops = [n.op for n in cnt.graphs[0].graph.nodes]
+    assert "get_attr" in ops
+    # it stays constant: a different input gives the traced result
+    y = torch.zeros(2, 2)
+    assert same(opt(y), fn(x))
+    assert cnt.frame_count == 1
+
+
+def test_counters_count_frames_graphs_and_breaks():
+    def fn(a):
+        b = a + 1
+        print("break")
+        return b * 2
+
+    cnt = CompileCounter()
+    dynamo.optimize(cnt)(fn)(torch.randn(3))
+    assert counters["frames"]["total"] >= 2          # fn and its resume function
+    assert counters["frames"]["ok"] == counters["frames"]["total"]
+    assert counters["stats"]["unique_graphs"] == cnt.frame_count == 2
+    assert counters["stats"]["calls_captured"] == cnt.op_count == 2
+    assert sum(counters["graph_break"].values()) == 1
+
+
+def test_disable_cache_limit():
+    from dynamo.utils import disable_cache_limit
+
+    def fn(a):
+        return a * 2
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    limit = config.cache_size_limit
+    with disable_cache_limit():
+        assert config.cache_size_limit > 1000
+        for n in range(1, limit + 4):
+            opt(torch.randn(n))
+    assert cnt.frame_count == limit + 3
+    assert config.cache_size_limit == 8
+
+
+def test_unsupported_forces_a_break():
+    from dynamo.eval_frame import unsupported
+
+    def fn(a, b):
+        return unsupported(a - b, b - a) * 2
+
+    cnt = CompileCounter()
+    a, b = torch.randn(3), torch.randn(3)
+    assert same(dynamo.optimize(cnt)(fn)(a, b), fn(a, b))
+    assert (cnt.frame_count, cnt.op_count) == (2, 3)
+    assert dynamo.testing.unsupported(a, b).equal(a + b)
+
+
+def test_bytecode_transformation_assemble_round_trips():
+    from dynamo import bytecode_transformation
+
+    def fn(a):
+        b = a + 1
+        return f"{b} done"
+
+    code, linetable = bytecode_transformation.assemble(dis.get_instructions(fn),
+                                                       fn.__code__.co_firstlineno)
+    assert code == fn.__code__.co_code
+    assert linetable == fn.__code__.co_linetable
+
+
+def test_optimizations_backends_registry():
+    from dynamo.optimizations import BACKENDS, backends
+    assert BACKENDS["eager"] is backends.eager
+    assert set(dynamo.list_backends()) == set(BACKENDS)
+    with pytest.raises(AttributeError, match="no backend"):
+        backends.no_such_backend
+    cnt = CompileCounter()
+    BACKENDS["counting_compat"] = cnt
+    try:
+        dynamo.optimize("counting_compat")(lambda x: x + 1)(torch.randn(2))
+    finally:
+        del BACKENDS["counting_compat"]
+    assert cnt.frame_count == 1
+
+
+def test_nnc_and_ts_backends_run_the_graph():
+    def fn(a, b):
+        return torch.sigmoid(a) * b + 1
+
+    a, b = torch.randn(5), torch.randn(5)
+    for name in ("ts", "nnc"):
+        dynamo.reset()
+        assert same(dynamo.optimize(name)(fn)(a, b), fn(a, b))
+
+
+def test_verify_correctness_catches_a_wrong_backend():
+    import operator
+
+    def wrong(gm, example_inputs):
+        for node in gm.graph.nodes:
+            if node.target in (operator.mul, torch.mul):
+                node.target = operator.add
+        gm.recompile()
+        return gm.forward
+
+    def fn(a, b):
+        return a * b
+
+    a, b = torch.randn(4), torch.randn(4)
+    config.verify_correctness = True
+    with pytest.raises(RuntimeError, match="verify_correctness"):
+        dynamo.optimize(wrong)(fn)(a, b)
+    config.verify_correctness = False
+    dynamo.reset()
+    assert not same(dynamo.optimize(wrong)(fn)(a, b), fn(a, b))
+
+
+def test_raise_on_ctx_manager_usage():
+    config.raise_on_ctx_manager_usage = True
+    with pytest.raises(RuntimeError, match="context manager"):
+        with dynamo.optimize("eager"):
+            pass
+    config.raise_on_ctx_manager_usage = False
+    with dynamo.optimize("eager"):
+        pass
+
+
+def test_generation_tracker_tags_modules_by_context_entry():
+    from dynamo.mutation_guard import GenerationTracker
+    with dynamo.optimize("eager"):
+        pass
+    m1 = torch.nn.Linear(2, 2)
+    g = GenerationTracker.get_generation_value(m1)
+    assert g == GenerationTracker.generation
+    with dynamo.optimize("eager"):
+        m2 = torch.nn.Linear(2, 2)
+    assert GenerationTracker.get_generation_value(m1) == g
+    assert GenerationTracker.get_generation_value(m2) == g + 1
+    assert GenerationTracker.get_generation_value(copy.deepcopy(m1)) == g + 1
+    assert GenerationTracker.get_generation_value(object()) == -1
+
+
+def test_const_dict_variable_python_type():
+    import collections
+    from dynamo.variables import ConstDictVariable
+    assert ConstDictVariable({"a": 1}, dict).python_type() is dict
+    assert ConstDictVariable({}, collections.OrderedDict).python_type() is collections.OrderedDict
+
+
+def test_same_two_models():
+    from dynamo.debug_utils import same_two_models
+    mod = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
+    cnt = CompileCounter()
+    assert same_two_models(mod, dynamo.optimize(cnt)(mod), [torch.randn(2, 3)])
+    assert cnt.frame_count >= 1
+    other = copy.deepcopy(mod)
+    with torch.no_grad():
+        other[0].weight.add_(1)
+    assert not same_two_models(mod, other, [torch.randn(2, 3)])
+
+
+def test_noop_config_names_are_accepted():
+    for name, default in (("fake_tensor_propagation", True), ("specialize_int_float", True),
+                          ("capture_scalar_outputs", False), ("replay_record_enabled", False)):
+        assert getattr(config, name) == default
+        setattr(config, name, not default)
