@@ -16,6 +16,8 @@ import logging
 import operator
 import weakref
 
+import traceback
+
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -147,6 +149,7 @@ class OutputGraph:
         # (qualified path, class name) of each nn.Module whose forward is
         # being inlined, outermost first (the frame's own `self` excluded)
         self.module_stack = []
+        self.current_tx = None                  # the translator running (stack traces)
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
 
     # ------------------------------------------------------------ guards
@@ -256,6 +259,10 @@ class OutputGraph:
         forward made `node` (a call_module node also names the module it
         calls, `called`): tuples (qualified path, class name), outermost
         first.  Telemetry and the tools read it; graphs never do."""
+        tx = self.current_tx
+        if tx is not None and node.stack_trace is None:
+            # the user's code that made the node (fx's stack_trace format)
+            node.stack_trace = "".join(traceback.format_list(tx.user_stack()))
         stack = tuple(self.module_stack)
         if called is not None:
             stack += (called,)
@@ -425,12 +432,18 @@ class OutputGraph:
             return ConstantVariable(result)
         if isinstance(result, torch.Tensor):
             return self.constant_tensor(result, getattr(fn, "__name__", "constant"))
-        if isinstance(result, (list, tuple)) and all(
-                is_constant_value(r) or isinstance(r, torch.Tensor) for r in result):
-            from .tracer.variables import ListVariable, TupleVariable
-            items = [ConstantVariable(r) if is_constant_value(r) else self.constant_tensor(r, "constant")
-                     for r in result]
-            return (ListVariable if isinstance(result, list) else TupleVariable)(items)
+        from .tracer.variables import DictVariable, ListVariable, TupleVariable
+
+        def item(r):
+            if is_constant_value(r):
+                return ConstantVariable(r)
+            if isinstance(r, torch.Tensor):
+                return self.constant_tensor(r, "constant")
+            raise Unsupported(f"assume_constant_result: a {type(r).__name__} in the result")
+        if type(result) in (list, tuple):
+            return (ListVariable if type(result) is list else TupleVariable)([item(r) for r in result])
+        if type(result) is dict and all(is_constant_value(k) for k in result):
+            return DictVariable({k: item(v) for k, v in result.items()})
         raise Unsupported(f"assume_constant_result: {type(result).__name__} result")
 
     def constant_tensor(self, tensor, base):
@@ -455,8 +468,10 @@ class OutputGraph:
         from .tracer.variables import TensorVariable
         outputs, index = [], {}
         for var in output_vars:
-            if isinstance(var, TensorVariable) and var.node.op not in ("placeholder", "get_attr") \
-                    and var.node not in index:
+            # a get_attr without a source is a constant of the graph (assume_constant_result)
+            if isinstance(var, TensorVariable) and var.node not in index and (
+                    var.node.op not in ("placeholder", "get_attr")
+                    or var.node.op == "get_attr" and var.source is None):
                 index[var.node] = len(outputs)
                 outputs.append(var.node)
         if self.op_count() == 0 and not outputs:

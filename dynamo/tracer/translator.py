@@ -61,6 +61,7 @@ class InstructionTranslatorBase:
             inst = self.instructions[self.ip]
             self.ip += 1
             self.current = inst
+            self.output.current_tx = self
             if inst.positions is not None and inst.positions.lineno is not None:
                 self.lineno = inst.positions.lineno
             elif inst.starts_line is not None:
