@@ -570,6 +570,25 @@ class GeneratorTranslator(InliningTranslator):
     def RETURN_GENERATOR(self, inst):
         self.push(ConstantVariable(None))
 
+    # `yield from it`: GET_YIELD_FROM_ITER, LOAD_CONST None, SEND (loop with
+    # YIELD_VALUE): each SEND takes the sub-iterator's next item; when it is
+    # exhausted, its return value (None for the iterators traced) replaces
+    # it and SEND jumps past the loop.
+    def GET_YIELD_FROM_ITER(self, inst):
+        self.GET_ITER(inst)
+
+    def SEND(self, inst):
+        self.pop()                          # the value sent: always None here
+        it = self.stack[-1]
+        if not isinstance(it, ListIteratorVariable):
+            raise Unsupported(f"yield from {it}")
+        item = it.next()
+        if item is None:
+            self.stack[-1] = ConstantVariable(None)
+            self.jump(inst)
+        else:
+            self.push(item)
+
     def YIELD_VALUE(self, inst):
         self.yielded = self.pop()
         self.push(ConstantVariable(None))   # the value send() would deliver

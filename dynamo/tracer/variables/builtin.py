@@ -7,6 +7,7 @@ and friends are Unsupported: the caller graph-breaks and runs them eagerly.
 """
 import builtins
 import math
+import itertools
 import operator
 
 import torch
@@ -303,8 +304,58 @@ def _minmax(fn):
         items = args[0].unpack(tx) if len(args) == 1 else list(args)
         if all_constant(items):
             return ConstantVariable(fn(i.as_python_constant() for i in items))
+        if len(args) >= 2 and all(isinstance(i, TensorVariable) or i.is_python_constant()
+                                  for i in items):
+            return _minmax_tensors(tx, fn, items)
         raise Unsupported(f"{fn.__name__}() of tensors needs their data")
     return handler
+
+
+def _minmax_tensors(tx, fn, items):
+    """max(a, b, ...)/min(...) with a tensor among the arguments: an
+    elementwise maximum/minimum (a number bounds the tensor by clamp). Equal
+    to the builtin for one-element tensors, the only ones whose bool() the
+    builtin can take; no data is read."""
+    tensor_op = torch.maximum if fn is max else torch.minimum
+    acc = items[0]
+    for other in items[1:]:
+        if isinstance(acc, TensorVariable) and isinstance(other, TensorVariable):
+            acc = tx.output.call_function(tx, tensor_op, [acc, other], {})
+        elif isinstance(acc, TensorVariable) or isinstance(other, TensorVariable):
+            t, c = (acc, other) if isinstance(acc, TensorVariable) else (other, acc)
+            bound = "min" if fn is max else "max"
+            acc = tx.output.call_function(tx, torch.clamp, [t], {bound: c})
+        else:
+            acc = ConstantVariable(fn(acc.as_python_constant(), other.as_python_constant()))
+    return acc
+
+
+def _chain(tx, *iterables):
+    """itertools.chain over traced sequences: an iterator over their items."""
+    from .containers import ListIteratorVariable
+    items = []
+    for it in iterables:
+        items.extend(seq_items(tx, it) if not isinstance(it, ListIteratorVariable)
+                     else _drain(it))
+    return ListIteratorVariable(items)
+
+
+def _drain(it):
+    out = []
+    while (item := it.next()) is not None:
+        out.append(item)
+    return out
+
+
+def _islice(tx, iterable, *bounds):
+    """itertools.islice over a traced sequence or iterator (constant bounds)."""
+    from .containers import ListIteratorVariable
+    if not all_constant(bounds):
+        raise Unsupported("islice() with non-constant bounds")
+    items = _drain(iterable) if isinstance(iterable, ListIteratorVariable) else \
+        seq_items(tx, iterable)
+    b = [x.as_python_constant() for x in bounds]
+    return ListIteratorVariable(list(itertools.islice(items, *b)))
 
 
 def _abs(tx, x):
@@ -399,7 +450,7 @@ _HANDLERS = {
     abs: _abs, int: _to_number(int), float: _to_number(float), bool: _to_number(bool),
     iter: _iter, next: _next, reversed: _reversed, type: _type, callable: _callable,
     slice: _slice, sorted: _sorted, any: _any_all(any), all: _any_all(all),
-    super: _super,
+    super: _super, itertools.chain: _chain, itertools.islice: _islice,
 }
 
 BUILTIN_CALLABLES = set(_HANDLERS) | _PURE | {str, repr, format, round, divmod, pow}

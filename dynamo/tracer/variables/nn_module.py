@@ -86,7 +86,34 @@ _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
 # Module methods that generate over the module tree (generators with a memo
 # set): the tracer answers them from the real tree, with guards, when called
 # without arguments on a module that does not override them
-_NATIVE_METHODS = ("modules", "named_modules", "children", "named_children", "parameters")
+_NATIVE_METHODS = ("modules", "named_modules", "children", "named_children", "parameters",
+                   "named_parameters", "buffers", "named_buffers")
+
+
+def _tree_walk_args(name, args, kwargs):
+    """(recurse, prefix) of a parameters()/buffers()/named_*() call whose
+    arguments are constants the walk models, else None."""
+    if name not in ("parameters", "named_parameters", "buffers", "named_buffers"):
+        return None
+    named = name.startswith("named_")
+    params = ["prefix", "recurse", "remove_duplicate"] if named else ["recurse"]
+    if len(args) > len(params):
+        return None
+    bound = dict(zip(params, args))
+    for k, v in kwargs.items():
+        if k not in params or k in bound:
+            return None
+        bound[k] = v
+    try:
+        values = {k: v.as_python_constant() for k, v in bound.items()}
+    except Unsupported:
+        return None
+    if values.get("remove_duplicate", True) is not True:
+        return None
+    recurse, prefix = values.get("recurse", True), values.get("prefix", "")
+    if not isinstance(recurse, bool) or not isinstance(prefix, str):
+        return None
+    return recurse, prefix
 
 
 class NNModuleVariable(VariableTracker):
@@ -203,7 +230,8 @@ class NNModuleVariable(VariableTracker):
 
     def call_method(self, tx, name, args, kwargs):
         mod = self.module
-        if name in _NATIVE_METHODS and (args or kwargs):
+        tree_walk = _tree_walk_args(name, args, kwargs)
+        if name in _NATIVE_METHODS and (args or kwargs) and tree_walk is None:
             # a variant (recurse=False, prefix=...) the walk below does not model
             from .functions import UserMethodVariable
             return UserMethodVariable(getattr(torch.nn.Module, name), self).call(tx, args, kwargs)
@@ -221,21 +249,28 @@ class NNModuleVariable(VariableTracker):
         if name == "keys" and isinstance(mod, torch.nn.ModuleDict):
             from .containers import ListIteratorVariable
             return ListIteratorVariable([ConstantVariable(k) for k in mod._modules])
-        if name == "parameters" and not args and not kwargs:
-            from .containers import ListIteratorVariable
+        if tree_walk is not None:
+            from .containers import ListIteratorVariable, TupleVariable
+            recurse, top = tree_walk
             items = []
-            # the parameter list depends on every module's children and
-            # parameter names: DICT_KEYS on each, ID_MATCH on each parameter
+            table_name = "_parameters" if name.endswith("parameters") else "_buffers"
+            # the list depends on every module's children and parameter
+            # (buffer) names: DICT_KEYS on each, ID_MATCH on each tensor
             seen = set()
-            for _, var in self.all_modules(tx):
-                table = var.module.__dict__.get("_parameters", {})
-                tx.output.add_guard(AttrSource(var.source, "_parameters"), DICT_KEYS, tuple(table))
-                for name, p in table.items():
+            walk = self.all_modules(tx) if recurse else [("", self)]
+            for prefix, var in walk:
+                prefix = ".".join(p for p in (top, prefix) if p)
+                table = var.module.__dict__.get(table_name, {})
+                tx.output.add_guard(AttrSource(var.source, table_name), DICT_KEYS, tuple(table))
+                for key, p in table.items():
                     if p is None or id(p) in seen:
                         continue
                     seen.add(id(p))
-                    owner_src = var.source
-                    items.append(tensor_attr(tx, owner_src, "_parameters", name, p))
+                    tvar = tensor_attr(tx, var.source, table_name, key, p)
+                    if name.startswith("named_"):
+                        qual = f"{prefix}.{key}" if prefix else key
+                        tvar = TupleVariable([ConstantVariable(qual), tvar])
+                    items.append(tvar)
             return ListIteratorVariable(items)
         if name in ("modules", "named_modules") and not args and not kwargs:
             from .containers import ListIteratorVariable, TupleVariable

@@ -54,6 +54,9 @@ class TensorVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         from .functions import BoundMethodVariable
+        if name == "__class__":
+            from .base import ClassVariable
+            return ClassVariable(self.cls)
         if name == "shape":
             tx.output.sizes_read = True
             return ConstantVariable(self.example.shape)

@@ -210,6 +210,8 @@ class TorchFunctionVariable(FunctionObjectVariable):
                            **{k: v.as_python_constant() for k, v in kwargs.items()})
             except Unsupported:
                 raise Unsupported(f"{fn.__name__}() of non-constants")
+            if fn in (torch.finfo, torch.iinfo):
+                return NumericInfoVariable(value)
             if not is_constant_value(value):
                 raise Unsupported(f"{fn.__name__}() value")
             return ConstantVariable(value)
@@ -277,3 +279,30 @@ class GradModeExit:
 
     def __repr__(self):
         return f"<restore grad mode {self.prev}>"
+
+
+class NumericInfoVariable(VariableTracker):
+    """torch.finfo(dtype) / torch.iinfo(dtype) made inside the frame: its
+    fields (bits, min, max, eps, ...) are constants of the dtype."""
+
+    def __init__(self, value):
+        super().__init__(None)
+        self.value = value
+
+    def python_type(self):
+        return type(self.value)
+
+    def as_python_constant(self):
+        return self.value
+
+    def var_getattr(self, tx, name):
+        value = getattr(self.value, name)
+        if not is_constant_value(value):
+            raise Unsupported(f"{type(self.value).__name__}.{name}")
+        return ConstantVariable(value)
+
+    def reconstruct(self, cg):
+        cg.load_const(self.value)
+
+    def __repr__(self):
+        return f"NumericInfoVariable({self.value})"
