@@ -150,6 +150,7 @@ class OutputGraph:
         # being inlined, outermost first (the frame's own `self` excluded)
         self.module_stack = []
         self.current_tx = None                  # the translator running (stack traces)
+        self.mutated_lists = {}                 # id(VT) -> argument ListVariable changed by the trace
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
 
     # ------------------------------------------------------------ guards

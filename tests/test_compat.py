@@ -265,3 +265,107 @@ def test_noop_config_names_are_accepted():
                           ("capture_scalar_outputs", False), ("replay_record_enabled", False)):
         assert getattr(config, name) == default
         setattr(config, name, not default)
+
+
+# ---------------------------------------------------------------- semantics behind the peer suite
+
+def test_export_nested_returns_and_aten_graph():
+    def fn(x, y):
+        z = x + y
+        return {"z": z, "pair": (x, z), "n": 3}
+
+    x, y = torch.randn(3), torch.randn(3)
+    gm, guards = dynamo.export(fn, x, y)
+    out = gm(x, y)
+    assert out["pair"][0] is x and out["n"] == 3 and same(out["z"], x + y)
+    assert guards
+    gm_aten, _ = dynamo.export(fn, x, y, aten_graph=True)
+    targets = [n.target for n in gm_aten.graph.nodes if n.op == "call_function"]
+    assert targets == [torch.ops.aten.add.Tensor]
+    assert all(n.stack_trace for n in gm_aten.graph.nodes if n.op == "call_function")
+    with pytest.raises(AssertionError):
+        dynamo.export(fn, x, y, decomposition_table={})
+
+
+def test_export_returns_the_same_output_twice():
+    def fn(x):
+        y = x * 2
+        return y, y, [x]
+
+    x = torch.randn(4)
+    gm, _ = dynamo.export(fn, x)
+    a, b, (c,) = gm(x)
+    assert a is b and c is x and same(a, x * 2)
+
+
+def test_mutation_of_an_argument_list_is_written_back():
+    def fn(x, lst):
+        lst.append(x + 1)
+        return lst[-1] * 2, lst
+
+    x = torch.randn(3)
+    lst = [x]
+    cnt = CompileCounter()
+    out, back = dynamo.optimize_assert(cnt)(fn)(x, lst)
+    assert back is lst and len(lst) == 2 and same(lst[1], x + 1)
+    assert same(out, (x + 1) * 2)
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+def test_tensor_len_iteration_and_minmax_stay_in_the_graph():
+    def fn(a, b):
+        rows = [r * 2 for r in a]
+        return max(a.sum(), 0) + min(b.sum(), a.sum()) + len(a) + rows[1].sum()
+
+    a, b = torch.randn(3, 2), torch.randn(3, 2)
+    cnt = CompileCounter()
+    assert same(dynamo.optimize_assert(cnt)(fn)(a, b), fn(a, b))
+    assert cnt.frame_count == 1
+
+
+def test_finfo_iinfo_chain_islice_fold():
+    import itertools
+
+    def fn(a):
+        xs = list(itertools.islice(itertools.chain([a + 1, a + 2], [a + 3]), 1, 3))
+        if torch.iinfo(torch.int32).bits == 32:
+            return (xs[0] - xs[1]) * torch.finfo(a.dtype).eps
+        return a
+
+    a = torch.randn(3)
+    cnt = CompileCounter()
+    assert same(dynamo.optimize_assert(cnt)(fn)(a), fn(a))
+    assert cnt.frame_count == 1
+
+
+def test_named_parameters_and_yield_from():
+    mod = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2))
+
+    def gen(xs):
+        yield from xs
+
+    def fn(x):
+        for name, p in mod.named_parameters():
+            x = x + p.sum()
+        for p in mod.parameters(False):      # no parameters of its own
+            x = x * 100
+        for v in gen([x, x]):
+            x = x + v
+        return x
+
+    x = torch.randn(2)
+    cnt = CompileCounter()
+    assert same(dynamo.optimize_assert(cnt)(fn)(x), fn(x))
+    assert (cnt.frame_count, cnt.op_count) == (1, 10)
+
+
+def test_relative_import_inside_the_frame():
+    # a function of package `dynamo` (this test module has no package)
+    code = compile("def f(x):\n    from . import testing\n    return x * testing.__name__.count('.')\n",
+                   "<compat>", "exec")
+    ns = {"__package__": "dynamo", "__name__": "dynamo._compat_probe"}
+    exec(code, ns)
+    cnt = CompileCounter()
+    x = torch.randn(2)
+    assert same(dynamo.optimize_assert(cnt)(ns["f"])(x), x * 1)
+    assert cnt.frame_count == 1

@@ -176,3 +176,13 @@ def nnc(gm, example_inputs):
         with torch.jit.fuser("fuser1"):
             return traced(*args)
     return run
+
+
+@register_backend("aot_inductor_debug")
+def aot_inductor_debug(gm, example_inputs):
+    """AOT autograd with TorchInductor's decompositions, graphs run with
+    eager kernels (checks the decompositions without compiling code)."""
+    from torch._functorch.aot_autograd import aot_module_simplified
+    from torch._inductor.decomposition import select_decomp_table
+    return aot_module_simplified(gm, example_inputs, fw_compiler=_nop_compiler,
+                                 bw_compiler=_nop_compiler, decompositions=select_decomp_table())

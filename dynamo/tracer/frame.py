@@ -149,7 +149,8 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def compile_graph(self, roots):
         found, seen = [], set()
-        for var in roots:
+        mutated = list(self.output.mutated_lists.values())
+        for var in list(roots) + mutated:
             self.collect(var, found, seen)
         info, index, sources = self.output.compile_graph(
             [v for v in found if isinstance(v, TensorVariable)])
@@ -158,6 +159,13 @@ class InstructionTranslator(InstructionTranslatorBase):
         cg = PyCodegen(self.code, (GRAPH_OUT, index))
         if info is not None:
             cg.call_graph(info, sources, GRAPH_OUT)
+        for lst in mutated:       # argument lists the trace changed: lst[:] = [items]
+            for item in lst.items:
+                cg.reconstruct(item)
+            cg.emit("BUILD_LIST", arg=len(lst.items))
+            cg.load_source(lst.source)
+            cg.load_const(slice(None))
+            cg.emit("STORE_SUBSCR")
         return cg
 
     def live_values(self, index):

@@ -245,11 +245,24 @@ class InstructionTranslatorBase:
         import sys
         fromlist, level = self.pop(), self.pop()
         name = inst.argval
-        if level.as_python_constant() != 0 or name not in sys.modules:
+        level = level.as_python_constant()
+        if level:       # relative: resolved against the importing code's package
+            import importlib.util
+            package = self.f_globals.get("__package__") or \
+                getattr(self.f_globals.get("__spec__"), "parent", None)
+            if not package:
+                raise Unsupported(f"relative import of {name!r} outside a package")
+            name = importlib.util.resolve_name("." * level + name, package)
+        if name not in sys.modules:
             raise Unsupported(f"import of {name!r} inside the compiled frame (not yet imported)")
-        top = fromlist.as_python_constant() is None
+        top = fromlist.as_python_constant() is None and not level
         module = sys.modules[name.split(".")[0] if top else name]
-        self.push(wrap(self, module, None))
+        # the module is reached through a global of the frame bound to it, so
+        # what the trace reads from it is guarded like any global's attribute
+        from ..output_graph import _identifier
+        alias = "___module_" + _identifier(module.__name__)
+        self.output.install[alias] = module
+        self.push(wrap(self, module, GlobalSource(alias)))
 
     def IMPORT_FROM(self, inst):
         self.push(self.stack[-1].var_getattr(self, inst.argval))

@@ -43,7 +43,7 @@ def binary_op(tx, fn, a, b):
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return tx.output.call_function(tx, fn, [a, b], {})
     if fn in (operator.iadd,) and isinstance(a, ListVariable):
-        a.check_mutable()
+        a.check_mutable(tx)
         a.items.extend(b.unpack(tx))
         return a
     if fn in (operator.add, operator.iadd) and isinstance(a, BaseListVariable) and \
