@@ -27,9 +27,9 @@ _DEFAULTS = {
     # run each compiled graph once against the captured graph on its example
     # inputs and raise BackendCompilerFailed when the results differ
     "verify_correctness": False,
-    # Tensor subclasses traced like plain tensors (others: the call breaks)
-    "traceable_tensor_subclasses": set(),
     # accepted, no effect (always so in this design; see USER_GUIDE):
+    # tensor subclasses are graph inputs like tensors whatever this holds,
+    "traceable_tensor_subclasses": set(),
     # example values are always fake tensors,
     "fake_tensor_propagation": True,
     # ints/floats read from the frame are always constants guarded by value,
