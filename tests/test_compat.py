@@ -369,3 +369,42 @@ def test_relative_import_inside_the_frame():
     x = torch.randn(2)
     assert same(dynamo.optimize_assert(cnt)(ns["f"])(x), x * 1)
     assert cnt.frame_count == 1
+
+
+def test_argument_list_write_back_comes_after_values_read_from_it():
+    def fn(x, lst):
+        res = lst.pop()           # res is rebuilt from lst[1] at the break
+        print("break")
+        return res * 2, len(lst)
+
+    x = torch.randn(3)
+    lst = [x, x + 1]
+    cnt = CompileCounter()
+    out, n = dynamo.optimize(cnt)(fn)(x, lst)
+    assert same(out, (x + 1) * 2) and n == 1 and len(lst) == 1
+    assert sum(counters["graph_break"].values()) == 1
+
+
+def test_nested_optimize_and_run_wrappers_are_traced_into():
+    cnt_inner, cnt_outer = CompileCounter(), CompileCounter()
+
+    @dynamo.run()
+    def f1(x):
+        return torch.sin(x) * 10
+
+    @dynamo.optimize(cnt_inner, nopython=True)
+    def f2(x):
+        return f1(x) + 1
+
+    @dynamo.optimize(cnt_outer, nopython=True)
+    def f3(x):
+        return torch.relu(f2(x))
+
+    x = torch.randn(4)
+    assert same(f3(x), torch.relu(torch.sin(x) * 10 + 1))
+    assert (cnt_outer.frame_count, cnt_outer.op_count, cnt_inner.frame_count) == (1, 4, 0)
+    # optimize() of an optimized function wraps the original: the outer one decides
+    cnt = CompileCounter()
+    dynamo.reset()
+    dynamo.optimize(cnt)(dynamo.optimize(cnt_inner)(lambda a: a + 1))(x)
+    assert (cnt.frame_count, cnt_inner.frame_count) == (1, 0)

@@ -159,14 +159,19 @@ class InstructionTranslator(InstructionTranslatorBase):
         cg = PyCodegen(self.code, (GRAPH_OUT, index))
         if info is not None:
             cg.call_graph(info, sources, GRAPH_OUT)
-        for lst in mutated:       # argument lists the trace changed: lst[:] = [items]
+        return cg
+
+    def write_back_lists(self, cg):
+        """Argument lists the trace changed get their final items:
+        `lst[:] = [items]`. Emitted after every other value was rebuilt
+        (those may be read from the list through its source); stack-neutral."""
+        for lst in self.output.mutated_lists.values():
             for item in lst.items:
                 cg.reconstruct(item)
             cg.emit("BUILD_LIST", arg=len(lst.items))
             cg.load_source(lst.source)
             cg.load_const(slice(None))
             cg.emit("STORE_SUBSCR")
-        return cg
 
     def live_values(self, index):
         """(name, VT) of the locals live at instruction `index` that have a
@@ -291,6 +296,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             self.body = None        # nothing compiled: keep the original code
         else:
             cg.reconstruct(value)
+            self.write_back_lists(cg)
             cg.emit("RETURN_VALUE")
             self.body = cg.insts
         self.done = True
@@ -324,6 +330,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         named = sorted(named.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
         cg = self.compile_graph([v for _, v in named] + self.stack + [cond])
         temps = self.materialize(cg, self.stack, named)
+        self.write_back_lists(cg)
         keep = inst.opname in _JUMPS_KEEP_ON_TAKEN
         cond_temp = None
         if keep:
@@ -369,6 +376,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         cg = self.compile_graph([v for _, v in named] + self.stack)
         # the operands run in the eager group: iterators stay real iterators
         temps = self.materialize(cg, deep + operands, named, n_resume=len(deep))
+        self.write_back_lists(cg)
         deep_temps, operand_temps = temps[:len(deep)], temps[len(deep):]
         # the resume function goes under everything the break leaves behind
         names = [n for n, _ in named]

@@ -99,6 +99,14 @@ def wrap(tx, value, source):
         if value.__name__ == "torch" or value.__name__.startswith("torch."):
             return TorchModuleVariable(value, source)
         return PythonModuleVariable(value, source)
+    from ... import _C
+    if isinstance(value, _C.OptimizedCallable):
+        # a function wrapped by optimize()/run(): the outer compile traces
+        # into it (the inner wrapper is ignored); a disable() wrapper breaks
+        from ...guards import AttrSource
+        if value._mode == 0:
+            return SkippedFunctionVariable(value, source)
+        return wrap(tx, value._fn, AttrSource(source, "_fn") if source is not None else None)
     directive = _directive(tx, value, source)
     if directive is not None:
         return directive
