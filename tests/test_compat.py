@@ -408,3 +408,36 @@ def test_nested_optimize_and_run_wrappers_are_traced_into():
     dynamo.reset()
     dynamo.optimize(cnt)(dynamo.optimize(cnt_inner)(lambda a: a + 1))(x)
     assert (cnt.frame_count, cnt_inner.frame_count) == (1, 0)
+
+
+def test_objects_constructed_inside_the_frame():
+    class Vec:
+        def __init__(self, val):
+            self.val = val
+
+        def __add__(self, other):
+            return Vec(self.val + other.val)
+
+        def __rmul__(self, k):
+            return Vec(self.val * k)
+
+        @classmethod
+        def twice(cls, x):
+            return x + x
+
+        @staticmethod
+        def thrice(x):
+            return x * 3
+
+    def fn(a, b):
+        v = Vec(a) + 2 * Vec(b)        # __add__ and __rmul__ inlined
+        v.extra = Vec.twice(a) + Vec(a).thrice(b)
+        return v
+
+    a, b = torch.randn(3), torch.randn(3)
+    cnt = CompileCounter()
+    out = dynamo.optimize_assert(cnt)(fn)(a, b)
+    ref = fn(a, b)
+    # one graph; the object that escapes is rebuilt with its attributes
+    assert (cnt.frame_count, cnt.op_count) == (1, 5)
+    assert type(out) is Vec and same(out.val, ref.val) and same(out.extra, ref.extra)

@@ -136,7 +136,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             return
         seen.add(id(var))
         out.append(var)
-        for attr in ("items", "obj", "value"):
+        for attr in ("items", "obj", "value", "attrs"):
             child = getattr(var, attr, None)
             if isinstance(child, dict):
                 for v in child.values():

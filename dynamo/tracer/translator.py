@@ -279,6 +279,10 @@ class InstructionTranslatorBase:
 
     def STORE_ATTR(self, inst):
         obj, value = self.pop(), self.pop()
+        from .variables.misc import NewObjectVariable
+        if isinstance(obj, NewObjectVariable):
+            obj.store_attr(self, inst.argval, value)
+            return
         raise Unsupported(f"assignment to attribute {inst.argval!r} of {obj}")
 
     # ------------------------------------------------------------ calls

@@ -197,6 +197,9 @@ class ClassVariable(VariableTracker):
         cls = self.value
         if issubclass(cls, tuple) and hasattr(cls, "_fields") and hasattr(cls, "_make"):
             return NamedTupleVariable(_bind_fields(tx, cls, args, kwargs), cls._fields, cls=cls)
+        from .misc import NewObjectVariable, is_plain_user_class
+        if is_plain_user_class(cls):
+            return NewObjectVariable.construct(tx, self, args, kwargs)
         return call_builtin_class(tx, self, args, kwargs)
 
     def reconstruct(self, cg):

@@ -38,8 +38,48 @@ def seq_items(tx, vt):
     return vt.unpack(tx)
 
 
+_DUNDERS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
+            operator.truediv: "truediv", operator.floordiv: "floordiv", operator.mod: "mod",
+            operator.pow: "pow", operator.matmul: "matmul", operator.and_: "and",
+            operator.or_: "or", operator.xor: "xor", operator.lshift: "lshift",
+            operator.rshift: "rshift"}
+_INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+            operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
+            operator.imod: operator.mod, operator.ipow: operator.pow,
+            operator.imatmul: operator.matmul, operator.iand: operator.and_,
+            operator.ior: operator.or_, operator.ixor: operator.xor}
+
+
+def _user_dunder(tx, fn, a, b):
+    """a <fn> b where an operand is an object made by the traced code:
+    its __op__ / __rop__ (or __iop__) inlined, Python's dispatch order."""
+    from .misc import NewObjectVariable
+    base = _INPLACE.get(fn, fn)
+    name = _DUNDERS.get(base)
+    if name is None:
+        return None
+    tries = []
+    if fn in _INPLACE and isinstance(a, NewObjectVariable):
+        tries.append((a, f"__i{name}__", b))
+    if isinstance(a, NewObjectVariable):
+        tries.append((a, f"__{name}__", b))
+    if isinstance(b, NewObjectVariable):
+        tries.append((b, f"__r{name}__", a))
+    for obj, method, other in tries:
+        if hasattr(obj.cls, method):
+            result = obj.call_method(tx, method, [other], {})
+            if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+                return result
+    return None
+
+
 def binary_op(tx, fn, a, b):
     """a <fn> b for traced values (fn from the operator module)."""
+    from .misc import NewObjectVariable
+    if isinstance(a, NewObjectVariable) or isinstance(b, NewObjectVariable):
+        result = _user_dunder(tx, fn, a, b)
+        if result is not None:
+            return result
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return tx.output.call_function(tx, fn, [a, b], {})
     if fn in (operator.iadd,) and isinstance(a, ListVariable):

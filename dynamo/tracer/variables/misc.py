@@ -154,3 +154,114 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def __repr__(self):
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
+
+
+def _rebuild_object(cls, attrs):
+    """Run time: an instance of `cls` made inside a compiled frame, with the
+    instance attributes the trace gave it (its __init__ ran at trace time)."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(attrs)
+    return obj
+
+
+def is_plain_user_class(cls):
+    """Classes whose construction the tracer can follow: defined in Python
+    by the user (not torch, not a skipped module), made by object.__new__,
+    with a plain instance __dict__ and attribute protocol."""
+    from .builder import is_skipped_function
+    if not isinstance(cls, type) or type(cls) is not type or cls.__module__ == "builtins":
+        return False
+    if (cls.__module__ or "").split(".")[0] in ("torch", "dynamo"):
+        return False
+    if any(k.__new__ is not object.__new__ for k in cls.__mro__[:-1]) or \
+            cls.__mro__[-1] is not object:
+        return False
+    if "__slots__" in cls.__dict__ or cls.__getattribute__ is not object.__getattribute__ \
+            or cls.__setattr__ is not object.__setattr__:
+        return False
+    init = cls.__init__
+    if init is not object.__init__ and (not isinstance(init, types.FunctionType)
+                                        or is_skipped_function(init)):
+        return False
+    return True
+
+
+class NewObjectVariable(VariableTracker):
+    """An instance of a plain user class constructed by the traced code
+    (`Foo(a)`): __init__ is inlined with this as `self`; attribute stores
+    and reads are tracked in `attrs` (name -> VT); methods, class and static
+    methods, properties and operator dunders are inlined. If the object
+    outlives the trace it is rebuilt as a fresh instance with those
+    attributes (no __init__ runs again)."""
+
+    def __init__(self, cls, cls_vt):
+        super().__init__(None)
+        self.cls = cls
+        self.cls_vt = cls_vt
+        self.attrs = {}
+
+    @classmethod
+    def construct(cls, tx, cls_vt, args, kwargs):
+        from .functions import UserMethodVariable
+        obj = cls(cls_vt.value, cls_vt)
+        init = cls_vt.value.__init__
+        if init is object.__init__:
+            if args or kwargs:
+                raise Unsupported(f"{cls_vt.value.__name__}() takes no arguments")
+        else:
+            UserMethodVariable(init, obj).call(tx, args, kwargs)
+        return obj
+
+    def python_type(self):
+        return self.cls
+
+    def truth(self, tx):
+        if hasattr(self.cls, "__bool__") or hasattr(self.cls, "__len__"):
+            return self.call_method(tx, "__bool__" if hasattr(self.cls, "__bool__") else "__len__",
+                                    [], {}).truth(tx)
+        return True
+
+    def var_getattr(self, tx, name):
+        from .builder import wrap
+        from .builtin import ObservedAttributeError
+        from .functions import UserFunctionVariable, UserMethodVariable
+        if name in self.attrs:
+            return self.attrs[name]
+        if name == "__class__":
+            return self.cls_vt
+        if name == "__dict__":
+            from .containers import DictVariable
+            return DictVariable(dict(self.attrs))
+        try:
+            static = inspect.getattr_static(self.cls, name)
+        except AttributeError:
+            raise ObservedAttributeError(f"{self.cls.__name__} has no attribute {name!r}") from None
+        if isinstance(static, staticmethod):
+            return UserFunctionVariable(static.__func__)
+        if isinstance(static, classmethod):
+            return UserMethodVariable(static.__func__, self.cls_vt)
+        if isinstance(static, property):
+            return UserFunctionVariable(static.fget).call(tx, [self], {})
+        if isinstance(static, types.FunctionType):
+            return UserMethodVariable(static, self)
+        src = AttrSource(self.cls_vt.source, name) if self.cls_vt.source is not None else None
+        return wrap(tx, getattr(self.cls, name), src)
+
+    def store_attr(self, tx, name, value):
+        self.attrs[name] = value
+
+    def call_method(self, tx, name, args, kwargs):
+        return self.var_getattr(tx, name).call(tx, args, kwargs)
+
+    def call(self, tx, args, kwargs):
+        return self.call_method(tx, "__call__", args, kwargs)
+
+    def reconstruct(self, cg):
+        from .containers import DictVariable
+        cg.load_const(_rebuild_object)
+        cg.reconstruct(self.cls_vt)
+        cg.reconstruct(DictVariable(dict(self.attrs)))
+        cg.call(2)
+
+    def __repr__(self):
+        return f"NewObjectVariable({self.cls.__name__})"
