@@ -244,8 +244,8 @@ def _entry_code(fn):
 
 
 def _wrap(fn, mode, callback):
-    while isinstance(fn, _C.OptimizedCallable):
-        fn = fn._fn         # the outermost optimize/run/disable decides
+    while isinstance(fn, _C.OptimizedCallable) and fn._mode != MODE_OFF:
+        fn = fn._fn         # the outermost optimize/run decides; disable() stays
     code = _entry_code(fn)
     if code is not None and isinstance(callback, _Callback):
         callback.forced_codes.add(code)

@@ -441,3 +441,31 @@ def test_objects_constructed_inside_the_frame():
     # one graph; the object that escapes is rebuilt with its attributes
     assert (cnt.frame_count, cnt.op_count) == (1, 5)
     assert type(out) is Vec and same(out.val, ref.val) and same(out.extra, ref.extra)
+
+
+FUNCS = frozenset([torch.add])
+
+
+def test_id_frozenset_membership_and_size_fold():
+    def fn(x, func):
+        if func in FUNCS:                     # decided at trace time, guarded
+            x = torch.add(x, 1.0)
+        return torch.mul(x, 1.0).view(*torch.Size([1, 1]))
+
+    x = torch.randn(1)
+    cnt = CompileCounter()
+    opt = dynamo.optimize_assert(cnt)(fn)
+    opt(x, torch.add)
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)
+    opt(x, torch.mul)                          # other function: recompiles
+    assert (cnt.frame_count, cnt.op_count) == (2, 5)
+
+    class M(torch.nn.Module):
+        def forward(self, x, ref):
+            if id(self) == ref:
+                x = x * 2
+            return x + 1
+
+    m, cnt2 = M(), CompileCounter()
+    dynamo.optimize_assert(cnt2)(m)(x, id(m))
+    assert cnt2.op_count == 2

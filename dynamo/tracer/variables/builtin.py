@@ -150,6 +150,13 @@ def unary_op(tx, fn, a):
 def contains(tx, item, container):
     if isinstance(container, DictVariable):
         return item.as_python_constant() in container.items
+    from .base import OpaqueVariable
+    if isinstance(container, OpaqueVariable) and type(container.value) is frozenset \
+            and container.source is not None:
+        # immutable: the same object always has the same members
+        from ...guards import ID_MATCH
+        tx.output.add_guard(container.source, ID_MATCH, container.value)
+        return item.as_python_constant() in container.value
     if isinstance(container, TensorVariable):
         raise Unsupported("`in` on a tensor needs its data")
     if container.is_python_constant() and item.is_python_constant():
@@ -479,6 +486,20 @@ def _any_all(fn):
     return handler
 
 
+def _id(tx, obj):
+    """id() of an object the guards pin to one identity (nn.Modules and
+    classes carry ID_MATCH; other objects with a source get it here)."""
+    from ...guards import ID_MATCH
+    from .nn_module import NNModuleVariable
+    if isinstance(obj, NNModuleVariable):
+        return ConstantVariable(id(obj.module))
+    value = getattr(obj, "value", None)
+    if obj.source is not None and value is not None and not isinstance(obj, ConstantVariable):
+        tx.output.add_guard(obj.source, ID_MATCH, value)
+        return ConstantVariable(id(value))
+    raise Unsupported(f"id() of {obj}")
+
+
 def _super(tx, *args):
     raise Unsupported("super()")
 
@@ -490,7 +511,7 @@ _HANDLERS = {
     abs: _abs, int: _to_number(int), float: _to_number(float), bool: _to_number(bool),
     iter: _iter, next: _next, reversed: _reversed, type: _type, callable: _callable,
     slice: _slice, sorted: _sorted, any: _any_all(any), all: _any_all(all),
-    super: _super, itertools.chain: _chain, itertools.islice: _islice,
+    super: _super, id: _id, itertools.chain: _chain, itertools.islice: _islice,
 }
 
 BUILTIN_CALLABLES = set(_HANDLERS) | _PURE | {str, repr, format, round, divmod, pow}

@@ -206,8 +206,8 @@ class TorchFunctionVariable(FunctionObjectVariable):
             raise Unsupported(f"call to {_torch_name(fn)}")
         if fn in (torch.Size, torch.device, torch.dtype, torch.finfo, torch.iinfo):
             try:
-                value = fn(*[a.as_python_constant() for a in args],
-                           **{k: v.as_python_constant() for k, v in kwargs.items()})
+                value = fn(*[_constant_arg(a) for a in args],
+                           **{k: _constant_arg(v) for k, v in kwargs.items()})
             except Unsupported:
                 raise Unsupported(f"{fn.__name__}() of non-constants")
             if fn in (torch.finfo, torch.iinfo):
@@ -306,3 +306,12 @@ class NumericInfoVariable(VariableTracker):
 
     def __repr__(self):
         return f"NumericInfoVariable({self.value})"
+
+
+def _constant_arg(var):
+    """The Python value of a constant argument; lists and tuples of
+    constants made by the traced code count (torch.Size([10, 10]))."""
+    from .containers import BaseListVariable
+    if isinstance(var, BaseListVariable) and var.source is None:
+        return [_constant_arg(v) for v in var.items]
+    return var.as_python_constant()
