@@ -469,3 +469,21 @@ def test_id_frozenset_membership_and_size_fold():
     m, cnt2 = M(), CompileCounter()
     dynamo.optimize_assert(cnt2)(m)(x, id(m))
     assert cnt2.op_count == 2
+
+
+def test_stateless_torch_module_constructed_inside_the_frame():
+    def fn(x, y):
+        return torch.nn.Softmax(dim=-1)(x + y * 2)
+
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    cnt = CompileCounter()
+    opt = dynamo.optimize_assert(cnt)(fn)
+    assert same(opt(x, y), fn(x, y)) and same(opt(y, x), fn(y, x))
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)
+    kinds = [n.op for n in cnt.graphs[0].graph.nodes]
+    assert "call_module" in kinds
+
+    def with_params(x):
+        return torch.nn.Linear(4, 4)(x)        # parameters: made per call, so it breaks
+    with pytest.raises(dynamo.exc.Unsupported, match="parameters"):
+        dynamo.optimize_assert(CompileCounter())(with_params)(x)

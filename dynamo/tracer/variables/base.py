@@ -198,6 +198,9 @@ class ClassVariable(VariableTracker):
         if issubclass(cls, tuple) and hasattr(cls, "_fields") and hasattr(cls, "_make"):
             return NamedTupleVariable(_bind_fields(tx, cls, args, kwargs), cls._fields, cls=cls)
         from .misc import NewObjectVariable, is_plain_user_class
+        if issubclass(cls, torch.nn.Module) and (cls.__module__ or "").startswith("torch.nn."):
+            from .torch import _construct_stateless_module
+            return _construct_stateless_module(tx, cls, args, kwargs)
         if is_plain_user_class(cls):
             return NewObjectVariable.construct(tx, self, args, kwargs)
         return call_builtin_class(tx, self, args, kwargs)

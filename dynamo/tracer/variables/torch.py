@@ -216,7 +216,7 @@ class TorchFunctionVariable(FunctionObjectVariable):
                 raise Unsupported(f"{fn.__name__}() value")
             return ConstantVariable(value)
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
-            raise Unsupported(f"constructing {fn.__name__} inside the compiled frame")
+            return _construct_stateless_module(tx, fn, args, kwargs)
         if isinstance(fn, type) and fn in (torch.Tensor, torch.nn.Parameter):
             raise Unsupported(f"constructing {fn.__name__} inside the compiled frame")
         if isinstance(fn, type) and not issubclass(fn, torch.Tensor):
@@ -315,3 +315,30 @@ def _constant_arg(var):
     if isinstance(var, BaseListVariable) and var.source is None:
         return [_constant_arg(v) for v in var.items]
     return var.as_python_constant()
+
+
+_module_counter = __import__("itertools").count()
+
+
+def _construct_stateless_module(tx, cls, args, kwargs):
+    """`torch.nn.Softmax(dim=-1)` inside the frame: a torch.nn module with
+    constant constructor arguments and no parameters or buffers behaves the
+    same whichever instance runs, so one is made at trace time and called
+    as a submodule of the graph (reachable from a global of the frame for
+    the code after a break). Anything else is Unsupported."""
+    from .builder import wrap
+    from ...guards import GlobalSource
+    if not (cls.__module__ or "").startswith("torch.nn."):
+        raise Unsupported(f"constructing {cls.__name__} inside the compiled frame")
+    try:
+        a = [_constant_arg(v) for v in args]
+        k = {n: _constant_arg(v) for n, v in kwargs.items()}
+    except Unsupported:
+        raise Unsupported(f"constructing {cls.__name__} with non-constant arguments")
+    module = cls(*a, **k)
+    if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
+        raise Unsupported(f"constructing {cls.__name__} (it has parameters or buffers) "
+                          "inside the compiled frame")
+    name = f"___new_module_{cls.__name__}_{next(_module_counter)}"
+    tx.output.install[name] = module
+    return wrap(tx, module, GlobalSource(name))
