@@ -487,3 +487,27 @@ def test_stateless_torch_module_constructed_inside_the_frame():
         return torch.nn.Linear(4, 4)(x)        # parameters: made per call, so it breaks
     with pytest.raises(dynamo.exc.Unsupported, match="parameters"):
         dynamo.optimize_assert(CompileCounter())(with_params)(x)
+
+
+def test_module_attribute_lookup_follows_python_order():
+    class Base(torch.nn.Module):
+        def linear(self, x):
+            return x * 2.0
+
+    class Mod(Base):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 4)     # in _modules: the method wins
+            self.scale = 0.5                        # in __dict__: wins over the method
+
+        def scale(self):
+            return 2.0
+
+        def forward(self, x):
+            return self.linear(x) * self.scale
+
+    m, x = Mod(), torch.randn(4)
+    cnt = CompileCounter()
+    assert same(dynamo.optimize_assert(cnt)(m)(x), m(x))
+    assert same(m(x), x)                             # (x * 2.0) * 0.5
+    assert not any(n.op == "call_module" for n in cnt.graphs[0].graph.nodes)

@@ -90,6 +90,14 @@ _NATIVE_METHODS = ("modules", "named_modules", "children", "named_children", "pa
                    "named_parameters", "buffers", "named_buffers")
 
 
+def _class_has(cls, name):
+    try:
+        inspect.getattr_static(cls, name)
+        return True
+    except AttributeError:
+        return False
+
+
 def _tree_walk_args(name, args, kwargs):
     """(recurse, prefix) of a parameters()/buffers()/named_*() call whose
     arguments are constants the walk models, else None."""
@@ -153,7 +161,11 @@ class NNModuleVariable(VariableTracker):
         if name == "__class__":
             return ClassVariable(type(mod))
         d = mod.__dict__
-        for table in ("_parameters", "_buffers"):
+        # Python's lookup order: an attribute of the class (a method, say)
+        # wins over a submodule/parameter/buffer of the same name, which
+        # nn.Module.__getattr__ only finds when ordinary lookup fails
+        shadowed = name not in d and _class_has(cls, name)
+        for table in () if shadowed else ("_parameters", "_buffers"):
             if name in d.get(table, {}):
                 value = d[table][name]
                 if value is None:
@@ -161,7 +173,7 @@ class NNModuleVariable(VariableTracker):
                                         ID_MATCH, None)
                     return ConstantVariable(None)
                 return tensor_attr(tx, self.source, table, name, value, src)
-        if name in d.get("_modules", {}):
+        if name in d.get("_modules", {}) and not shadowed:
             return submodule(tx, self, name)
         if name in _HOOK_TABLES and name in d and not d[name]:
             return self.empty_hook_table(tx, name)
