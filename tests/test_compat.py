@@ -511,3 +511,21 @@ def test_module_attribute_lookup_follows_python_order():
     assert same(dynamo.optimize_assert(cnt)(m)(x), m(x))
     assert same(m(x), x)                             # (x * 2.0) * 0.5
     assert not any(n.op == "call_module" for n in cnt.graphs[0].graph.nodes)
+
+
+def test_modulelist_slices_iterate_in_the_graph():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList([torch.nn.Linear(4, 4), torch.nn.ReLU(),
+                                               torch.nn.Linear(4, 4)])
+
+        def forward(self, x):
+            for idx, layer in enumerate(self.layers[::-1]):
+                x = layer(x) * idx
+            return self.layers[1:][0](x)
+
+    m, x = M(), torch.randn(4)
+    cnt = CompileCounter()
+    assert same(dynamo.optimize_assert(cnt)(m)(x), m(x))
+    assert (cnt.frame_count, cnt.op_count) == (1, 7)

@@ -334,7 +334,14 @@ class NNModuleVariable(VariableTracker):
         mod = self.module
         k = key.as_python_constant()
         if isinstance(k, slice):
-            raise Unsupported(f"slicing {type(mod).__name__}")
+            if type(mod) is not torch.nn.ModuleList:
+                raise Unsupported(f"slicing {type(mod).__name__}")
+            # a ModuleList's slice is a ModuleList of the same modules: what
+            # traced code does with it (iterate, index, len) a list of them does
+            from .containers import ListVariable
+            self.guard_structure(tx)
+            names = list(mod._modules)[k]
+            return ListVariable([submodule(tx, self, n) for n in names])
         if isinstance(mod, (torch.nn.ModuleList, torch.nn.Sequential)):
             n = len(mod)
             if not -n <= k < n:
