@@ -151,6 +151,9 @@ class OutputGraph:
         self.module_stack = []
         self.current_tx = None                  # the translator running (stack traces)
         self.mutated_lists = {}                 # id(VT) -> argument ListVariable changed by the trace
+        # (id(object), attribute) -> (owner VT, value VT, object): attribute
+        # stores on objects passed in, written back after the graph
+        self.attr_stores = {}
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
 
     # ------------------------------------------------------------ guards

@@ -529,3 +529,22 @@ def test_modulelist_slices_iterate_in_the_graph():
     cnt = CompileCounter()
     assert same(dynamo.optimize_assert(cnt)(m)(x), m(x))
     assert (cnt.frame_count, cnt.op_count) == (1, 7)
+
+
+def test_attribute_stores_on_an_argument_object_are_written_back():
+    class Obj:
+        def __init__(self, a):
+            self.a = a
+
+    def fn(obj):
+        obj.b = obj.a * 2
+        obj.a = obj.b + 1           # reads see the stored value
+        print("break")              # written back before the break runs
+        return obj.a - obj.b
+
+    x = torch.randn(4)
+    o = Obj(x)
+    cnt = CompileCounter()
+    out = dynamo.optimize(cnt)(fn)(o)
+    assert same(o.b, x * 2) and same(o.a, x * 2 + 1) and same(out, torch.ones(4))
+    assert cnt.frame_count == 2

@@ -149,7 +149,8 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def compile_graph(self, roots):
         found, seen = [], set()
-        mutated = list(self.output.mutated_lists.values())
+        mutated = list(self.output.mutated_lists.values()) + \
+            [value for _, value, _ in self.output.attr_stores.values()]
         for var in list(roots) + mutated:
             self.collect(var, found, seen)
         info, index, sources = self.output.compile_graph(
@@ -163,7 +164,7 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def write_back_lists(self, cg):
         """Argument lists the trace changed get their final items:
-        `lst[:] = [items]`. Emitted after every other value was rebuilt
+        `lst[:] = [items]`, objects passed in their stored attributes. Emitted after every other value was rebuilt
         (those may be read from the list through its source); stack-neutral."""
         for lst in self.output.mutated_lists.values():
             for item in lst.items:
@@ -172,6 +173,10 @@ class InstructionTranslator(InstructionTranslatorBase):
             cg.load_source(lst.source)
             cg.load_const(slice(None))
             cg.emit("STORE_SUBSCR")
+        for (_, name), (owner, value, _) in self.output.attr_stores.items():
+            cg.reconstruct(value)           # obj.name = value
+            cg.load_source(owner.source)
+            cg.emit("STORE_ATTR", argval=name)
 
     def live_values(self, index):
         """(name, VT) of the locals live at instruction `index` that have a

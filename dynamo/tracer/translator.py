@@ -279,9 +279,12 @@ class InstructionTranslatorBase:
 
     def STORE_ATTR(self, inst):
         obj, value = self.pop(), self.pop()
-        from .variables.misc import NewObjectVariable
+        from .variables.misc import NewObjectVariable, UserDefinedObjectVariable
         if isinstance(obj, NewObjectVariable):
             obj.store_attr(self, inst.argval, value)
+            return
+        if isinstance(obj, UserDefinedObjectVariable) and obj.can_store_attr(inst.argval):
+            self.output.attr_stores[(id(obj.value), inst.argval)] = (obj, value, obj.value)
             return
         raise Unsupported(f"assignment to attribute {inst.argval!r} of {obj}")
 

@@ -121,6 +121,9 @@ class UserDefinedObjectVariable(VariableTracker):
         from .builtin import ObservedAttributeError
         from .functions import UserFunctionVariable, UserMethodVariable
         obj, cls = self.value, type(self.value)
+        stored = tx.output.attr_stores.get((id(obj), name))
+        if stored is not None:
+            return stored[1]
         require_plain_getattribute(cls)
         if "__getattr__" in dir(cls) and not isinstance(inspect.getattr_static(cls, "__getattr__", None),
                                                         (types.WrapperDescriptorType, type(None))):
@@ -144,6 +147,20 @@ class UserDefinedObjectVariable(VariableTracker):
                 return SkippedFunctionVariable(getattr(obj, name), src)
             return UserMethodVariable(static, self)
         return wrap(tx, getattr(obj, name), src)
+
+    def can_store_attr(self, name):
+        """May `obj.name = v` be traced (and written back after the graph)?
+        For an object with a source, a plain __setattr__ and a __dict__, and
+        no descriptor of that name on its class (a property would run code)."""
+        cls = type(self.value)
+        if self.source is None or cls.__setattr__ is not object.__setattr__ or \
+                not isinstance(getattr(self.value, "__dict__", None), dict):
+            return False
+        try:
+            static = inspect.getattr_static(cls, name)
+        except AttributeError:
+            return True
+        return not hasattr(type(static), "__set__") and not hasattr(type(static), "__get__")
 
     def call(self, tx, args, kwargs):
         from .functions import UserMethodVariable
