@@ -292,15 +292,22 @@ class OptimizedModule(torch.nn.Module):
         return f"OptimizedModule({self._orig_mod!r})"
 
 
-def optimize(backend="inductor", nopython=False):
+def optimize(backend="inductor", nopython=False, disable=False):
     """Return a decorator / context manager that compiles with `backend`.
 
     `dynamo.optimize("eager")(fn)` wraps a function, method or nn.Module;
     `with dynamo.optimize(...):` compiles every frame run inside the block.
     `nopython=True` raises dynamo.exc.Unsupported instead of breaking graphs.
+    `disable=True` gives dynamo.disable()'s wrapper instead: nothing compiles
+    (switch compilation off with a flag, keeping the decorator in place).
     """
     if not isinstance(nopython, bool):
         raise TypeError(f"nopython must be a bool, got {type(nopython).__name__}")
+    if not isinstance(disable, bool):
+        raise TypeError(f"disable must be a bool, got {type(disable).__name__}")
+    if disable:
+        backends.lookup(backend)        # still a clear error for a bad backend
+        return _ModeContext(MODE_OFF, None)
     from . import mutation_guard
     mutation_guard.install_generation_tagging()
     return _ModeContext(MODE_COMPILE, _Callback(backend, nopython))
