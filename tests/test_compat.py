@@ -548,3 +548,16 @@ def test_attribute_stores_on_an_argument_object_are_written_back():
     out = dynamo.optimize(cnt)(fn)(o)
     assert same(o.b, x * 2) and same(o.a, x * 2 + 1) and same(out, torch.ones(4))
     assert cnt.frame_count == 2
+
+
+def test_optimize_disable_flag():
+    cnt = CompileCounter()
+
+    @dynamo.optimize(cnt, disable=True)
+    def f(x):
+        return x + 1
+
+    assert same(f(torch.ones(2)), torch.ones(2) * 2)
+    assert cnt.frame_count == 0
+    with pytest.raises(ValueError, match="unknown backend"):
+        dynamo.optimize("no-such-backend", disable=True)
