@@ -561,3 +561,20 @@ def test_optimize_disable_flag():
     assert cnt.frame_count == 0
     with pytest.raises(ValueError, match="unknown backend"):
         dynamo.optimize("no-such-backend", disable=True)
+
+
+def test_len_of_a_user_object_inlines_its_len():
+    class Boxes:
+        def __init__(self, t):
+            self.t = t
+
+        def __len__(self):
+            return self.t.shape[0]
+
+    def fn(boxes):
+        return len(boxes) + boxes.t
+
+    b = Boxes(torch.randn(3, 2))
+    cnt = CompileCounter()
+    assert same(dynamo.optimize_assert(cnt)(fn)(b), b.t + 3)
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)

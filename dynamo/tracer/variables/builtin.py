@@ -255,6 +255,12 @@ def _len(tx, obj):
         return ConstantVariable(len(obj.items))
     if obj.is_python_constant():
         return ConstantVariable(len(obj.as_python_constant()))
+    from .misc import NewObjectVariable, UserDefinedObjectVariable
+    if isinstance(obj, (UserDefinedObjectVariable, NewObjectVariable)):
+        import inspect
+        import types
+        if isinstance(inspect.getattr_static(obj.python_type(), "__len__", None), types.FunctionType):
+            return obj.call_method(tx, "__len__", [], {})   # a user __len__: inlined
     return ConstantVariable(len(obj.unpack(tx)))
 
 
