@@ -578,3 +578,26 @@ def test_len_of_a_user_object_inlines_its_len():
     cnt = CompileCounter()
     assert same(dynamo.optimize_assert(cnt)(fn)(b), b.t + 3)
     assert (cnt.frame_count, cnt.op_count) == (1, 1)
+
+
+def test_user_getattr_fallback_is_inlined_and_guarded():
+    class Cfg:
+        on_class = 1
+
+        def __init__(self):
+            self.on_object = 2
+
+        def __getattr__(self, name):
+            return 3
+
+    def fn(cfg, x):
+        return x + cfg.on_class - cfg.on_object + cfg.missing
+
+    x, cfg = torch.randn(4), Cfg()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    assert same(opt(cfg, x), x + 2)
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)
+    cfg.missing = 10                   # the instance's attribute names changed: recompile
+    assert same(opt(cfg, x), x + 9)
+    assert cnt.frame_count == 2

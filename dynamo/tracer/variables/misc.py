@@ -125,13 +125,25 @@ class UserDefinedObjectVariable(VariableTracker):
         if stored is not None:
             return stored[1]
         require_plain_getattribute(cls)
+        user_getattr = None
         if "__getattr__" in dir(cls) and not isinstance(inspect.getattr_static(cls, "__getattr__", None),
                                                         (types.WrapperDescriptorType, type(None))):
             if getattr(cls, "__getattr__", None) is not getattr(object, "__getattr__", None):
-                raise Unsupported(f"{cls.__name__} defines __getattr__")
+                user_getattr = inspect.getattr_static(cls, "__getattr__")
+                if not isinstance(user_getattr, types.FunctionType) or self.source is None or \
+                        not isinstance(getattr(obj, "__dict__", None), dict):
+                    raise Unsupported(f"{cls.__name__} defines __getattr__")
         try:
             static = inspect.getattr_static(obj, name)
         except AttributeError:
+            if user_getattr is not None:
+                # ordinary lookup failed: Python calls __getattr__. Valid while
+                # the instance keeps its attribute names (DICT_KEYS on __dict__)
+                from ...guards import DICT_KEYS
+                tx.output.add_guard(AttrSource(self.source, "__dict__"), DICT_KEYS,
+                                    tuple(obj.__dict__))
+                from .base import ConstantVariable
+                return UserMethodVariable(user_getattr, self).call(tx, [ConstantVariable(name)], {})
             raise ObservedAttributeError(f"{cls.__name__} has no attribute {name!r}") from None
         src = AttrSource(self.source, name) if self.source is not None else None
         if isinstance(getattr(obj, "__dict__", None), dict) and name in obj.__dict__:
