@@ -601,3 +601,34 @@ def test_user_getattr_fallback_is_inlined_and_guarded():
     cfg.missing = 10                   # the instance's attribute names changed: recompile
     assert same(opt(cfg, x), x + 9)
     assert cnt.frame_count == 2
+
+
+def test_super_calls_are_inlined():
+    class Base(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return torch.relu(self.lin(x))
+
+        @classmethod
+        def twice(cls, x):
+            return x + x
+
+    class Child(Base):
+        def forward(self, x):
+            return super().forward(x) + super().twice(x)
+
+    class Val:
+        def __init__(self, v):
+            super().__init__()          # object.__init__: nothing to trace
+            self.v = v
+
+    m, x = Child(), torch.randn(4)
+    cnt = CompileCounter()
+    assert same(dynamo.optimize_assert(cnt)(m)(x), m(x))
+    assert (cnt.frame_count, cnt.op_count) == (1, 4)
+    cnt2 = CompileCounter()
+    out = dynamo.optimize_assert(cnt2)(lambda a: Val(a * 2))(x)
+    assert type(out) is Val and same(out.v, x * 2) and cnt2.frame_count == 1

@@ -507,7 +507,26 @@ def _id(tx, obj):
 
 
 def _super(tx, *args):
-    raise Unsupported("super()")
+    """super() / super(cls, obj) in traced code: a SuperVariable over the
+    object's MRO after `cls` (zero-argument form: the method's __class__
+    cell and first argument, as Python does)."""
+    from .misc import SuperVariable
+    if len(args) == 2:
+        cls_vt, obj = args
+    elif not args:
+        code = tx.code
+        cell = tx.cells.get("__class__") if "__class__" in code.co_freevars else None
+        if cell is None or cell.value is None or code.co_argcount == 0:
+            raise Unsupported("super() outside a method")
+        cls_vt = tx.realize(cell.value)
+        first = code.co_varnames[0]
+        obj = tx.cells[first].value if first in tx.cells else tx.locals.get(first)
+        if obj is None:
+            raise Unsupported("super(): the method's first argument was rebound")
+        obj = tx.realize(obj)
+    else:
+        raise Unsupported("super() with one argument")
+    return SuperVariable(cls_vt.as_python_constant(), obj)
 
 
 _HANDLERS = {

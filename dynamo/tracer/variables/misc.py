@@ -4,6 +4,8 @@ enter, and frame values passed through untouched.
 import inspect
 import types
 
+import torch
+
 from ...exc import Unsupported
 from ...guards import AttrSource
 from .base import (ClassVariable, VariableTracker, reconstruct_source_or_const,
@@ -200,7 +202,8 @@ def is_plain_user_class(cls):
     from .builder import is_skipped_function
     if not isinstance(cls, type) or type(cls) is not type or cls.__module__ == "builtins":
         return False
-    if (cls.__module__ or "").split(".")[0] in ("torch", "dynamo"):
+    if (cls.__module__ or "").split(".")[0] in ("torch", "dynamo") or \
+            issubclass(cls, torch.nn.Module):
         return False
     if any(k.__new__ is not object.__new__ for k in cls.__mro__[:-1]) or \
             cls.__mro__[-1] is not object:
@@ -294,3 +297,54 @@ class NewObjectVariable(VariableTracker):
 
     def __repr__(self):
         return f"NewObjectVariable({self.cls.__name__})"
+
+
+class _NoopInitVariable(VariableTracker):
+    """object.__init__ reached through super() by an object made in the
+    frame: nothing to do."""
+
+    def call(self, tx, args, kwargs):
+        from .base import ConstantVariable
+        return ConstantVariable(None)
+
+
+class SuperVariable(VariableTracker):
+    """super(cls, obj): attribute reads look in obj's MRO after `cls`; user
+    functions found there are inlined with obj bound (class methods with
+    its class)."""
+
+    def __init__(self, cls, obj):
+        super().__init__(None)
+        self.cls = cls
+        self.obj = obj
+
+    def var_getattr(self, tx, name):
+        from .base import ClassVariable
+        from .functions import UserFunctionVariable, UserMethodVariable
+        from .builder import is_skipped_function
+        obj = self.obj
+        owner = obj.as_python_constant() if isinstance(obj, ClassVariable) else obj.python_type()
+        mro = owner.__mro__
+        if self.cls not in mro:
+            raise Unsupported(f"super(): {owner.__name__} is not a subclass of {self.cls.__name__}")
+        for klass in mro[mro.index(self.cls) + 1:]:
+            if name not in klass.__dict__:
+                continue
+            attr = klass.__dict__[name]
+            if klass is object and name == "__init__" and isinstance(obj, NewObjectVariable):
+                return _NoopInitVariable()
+            if isinstance(attr, classmethod):
+                cls_vt = obj if isinstance(obj, ClassVariable) else ClassVariable(owner)
+                return UserMethodVariable(attr.__func__, cls_vt)
+            if isinstance(attr, staticmethod):
+                return UserFunctionVariable(attr.__func__)
+            if isinstance(attr, types.FunctionType) and not is_skipped_function(attr) and \
+                    not (attr.__module__ or "").startswith("torch."):
+                if isinstance(obj, ClassVariable):
+                    return UserFunctionVariable(attr)
+                return UserMethodVariable(attr, obj)
+            raise Unsupported(f"super().{name} resolves to {klass.__name__}.{name}")
+        raise Unsupported(f"super() has no attribute {name!r}")
+
+    def __repr__(self):
+        return f"SuperVariable({self.cls.__name__})"
