@@ -632,3 +632,15 @@ def test_super_calls_are_inlined():
     cnt2 = CompileCounter()
     out = dynamo.optimize_assert(cnt2)(lambda a: Val(a * 2))(x)
     assert type(out) is Val and same(out.v, x * 2) and cnt2.frame_count == 1
+
+
+def test_isinstance_of_legacy_tensor_types():
+    def fn(x):
+        if isinstance(x, torch.DoubleTensor) and not isinstance(x, torch.FloatTensor):
+            return x + 1
+        return x - 1
+
+    cnt = CompileCounter()
+    x = torch.randn(3, dtype=torch.float64)
+    assert same(dynamo.optimize_assert(cnt)(fn)(x), x + 1)
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)

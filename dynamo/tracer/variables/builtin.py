@@ -270,6 +270,10 @@ def _isinstance(tx, obj, cls):
         t = obj.python_type()
     except Unsupported:
         raise Unsupported(f"isinstance of {obj}")
+    if isinstance(obj, TensorVariable) and isinstance(classinfo, type) and \
+            classinfo in torch._tensor_classes:
+        # legacy types (torch.FloatTensor, ...): decided by dtype/device/layout
+        return ConstantVariable(isinstance(obj.example, classinfo))
     if isinstance(obj, TensorVariable) and t is torch.Tensor and isinstance(classinfo, type) \
             and issubclass(classinfo, torch.Tensor) and classinfo is not torch.Tensor:
         return ConstantVariable(False)
