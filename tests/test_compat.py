@@ -644,3 +644,16 @@ def test_isinstance_of_legacy_tensor_types():
     x = torch.randn(3, dtype=torch.float64)
     assert same(dynamo.optimize_assert(cnt)(fn)(x), x + 1)
     assert (cnt.frame_count, cnt.op_count) == (1, 1)
+
+
+def test_jit_annotate_is_the_value():
+    from typing import Any
+
+    def fn(x):
+        y = torch.jit.annotate(Any, x + 1)
+        return y + 2
+
+    cnt = CompileCounter()
+    x = torch.randn(3)
+    assert same(dynamo.optimize_assert(cnt)(fn)(x), x + 3)
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)

@@ -182,6 +182,8 @@ def wrap_torch_attr(tx, value, source):
     from ... import decorators
     if callable(value) and not isinstance(value, type) and decorators.is_disallowed(value):
         return SkippedFunctionVariable(value, source)
+    if value is torch.jit.annotate:          # a type annotation: the value itself
+        return TorchFunctionVariable(value, source)
     if isinstance(value, types.ModuleType):
         return TorchModuleVariable(value, source)
     if is_constant_value(value):

@@ -185,6 +185,8 @@ class TorchFunctionVariable(FunctionObjectVariable):
             raise Unsupported(f"call to {_torch_name(fn)} (dynamo.disallow_in_graph)")
         if decorators.is_allowed(fn):
             return out.call_function(tx, fn, list(args), dict(kwargs))
+        if fn is torch.jit.annotate and len(args) == 2 and not kwargs:
+            return args[1]
         if fn in (torch.no_grad, torch.enable_grad):
             if args or kwargs:
                 raise Unsupported(f"{fn.__name__} with arguments")
