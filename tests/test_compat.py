@@ -657,3 +657,26 @@ def test_jit_annotate_is_the_value():
     x = torch.randn(3)
     assert same(dynamo.optimize_assert(cnt)(fn)(x), x + 3)
     assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+def test_super_to_a_torch_method_breaks_instead_of_failing_the_frame():
+    class Base(torch.nn.Module):
+        def blah(self, x):
+            return x + 1
+
+    class Derived(Base):
+        def __setattr__(self, name, value):
+            super().__setattr__(name, value)        # Module.__setattr__: runs eagerly
+
+        def forward(self, x):
+            self.foo = 0
+            return self.blah(x)
+
+        def blah(self, x):
+            return super().blah(x)
+
+    mod, x = Derived(), torch.randn(3)
+    cnt = CompileCounter()
+    assert same(dynamo.optimize(cnt)(mod)(x), x + 1) and mod.foo == 0
+    assert counters["frames"]["ok"] == counters["frames"]["total"] >= 3
+    assert not counters["unimplemented"]

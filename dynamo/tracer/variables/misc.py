@@ -343,8 +343,21 @@ class SuperVariable(VariableTracker):
                 if isinstance(obj, ClassVariable):
                     return UserFunctionVariable(attr)
                 return UserMethodVariable(attr, obj)
-            raise Unsupported(f"super().{name} resolves to {klass.__name__}.{name}")
+            # anything else (a torch or C method): the real bound attribute,
+            # whose call breaks the graph and runs eagerly
+            real = self._real_object()
+            if real is None:
+                raise Unsupported(f"super().{name} resolves to {klass.__name__}.{name}")
+            return SkippedFunctionVariable(getattr(super(self.cls, real), name))
         raise Unsupported(f"super() has no attribute {name!r}")
+
+    def _real_object(self):
+        from .nn_module import NNModuleVariable
+        if isinstance(self.obj, NNModuleVariable):
+            return self.obj.module
+        if isinstance(self.obj, (UserDefinedObjectVariable, ClassVariable)):
+            return self.obj.value
+        return None
 
     def __repr__(self):
         return f"SuperVariable({self.cls.__name__})"
