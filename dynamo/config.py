@@ -21,6 +21,23 @@ _DEFAULTS = {
     "output_code": False,
     # raise BackendCompilerFailed instead of warning and running eagerly
     "raise_on_backend_error": False,
+    # --- TorchDynamo-compatible names (docs/USER_GUIDE.md, "TorchDynamo-compatible API")
+    # entering `with dynamo.optimize(...)` raises RuntimeError (use it as a decorator)
+    "raise_on_ctx_manager_usage": False,
+    # run each compiled graph once against the captured graph on its example
+    # inputs and raise BackendCompilerFailed when the results differ
+    "verify_correctness": False,
+    # accepted, no effect (always so in this design; see USER_GUIDE):
+    # tensor subclasses are graph inputs like tensors whatever this holds,
+    "traceable_tensor_subclasses": set(),
+    # example values are always fake tensors,
+    "fake_tensor_propagation": True,
+    # ints/floats read from the frame are always constants guarded by value,
+    "specialize_int_float": True,
+    # Tensor.item()/tolist() always break the graph,
+    "capture_scalar_outputs": False,
+    # there is no record/replay of failing frames.
+    "replay_record_enabled": False,
 }
 
 

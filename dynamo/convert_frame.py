@@ -136,6 +136,8 @@ def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, 
             if break_error is not None and not hasattr(e, "break_reasons"):
                 e.break_reasons = [_break_reason(break_error.reason, break_error.user_stack)]
             raise
+        finally:
+            output.current_tx = None     # no tx <-> output cycle keeping frame values alive
     else:
         raise Unsupported(f"{code.co_name}: graph break analysis did not settle")
     reasons = []

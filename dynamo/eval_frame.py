@@ -14,7 +14,7 @@ import warnings
 
 import torch
 
-from . import _C, backends, config, records, resume, skip, telemetry
+from . import _C, backends, config, decorators, records, resume, skip, telemetry
 from .exc import BackendCompilerFailed, Unsupported
 
 log = logging.getLogger("dynamo")
@@ -34,6 +34,8 @@ def _add_record(record):
     never raises)."""
     records.add(record)
     telemetry.publish(record)
+    from .utils import count_record
+    count_record(record)
 
 
 # Codes whose cache_size_limit warning was given; one warning per code until
@@ -59,6 +61,9 @@ class _Callback:
         self.forced_codes = set()
 
     def __call__(self, code, f_locals, f_globals, f_builtins, func, failures):
+        if decorators.is_skipped_code(code):      # dynamo.skip
+            _C.set_skip(code)
+            return None
         if code not in self.forced_codes:
             why = skip.skip_reason(code.co_filename)
             if why is not None and resume.base_code(code) not in self.forced_codes:
@@ -211,6 +216,13 @@ class _ModeContext:
         self._saved = []
 
     def __enter__(self):
+        if self.mode == MODE_COMPILE:
+            if config.raise_on_ctx_manager_usage:
+                raise RuntimeError("dynamo.optimize(...) used as a context manager while "
+                                   "config.raise_on_ctx_manager_usage is set; decorate the "
+                                   "function or module instead: dynamo.optimize(backend)(fn)")
+            from . import mutation_guard
+            mutation_guard.new_generation()
         self._saved.append(_C.set_mode(self.mode, self.callback))
         return self
 
@@ -231,6 +243,8 @@ def _entry_code(fn):
 
 
 def _wrap(fn, mode, callback):
+    while isinstance(fn, _C.OptimizedCallable) and fn._mode != MODE_OFF:
+        fn = fn._fn         # the outermost optimize/run decides; disable() stays
     code = _entry_code(fn)
     if code is not None and isinstance(callback, _Callback):
         callback.forced_codes.add(code)
@@ -277,15 +291,24 @@ class OptimizedModule(torch.nn.Module):
         return f"OptimizedModule({self._orig_mod!r})"
 
 
-def optimize(backend="inductor", nopython=False):
+def optimize(backend="inductor", nopython=False, disable=False):
     """Return a decorator / context manager that compiles with `backend`.
 
     `dynamo.optimize("eager")(fn)` wraps a function, method or nn.Module;
     `with dynamo.optimize(...):` compiles every frame run inside the block.
     `nopython=True` raises dynamo.exc.Unsupported instead of breaking graphs.
+    `disable=True` gives dynamo.disable()'s wrapper instead: nothing compiles
+    (switch compilation off with a flag, keeping the decorator in place).
     """
     if not isinstance(nopython, bool):
         raise TypeError(f"nopython must be a bool, got {type(nopython).__name__}")
+    if not isinstance(disable, bool):
+        raise TypeError(f"disable must be a bool, got {type(disable).__name__}")
+    if disable:
+        backends.lookup(backend)        # still a clear error for a bad backend
+        return _ModeContext(MODE_OFF, None)
+    from . import mutation_guard
+    mutation_guard.install_generation_tagging()
     return _ModeContext(MODE_COMPILE, _Callback(backend, nopython))
 
 
@@ -306,6 +329,13 @@ def disable(fn=None):
     neither compiled nor looked up."""
     ctx = _ModeContext(MODE_OFF, None)
     return ctx if fn is None else ctx(fn)
+
+
+def unsupported(a, b):
+    """`a + b`, run where the tracer cannot follow it: a call of it inside a
+    compiled frame always breaks the graph (it lives in dynamo's own code,
+    which is never inlined nor compiled). Tests use it to force a break."""
+    return a + b
 
 
 def reset():

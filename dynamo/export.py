@@ -26,10 +26,13 @@ def _flat_args(args, kwargs):
     return flat
 
 
-def _rebuild(gm, example_inputs, flat_args, result):
+def _rebuild(gm, example_inputs, flat_args, result, graph_outputs):
     """A GraphModule taking `flat_args` positionally and returning `result`'s
     structure, built from the captured `gm` whose placeholders received
-    `example_inputs`."""
+    `example_inputs` and whose run returned `graph_outputs`. Each tensor of
+    the result is found by identity: a graph output, an argument (returned
+    as is) or a tensor read from elsewhere (kept with the graph); other
+    values of the result are constants of the output."""
     new = torch.fx.Graph()
     arg_nodes = [new.placeholder(f"arg{i}") for i in range(len(flat_args))]
     root = torch.nn.Module()
@@ -41,27 +44,55 @@ def _rebuild(gm, example_inputs, flat_args, result):
         root.register_buffer(name, b)
     env = {}
     inputs = iter(example_inputs)
-    lifted = 0
+    lifted = {}                      # id(tensor) -> get_attr node
+
+    def lift(value):
+        if id(value) not in lifted:
+            name = f"_lifted_input_{len(lifted)}"
+            root.register_buffer(name, value)
+            lifted[id(value)] = new.get_attr(name)
+        return lifted[id(value)]
+
+    def arg_index(value):
+        return next((i for i, a in enumerate(flat_args) if a is value), None)
+
+    out_nodes = None
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             value = next(inputs)
-            idx = next((i for i, a in enumerate(flat_args) if a is value), None)
-            if idx is not None:
-                env[node] = arg_nodes[idx]
-            else:   # a tensor from a global or an attribute: keep it with the graph
-                name = f"_lifted_input_{lifted}"
-                lifted += 1
-                root.register_buffer(name, value)
-                env[node] = new.get_attr(name)
+            idx = arg_index(value)
+            env[node] = arg_nodes[idx] if idx is not None else lift(value)
         elif node.op == "get_attr":
             _copy_attr(gm, root, node.target)
             env[node] = new.node_copy(node, lambda n: env[n])
         elif node.op == "output":
             outs = node.args[0]
-            outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
-            new.output(_match_result(outs, result, env))
+            out_nodes = list(outs) if isinstance(outs, (tuple, list)) else [outs]
         else:
             env[node] = new.node_copy(node, lambda n: env[n])
+    out_nodes = out_nodes or []
+    leaves, spec = torch.utils._pytree.tree_flatten(result)
+    mapped = []
+    for leaf in leaves:
+        if not isinstance(leaf, torch.Tensor):
+            mapped.append(leaf)
+            continue
+        pos = next((i for i, o in enumerate(graph_outputs) if o is leaf), None)
+        if pos is not None and pos < len(out_nodes):
+            o = out_nodes[pos]
+            mapped.append(env[o] if isinstance(o, torch.fx.Node) else o)
+            continue
+        idx = arg_index(leaf)
+        if idx is not None:
+            mapped.append(arg_nodes[idx])
+            continue
+        ex = next((e for e in example_inputs if e is leaf), None)
+        if ex is not None:
+            mapped.append(lift(leaf))
+            continue
+        raise Unsupported("export: the function returns a tensor that is neither an output of "
+                          "its graph nor one of its inputs")
+    new.output(torch.utils._pytree.tree_unflatten(mapped, spec))
     return torch.fx.GraphModule(root, new, class_name="ExportedGraph")
 
 
@@ -83,33 +114,36 @@ def _copy_attr(src, dst, target):
             setattr(d, last, value)
 
 
-def _match_result(outs, result, env):
-    mapped = [env[o] if isinstance(o, torch.fx.Node) else o for o in outs]
-    if isinstance(result, torch.Tensor):
-        if len(mapped) != 1:
-            raise Unsupported(f"export: the function returns one tensor but its graph has "
-                              f"{len(mapped)} outputs")
-        return mapped[0]
-    if isinstance(result, (tuple, list)) and len(result) == len(mapped):
-        return type(result)(mapped) if isinstance(result, tuple) else mapped
-    raise Unsupported(f"export: cannot express a return value of type "
-                      f"{type(result).__name__} as the graph's output")
-
-
-def export(fn, *args, **kwargs):
+def export(fn, *args, aten_graph=False, decomposition_table=None, tracing_mode="real",
+           **kwargs):
     """Capture `fn(*args, **kwargs)` as one fx graph.
 
     Returns (graph_module, guards): `graph_module(*flat_args)` computes what
-    `fn` returned; `guards` are the conditions under which the graph is valid.
-    Raises dynamo.exc.Unsupported on any graph break.
+    `fn` returned (the same nesting of tuples, lists and dicts; arguments and
+    constants returned as is), where flat_args are the tensors and values of
+    (args, kwargs) flattened by torch.utils._pytree; `guards` are the
+    conditions under which the graph is valid. With `aten_graph=True` the
+    graph is retraced to ATen operators by make_fx (`decomposition_table`
+    and `tracing_mode` are make_fx's; both require aten_graph). Raises
+    dynamo.exc.Unsupported on any graph break.
     """
     if not callable(fn):
         raise TypeError(f"dynamo.export expects a callable or nn.Module, got {type(fn).__name__}")
+    if decomposition_table is not None:
+        assert aten_graph, "dynamo.export: decomposition_table requires aten_graph=True"
+    if tracing_mode != "real":
+        assert aten_graph, "dynamo.export: tracing_mode other than 'real' requires aten_graph=True"
     captured = []
 
     def capture(gm, example_inputs):
-        captured.append((gm, list(example_inputs)))
-        return gm.forward
+        entry = [gm, list(example_inputs), ()]
+        captured.append(entry)
+
+        def run(*a):
+            out = gm.forward(*a)
+            entry[2] = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+            return out
+        return run
 
     code = _top_code(fn)
     if code is not None:
@@ -117,9 +151,32 @@ def export(fn, *args, **kwargs):
     start = records.mark()
     result = optimize(capture, nopython=True)(fn)(*args, **kwargs)
     recs = [r for r in records.records_since(start) if r.code is code or code is None]
-    if len(captured) != 1:
+    if len(captured) > 1:
         raise Unsupported(f"export expects exactly one graph for the call, got {len(captured)}")
-    gm, example_inputs = captured[0]
-    exported = _rebuild(gm, example_inputs, _flat_args(args, kwargs), result)
+    flat = _flat_args(args, kwargs)
+    if captured:
+        gm, example_inputs, outputs = captured[0]
+    else:       # nothing to compute: the result is made of inputs and constants
+        graph = torch.fx.Graph()
+        graph.output(())
+        gm, example_inputs, outputs = torch.fx.GraphModule(torch.nn.Module(), graph), [], ()
+    exported = _rebuild(gm, example_inputs, flat, result, outputs)
+    if aten_graph:
+        exported = _to_aten(exported, flat, decomposition_table, tracing_mode)
     guards = [g for r in recs for g in r.guards]
     return exported, guards
+
+
+def _to_aten(gm, flat_args, decomposition_table, tracing_mode):
+    """Retrace `gm` to ATen operators with make_fx, keeping each node's
+    stack trace."""
+    from torch.fx import traceback as fx_traceback
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def run(*a):
+        with fx_traceback.preserve_node_meta():
+            return torch.fx.Interpreter(gm).run(*a)
+    from .eval_frame import disable
+    with disable():
+        return make_fx(run, decomposition_table=decomposition_table,
+                       tracing_mode=tracing_mode)(*flat_args)

@@ -17,6 +17,8 @@ import logging
 import operator
 import weakref
 
+import traceback
+
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -170,6 +172,11 @@ class OutputGraph:
         # (qualified path, class name) of each nn.Module whose forward is
         # being inlined, outermost first (the frame's own `self` excluded)
         self.module_stack = []
+        self.current_tx = None                  # the translator running (stack traces)
+        self.mutated_lists = {}                 # id(VT) -> argument ListVariable changed by the trace
+        # (id(object), attribute) -> (owner VT, value VT, object): attribute
+        # stores on objects passed in, written back after the graph
+        self.attr_stores = {}
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
         # deterministic algorithms, default dtype, autocast, backend flags,
         # inference mode (docs/USER_GUIDE.md, "Global state")
@@ -304,6 +311,10 @@ class OutputGraph:
         forward made `node` (a call_module node also names the module it
         calls, `called`): tuples (qualified path, class name), outermost
         first.  Telemetry and the tools read it; graphs never do."""
+        tx = self.current_tx
+        if tx is not None and node.stack_trace is None:
+            # the user's code that made the node (fx's stack_trace format)
+            node.stack_trace = "".join(traceback.format_list(tx.user_stack()))
         stack = tuple(self.module_stack)
         if called is not None:
             stack += (called,)
@@ -431,6 +442,88 @@ class OutputGraph:
             return ConstantVariable(example)
         raise Unsupported(f"{getattr(target, '__name__', target)} returned {type(example).__name__}")
 
+    # ------------------------------------------------------------ constants
+    def real_value(self, var):
+        """The real value of traced value `var` for this frame's inputs: a
+        graph tensor is computed by running the graph so far on the real
+        inputs (hook off, grad mode restored); containers item by item."""
+        from .tracer.variables import (DictVariable, ListVariable, TensorVariable,
+                                       TupleVariable)
+        if isinstance(var, TensorVariable):
+            if var.node.op == "placeholder":
+                return var.node.meta["real"]
+            if var.node.op == "get_attr":
+                return self.root[var.node.target]
+            graph = torch.fx.Graph()
+            env = {}
+            for node in self.graph.nodes:
+                env[node] = graph.node_copy(node, lambda n: env[n])
+                if node is var.node:
+                    break
+            graph.output(env[var.node])
+            gm = torch.fx.GraphModule(self.root, graph)
+            reals = [n.meta["real"] for n in self.graph.nodes if n.op == "placeholder"]
+            live = {n.name for n in graph.nodes if n.op == "placeholder"}
+            reals = [r for n, r in zip([n for n in self.graph.nodes if n.op == "placeholder"],
+                                       reals) if n.name in live]
+            from .eval_frame import disable
+            with disable(), torch.set_grad_enabled(torch.is_grad_enabled()):
+                torch._C._set_grad_enabled(self.initial_grad)
+                return gm(*reals)
+        if isinstance(var, (TupleVariable, ListVariable)):
+            t = var.python_type()
+            return (list if t is list else tuple)(self.real_value(v) for v in var.items)
+        if isinstance(var, DictVariable):
+            return {k: self.real_value(v) for k, v in var.items.items()}
+        if var.is_python_constant():
+            return var.as_python_constant()
+        value = getattr(var, "value", None)
+        if value is not None:
+            return value
+        module = getattr(var, "module", None)
+        if module is not None:
+            return module
+        raise Unsupported(f"no real value for {var}")
+
+    def fold_constant_call(self, tx, fn, args, kwargs):
+        """dynamo.assume_constant_result: call `fn` now on the real values of
+        `args` and put its result into the graph as a constant (a tensor
+        becomes a get_attr of the GraphModule)."""
+        from .tracer.variables import ConstantVariable
+        from .tracer.variables.base import is_constant_value
+        from .eval_frame import disable
+        real_args = [self.real_value(a) for a in args]
+        real_kw = {k: self.real_value(v) for k, v in kwargs.items()}
+        with disable():
+            result = fn(*real_args, **real_kw)
+        if is_constant_value(result):
+            return ConstantVariable(result)
+        if isinstance(result, torch.Tensor):
+            return self.constant_tensor(result, getattr(fn, "__name__", "constant"))
+        from .tracer.variables import DictVariable, ListVariable, TupleVariable
+
+        def item(r):
+            if is_constant_value(r):
+                return ConstantVariable(r)
+            if isinstance(r, torch.Tensor):
+                return self.constant_tensor(r, "constant")
+            raise Unsupported(f"assume_constant_result: a {type(r).__name__} in the result")
+        if type(result) in (list, tuple):
+            return (ListVariable if type(result) is list else TupleVariable)([item(r) for r in result])
+        if type(result) is dict and all(is_constant_value(k) for k in result):
+            return DictVariable({k: item(v) for k, v in result.items()})
+        raise Unsupported(f"assume_constant_result: {type(result).__name__} result")
+
+    def constant_tensor(self, tensor, base):
+        """A tensor constant of the graph: a get_attr node on a detached copy."""
+        from .tracer.variables import TensorVariable
+        value = tensor.detach().clone()
+        target = self._target(f"_const_{_identifier(base)}_{len(self.root)}", value)
+        node = self.graph.get_attr(target)
+        self._tag(node)
+        node.meta["example_value"] = example = self._fake(value)
+        return TensorVariable(node, example)
+
     # ------------------------------------------------------------ compile
     def op_count(self):
         return sum(1 for n in self.graph.nodes if n.op.startswith("call_")
@@ -443,8 +536,10 @@ class OutputGraph:
         from .tracer.variables import TensorVariable
         outputs, index = [], {}
         for var in output_vars:
-            if isinstance(var, TensorVariable) and var.node.op not in ("placeholder", "get_attr") \
-                    and var.node not in index:
+            # a get_attr without a source is a constant of the graph (assume_constant_result)
+            if isinstance(var, TensorVariable) and var.node not in index and (
+                    var.node.op not in ("placeholder", "get_attr")
+                    or var.node.op == "get_attr" and var.source is None):
                 index[var.node] = len(outputs)
                 outputs.append(var.node)
         if self.op_count() == 0 and not outputs:

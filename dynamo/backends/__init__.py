@@ -53,6 +53,7 @@ def wrap(name, fn):
     @functools.wraps(fn)
     def compile_with_policy(gm, example_inputs):
         outputs = graph_outputs(gm)         # read before the backend: it may rewrite gm
+        reference = _reference_copy(gm) if config.verify_correctness else None
         try:
             compiled = fn(gm, example_inputs)
             if compiled is None or not callable(compiled):
@@ -62,6 +63,10 @@ def wrap(name, fn):
             if outputs is not None and returned is not None and returned != outputs:
                 raise TypeError(f"backend returned the forward of a graph with {returned} "
                                 f"output(s) for a graph with {outputs}")
+            if reference is not None:
+                _verify(name, reference, compiled, example_inputs)
+        except BackendCompilerFailed:
+            raise
         except Exception as e:  # noqa: BLE001 - every backend failure takes the same path
             if config.raise_on_backend_error:
                 raise BackendCompilerFailed(name, e) from e
@@ -77,7 +82,7 @@ def wrap(name, fn):
         # calling code indexes them: a wrong count is a TypeError naming
         # the backend, not an IndexError in the user's frame).
         code = _fx_forward_code(compiled)
-        if code is not None:
+        if code is not None and not _calls_user_code(gm):
             _C.set_skip(code)
             return compiled
         if outputs is None:
@@ -98,6 +103,44 @@ def graph_outputs(gm):
             value = node.args[0] if node.args else None
             return len(value) if isinstance(value, (tuple, list)) else None
     return None
+
+
+def _reference_copy(gm):
+    """A copy of the captured graph that the backend cannot modify."""
+    import copy
+    return copy.deepcopy(gm)
+
+
+def _verify(name, reference, compiled, example_inputs):
+    """config.verify_correctness: run the captured graph and the backend's
+    result on copies of the example inputs; BackendCompilerFailed (a
+    RuntimeError) if they differ. Raised whatever raise_on_backend_error says:
+    wrong results must never be run silently."""
+    import torch
+    from .. import testing
+
+    def fresh():
+        return [x.clone() if isinstance(x, torch.Tensor) else x for x in example_inputs]
+    with _no_hook():
+        expected = reference(*fresh())
+        got = compiled(*fresh())
+    if not testing.same(expected, got):
+        raise BackendCompilerFailed(name, RuntimeError(
+            "config.verify_correctness: the compiled graph's results differ from the "
+            "captured graph's on the example inputs"))
+
+
+def _no_hook():
+    from ..eval_frame import disable
+    return disable()
+
+
+def _calls_user_code(gm):
+    """Does the graph call Python functions put into it by
+    dynamo.allow_in_graph? Their frames must run with the hook off too."""
+    from .. import decorators
+    return any(n.op == "call_function" and decorators.is_allowed(n.target)
+               for n in gm.graph.nodes)
 
 
 def _fx_forward_code(compiled):
@@ -137,3 +180,33 @@ def inductor(gm, example_inputs):
     """TorchInductor through its public fx-graph entry point."""
     from torch._inductor.compile_fx import compile_fx
     return compile_fx(gm, example_inputs)
+
+
+@register_backend("ts")
+def ts(gm, example_inputs):
+    """TorchScript: torch.jit.trace of the graph on its example inputs (run
+    with the default fuser)."""
+    import torch
+    return torch.jit.trace(gm, tuple(example_inputs), check_trace=False, strict=False)
+
+
+@register_backend("nnc")
+def nnc(gm, example_inputs):
+    """TorchScript traced graph run with the NNC (TensorExpr) fuser."""
+    import torch
+    traced = ts(gm, example_inputs)
+
+    def run(*args):
+        with torch.jit.fuser("fuser1"):
+            return traced(*args)
+    return run
+
+
+@register_backend("aot_inductor_debug")
+def aot_inductor_debug(gm, example_inputs):
+    """AOT autograd with TorchInductor's decompositions, graphs run with
+    eager kernels (checks the decompositions without compiling code)."""
+    from torch._functorch.aot_autograd import aot_module_simplified
+    from torch._inductor.decomposition import select_decomp_table
+    return aot_module_simplified(gm, example_inputs, fw_compiler=_nop_compiler,
+                                 bw_compiler=_nop_compiler, decompositions=select_decomp_table())

@@ -160,7 +160,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             return
         seen.add(id(var))
         out.append(var)
-        for attr in ("items", "obj", "value"):
+        for attr in ("items", "obj", "value", "attrs"):
             child = getattr(var, attr, None)
             if isinstance(child, dict):
                 for v in child.values():
@@ -173,7 +173,9 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def compile_graph(self, roots):
         found, seen = [], set()
-        for var in roots:
+        mutated = list(self.output.mutated_lists.values()) + \
+            [value for _, value, _ in self.output.attr_stores.values()]
+        for var in list(roots) + mutated:
             self.collect(var, found, seen)
         info, index, sources = self.output.compile_graph(
             [v for v in found if isinstance(v, TensorVariable)])
@@ -183,6 +185,22 @@ class InstructionTranslator(InstructionTranslatorBase):
         if info is not None:
             cg.call_graph(info, sources, GRAPH_OUT)
         return cg
+
+    def write_back_lists(self, cg):
+        """Argument lists the trace changed get their final items:
+        `lst[:] = [items]`, objects passed in their stored attributes. Emitted after every other value was rebuilt
+        (those may be read from the list through its source); stack-neutral."""
+        for lst in self.output.mutated_lists.values():
+            for item in lst.items:
+                cg.reconstruct(item)
+            cg.emit("BUILD_LIST", arg=len(lst.items))
+            cg.load_source(lst.source)
+            cg.load_const(slice(None))
+            cg.emit("STORE_SUBSCR")
+        for (_, name), (owner, value, _) in self.output.attr_stores.items():
+            cg.reconstruct(value)           # obj.name = value
+            cg.load_source(owner.source)
+            cg.emit("STORE_ATTR", argval=name)
 
     def live_values(self, index):
         """(name, VT) of the locals live at instruction `index` that have a
@@ -372,6 +390,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             self.body = None        # nothing compiled: keep the original code
         else:
             cg.reconstruct(value)
+            self.write_back_lists(cg)
             cg.emit("RETURN_VALUE")
             self.body = cg.insts
         self.done = True
@@ -405,6 +424,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         named = sorted(named.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
         cg = self.compile_graph([v for _, v in named] + self.stack + [cond])
         temps = self.materialize(cg, self.stack, named)
+        self.write_back_lists(cg)
         keep = inst.opname in _JUMPS_KEEP_ON_TAKEN
         cond_temp = None
         if keep:
@@ -516,6 +536,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         cg = self.compile_graph([v for _, v in named] + self.stack)
         # the operands run in the eager group: iterators stay real iterators
         temps = self.materialize(cg, deep + operands, named, n_resume=len(deep))
+        self.write_back_lists(cg)
         deep_temps, operand_temps = temps[:len(deep)], temps[len(deep):]
         # the resume function goes under everything the break leaves behind
         names = [n for n, _ in named]

@@ -65,6 +65,7 @@ class InstructionTranslatorBase:
             inst = self.instructions[self.ip]
             self.ip += 1
             self.current = inst
+            self.output.current_tx = self
             if inst.positions is not None and inst.positions.lineno is not None:
                 self.lineno = inst.positions.lineno
             elif inst.starts_line is not None:
@@ -154,6 +155,13 @@ class InstructionTranslatorBase:
             self.output.set_grad_enabled(ctx.prev)
             return out
         code = fn_var.get_code()
+        fn = getattr(fn_var, "fn", None)
+        if fn is not None:
+            from .. import decorators
+            if decorators.is_skipped_code(code) or decorators.is_disallowed(fn):
+                raise Unsupported(f"call to {code.co_name} (dynamo.skip / disallow_in_graph)")
+            if decorators.is_assumed_constant(fn):
+                return self.output.fold_constant_call(self, fn, args, kwargs)
         if isinstance(fn_var, UserFunctionVariable) and fn_var.source is not None:
             # FUNCTION_MATCH keeps the function object; `fn.__code__ = ...`
             # keeps it too, and the trace followed this code
@@ -259,11 +267,24 @@ class InstructionTranslatorBase:
         import sys
         fromlist, level = self.pop(), self.pop()
         name = inst.argval
-        if level.as_python_constant() != 0 or name not in sys.modules:
+        level = level.as_python_constant()
+        if level:       # relative: resolved against the importing code's package
+            import importlib.util
+            package = self.f_globals.get("__package__") or \
+                getattr(self.f_globals.get("__spec__"), "parent", None)
+            if not package:
+                raise Unsupported(f"relative import of {name!r} outside a package")
+            name = importlib.util.resolve_name("." * level + name, package)
+        if name not in sys.modules:
             raise Unsupported(f"import of {name!r} inside the compiled frame (not yet imported)")
-        top = fromlist.as_python_constant() is None
+        top = fromlist.as_python_constant() is None and not level
         module = sys.modules[name.split(".")[0] if top else name]
-        self.push(wrap(self, module, None))
+        # the module is reached through a global of the frame bound to it, so
+        # what the trace reads from it is guarded like any global's attribute
+        from ..output_graph import _identifier
+        alias = "___module_" + _identifier(module.__name__)
+        self.output.install[alias] = module
+        self.push(wrap(self, module, GlobalSource(alias)))
 
     def IMPORT_FROM(self, inst):
         self.push(self.stack[-1].var_getattr(self, inst.argval))
@@ -282,6 +303,10 @@ class InstructionTranslatorBase:
         obj, value = self.pop(), self.pop()
         if hasattr(obj, "store_attr"):       # an object created by the traced code
             obj.store_attr(self, inst.argval, value)
+            return
+        from .variables.misc import UserDefinedObjectVariable
+        if isinstance(obj, UserDefinedObjectVariable) and obj.can_store_attr(inst.argval):
+            self.output.attr_stores[(id(obj.value), inst.argval)] = (obj, value, obj.value)
             return
         raise Unsupported(f"assignment to attribute {inst.argval!r} of {obj}")
 
@@ -623,6 +648,25 @@ class GeneratorTranslator(InliningTranslator):
 
     def RETURN_GENERATOR(self, inst):
         self.push(ConstantVariable(None))
+
+    # `yield from it`: GET_YIELD_FROM_ITER, LOAD_CONST None, SEND (loop with
+    # YIELD_VALUE): each SEND takes the sub-iterator's next item; when it is
+    # exhausted, its return value (None for the iterators traced) replaces
+    # it and SEND jumps past the loop.
+    def GET_YIELD_FROM_ITER(self, inst):
+        self.GET_ITER(inst)
+
+    def SEND(self, inst):
+        self.pop()                          # the value sent: always None here
+        it = self.stack[-1]
+        if not isinstance(it, ListIteratorVariable):
+            raise Unsupported(f"yield from {it}")
+        item = it.next()
+        if item is None:
+            self.stack[-1] = ConstantVariable(None)
+            self.jump(inst)
+        else:
+            self.push(item)
 
     def YIELD_VALUE(self, inst):
         self.yielded = self.pop()

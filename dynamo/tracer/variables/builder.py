@@ -100,6 +100,17 @@ def wrap(tx, value, source):
         if value.__name__ == "torch" or value.__name__.startswith("torch."):
             return TorchModuleVariable(value, source)
         return PythonModuleVariable(value, source)
+    from ... import _C
+    if isinstance(value, _C.OptimizedCallable):
+        # a function wrapped by optimize()/run(): the outer compile traces
+        # into it (the inner wrapper is ignored); a disable() wrapper breaks
+        from ...guards import AttrSource
+        if value._mode == 0:
+            return SkippedFunctionVariable(value, source)
+        return wrap(tx, value._fn, AttrSource(source, "_fn") if source is not None else None)
+    directive = _directive(tx, value, source)
+    if directive is not None:
+        return directive
     if is_builtin_callable(value):
         # folded at trace time: the trace is only valid for this very callable
         _guard(tx, source, FUNCTION_MATCH, value)
@@ -145,6 +156,26 @@ def wrap(tx, value, source):
     return UserDefinedObjectVariable(value, source)
 
 
+def _directive(tx, value, source):
+    """The VT for a callable under a dynamo.allow_in_graph /
+    disallow_in_graph / skip directive (dynamo.decorators), else None."""
+    from ... import decorators
+    if not callable(value) or isinstance(value, torch.nn.Module):
+        return None
+    try:
+        if decorators.is_disallowed(value):
+            return SkippedFunctionVariable(value, source)
+        if decorators.is_allowed(value):
+            _guard(tx, source, FUNCTION_MATCH, value)
+            return TorchFunctionVariable(value, source)
+        code = getattr(value, "__code__", None)
+        if code is not None and decorators.is_skipped_code(code):
+            return SkippedFunctionVariable(value, source)
+    except TypeError:
+        return None
+    return None
+
+
 def _func_source(source):
     from ...guards import AttrSource
     return AttrSource(source, "__func__")
@@ -152,6 +183,11 @@ def _func_source(source):
 
 def wrap_torch_attr(tx, value, source):
     """Attributes of torch modules: not guarded."""
+    from ... import decorators
+    if callable(value) and not isinstance(value, type) and decorators.is_disallowed(value):
+        return SkippedFunctionVariable(value, source)
+    if value is torch.jit.annotate:          # a type annotation: the value itself
+        return TorchFunctionVariable(value, source)
     if isinstance(value, types.ModuleType):
         return TorchModuleVariable(value, source)
     if is_constant_value(value):

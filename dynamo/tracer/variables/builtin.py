@@ -9,6 +9,7 @@ import builtins
 import functools
 import inspect
 import math
+import itertools
 import operator
 
 import torch
@@ -47,6 +48,40 @@ def _concat_kind(vt):
         return list
     if isinstance(vt, ConstantVariable) and isinstance(vt.value, (tuple, list)):
         return tuple if isinstance(vt.value, tuple) else list
+
+
+_DUNDERS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
+            operator.truediv: "truediv", operator.floordiv: "floordiv", operator.mod: "mod",
+            operator.pow: "pow", operator.matmul: "matmul", operator.and_: "and",
+            operator.or_: "or", operator.xor: "xor", operator.lshift: "lshift",
+            operator.rshift: "rshift"}
+_INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+            operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
+            operator.imod: operator.mod, operator.ipow: operator.pow,
+            operator.imatmul: operator.matmul, operator.iand: operator.and_,
+            operator.ior: operator.or_, operator.ixor: operator.xor}
+
+
+def _user_dunder(tx, fn, a, b):
+    """a <fn> b where an operand is an object made by the traced code:
+    its __op__ / __rop__ (or __iop__) inlined, Python's dispatch order."""
+    from .misc import NewObjectVariable
+    base = _INPLACE.get(fn, fn)
+    name = _DUNDERS.get(base)
+    if name is None:
+        return None
+    tries = []
+    if fn in _INPLACE and isinstance(a, NewObjectVariable):
+        tries.append((a, f"__i{name}__", b))
+    if isinstance(a, NewObjectVariable):
+        tries.append((a, f"__{name}__", b))
+    if isinstance(b, NewObjectVariable):
+        tries.append((b, f"__r{name}__", a))
+    for obj, method, other in tries:
+        if hasattr(obj.cls, method):
+            result = obj.call_method(tx, method, [other], {})
+            if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+                return result
     return None
 
 
@@ -56,10 +91,15 @@ def binary_op(tx, fn, a, b):
         # `n += t` for a Python number n: numbers have no in-place methods,
         # so Python computes n + t (t.__radd__) and rebinds n
         fn = _INPLACE_TO_BINARY[fn]
+    from .misc import NewObjectVariable
+    if isinstance(a, NewObjectVariable) or isinstance(b, NewObjectVariable):
+        result = _user_dunder(tx, fn, a, b)
+        if result is not None:
+            return result
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return tx.output.call_function(tx, fn, [a, b], {})
     if fn in (operator.iadd,) and isinstance(a, ListVariable):
-        a.check_mutable()
+        a.check_mutable(tx)
         a.items.extend(b.unpack(tx))
         return a
     if fn in (operator.add, operator.iadd):
@@ -174,6 +214,13 @@ def unary_op(tx, fn, a):
 def contains(tx, item, container):
     if isinstance(container, DictVariable):
         return item.as_python_constant() in container.items
+    from .base import OpaqueVariable
+    if isinstance(container, OpaqueVariable) and type(container.value) is frozenset \
+            and container.source is not None:
+        # immutable: the same object always has the same members
+        from ...guards import ID_MATCH
+        tx.output.add_guard(container.source, ID_MATCH, container.value)
+        return item.as_python_constant() in container.value
     if isinstance(container, TensorVariable):
         raise Unsupported("`in` on a tensor needs its data")
     if container.is_python_constant() and item.is_python_constant():
@@ -272,6 +319,12 @@ def _len(tx, obj):
         return ConstantVariable(len(obj.items))
     if obj.is_python_constant():
         return ConstantVariable(len(obj.as_python_constant()))
+    from .misc import NewObjectVariable, UserDefinedObjectVariable
+    if isinstance(obj, (UserDefinedObjectVariable, NewObjectVariable)):
+        import inspect
+        import types
+        if isinstance(inspect.getattr_static(obj.python_type(), "__len__", None), types.FunctionType):
+            return obj.call_method(tx, "__len__", [], {})   # a user __len__: inlined
     return ConstantVariable(len(obj.unpack(tx)))
 
 
@@ -281,6 +334,10 @@ def _isinstance(tx, obj, cls):
         t = obj.python_type()
     except Unsupported:
         raise Unsupported(f"isinstance of {obj}")
+    if isinstance(obj, TensorVariable) and isinstance(classinfo, type) and \
+            classinfo in torch._tensor_classes:
+        # legacy types (torch.FloatTensor, ...): decided by dtype/device/layout
+        return ConstantVariable(isinstance(obj.example, classinfo))
     if isinstance(obj, TensorVariable) and t is torch.Tensor and isinstance(classinfo, type) \
             and issubclass(classinfo, torch.Tensor) and classinfo is not torch.Tensor:
         return ConstantVariable(False)
@@ -383,8 +440,58 @@ def _minmax(fn):
         items = args[0].unpack(tx) if len(args) == 1 else list(args)
         if all_constant(items):
             return ConstantVariable(fn(i.as_python_constant() for i in items))
+        if len(args) >= 2 and all(isinstance(i, TensorVariable) or i.is_python_constant()
+                                  for i in items):
+            return _minmax_tensors(tx, fn, items)
         raise Unsupported(f"{fn.__name__}() of tensors needs their data")
     return handler
+
+
+def _minmax_tensors(tx, fn, items):
+    """max(a, b, ...)/min(...) with a tensor among the arguments: an
+    elementwise maximum/minimum (a number bounds the tensor by clamp). Equal
+    to the builtin for one-element tensors, the only ones whose bool() the
+    builtin can take; no data is read."""
+    tensor_op = torch.maximum if fn is max else torch.minimum
+    acc = items[0]
+    for other in items[1:]:
+        if isinstance(acc, TensorVariable) and isinstance(other, TensorVariable):
+            acc = tx.output.call_function(tx, tensor_op, [acc, other], {})
+        elif isinstance(acc, TensorVariable) or isinstance(other, TensorVariable):
+            t, c = (acc, other) if isinstance(acc, TensorVariable) else (other, acc)
+            bound = "min" if fn is max else "max"
+            acc = tx.output.call_function(tx, torch.clamp, [t], {bound: c})
+        else:
+            acc = ConstantVariable(fn(acc.as_python_constant(), other.as_python_constant()))
+    return acc
+
+
+def _chain(tx, *iterables):
+    """itertools.chain over traced sequences: an iterator over their items."""
+    from .containers import ListIteratorVariable
+    items = []
+    for it in iterables:
+        items.extend(seq_items(tx, it) if not isinstance(it, ListIteratorVariable)
+                     else _drain(it))
+    return ListIteratorVariable(items)
+
+
+def _drain(it):
+    out = []
+    while (item := it.next()) is not None:
+        out.append(item)
+    return out
+
+
+def _islice(tx, iterable, *bounds):
+    """itertools.islice over a traced sequence or iterator (constant bounds)."""
+    from .containers import ListIteratorVariable
+    if not all_constant(bounds):
+        raise Unsupported("islice() with non-constant bounds")
+    items = _drain(iterable) if isinstance(iterable, ListIteratorVariable) else \
+        seq_items(tx, iterable)
+    b = [x.as_python_constant() for x in bounds]
+    return ListIteratorVariable(list(itertools.islice(items, *b)))
 
 
 def _abs(tx, x):
@@ -468,6 +575,20 @@ def _any_all(fn):
     return handler
 
 
+def _id(tx, obj):
+    """id() of an object the guards pin to one identity (nn.Modules and
+    classes carry ID_MATCH; other objects with a source get it here)."""
+    from ...guards import ID_MATCH
+    from .nn_module import NNModuleVariable
+    if isinstance(obj, NNModuleVariable):
+        return ConstantVariable(id(obj.module))
+    value = getattr(obj, "value", None)
+    if obj.source is not None and value is not None and not isinstance(obj, ConstantVariable):
+        tx.output.add_guard(obj.source, ID_MATCH, value)
+        return ConstantVariable(id(value))
+    raise Unsupported(f"id() of {obj}")
+
+
 def _super(tx, *args):
     """super(cls, obj), or zero-argument super() read off the calling
     frame: its `__class__` cell and its first local (what CPython reads)."""
@@ -536,6 +657,7 @@ _HANDLERS = {
     iter: _iter, next: _next, reversed: _reversed, type: _type, callable: _callable,
     slice: _slice, sorted: _sorted, any: _any_all(any), all: _any_all(all),
     super: _super, functools.reduce: _reduce, inspect.signature: _signature,
+    id: _id, itertools.chain: _chain, itertools.islice: _islice,
 }
 
 BUILTIN_CALLABLES = set(_HANDLERS) | _PURE | {str, repr, format, round, divmod, pow}

@@ -127,15 +127,23 @@ class ListVariable(BaseListVariable):
     def as_python_constant(self):
         raise Unsupported("a list is not a constant")
 
-    def check_mutable(self):
-        if self.source is not None:
+    def check_mutable(self, tx=None):
+        """A list made by the traced code may change freely. A list passed
+        in as an argument (a local of the frame, so every read of it in the
+        trace is this one VT) may too: the generated code writes its final
+        items back (OutputGraph.mutated_lists). Any other list: Unsupported."""
+        if self.source is None:
+            return
+        from ...guards import LocalSource
+        if tx is None or not isinstance(self.source, LocalSource):
             raise Unsupported("mutation of a list passed into the compiled frame")
+        tx.output.mutated_lists[id(self)] = self
 
     def call_method(self, tx, name, args, kwargs):
         mutators = {"append", "extend", "insert", "pop", "clear", "__setitem__",
                     "reverse", "remove", "__delitem__"}
         if name in mutators:
-            self.check_mutable()
+            self.check_mutable(tx)
         if name == "append":
             self.items.append(args[0])
         elif name == "extend":
@@ -165,14 +173,16 @@ class ListVariable(BaseListVariable):
 
 
 class DictVariable(VariableTracker):
-    """A dict with constant keys: `items` maps the Python key to a VT."""
+    """A dict with constant keys: `items` maps the Python key to a VT;
+    `user_cls` is the dict class it stands for (dict, OrderedDict, ...)."""
 
-    def __init__(self, items, source=None):
+    def __init__(self, items, source=None, user_cls=dict):
         super().__init__(source)
         self.items = dict(items)
+        self.user_cls = user_cls
 
     def python_type(self):
-        return dict
+        return self.user_cls
 
     def truth(self, tx):
         return bool(self.items)

@@ -262,6 +262,9 @@ class SuperVariable(VariableTracker):
                 break
         else:
             raise ObservedAttributeError(f"'super' object has no attribute {name!r}")
+        from .misc import NewObjectVariable, NoopInitVariable, SkippedFunctionVariable
+        if base is object and name == "__init__" and isinstance(obj, NewObjectVariable):
+            return NoopInitVariable()       # an object the frame made: nothing to do
         if isinstance(attr, staticmethod):
             return UserFunctionVariable(attr.__func__)
         if isinstance(attr, classmethod):
@@ -270,10 +273,28 @@ class SuperVariable(VariableTracker):
             return UserFunctionVariable(attr.fget).call(tx, [obj], {})
         if inspect.isfunction(attr):
             from .builder import is_skipped_function
-            if is_skipped_function(attr):
-                raise Unsupported(f"super().{name}: {attr.__module__} is not traced")
-            return UserMethodVariable(attr, obj)
-        raise Unsupported(f"super().{name} ({type(attr).__name__})")
+            if not is_skipped_function(attr) and \
+                    not (attr.__module__ or "").startswith("torch."):
+                if isinstance(obj, ClassVariable):
+                    return UserFunctionVariable(attr)
+                return UserMethodVariable(attr, obj)
+        # a torch or C method (a slot wrapper such as object.__getattribute__):
+        # the real bound attribute, whose call breaks the graph and runs eagerly
+        real = self._real_object()
+        if real is None:
+            raise Unsupported(f"super().{name} ({type(attr).__name__})")
+        return SkippedFunctionVariable(getattr(super(self.cls, real), name))
+
+    def _real_object(self):
+        """The object super() binds, when the tracer holds the real one."""
+        from .base import ClassVariable
+        from .misc import UserDefinedObjectVariable
+        from .nn_module import NNModuleVariable
+        if isinstance(self.obj, NNModuleVariable):
+            return self.obj.module
+        if isinstance(self.obj, (UserDefinedObjectVariable, ClassVariable)):
+            return self.obj.value
+        return None
 
     def reconstruct(self, cg):
         cg.load_const(super)

@@ -4,6 +4,8 @@ enter, and frame values passed through untouched.
 import inspect
 import types
 
+import torch
+
 from ...exc import Unsupported
 from ...guards import ID_MATCH, AttrSource, StaticAttrSource
 from .base import (ClassVariable, VariableTracker, reconstruct_source_or_const,
@@ -146,14 +148,29 @@ class UserDefinedObjectVariable(VariableTracker):
         from .functions import UserFunctionVariable, UserMethodVariable
         obj, cls = self.value, type(self.value)
         src = AttrSource(self.source, name) if self.source is not None else None
+        stored = tx.output.attr_stores.get((id(obj), name))
+        if stored is not None:
+            return stored[1]
         name = require_plain_getattribute(cls, name)     # the key a config maps it to
+        user_getattr = None
         if "__getattr__" in dir(cls) and not isinstance(inspect.getattr_static(cls, "__getattr__", None),
                                                         (types.WrapperDescriptorType, type(None))):
             if getattr(cls, "__getattr__", None) is not getattr(object, "__getattr__", None):
-                raise Unsupported(f"{cls.__name__} defines __getattr__")
+                user_getattr = inspect.getattr_static(cls, "__getattr__")
+                if not isinstance(user_getattr, types.FunctionType) or self.source is None or \
+                        not isinstance(getattr(obj, "__dict__", None), dict):
+                    raise Unsupported(f"{cls.__name__} defines __getattr__")
         try:
             static = inspect.getattr_static(obj, name)
         except AttributeError:
+            if user_getattr is not None:
+                # ordinary lookup failed: Python calls __getattr__. Valid while
+                # the instance keeps its attribute names (DICT_KEYS on __dict__)
+                from ...guards import DICT_KEYS
+                tx.output.add_guard(AttrSource(self.source, "__dict__"), DICT_KEYS,
+                                    tuple(obj.__dict__))
+                from .base import ConstantVariable
+                return UserMethodVariable(user_getattr, self).call(tx, [ConstantVariable(name)], {})
             raise ObservedAttributeError(f"{cls.__name__} has no attribute {name!r}") from None
         if isinstance(getattr(obj, "__dict__", None), dict) and name in obj.__dict__:
             return wrap(tx, obj.__dict__[name], src)
@@ -164,6 +181,20 @@ class UserDefinedObjectVariable(VariableTracker):
                 return SkippedFunctionVariable(getattr(obj, name), src)
             return class_attribute(tx, self, name, static)
         return wrap(tx, getattr(obj, name), src)
+
+    def can_store_attr(self, name):
+        """May `obj.name = v` be traced (and written back after the graph)?
+        For an object with a source, a plain __setattr__ and a __dict__, and
+        no descriptor of that name on its class (a property would run code)."""
+        cls = type(self.value)
+        if self.source is None or cls.__setattr__ is not object.__setattr__ or \
+                not isinstance(getattr(self.value, "__dict__", None), dict):
+            return False
+        try:
+            static = inspect.getattr_static(cls, name)
+        except AttributeError:
+            return True
+        return not hasattr(type(static), "__set__") and not hasattr(type(static), "__get__")
 
     def call(self, tx, args, kwargs):
         from .functions import UserMethodVariable
@@ -176,45 +207,61 @@ class UserDefinedObjectVariable(VariableTracker):
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
 
 
-def is_plain_class(cls):
-    """A user class whose instances the tracer can build itself: default
-    __new__, __setattr__, __getattribute__ and metaclass, no __slots__, no
-    __getattr__, not a builtin/torch/dynamo type."""
-    if type(cls) is not type or cls.__module__ in ("builtins",) or \
-            (cls.__module__ or "").split(".")[0] in ("torch", "dynamo", "typing", "abc"):
+def _rebuild_object(cls, attrs):
+    """Run time: an instance of `cls` made inside a compiled frame, with the
+    instance attributes the trace gave it (its __init__ ran at trace time)."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(attrs)
+    return obj
+
+
+def is_plain_user_class(cls):
+    """Classes whose construction the tracer can follow: defined in Python
+    by the user (not torch, not a skipped module), made by object.__new__,
+    with a plain instance __dict__ and attribute protocol."""
+    from .builder import is_skipped_function
+    if not isinstance(cls, type) or type(cls) is not type or cls.__module__ == "builtins":
         return False
-    if any(b is not object and (b.__module__ == "builtins" or "__slots__" in vars(b))
-           for b in cls.__mro__):
+    if (cls.__module__ or "").split(".")[0] in ("torch", "dynamo") or \
+            issubclass(cls, torch.nn.Module):
         return False
-    get = inspect.getattr_static
-    return (get(cls, "__new__") is object.__new__ and get(cls, "__setattr__") is object.__setattr__
-            and get(cls, "__getattribute__") is object.__getattribute__
-            and get(cls, "__getattr__", None) is None
-            and (inspect.isfunction(get(cls, "__init__")) or get(cls, "__init__") is object.__init__))
+    if any(k.__new__ is not object.__new__ for k in cls.__mro__[:-1]) or \
+            cls.__mro__[-1] is not object:
+        return False
+    if "__slots__" in cls.__dict__ or cls.__getattribute__ is not object.__getattribute__ \
+            or cls.__setattr__ is not object.__setattr__:
+        return False
+    init = cls.__init__
+    if init is not object.__init__ and (not isinstance(init, types.FunctionType)
+                                        or is_skipped_function(init)):
+        return False
+    return True
 
 
 class NewObjectVariable(VariableTracker):
-    """An instance of a plain user class created by the traced code
-    (`Cls(...)` with Cls.__init__ inlined). Its attributes live in `attrs`
-    (STORE_ATTR writes them); methods and class attributes come from the
-    class. It exists only inside the trace: it cannot be rebuilt in
-    generated code, so it must not outlive the graph (a frame that returns
-    it or keeps it across a break is not compiled)."""
+    """An instance of a plain user class constructed by the traced code
+    (`Foo(a)`): __init__ is inlined with this as `self`; attribute stores
+    and reads are tracked in `attrs` (name -> VT); methods, class and static
+    methods, properties and operator dunders are inlined. If the object
+    outlives the trace it is rebuilt as a fresh instance with those
+    attributes (no __init__ runs again)."""
 
-    def __init__(self, cls):
+    def __init__(self, cls, cls_vt):
         super().__init__(None)
         self.cls = cls
+        self.cls_vt = cls_vt
         self.attrs = {}
 
     @classmethod
-    def create(cls, tx, klass, args, kwargs):
+    def construct(cls, tx, cls_vt, args, kwargs):
         from .functions import UserMethodVariable
-        obj = cls(klass)
-        init = inspect.getattr_static(klass, "__init__")
-        if inspect.isfunction(init):
+        obj = cls(cls_vt.value, cls_vt)
+        init = cls_vt.value.__init__
+        if init is object.__init__:
+            if args or kwargs:
+                raise Unsupported(f"{cls_vt.value.__name__}() takes no arguments")
+        else:
             UserMethodVariable(init, obj).call(tx, args, kwargs)
-        elif args or kwargs:
-            raise Unsupported(f"{klass.__name__}() takes no arguments")
         return obj
 
     def python_type(self):
@@ -222,11 +269,9 @@ class NewObjectVariable(VariableTracker):
 
     def truth(self, tx):
         if hasattr(self.cls, "__bool__") or hasattr(self.cls, "__len__"):
-            raise Unsupported(f"truth of {self.cls.__name__} instance")
+            return self.call_method(tx, "__bool__" if hasattr(self.cls, "__bool__") else "__len__",
+                                    [], {}).truth(tx)
         return True
-
-    def store_attr(self, tx, name, value):
-        self.attrs[name] = value
 
     def var_getattr(self, tx, name):
         from .builder import wrap
@@ -235,7 +280,10 @@ class NewObjectVariable(VariableTracker):
         if name in self.attrs:
             return self.attrs[name]
         if name == "__class__":
-            return ClassVariable(self.cls)
+            return self.cls_vt
+        if name == "__dict__":
+            from .containers import DictVariable
+            return DictVariable(dict(self.attrs))
         try:
             static = inspect.getattr_static(self.cls, name)
         except AttributeError:
@@ -243,19 +291,38 @@ class NewObjectVariable(VariableTracker):
         if isinstance(static, staticmethod):
             return UserFunctionVariable(static.__func__)
         if isinstance(static, classmethod):
-            return UserMethodVariable(static.__func__, ClassVariable(self.cls))
+            return UserMethodVariable(static.__func__, self.cls_vt)
         if isinstance(static, property):
             return UserFunctionVariable(static.fget).call(tx, [self], {})
-        if inspect.isfunction(static):
+        if isinstance(static, types.FunctionType):
             return UserMethodVariable(static, self)
-        return wrap(tx, getattr(self.cls, name), None)
+        src = AttrSource(self.cls_vt.source, name) if self.cls_vt.source is not None else None
+        return wrap(tx, getattr(self.cls, name), src)
+
+    def store_attr(self, tx, name, value):
+        self.attrs[name] = value
+
+    def call_method(self, tx, name, args, kwargs):
+        return self.var_getattr(tx, name).call(tx, args, kwargs)
 
     def call(self, tx, args, kwargs):
-        from .functions import UserMethodVariable
-        call = inspect.getattr_static(self.cls, "__call__", None)
-        if inspect.isfunction(call):
-            return UserMethodVariable(call, self).call(tx, args, kwargs)
-        raise Unsupported(f"calling a {self.cls.__name__} instance")
+        return self.call_method(tx, "__call__", args, kwargs)
+
+    def reconstruct(self, cg):
+        from .containers import DictVariable
+        cg.load_const(_rebuild_object)
+        cg.reconstruct(self.cls_vt)
+        cg.reconstruct(DictVariable(dict(self.attrs)))
+        cg.call(2)
 
     def __repr__(self):
         return f"NewObjectVariable({self.cls.__name__})"
+
+
+class NoopInitVariable(VariableTracker):
+    """object.__init__ reached through super() by an object made in the
+    frame: nothing to do."""
+
+    def call(self, tx, args, kwargs):
+        from .base import ConstantVariable
+        return ConstantVariable(None)

@@ -87,7 +87,42 @@ _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
 # Module methods that generate over the module tree (generators with a memo
 # set): the tracer answers them from the real tree, with guards, when called
 # without arguments on a module that does not override them
-_NATIVE_METHODS = ("modules", "named_modules", "children", "named_children", "parameters")
+_NATIVE_METHODS = ("modules", "named_modules", "children", "named_children", "parameters",
+                   "named_parameters", "buffers", "named_buffers")
+
+
+def _class_has(cls, name):
+    try:
+        inspect.getattr_static(cls, name)
+        return True
+    except AttributeError:
+        return False
+
+
+def _tree_walk_args(name, args, kwargs):
+    """(recurse, prefix) of a parameters()/buffers()/named_*() call whose
+    arguments are constants the walk models, else None."""
+    if name not in ("parameters", "named_parameters", "buffers", "named_buffers"):
+        return None
+    named = name.startswith("named_")
+    params = ["prefix", "recurse", "remove_duplicate"] if named else ["recurse"]
+    if len(args) > len(params):
+        return None
+    bound = dict(zip(params, args))
+    for k, v in kwargs.items():
+        if k not in params or k in bound:
+            return None
+        bound[k] = v
+    try:
+        values = {k: v.as_python_constant() for k, v in bound.items()}
+    except Unsupported:
+        return None
+    if values.get("remove_duplicate", True) is not True:
+        return None
+    recurse, prefix = values.get("recurse", True), values.get("prefix", "")
+    if not isinstance(recurse, bool) or not isinstance(prefix, str):
+        return None
+    return recurse, prefix
 
 
 class NNModuleVariable(VariableTracker):
@@ -127,7 +162,11 @@ class NNModuleVariable(VariableTracker):
         if name == "__class__":
             return ClassVariable(type(mod))
         d = mod.__dict__
-        for table in ("_parameters", "_buffers"):
+        # Python's lookup order: an attribute of the class (a method, say)
+        # wins over a submodule/parameter/buffer of the same name, which
+        # nn.Module.__getattr__ only finds when ordinary lookup fails
+        shadowed = name not in d and _class_has(cls, name)
+        for table in () if shadowed else ("_parameters", "_buffers"):
             if name in d.get(table, {}):
                 value = d[table][name]
                 if value is None:
@@ -135,7 +174,7 @@ class NNModuleVariable(VariableTracker):
                                         ID_MATCH, None)
                     return ConstantVariable(None)
                 return tensor_attr(tx, self.source, table, name, value, src)
-        if name in d.get("_modules", {}):
+        if name in d.get("_modules", {}) and not shadowed:
             return submodule(tx, self, name)
         if name in _HOOK_TABLES and name in d and not d[name]:
             return self.empty_hook_table(tx, name)
@@ -205,7 +244,8 @@ class NNModuleVariable(VariableTracker):
 
     def call_method(self, tx, name, args, kwargs):
         mod = self.module
-        if name in _NATIVE_METHODS and (args or kwargs):
+        tree_walk = _tree_walk_args(name, args, kwargs)
+        if name in _NATIVE_METHODS and (args or kwargs) and tree_walk is None:
             # a variant (recurse=False, prefix=...) the walk below does not model
             from .functions import UserMethodVariable
             return UserMethodVariable(getattr(torch.nn.Module, name), self).call(tx, args, kwargs)
@@ -223,21 +263,28 @@ class NNModuleVariable(VariableTracker):
         if name == "keys" and isinstance(mod, torch.nn.ModuleDict):
             from .containers import ListIteratorVariable
             return ListIteratorVariable([ConstantVariable(k) for k in mod._modules])
-        if name == "parameters" and not args and not kwargs:
-            from .containers import ListIteratorVariable
+        if tree_walk is not None:
+            from .containers import ListIteratorVariable, TupleVariable
+            recurse, top = tree_walk
             items = []
-            # the parameter list depends on every module's children and
-            # parameter names: DICT_KEYS on each, ID_MATCH on each parameter
+            table_name = "_parameters" if name.endswith("parameters") else "_buffers"
+            # the list depends on every module's children and parameter
+            # (buffer) names: DICT_KEYS on each, ID_MATCH on each tensor
             seen = set()
-            for _, var in self.all_modules(tx):
-                table = var.module.__dict__.get("_parameters", {})
-                tx.output.add_guard(AttrSource(var.source, "_parameters"), DICT_KEYS, tuple(table))
-                for name, p in table.items():
+            walk = self.all_modules(tx) if recurse else [("", self)]
+            for prefix, var in walk:
+                prefix = ".".join(p for p in (top, prefix) if p)
+                table = var.module.__dict__.get(table_name, {})
+                tx.output.add_guard(AttrSource(var.source, table_name), DICT_KEYS, tuple(table))
+                for key, p in table.items():
                     if p is None or id(p) in seen:
                         continue
                     seen.add(id(p))
-                    owner_src = var.source
-                    items.append(tensor_attr(tx, owner_src, "_parameters", name, p))
+                    tvar = tensor_attr(tx, var.source, table_name, key, p)
+                    if name.startswith("named_"):
+                        qual = f"{prefix}.{key}" if prefix else key
+                        tvar = TupleVariable([ConstantVariable(qual), tvar])
+                    items.append(tvar)
             return ListIteratorVariable(items)
         if name in ("modules", "named_modules") and not args and not kwargs:
             from .containers import ListIteratorVariable, TupleVariable
@@ -289,7 +336,14 @@ class NNModuleVariable(VariableTracker):
         mod = self.module
         k = key.as_python_constant()
         if isinstance(k, slice):
-            raise Unsupported(f"slicing {type(mod).__name__}")
+            if type(mod) is not torch.nn.ModuleList:
+                raise Unsupported(f"slicing {type(mod).__name__}")
+            # a ModuleList's slice is a ModuleList of the same modules: what
+            # traced code does with it (iterate, index, len) a list of them does
+            from .containers import ListVariable
+            self.guard_structure(tx)
+            names = list(mod._modules)[k]
+            return ListVariable([submodule(tx, self, n) for n in names])
         if isinstance(mod, (torch.nn.ModuleList, torch.nn.Sequential)):
             n = len(mod)
             if not -n <= k < n:

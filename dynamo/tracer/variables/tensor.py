@@ -44,10 +44,19 @@ class TensorVariable(VariableTracker):
         raise Unsupported("generic_jump TensorVariable()")
 
     def unpack(self, tx):
-        raise Unsupported("iteration over a tensor (its first dimension)")
+        """Iteration: one getitem node per row (the first dimension's size is
+        read, so TENSOR_MATCH keeps sizes)."""
+        if self.example.dim() == 0:
+            raise Unsupported("iteration over a 0-d tensor")
+        tx.output.sizes_read = True
+        return [tx.output.call_function(tx, operator.getitem, [self, ConstantVariable(i)], {})
+                for i in range(self.example.shape[0])]
 
     def var_getattr(self, tx, name):
         from .functions import BoundMethodVariable
+        if name == "__class__":
+            from .base import ClassVariable
+            return ClassVariable(self.cls)
         if name == "shape":
             tx.output.sizes_read = True
             return ConstantVariable(self.example.shape)
@@ -62,6 +71,11 @@ class TensorVariable(VariableTracker):
         raise Unsupported(f"tensor attribute .{name}")
 
     def call_method(self, tx, name, args, kwargs):
+        if name == "__len__":
+            if self.example.dim() == 0:
+                raise Unsupported("len() of a 0-d tensor")
+            tx.output.sizes_read = True
+            return ConstantVariable(self.example.shape[0])
         if name in _DATA_METHODS:
             raise Unsupported(f"Tensor.{name}() needs the tensor's data")
         if name in _SHAPE_METHODS:

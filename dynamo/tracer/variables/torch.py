@@ -206,6 +206,13 @@ class TorchFunctionVariable(FunctionObjectVariable):
     def call(self, tx, args, kwargs):
         fn = self.fn
         out = tx.output
+        from ... import decorators
+        if decorators.is_disallowed(fn):
+            raise Unsupported(f"call to {_torch_name(fn)} (dynamo.disallow_in_graph)")
+        if decorators.is_allowed(fn):
+            return out.call_function(tx, fn, list(args), dict(kwargs))
+        if fn is torch.jit.annotate and len(args) == 2 and not kwargs:
+            return args[1]
         if fn in (torch.no_grad, torch.enable_grad):
             if args or kwargs:
                 raise Unsupported(f"{fn.__name__} with arguments")
@@ -229,15 +236,17 @@ class TorchFunctionVariable(FunctionObjectVariable):
             raise Unsupported(f"call to {_torch_name(fn)}")
         if fn in (torch.Size, torch.device, torch.dtype, torch.finfo, torch.iinfo):
             try:
-                value = fn(*[a.as_python_constant() for a in args],
-                           **{k: v.as_python_constant() for k, v in kwargs.items()})
+                value = fn(*[_constant_arg(a) for a in args],
+                           **{k: _constant_arg(v) for k, v in kwargs.items()})
             except Unsupported:
                 raise Unsupported(f"{fn.__name__}() of non-constants")
+            if fn in (torch.finfo, torch.iinfo):
+                return NumericInfoVariable(value)
             if not is_constant_value(value):
                 raise Unsupported(f"{fn.__name__}() value")
             return ConstantVariable(value)
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
-            raise Unsupported(f"constructing {fn.__name__} inside the compiled frame")
+            return _construct_stateless_module(tx, fn, args, kwargs)
         if isinstance(fn, type) and fn in (torch.Tensor, torch.nn.Parameter):
             raise Unsupported(f"constructing {fn.__name__} inside the compiled frame")
         if isinstance(fn, type) and not issubclass(fn, torch.Tensor):
@@ -363,3 +372,66 @@ def autocast_noop(tx, cls, args, kwargs):
     if on:
         return None
     return GradModeVariable(tx.output.grad_enabled)
+
+
+class NumericInfoVariable(VariableTracker):
+    """torch.finfo(dtype) / torch.iinfo(dtype) made inside the frame: its
+    fields (bits, min, max, eps, ...) are constants of the dtype."""
+
+    def __init__(self, value):
+        super().__init__(None)
+        self.value = value
+
+    def python_type(self):
+        return type(self.value)
+
+    def as_python_constant(self):
+        return self.value
+
+    def var_getattr(self, tx, name):
+        value = getattr(self.value, name)
+        if not is_constant_value(value):
+            raise Unsupported(f"{type(self.value).__name__}.{name}")
+        return ConstantVariable(value)
+
+    def reconstruct(self, cg):
+        cg.load_const(self.value)
+
+    def __repr__(self):
+        return f"NumericInfoVariable({self.value})"
+
+
+def _constant_arg(var):
+    """The Python value of a constant argument; lists and tuples of
+    constants made by the traced code count (torch.Size([10, 10]))."""
+    from .containers import BaseListVariable
+    if isinstance(var, BaseListVariable) and var.source is None:
+        return [_constant_arg(v) for v in var.items]
+    return var.as_python_constant()
+
+
+_module_counter = __import__("itertools").count()
+
+
+def _construct_stateless_module(tx, cls, args, kwargs):
+    """`torch.nn.Softmax(dim=-1)` inside the frame: a torch.nn module with
+    constant constructor arguments and no parameters or buffers behaves the
+    same whichever instance runs, so one is made at trace time and called
+    as a submodule of the graph (reachable from a global of the frame for
+    the code after a break). Anything else is Unsupported."""
+    from .builder import wrap
+    from ...guards import GlobalSource
+    if not (cls.__module__ or "").startswith("torch.nn."):
+        raise Unsupported(f"constructing {cls.__name__} inside the compiled frame")
+    try:
+        a = [_constant_arg(v) for v in args]
+        k = {n: _constant_arg(v) for n, v in kwargs.items()}
+    except Unsupported:
+        raise Unsupported(f"constructing {cls.__name__} with non-constant arguments")
+    module = cls(*a, **k)
+    if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
+        raise Unsupported(f"constructing {cls.__name__} (it has parameters or buffers) "
+                          "inside the compiled frame")
+    name = f"___new_module_{cls.__name__}_{next(_module_counter)}"
+    tx.output.install[name] = module
+    return wrap(tx, module, GlobalSource(name))
