@@ -196,7 +196,8 @@ class OutputGraph:
                 g = Guard(g.source, TENSOR_MATCH, tensor_expected(g.expected[0], dynamic))
             out.append(g)
         out += self._distinct_input_guards([g for g in out if g.kind == TENSOR_MATCH])
-        grad = [g for g in out if g.kind in (GRAD_MODE, GLOBAL_STATE)]
+        # GLOBAL_STATE, then GRAD_MODE last (as printed since the seeds)
+        grad = ([g for g in out if g.kind == GLOBAL_STATE] + [g for g in out if g.kind == GRAD_MODE])
         alias = [g for g in out if g.kind == SAME_OBJECT]       # relations last, as printed
         rest = [g for g in out if g.kind not in (GRAD_MODE, GLOBAL_STATE, SAME_OBJECT)]
         return ordered(rest) + ordered(alias) + grad
