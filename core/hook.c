@@ -597,25 +597,44 @@ compile_lock_call(const char *method)
     return r == NULL ? -1 : 0;
 }
 
+/* What a miss saw of its code's cache, to tell whether it changed while
+ * the thread waited for the compile lock. */
+typedef struct {
+    CodeCache *cache;           /* borrowed: the code's cache, or NULL */
+    CacheEntry *head;           /* borrowed, compared only: its newest entry */
+    uint64_t generation;        /* cache_generation */
+} MissSeen;
+
 /* COMPILE-mode miss: serialize it with every other compile.  Under the
- * compile lock the code is looked up again — another thread may have
- * compiled it (or marked it skipped) while this one waited — and the
- * callback is asked only on a second miss, with that lookup's failures.
- * Returns as ask_callback: the code to run (strong), Py_None (strong), or
- * NULL with an exception (the callback's, or one raised while waiting for
- * the lock, a KeyboardInterrupt say); internal errors are reported here. */
+ * compile lock, when the code's cache changed since the miss (another
+ * thread compiled it, marked it skipped or dropped entries while this one
+ * waited), the code is looked up again and the callback is asked only on
+ * a second miss, with that lookup's failures; otherwise with the miss's
+ * own `failures` (strong or NULL, consumed).  The guard tree is walked
+ * once per miss when nothing changed, so its counters count each failure
+ * once.  Returns as ask_callback: the code to run (strong), Py_None
+ * (strong), or NULL with an exception (the callback's, or one raised while
+ * waiting for the lock, a KeyboardInterrupt say); internal errors are
+ * reported here. */
 static PyObject *
-compile_miss(CallableState *st, _PyInterpreterFrame *frame, GevalFrame *gf)
+compile_miss(CallableState *st, _PyInterpreterFrame *frame, GevalFrame *gf,
+             PyObject *failures, const MissSeen *seen)
 {
     PyCodeObject *code = frame->f_code;
-    if (compile_lock != NULL && compile_lock_call("acquire") < 0)
+    if (compile_lock != NULL && compile_lock_call("acquire") < 0) {
+        Py_XDECREF(failures);
         return NULL;
-    PyObject *todo = NULL, *failures = NULL;
+    }
+    PyObject *todo = NULL;
     CacheEntry *hit = NULL;
     CodeCache *cache = frame_cache(code);
+    int changed = cache != seen->cache || cache_generation != seen->generation
+                  || (cache != NULL && cache->entries != seen->head);
+    if (changed)
+        Py_CLEAR(failures);
     if (cache != NULL && cache->skip)           /* given up on while we waited? */
         todo = Py_NewRef(Py_None);
-    else if (cache != NULL && cache->entries != NULL
+    else if (changed && cache != NULL && cache->entries != NULL
              && lookup(st, cache, gf, &hit, &failures) < 0) {
         PyErr_WriteUnraisable((PyObject *)code);
         todo = Py_NewRef(Py_None);
@@ -698,8 +717,9 @@ looked_up:
         cache_entry_decref(hit);
     }
     else if (asks) {
-        Py_CLEAR(failures);                     /* compile_miss looks up again */
-        todo = compile_miss(st, frame, &gf);
+        MissSeen seen = {.cache = cache, .head = cache != NULL ? cache->entries : NULL,
+                         .generation = cache_generation};
+        todo = compile_miss(st, frame, &gf, failures, &seen);
         if (todo == NULL)                       /* the callback raised */
             return NULL;
     }
