@@ -493,7 +493,8 @@ def load_repro(path, seed=0):
     for c in ns["CALLS"]:
         d = dict(_CALL_DEFAULTS, **c)
         calls.append(CallSpec(tuple(d["shape"]), d["dtype"], d["noncontig"], d["requires_grad"],
-                              d["grad_mode"], d["n"], d["fl"], list(d["lst"]),
+                              d["grad_mode"], d["n"], d["fl"],
+                              d["lst"] if isinstance(d["lst"], tuple) else list(d["lst"]),
                               [("repro", m) for m in d["muts"]]))
         calls[-1].alias = d["alias"]
     return Program(seed, body, calls, ns.get("BACKEND", "eager")), ns["REASON"]

@@ -6,9 +6,9 @@ Found by fuzz seed 1 (features in_types, list). Fixed on branch fuzz
 REASON = "tracer: tuple + list / list + tuple concatenated instead of TypeError"
 BACKEND = "eager"
 BODY = """
+t0 = t0 + len(t0)
 l0 = l0 + [i0]
-t0 = t0 + len(l0)
 """
 CALLS = [
-    {"lst": (1, 2)},
+    {"lst": (0, 3, 3), "n": 3, "fl": 1, "shape": (3, 5)},
 ]
