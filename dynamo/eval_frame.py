@@ -14,7 +14,7 @@ import warnings
 
 import torch
 
-from . import _C, backends, config, decorators, records, resume, skip, telemetry
+from . import _C, backends, config, decorators, records, resume, skipfiles, telemetry
 from .exc import BackendCompilerFailed, Unsupported
 
 log = logging.getLogger("dynamo")
@@ -23,8 +23,8 @@ MODE_OFF, MODE_COMPILE, MODE_RUN = 0, 1, 2
 
 
 # ---------------------------------------------------------------- filtering
-# The skip rules live in dynamo.skip; is_skipped_file is re-exported here.
-from .skip import is_skipped_file  # noqa: E402,F401
+# The skip rules live in dynamo.skipfiles; is_skipped_file is re-exported here.
+from .skipfiles import is_skipped_file  # noqa: E402,F401
 
 
 # ---------------------------------------------------------------- callback
@@ -65,9 +65,9 @@ class _Callback:
             _C.set_skip(code)
             return None
         if code not in self.forced_codes:
-            why = skip.skip_reason(code.co_filename)
+            why = skipfiles.skip_reason(code.co_filename)
             if why is not None and resume.base_code(code) not in self.forced_codes:
-                skip.note(code, why)
+                skipfiles.note(code, why)
                 _C.set_skip(code)
                 return None
         if len(failures) >= config.cache_size_limit:
@@ -347,7 +347,7 @@ def reset():
         _C.reset()
         uninstall_globals()
         records.clear()
-        skip.clear()
+        skipfiles.clear()
         _limit_warned.clear()
         _eager_warned.clear()
     try:

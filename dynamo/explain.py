@@ -9,7 +9,7 @@ starts from a reset cache, so every frame the call reaches is compiled afresh.
 import dataclasses
 from typing import Any, List
 
-from . import records, skip
+from . import records, skipfiles
 from .eval_frame import optimize, reset
 
 
@@ -84,7 +84,7 @@ class ExplainOutput:
 
 def _collect(fn, args, kwargs):
     reset()
-    start, skip_start = records.mark(), skip.mark()
+    start, skip_start = records.mark(), skipfiles.mark()
     optimize("eager")(fn)(*args, **kwargs)
     recs = records.records_since(start)
     graphs = [g.gm for r in recs for g in r.graphs]
@@ -101,7 +101,7 @@ def _collect(fn, args, kwargs):
         failures=[f"{r.id} {r.name} ({r.filename}:{r.firstlineno}): {r.error}" for r in recs
                   if r.status in ("error", "unsupported")],
         skipped=[f"{c.co_name} ({c.co_filename}:{c.co_firstlineno}): {why}"
-                 for c, why in skip.since(skip_start)])
+                 for c, why in skipfiles.since(skip_start)])
 
 
 def explain(fn, *args, **kwargs):

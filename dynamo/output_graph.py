@@ -679,12 +679,16 @@ class PyCodegen:
     def reconstruct(self, var):
         """Leave `var`'s run-time value on the stack."""
         from .tracer.variables import DictVariable, ListVariable, TupleVariable
+        from .tracer.variables.misc import NewObjectVariable
         temp = self.built.get(id(var))
         if temp is not None:
             self.load_local(temp)
             return
         var.reconstruct(self)
-        if isinstance(var, (ListVariable, DictVariable)) and var.source is None:
+        # mutable values made by the traced code are built once: every
+        # reference (a call's argument, a local passed to a resume
+        # function) must be the same object
+        if isinstance(var, (ListVariable, DictVariable, NewObjectVariable)) and var.source is None:
             temp = self.new_temp()
             self.emit("COPY", arg=1)
             self.store_local(temp)

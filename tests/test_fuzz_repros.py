@@ -16,8 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = {"negzero_float_arg", "class_method_replaced",
-        "instance_shadows_method", "property_redefined", "try_finally_grad_of_dead_input",
+OPEN = {"try_finally_grad_of_dead_input",
         "aot_input_mutation_lost_on_raise", "aot_zero_grad_for_unreached_input",
         "aot_identity_op_returns_copy"}
 
@@ -104,9 +103,6 @@ def test_concatenating_tuple_and_list_raises_as_in_python():
     assert cnt.frame_count >= 1
 
 
-@pytest.mark.xfail(strict=True, reason="eval_frame: a Python error raised while tracing (constant-folded "
-                   "user code, e.g. 10 // 0) is an internal 'could not compile' failure and skips the "
-                   "code for good; found by the fuzzer's tracer-error count")
 def test_user_error_while_tracing_does_not_disable_the_function():
     import warnings
 

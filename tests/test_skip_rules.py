@@ -1,4 +1,4 @@
-"""Skip rules (dynamo/skip.py): code of pip-installed libraries is compiled,
+"""Skip rules (dynamo/skipfiles.py): code of pip-installed libraries is compiled,
 while the standard library, torch's internals, test runners and dynamo
 itself are not. The first test builds a fresh venv (not
 --system-site-packages), installs a small package into it with pip and
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import dynamo
-from dynamo import skip
+from dynamo import skipfiles as skip
 from dynamo.testing import CompileCounter
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,7 +45,7 @@ class Block(torch.nn.Module):
 _CHECK = '''
 import json, os, sys, sysconfig, json as stdlib_json
 import torch, dynamo, typing_extensions
-from dynamo import skip
+from dynamo import skipfiles as skip
 from dynamo.testing import CompileCounter
 import mylib
 

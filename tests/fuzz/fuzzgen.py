@@ -40,12 +40,7 @@ FEATURES = (
 
 # Bug classes open elsewhere (issue 12 / the helpers' lists): programs using
 # these are kept out of the fixed-seed sample until the fixes land.
-KNOWN_OPEN = {
-    "try": "tracer: code inside try/except loses its handler (issue 12 item 5)",
-    "mut_class": "guards: class attribute/method/property replaced after compile (issue 12 items 1-3)",
-    "in_negzero": "guards: float -0.0 vs 0.0 EQUALS (issue 12 item 4)",
-    "list_break": "tracer: list mutation across a graph break",
-}
+KNOWN_OPEN = {}
 
 DEFAULT_FEATURES = frozenset(FEATURES)
 SAFE_FEATURES = frozenset(f for f in FEATURES if f not in KNOWN_OPEN)

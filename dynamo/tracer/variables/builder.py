@@ -34,7 +34,7 @@ def is_skipped_function(fn):
     module = (getattr(fn, "__module__", None) or "").split(".")[0]
     if module in _SKIP_ROOTS:
         return True
-    from ...skip import is_stdlib_file
+    from ...skipfiles import is_stdlib_file
     code = getattr(fn, "__code__", None)
     return code is not None and is_stdlib_file(code.co_filename)
 

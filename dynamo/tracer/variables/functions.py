@@ -273,8 +273,7 @@ class SuperVariable(VariableTracker):
             return UserFunctionVariable(attr.fget).call(tx, [obj], {})
         if inspect.isfunction(attr):
             from .builder import is_skipped_function
-            if not is_skipped_function(attr) and \
-                    not (attr.__module__ or "").startswith("torch."):
+            if not is_skipped_function(attr):
                 if isinstance(obj, ClassVariable):
                     return UserFunctionVariable(attr)
                 return UserMethodVariable(attr, obj)
