@@ -88,8 +88,10 @@ DrReader *dr_open_pid(pid_t pid, int flags, DrStatus *st);
 
 /* Open a snapshot file (written by dr_save or dynamo.save_snapshot).  The
  * whole file is read and validated now; later dr_snapshot calls decode it
- * again (it never changes).  NULL with *st (EIO, EPERM, EVERSION, ECORRUPT,
- * ENOMEM). */
+ * again (it never changes).  Anything but a regular file (FIFO, device,
+ * directory) is refused with EIO without blocking, a file larger than
+ * DT_REGION_MAX with ECORRUPT without reading it.  NULL with *st (EIO,
+ * EPERM, EVERSION, ECORRUPT, ENOMEM). */
 DrReader *dr_open_file(const char *path, DrStatus *st);
 
 /* The same for snapshot bytes already in memory (copied; `name` for
@@ -311,7 +313,9 @@ DrSnapshot *dr_snapshot(DrReader *r, DrStatus *st);
 void dr_snapshot_free(DrSnapshot *s);
 
 /* Write the reader's current consistent state to `path` (mode 0600) in the
- * snapshot file format (the same format dynamo.save_snapshot writes).
+ * snapshot file format (the same format dynamo.save_snapshot writes),
+ * through a new temporary file beside it; an existing `path` that is not a
+ * regular file (symlink, FIFO, device, directory) is refused, untouched.
  * 0, or -1 with *st. */
 int dr_save(DrReader *r, const char *path, DrStatus *st);
 
