@@ -157,6 +157,7 @@ class OutputGraph:
         self.guards = []
         self.inputs = {}                        # source name -> TensorVariable
         self.input_objs = {}                    # id(tensor) -> (tensor, TensorVariable)
+        self.container_objs = {}                # id(list/dict) -> (object, its variable)
         self.input_order = itertools.count()
         self.attr_nodes = {}                    # id(tensor) -> TensorVariable
         self.root = {}                          # GraphModule root: target -> object
@@ -255,6 +256,31 @@ class OutputGraph:
         self.inputs[key] = var
         self.input_objs[id(value)] = (value, var)
         return var
+
+    def known_container(self, source, value):
+        """The variable of list/dict `value` if the trace already holds it
+        from another source (two names for one list: a mutation through one
+        is seen through the other); aliasing is guarded both ways, as for
+        tensors: SAME_OBJECT(source, first source, True) here, and
+        SAME_OBJECT(.., False) between containers taken as distinct (see
+        `remember_container`)."""
+        seen = self.container_objs.get(id(value))
+        if seen is None or seen[0] is not value or source is None or seen[1].source is None:
+            return None
+        if seen[1].source.name() != source.name():
+            self.add_guard(source, SAME_OBJECT, seen[1].source, True)
+        return seen[1]
+
+    def remember_container(self, source, value, var):
+        """Record list/dict `value` read at `source`; guard it distinct from
+        the containers of its type read before (a later call passing one
+        list under both names must not reuse this trace)."""
+        if source is None:
+            return
+        for other, other_var in self.container_objs.values():
+            if type(other) is type(value) and other_var.source is not None:
+                self.add_guard(source, SAME_OBJECT, other_var.source, False)
+        self.container_objs[id(value)] = (value, var)
 
     def get_attr(self, tensor, source):
         """A parameter/buffer reached from a module: a get_attr node on the

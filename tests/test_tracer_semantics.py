@@ -588,3 +588,28 @@ def test_nested_zip_enumerate_snapshot_across_break():
     # nothing but the iterators reaches the tuples: snapshots, and every
     # resumed iteration is compiled
     assert cnt.frame_count == 3
+
+
+def test_one_list_under_two_names_across_a_break():
+    """`l0 = lst`, then a break: the resume function gets both names; a
+    mutation through one must be seen through the other (one variable,
+    guarded SAME_OBJECT), and a call passing two lists must not reuse a
+    trace that took them as one (and the reverse)."""
+    def f(x, lst):
+        l0 = lst
+        print("n", len(l0))
+        lst.append(1)
+        return x + len(l0)
+
+    def g(x, a, b):
+        a.append(1)
+        return x + len(b)
+
+    cnt = CompileCounter()
+    of, og = dynamo.optimize(cnt)(f), dynamo.optimize(cnt)(g)
+    assert of(torch.zeros(1), []).item() == f(torch.zeros(1), []).item() == 1
+    assert og(torch.zeros(1), [0], [0]).item() == 1
+    one = [0]
+    assert og(torch.zeros(1), one, one).item() == 2 and one == [0, 1]
+    assert og(torch.zeros(1), [0], [0]).item() == 1
+    assert cnt.frame_count == 3      # the graph of f's resume function; g twice (distinct, aliased)

@@ -79,15 +79,25 @@ def wrap(tx, value, source):
         _guard(tx, source, LENGTH, type(value), len(value))
         return NamedTupleVariable(wrap_sequence_items(tx, value, source), type(value)._fields,
                                   source, cls=type(value))
+    if type(value) in (list, dict):
+        known = tx.output.known_container(source, value)
+        if known is not None:
+            return known
     if type(value) in (tuple, list):
         _guard(tx, source, LENGTH, type(value), len(value))
         items = wrap_sequence_items(tx, value, source)
-        return (TupleVariable if type(value) is tuple else ListVariable)(items, source)
+        if type(value) is tuple:
+            return TupleVariable(items, source)
+        var = ListVariable(items, source)
+        tx.output.remember_container(source, value, var)
+        return var
     if type(value) is dict and all(type(k) in (str, int) for k in value):
         _guard(tx, source, DICT_KEYS, tuple(value))
         items = {k: wrap(tx, v, ItemSource(source, k) if source is not None else None)
                  for k, v in value.items()}
-        return DictVariable(items, source)
+        var = DictVariable(items, source)
+        tx.output.remember_container(source, value, var)
+        return var
     if isinstance(value, torch.nn.Module):
         if source is None:
             raise Unsupported("an nn.Module without a source")

@@ -273,7 +273,10 @@ class SuperVariable(VariableTracker):
             return UserFunctionVariable(attr.fget).call(tx, [obj], {})
         if inspect.isfunction(attr):
             from .builder import is_skipped_function
-            if not is_skipped_function(attr):
+            # torch's own methods run for real (Module.__setattr__ and the
+            # like), except a torch.nn module's forward, which is traced
+            in_torch = (attr.__module__ or "").startswith("torch.")
+            if not is_skipped_function(attr) and (not in_torch or name == "forward"):
                 if isinstance(obj, ClassVariable):
                     return UserFunctionVariable(attr)
                 return UserMethodVariable(attr, obj)
