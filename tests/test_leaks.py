@@ -42,9 +42,11 @@ def test_compile_reset_cycles_and_hits_do_not_grow():
     # none per cycle: fewer than 10 over all cycles (a one-off lazy object
     # somewhere is not growth; one kept object per cycle would be 100)
     assert out["cycle"]["objects"] * out["cycles"] < 10, out
-    assert out["cycle"]["traced_bytes"] < TRACED_BYTES_PER_CYCLE, out
+    # bytes: in the lower of the two halves (a dict table rebuilt once is
+    # not growth: see leak_cycles.py); recurring growth shows in both
+    assert min(h["traced_bytes"] for h in out["halves"]) < TRACED_BYTES_PER_CYCLE, out
     assert out["hits"] >= 199998
-    assert abs(out["hit"]["objects"]) * out["hits"] < 10, out     # none per hit
+    assert out["hit"]["objects"] * out["hits"] < 10, out      # none kept per hit
     assert out["hit"]["traced_bytes"] < 0.01, out
 
 
