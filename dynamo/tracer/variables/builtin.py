@@ -55,23 +55,18 @@ _DUNDERS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
             operator.pow: "pow", operator.matmul: "matmul", operator.and_: "and",
             operator.or_: "or", operator.xor: "xor", operator.lshift: "lshift",
             operator.rshift: "rshift"}
-_INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-            operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
-            operator.imod: operator.mod, operator.ipow: operator.pow,
-            operator.imatmul: operator.matmul, operator.iand: operator.and_,
-            operator.ior: operator.or_, operator.ixor: operator.xor}
 
 
 def _user_dunder(tx, fn, a, b):
     """a <fn> b where an operand is an object made by the traced code:
     its __op__ / __rop__ (or __iop__) inlined, Python's dispatch order."""
     from .misc import NewObjectVariable
-    base = _INPLACE.get(fn, fn)
+    base = _INPLACE_TO_BINARY.get(fn, fn)
     name = _DUNDERS.get(base)
     if name is None:
         return None
     tries = []
-    if fn in _INPLACE and isinstance(a, NewObjectVariable):
+    if fn in _INPLACE_TO_BINARY and isinstance(a, NewObjectVariable):
         tries.append((a, f"__i{name}__", b))
     if isinstance(a, NewObjectVariable):
         tries.append((a, f"__{name}__", b))
