@@ -139,6 +139,8 @@ cache_push(CodeCache *cache, PyObject *new_code, GirSet *guards, PyObject *paylo
     e->direct = direct;
     e->tele = cache->tele_pending;
     cache->tele_pending = NULL;
+    if (e->tele != NULL)
+        telemetry_entry_attached(e->tele);
     e->next = cache->entries;       /* takes over the cache's reference */
     cache->entries = e;
     GTree *stale = cache->tree;     /* rebuilt at the next lookup */

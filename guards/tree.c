@@ -209,7 +209,10 @@ struct GTree {
     uint64_t lookups, hits, misses;     /* counts */
     uint64_t visited_last;  /* nodes entered by the last lookup */
     uint64_t visited_total; /* nodes entered by all lookups */
+    int bound;              /* node counters live in the telemetry region (counted in gtree_bound_alive) */
 };
+
+Py_ssize_t gtree_bound_alive;
 
 _Static_assert(offsetof(struct GTree, refs) == 0, "refs must come first (tree.h)");
 
@@ -2109,6 +2112,8 @@ gtree_decref(GTree *t)
 {
     if (t == NULL || --t->refs > 0)
         return;
+    if (t->bound)
+        gtree_bound_alive--;
     free_node(t->root);
     PyMem_Free(t->tests);
     PyMem_Free(t->keys);
@@ -2308,5 +2313,9 @@ gtree_bind_counters(GTree *t, uint64_t *slots, size_t npairs)
         return 0;
     size_t i = 0;
     bind_node(t->root, slots, npairs, &i);
+    if (!t->bound) {
+        t->bound = 1;
+        gtree_bound_alive++;
+    }
     return 1;
 }

@@ -86,6 +86,10 @@ PyObject *gtree_payload(const GTree *t, Py_ssize_t i);
  * Returns 1, or 0 (nothing bound) when npairs is not t's node count. */
 int gtree_bind_counters(GTree *t, uint64_t *slots, size_t npairs);
 
+/* Trees alive whose counters were bound (gtree_bind_counters), count:
+ * telemetry reclaims its region on reset() only when none is left. */
+extern Py_ssize_t gtree_bound_alive;
+
 /* New nested dict describing the tree (nodes, tests, switches, counters,
  * leaves with payloads), or NULL with an exception. */
 PyObject *gtree_info(const GTree *t);

@@ -55,6 +55,7 @@ static BlobRes (*code_res)[2];  /* owned array: code slot -> {tree, counters} re
 static PyObject *tree_fn;       /* strong: code -> (DT_BLOB_TREE payload, counters), or NULL */
 static PyObject *counters_fn;   /* strong: code -> tree node counters (u64 pairs), or NULL */
 static int redact;              /* DYNAMO_TELEMETRY_REDACT=1: no string values in the region */
+Py_ssize_t telemetry_entries_held;  /* telemetry.h */
 
 /* The closest entry's failure noted on the last COMPILE-mode miss; a
  * RECOMPILE/LIMIT event published for the same code carries it. */
@@ -698,6 +699,73 @@ telemetry_code_dead(CodeCache *cache)
     __atomic_fetch_or(&cache->tele->flags, DT_C_DEAD, __ATOMIC_RELAXED);
 }
 
+/* Move the blob *ref refers to down to the end of the blob area (*used
+ * bytes so far), or drop the ref when it is not a blob the area holds. */
+static void
+blob_move_down(DtRef *ref, uint64_t *used, uint64_t old_used)
+{
+    if (ref->len == 0)
+        return;
+    uint64_t need = ((uint64_t)ref->len + 7) & ~(uint64_t)7;
+    if (ref->len < sizeof(DtBlob) || ref->off < *used || ref->off + need > old_used) {
+        *ref = (DtRef){0, 0};
+        return;
+    }
+    uint8_t *base = (uint8_t *)region + region->blob_off;
+    memmove(base + *used, base + ref->off, need);
+    ref->off = (uint32_t)*used;
+    *used += need;
+}
+
+/* After reset(): every cache entry is dropped, so the code and entry slots
+ * and the blobs of records, trees and counters describe nothing alive.
+ * Start the tables and the blob area over (inside the seqlock), keeping the
+ * event ring: each event's texts move down, its slot references are
+ * dropped.  Without it, each compile/reset cycle of a long-running process
+ * took new slots and ~18 KB of blobs until the region was full (issue 12:
+ * resident memory grew with every cycle, then telemetry stopped).  Not
+ * done while a cache entry or a guard tree with a slot is still alive (a
+ * frame or lookup running across reset() holds it and may still bump
+ * counters there): the next reset() reclaims. */
+static void
+reclaim_after_reset(void)
+{
+    if (telemetry_entries_held != 0 || gtree_bound_alive != 0)
+        return;
+    uint32_t n_codes = region->n_codes;
+    for (uint32_t i = 0; i < n_codes && i < region->codes_cap; i++) {
+        CodeCache *c = slot_caches[i];
+        if (c != NULL) {
+            c->tele = NULL;
+            c->tele_pending = NULL;
+        }
+        slot_caches[i] = NULL;
+    }
+    memset(code_res, 0, (size_t)region->codes_cap * sizeof *code_res);
+    memset(code_table(), 0, (size_t)n_codes * sizeof(DtCode));
+    memset(entry_table(), 0, (size_t)region->n_entries * sizeof(DtEntry));
+    region->n_codes = region->n_entries = 0;
+
+    /* Events oldest first: their blobs were appended in that order, so each
+     * moves down (or stays). */
+    DtEvent *ring = (DtEvent *)((char *)region + region->events_off);
+    uint64_t last = region->n_events;
+    uint64_t first = last > region->events_cap ? last - region->events_cap + 1 : 1;
+    uint64_t old_used = region->blob_used, used = 0;
+    for (uint64_t seq = first; seq <= last; seq++) {
+        DtEvent *ev = &ring[seq % region->events_cap];
+        ev->code_slot = ev->entry_slot = UINT32_MAX;
+        blob_move_down(&ev->text, &used, old_used);
+        blob_move_down(&ev->where, &used, old_used);
+        blob_move_down(&ev->property, &used, old_used);
+        blob_move_down(&ev->expected, &used, old_used);
+        blob_move_down(&ev->actual, &used, old_used);
+    }
+    memset((uint8_t *)region + region->blob_off + used, 0, old_used - used);
+    region->blob_used = (uint32_t)used;
+    region->flags &= ~(DT_F_BLOB_FULL | DT_F_SLOTS_FULL);  /* the *_dropped counts stay */
+}
+
 void
 telemetry_reset_event(void)
 {
@@ -708,6 +776,7 @@ telemetry_reset_event(void)
                       .code_slot = UINT32_MAX, .entry_slot = UINT32_MAX,
                       .text = text, .text_len = sizeof text - 1};
     seq_begin();
+    reclaim_after_reset();
     event_add(&spec);
     seq_end();
     last_failure.code = NULL;

@@ -64,17 +64,33 @@ void telemetry_entry_added(struct CodeCache *cache);
  * no longer the published ones until the next publish.  No Python. */
 void telemetry_tree_built(struct CodeCache *cache);
 
+/* Cache entries holding a slot (attached, not yet dead), count: reset()
+ * reclaims the region only when none is left. */
+extern Py_ssize_t telemetry_entries_held;
+
+/* A cache entry took slot e (core/cache.c, cache_push). */
+static inline void
+telemetry_entry_attached(DtEntry *e)
+{
+    (void)e;
+    telemetry_entries_held++;
+}
+
 /* A cache entry's slot: mark it dropped. */
 static inline void
 telemetry_entry_dead(DtEntry *e)
 {
+    telemetry_entries_held--;
     __atomic_fetch_or(&e->flags, DT_E_DEAD, __ATOMIC_RELAXED);
 }
 
 /* A code object with a slot is being freed (cache is its co_extra). */
 void telemetry_code_dead(struct CodeCache *cache);
 
-/* dynamo.reset() ran: record a reset event. */
+/* dynamo.reset() ran (every cache entry dropped): start the code and
+ * entry tables and the blob area over when nothing points into them any
+ * more (the event ring keeps its events, their texts moved down), then
+ * record a reset event. */
 void telemetry_reset_event(void);
 
 #endif /* DYNAMO_INSPECT_TELEMETRY_H */
