@@ -8,8 +8,17 @@ measures `--cycles` more, then `--hits` calls of compiled entries (direct
 calls and shadow frames).  Prints one JSON line with, per cycle and per
 hit, the growth in live gc objects, bytes traced by tracemalloc and RSS,
 plus the names compiles left in this module's globals.
+
+RSS is read twice at each mark: as is, and after glibc's malloc_trim(0)
+(`rss_trim`), which gives back free heap pages: what stays after a trim is
+memory in use, the rest is free space malloc kept.  The telemetry region's
+fill levels (code and entry slots, blob bytes) are read at each mark too.
+`--samples 1000,5000,10000` adds marks at those cycles (the figures of
+`make leak-figures`), each with its growth per cycle since the first mark
+and since the previous one.
 """
 import argparse
+import ctypes
 import gc
 import json
 import os
@@ -21,6 +30,12 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 import dynamo  # noqa: E402
+
+
+try:
+    _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+except (OSError, AttributeError):      # not glibc
+    _malloc_trim = None
 
 
 def rss_bytes():
@@ -57,14 +72,26 @@ def cycle():
     dynamo.reset()
 
 
+def telemetry_fill():
+    info = dynamo._C._telemetry_info()
+    return [info.get("n_codes", 0), info.get("n_entries", 0), info.get("blob_used", 0)]
+
+
 def snapshot():
     gc.collect()
-    return len(gc.get_objects()), tracemalloc.get_traced_memory()[0], rss_bytes()
+    rss = rss_bytes()
+    if _malloc_trim is not None:
+        _malloc_trim(0)
+    return (len(gc.get_objects()), tracemalloc.get_traced_memory()[0], rss, rss_bytes(),
+            *telemetry_fill())
+
+
+KEYS = ("objects", "traced_bytes", "rss_bytes", "rss_trim_bytes",
+        "tele_codes", "tele_entries", "tele_blob_bytes")
 
 
 def growth(before, after, n):
-    return {"objects": (after[0] - before[0]) / n, "traced_bytes": (after[1] - before[1]) / n,
-            "rss_bytes": (after[2] - before[2]) / n}
+    return {k: (a - b) / n for k, a, b in zip(KEYS, after, before)}
 
 
 def main():
@@ -74,7 +101,10 @@ def main():
     ap.add_argument("--hits", type=int, default=200000)
     ap.add_argument("--no-tracemalloc", action="store_true",
                     help="measure objects and RSS only (tracemalloc slows compiles)")
+    ap.add_argument("--samples", default="",
+                    help="comma-separated cycle counts at which to add a mark (e.g. 1000,5000,10000)")
     args = ap.parse_args()
+    sample_at = sorted({int(x) for x in args.samples.split(",") if x.strip()})
     for _ in range(args.warmup):
         cycle()
     if not args.no_tracemalloc:
@@ -87,18 +117,25 @@ def main():
     # falls in. Growth that recurs shows in both halves.
     half = max(args.cycles // 2, 1)
     marks = [snapshot()]
+    samples, prev = [], (0, marks[0])
     for i in range(args.cycles):
         cycle()
-        if args.no_tracemalloc and (i + 1) % 1000 == 0:     # progress of long runs
-            print(json.dumps({"done": i + 1, "objects": snapshot()[0], "rss": rss_bytes()}),
-                  file=sys.stderr, flush=True)
         if i + 1 == half:
             marks.append(snapshot())
+        if i + 1 in sample_at:
+            snap = snapshot()
+            samples.append({"cycle": i + 1, "absolute": dict(zip(KEYS, snap)),
+                            "per_cycle_since_start": growth(marks[0], snap, i + 1),
+                            "per_cycle_since_previous": growth(prev[1], snap, i + 1 - prev[0])})
+            prev = (i + 1, snap)
+            print(json.dumps(samples[-1]), file=sys.stderr, flush=True)   # progress of long runs
     marks.append(snapshot())
     halves = [growth(marks[0], marks[1], half),
               growth(marks[1], marks[2], max(args.cycles - half, 1))]
     out = {"cycles": args.cycles, "cycle": growth(marks[0], marks[2], max(args.cycles, 1)),
-           "halves": halves, "cycle_s": (time.perf_counter() - t0) / max(args.cycles, 1)}
+           "halves": halves, "cycle_s": (time.perf_counter() - t0) / max(args.cycles, 1),
+           "start": dict(zip(KEYS, marks[0])), "samples": samples,
+           "telemetry": dynamo._C._telemetry_info().get("enabled", False)}
 
     f = dynamo.optimize("eager")(with_break)
     g = dynamo.optimize("eager")(whole)
@@ -106,12 +143,20 @@ def main():
     for _ in range(100):        # warm: every entry compiled and hit
         f(X4), g(XM, W), m(XM)
     before = snapshot()
-    for _ in range(args.hits // 3):
-        f(X4)
-        g(XM, W)
-        m(XM)
-    after = snapshot()
-    out["hits"] = args.hits // 3 * 3
+    rounds = args.hits // 3
+    hit_marks = sorted({r for r in (rounds // 10, rounds // 2) if 0 < r < rounds} | {rounds})
+    done, out["hit_samples"] = 0, []
+    for mark in hit_marks:
+        for _ in range(mark - done):
+            f(X4)
+            g(XM, W)
+            m(XM)
+        done = mark
+        snap = snapshot()
+        out["hit_samples"].append({"hits": 3 * mark, "absolute": dict(zip(KEYS, snap)),
+                                   "per_hit_since_start": growth(before, snap, 3 * mark)})
+    after = snapshot() if not hit_marks else snap
+    out["hits"] = rounds * 3
     out["hit"] = growth(before, after, max(out["hits"], 1))
     dynamo.reset()
     out["left_in_globals"] = sorted(k for k in globals()
