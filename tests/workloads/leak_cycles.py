@@ -72,6 +72,14 @@ def cycle():
     dynamo.reset()
 
 
+def rss_shmem_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssShmem:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def telemetry_fill():
     info = dynamo._C._telemetry_info()
     return [info.get("n_codes", 0), info.get("n_entries", 0), info.get("blob_used", 0)]
@@ -83,10 +91,10 @@ def snapshot():
     if _malloc_trim is not None:
         _malloc_trim(0)
     return (len(gc.get_objects()), tracemalloc.get_traced_memory()[0], rss, rss_bytes(),
-            *telemetry_fill())
+            rss_shmem_bytes(), *telemetry_fill())
 
 
-KEYS = ("objects", "traced_bytes", "rss_bytes", "rss_trim_bytes",
+KEYS = ("objects", "traced_bytes", "rss_bytes", "rss_trim_bytes", "rss_shmem_bytes",
         "tele_codes", "tele_entries", "tele_blob_bytes")
 
 
@@ -99,22 +107,16 @@ def main():
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--cycles", type=int, default=1000)
     ap.add_argument("--hits", type=int, default=200000)
-    ap.add_argument("--no-tracemalloc", action="store_true",
-                    help="measure objects and RSS only (tracemalloc slows compiles)")
+    ap.add_argument("--traced-cycles", type=int, default=0,
+                    help="after the measured cycles, this many more with tracemalloc on "
+                         "(its own tables grow with each new file name: RSS is read without it)")
     ap.add_argument("--samples", default="",
                     help="comma-separated cycle counts at which to add a mark (e.g. 1000,5000,10000)")
     args = ap.parse_args()
     sample_at = sorted({int(x) for x in args.samples.split(",") if x.strip()})
     for _ in range(args.warmup):
         cycle()
-    if not args.no_tracemalloc:
-        tracemalloc.start()
     t0 = time.perf_counter()
-    # two halves: CPython compacts a dict full of deleted keys (the interned
-    # names of the compiles' unique `__compiled_fn_<n>` / `__resume_at_*`
-    # identifiers) by allocating a new table; when the old one predates
-    # tracemalloc, that one allocation (MBs) shows as growth in the half it
-    # falls in. Growth that recurs shows in both halves.
     half = max(args.cycles // 2, 1)
     marks = [snapshot()]
     samples, prev = [], (0, marks[0])
@@ -134,8 +136,26 @@ def main():
               growth(marks[1], marks[2], max(args.cycles - half, 1))]
     out = {"cycles": args.cycles, "cycle": growth(marks[0], marks[2], max(args.cycles, 1)),
            "halves": halves, "cycle_s": (time.perf_counter() - t0) / max(args.cycles, 1),
-           "start": dict(zip(KEYS, marks[0])), "samples": samples,
-           "telemetry": dynamo._C._telemetry_info().get("enabled", False)}
+           "start": dict(zip(KEYS, marks[0])), "end": dict(zip(KEYS, marks[-1])),
+           "samples": samples, "telemetry": dynamo._C._telemetry_info().get("enabled", False)}
+
+    if args.traced_cycles > 0:
+        # two halves: CPython compacts a dict full of deleted keys (the
+        # interned names of the compiles' unique `__compiled_fn_<n>` /
+        # `__resume_at_*` identifiers) by allocating a new table; when the
+        # old one predates tracemalloc, that one allocation (MBs) shows as
+        # growth in the half it falls in. Growth that recurs shows in both.
+        tracemalloc.start()
+        n = args.traced_cycles
+        tm = [snapshot()]
+        for i in range(n):
+            cycle()
+            if i + 1 == max(n // 2, 1):
+                tm.append(snapshot())
+        tm.append(snapshot())
+        out["traced_cycles"] = n
+        out["traced_halves"] = [growth(tm[0], tm[1], max(n // 2, 1)),
+                                growth(tm[1], tm[2], max(n - n // 2, 1))]
 
     f = dynamo.optimize("eager")(with_break)
     g = dynamo.optimize("eager")(whole)
