@@ -19,7 +19,7 @@ PREFIX   ?= /usr/local
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 DEBIAN_PKGS := libncurses-dev libelf-dev libgraphviz-dev graphviz tmux
 
-.PHONY: all deps venv test demo bench bench-models clean install asan fuzz
+.PHONY: all deps venv test demo bench bench-models clean install asan fuzz leak-figures
 
 # Per-layer fragments (inspect/, tui/, viz/) add to EXT_SRC, EXT_HDR, TOOLS,
 # INSTALL_BINS and define their own rules.
@@ -98,6 +98,12 @@ SEED ?= 0
 FUZZ_ARGS ?=
 fuzz: all
 	$(PYTHON) tests/fuzz/fuzz.py -n $(N) --start $(SEED) $(FUZZ_ARGS)
+
+# Issue 12's leak figures: RSS and live objects over 10,000 compile/reset
+# cycles and 1,000,000 hits, telemetry on and off (two processes at nice 19;
+# ~15 min of CPU each).  JSON and logs in build/leak-figures/, table on stdout.
+leak-figures: all
+	$(PYTHON) tests/workloads/leak_figures.py
 
 demo: deps all
 	$(PYTHON) examples/demo.py

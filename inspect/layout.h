@@ -32,6 +32,14 @@
  * (so the blob area grows linearly in a recompile storm).  A reader follows
  * refs only: bytes between blobs are unspecified.
  *
+ * dynamo.reset() starts the region over (inside the seqlock) when no cache
+ * entry or guard tree holding a slot is alive: n_codes, n_entries and the
+ * blob area go back to zero, and the events of the ring keep their seq,
+ * kind and times, their texts moved to the start of the blob area, their
+ * code_slot / entry_slot set to UINT32_MAX.  Header totals (publishes,
+ * *_dropped, n_events) are kept.  So compile/reset cycles reuse the same
+ * pages instead of filling the region.
+ *
  * Guard-tree node counters: once a tree is published, DtCode.tree_counters
  * are its live counters, bumped by every walk (DT_C_LIVE_TREE set).  A tree
  * rebuilt without a publish clears the flag: tree_counters are then a copy

@@ -164,7 +164,7 @@ def main():
         f(X4), g(XM, W), m(XM)
     before = snapshot()
     rounds = args.hits // 3
-    hit_marks = sorted({r for r in (rounds // 10, rounds // 2) if 0 < r < rounds} | {rounds})
+    hit_marks = sorted({r for r in (rounds // 10, rounds // 2, rounds) if r > 0})
     done, out["hit_samples"] = 0, []
     for mark in hit_marks:
         for _ in range(mark - done):
@@ -175,7 +175,7 @@ def main():
         snap = snapshot()
         out["hit_samples"].append({"hits": 3 * mark, "absolute": dict(zip(KEYS, snap)),
                                    "per_hit_since_start": growth(before, snap, 3 * mark)})
-    after = snapshot() if not hit_marks else snap
+    after = snap if hit_marks else before
     out["hits"] = rounds * 3
     out["hit"] = growth(before, after, max(out["hits"], 1))
     dynamo.reset()
