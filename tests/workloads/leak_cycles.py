@@ -165,17 +165,20 @@ def main():
     before = snapshot()
     rounds = args.hits // 3
     hit_marks = sorted({r for r in (rounds // 10, rounds // 2, rounds) if r > 0})
-    done, out["hit_samples"] = 0, []
-    for mark in hit_marks:
+    # the marks' tuples only (a list made beforehand): their dicts are made
+    # after the loop, so the measurement keeps nothing of its own in it
+    done, snaps = 0, [None] * len(hit_marks)
+    for k, mark in enumerate(hit_marks):
         for _ in range(mark - done):
             f(X4)
             g(XM, W)
             m(XM)
         done = mark
-        snap = snapshot()
-        out["hit_samples"].append({"hits": 3 * mark, "absolute": dict(zip(KEYS, snap)),
-                                   "per_hit_since_start": growth(before, snap, 3 * mark)})
-    after = snap if hit_marks else before
+        snaps[k] = snapshot()
+    out["hit_samples"] = [{"hits": 3 * mark, "absolute": dict(zip(KEYS, snap)),
+                           "per_hit_since_start": growth(before, snap, 3 * mark)}
+                          for mark, snap in zip(hit_marks, snaps)]
+    after = snaps[-1] if hit_marks else before
     out["hits"] = rounds * 3
     out["hit"] = growth(before, after, max(out["hits"], 1))
     dynamo.reset()
