@@ -29,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import dynamo  # noqa: E402
+from torch import _dynamo as torch_dynamo  # noqa: E402  (bench/ only: the comparison)
 from dynamo import records  # noqa: E402
 import hf_zoo  # noqa: E402
 
@@ -82,7 +83,6 @@ def training_step_equal(name):
 
 
 def bench_model(name, args):
-    import torch._dynamo
     row = {"model": name}
     model, inputs = hf_zoo.build(name)
     model, inputs = model.cuda().eval(), to_cuda(inputs)
@@ -107,11 +107,11 @@ def bench_model(name, args):
                 row[f"equal_{backend}_steady"] = equal(ref, ours(**inputs))
         dynamo.reset()
         for backend in ("inductor", "cudagraphs"):
-            torch._dynamo.reset()
+            torch_dynamo.reset()
             theirs = torch.compile(model, backend=backend)
             row[f"tc_equal_{backend}"] = equal(ref, theirs(**inputs))
             row[f"tc_{backend}_ms"] = steady_ms(theirs, inputs, args.calls, args.repeat)
-        torch._dynamo.reset()
+        torch_dynamo.reset()
     if name in args.train.split(","):
         row["train_loss_equal"], row["train_grads_equal"], row["train_graphs"] = training_step_equal(name)
     return row
@@ -128,8 +128,7 @@ def main():
     if not torch.cuda.is_available():
         sys.exit("bench/gpu.py needs a CUDA device")
     warnings.filterwarnings("ignore")
-    import torch._dynamo
-    torch._dynamo.config.cache_size_limit = 64
+    torch_dynamo.config.cache_size_limit = 64
     dev = torch.cuda.get_device_name()
     print(f"device: {dev}; torch {torch.__version__}; Python {sys.version.split()[0]}", flush=True)
     rows = []
