@@ -19,7 +19,7 @@ PREFIX   ?= /usr/local
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 DEBIAN_PKGS := libncurses-dev libelf-dev libgraphviz-dev graphviz tmux
 
-.PHONY: all deps venv test demo bench bench-models clean install asan fuzz leak-figures
+.PHONY: all deps venv test demo bench bench-models bench-gpu clean install asan fuzz leak-figures
 
 # Per-layer fragments (inspect/, tui/, viz/) add to EXT_SRC, EXT_HDR, TOOLS,
 # INSTALL_BINS and define their own rules.
@@ -113,6 +113,11 @@ bench: deps all
 
 bench-models: deps all $(MODELS_STAMP)
 	$(PYTHON) bench/models.py $(BENCH_ARGS)
+
+# on a CUDA machine: models on cuda, backends eager/aot_eager/inductor/cudagraphs
+# against eager and torch.compile (bench/gpu.py)
+bench-gpu: all
+	$(PYTHON) bench/gpu.py $(BENCH_ARGS)
 
 install: all
 	$(PYTHON) -m pip install -q -e .

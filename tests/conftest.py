@@ -37,3 +37,13 @@ def pytest_sessionfinish(session, exitstatus):
         reporter.write_line(f"\nERROR: telemetry files left behind by dead test processes: "
                             f"{', '.join(left)}", red=True)
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_configure(config):
+    """DYNAMO_TEST_DEVICE=cuda runs the tests with that default device for
+    new tensors (torch.set_default_device): the seed examples on a GPU."""
+    import os
+    device = os.environ.get("DYNAMO_TEST_DEVICE")
+    if device:
+        import torch
+        torch.set_default_device(device)

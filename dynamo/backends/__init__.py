@@ -210,3 +210,11 @@ def aot_inductor_debug(gm, example_inputs):
     from torch._inductor.decomposition import select_decomp_table
     return aot_module_simplified(gm, example_inputs, fw_compiler=_nop_compiler,
                                  bw_compiler=_nop_compiler, decompositions=select_decomp_table())
+
+
+@register_backend("cudagraphs")
+def cudagraphs_backend(gm, example_inputs):
+    """AOT autograd graphs replayed as CUDA graphs (dynamo/backends/cudagraphs.py);
+    graphs whose inputs are not all CUDA tensors run plainly."""
+    from .cudagraphs import cudagraphs as compile_cudagraphs
+    return compile_cudagraphs(gm, example_inputs)

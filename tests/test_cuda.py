@@ -1,0 +1,130 @@
+"""CUDA: the guards of CUDA tensors, the backends on `cuda`, and the
+"cudagraphs" backend (dynamo/backends/cudagraphs.py).
+
+The tests that need a GPU skip without one; the first ones run everywhere
+(cudagraphs on CPU inputs runs the graph plainly)."""
+import pytest
+import torch
+
+import dynamo
+import dynamo.backends.cudagraphs as cg
+from dynamo.testing import CompileCounter
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = torch.nn.Linear(16, 32)
+        self.l2 = torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.l2(torch.relu(self.l1(x))).softmax(-1)
+
+
+def counted(backend):
+    """A CompileCounter that hands each graph on to a named backend."""
+    cnt = CompileCounter()
+    _, fn = dynamo.backends.lookup(backend)
+
+    def compile_(gm, example_inputs):
+        cnt(gm, example_inputs)
+        return fn(gm, example_inputs)
+    return cnt, compile_
+
+
+def test_cudagraphs_is_a_backend_name():
+    assert "cudagraphs" in dynamo.list_backends()
+
+
+def test_cudagraphs_runs_cpu_graphs_plainly():
+    cg.reset_stats()
+    m = MLP().eval()
+    cnt, backend = counted("cudagraphs")
+    opt = dynamo.optimize(backend)(m)
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        for _ in range(3):
+            torch.testing.assert_close(opt(x), m(x))
+    assert cnt.frame_count == 1
+    assert cg.stats["captures"] == 0 and cg.stats["replays"] == 0
+    assert cg.stats["uncaptured"] == 1
+
+
+# ------------------------------------------------------------------ on a GPU
+
+@cuda
+def test_cuda_tensor_guard_recompiles_for_cpu_and_back():
+    def f(x):
+        return x.sin() + 1
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    xc = torch.randn(5, device="cuda")
+    torch.testing.assert_close(opt(xc), f(xc))
+    torch.testing.assert_close(opt(xc.cpu()), f(xc.cpu()))
+    torch.testing.assert_close(opt(xc), f(xc))
+    assert cnt.frame_count == 2
+    assert opt(xc).device.type == "cuda" and opt(xc.cpu()).device.type == "cpu"
+
+
+@cuda
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor", "cudagraphs"])
+def test_backends_on_cuda_equal_eager(backend):
+    torch.manual_seed(0)
+    m = MLP().cuda().eval()
+    cnt, compile_ = counted(backend)
+    opt = dynamo.optimize(compile_)(m)
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(4, 16, device="cuda")
+            torch.testing.assert_close(opt(x), m(x), rtol=1e-4, atol=1e-5)
+    assert cnt.frame_count == 1
+
+
+@cuda
+def test_cudagraphs_replays_new_inputs_and_keeps_old_outputs():
+    cg.reset_stats()
+    torch.manual_seed(0)
+    m = MLP().cuda().eval()
+    opt = dynamo.optimize("cudagraphs")(m)
+    xs = [torch.randn(4, 16, device="cuda") for _ in range(4)]
+    with torch.no_grad():
+        outs = [opt(x) for x in xs]
+        for x, o in zip(xs, outs):      # an earlier result is not overwritten by a later replay
+            torch.testing.assert_close(o, m(x))
+    assert cg.stats["captures"] == 1
+    assert cg.stats["replays"] == 4
+    assert cg.stats["recaptures"] == 0
+
+
+@cuda
+def test_cudagraphs_recaptures_when_a_parameter_moves():
+    cg.reset_stats()
+    torch.manual_seed(0)
+    m = MLP().cuda().eval()
+    opt = dynamo.optimize("cudagraphs")(m)
+    x = torch.randn(4, 16, device="cuda")
+    with torch.no_grad():
+        opt(x)
+        m.l1.weight.data = torch.randn_like(m.l1.weight)   # new storage, same shape
+        torch.testing.assert_close(opt(x), m(x))
+    assert cg.stats["recaptures"] == 1
+
+
+@cuda
+def test_cudagraphs_training_step_gradients_equal_eager():
+    cg.reset_stats()
+    torch.manual_seed(0)
+    m = MLP().cuda()
+    ref = MLP().cuda()
+    ref.load_state_dict(m.state_dict())
+    opt = dynamo.optimize("cudagraphs")(m)
+    for step in range(3):
+        x = torch.randn(4, 16, device="cuda")
+        opt(x).pow(2).sum().backward()
+        ref(x).pow(2).sum().backward()
+        for (name, p), q in zip(m.named_parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=name)
+    assert cg.stats["captures"] == 2          # the forward graph and the backward graph
+    assert cg.stats["replays"] == 6
