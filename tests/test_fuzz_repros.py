@@ -16,9 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = {"try_finally_grad_of_dead_input",
-        "aot_input_mutation_lost_on_raise", "aot_zero_grad_for_unreached_input",
-        "aot_identity_op_returns_copy"}
+OPEN = set()
 
 
 def _cases():
