@@ -238,6 +238,9 @@ def _grad_deps(gm):
         else:
             acc = set()
             torch.fx.node.map_arg((n.args, n.kwargs), lambda a: acc.update(deps.get(a, ())))
+            if n.op == "call_module":       # its parameters are inputs too
+                acc.update(("attr", f"{n.target}.{k}") for k, p in
+                           gm.get_submodule(n.target).named_parameters() if p.requires_grad)
             deps[n] = frozenset(acc)
     if not isinstance(out, (tuple, list)):
         return None
@@ -248,7 +251,8 @@ def _grad_deps(gm):
 
 
 def _attr_keys(gm):
-    """id(tensor) -> {("attr", target)} for the graph's get_attr tensors."""
+    """id(tensor) -> {("attr", target)} for the graph's get_attr tensors and
+    the parameters of the modules it calls."""
     keys = {}
     for n in gm.graph.nodes:
         if n.op == "get_attr":
@@ -257,6 +261,9 @@ def _attr_keys(gm):
                 obj = getattr(obj, part, None)
             if obj is not None:
                 keys[id(obj)] = frozenset([("attr", n.target)])
+        elif n.op == "call_module":
+            for k, p in gm.get_submodule(n.target).named_parameters():
+                keys[id(p)] = keys.get(id(p), frozenset()) | {("attr", f"{n.target}.{k}")}
     return keys
 
 
