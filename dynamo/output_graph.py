@@ -90,16 +90,18 @@ def _returned_input(args, kwargs, example, versions):
 @contextlib.contextmanager
 def _quiet_fake_tensor_log():
     """Silence torch's fake-tensor loggers while probing an op; restore
-    their levels afterwards (also on errors)."""
+    them afterwards (also on errors). `disabled`, not setLevel: setLevel
+    clears the level cache of every logger in the process (thousands with
+    torch loaded), per traced op."""
     loggers = [logging.getLogger(name) for name in _FAKE_TENSOR_LOGGERS]
-    levels = [lg.level for lg in loggers]
+    states = [lg.disabled for lg in loggers]
     for lg in loggers:
-        lg.setLevel(logging.CRITICAL + 1)
+        lg.disabled = True
     try:
         yield
     finally:
-        for lg, level in zip(loggers, levels):
-            lg.setLevel(level)
+        for lg, state in zip(loggers, states):
+            lg.disabled = state
 
 
 class GraphInfo:
