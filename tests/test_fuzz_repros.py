@@ -270,3 +270,39 @@ def test_identity_op_is_its_input_variable_not_a_graph_op():
     x = torch.tensor([-1.0, 2.0])
     assert dynamo.optimize(cnt)(g)(x) is x and x.tolist() == [0.0, 2.0]
     assert (cnt.frame_count, cnt.op_count) == (1, 1)
+
+
+def test_list_written_back_before_its_local_is_rebound():
+    """The mutated argument list is written back while every local still
+    holds its value from before the break (repro list_source_rebound_at_break,
+    fuzz seed 7003); before a try block it was not written back at all."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x, lst):
+        l0 = lst
+        l0 = l0 + [4]
+        lst.append(1)
+        print("lb", len(l0))                 # a break: l0 is stored, lst written back
+        return x + len(l0), l0
+
+    cnt = CompileCounter()
+    lst = []
+    out, l0 = dynamo.optimize(cnt)(f)(torch.ones(2), lst)
+    assert (lst, l0, out.tolist()) == ([1], [4], [2.0, 2.0])
+    assert cnt.frame_count == 1              # x + len(l0), after the print (nothing before it)
+
+    def g(x, lst):
+        lst.append(1)
+        y = x + 1
+        try:                                 # the graph ends before the try
+            y = y * 2
+        except ValueError:
+            pass
+        return y
+
+    cnt = CompileCounter()
+    lst = []
+    assert dynamo.optimize(cnt)(g)(torch.ones(2), lst).tolist() == [4.0, 4.0]
+    assert lst == [1] and cnt.frame_count >= 1
