@@ -306,3 +306,53 @@ def test_list_written_back_before_its_local_is_rebound():
     lst = []
     assert dynamo.optimize(cnt)(g)(torch.ones(2), lst).tolist() == [4.0, 4.0]
     assert lst == [1] and cnt.frame_count >= 1
+
+
+def test_stride_of_a_size_one_dim_of_a_computed_tensor_is_read_eagerly():
+    """(repro stride_of_size1_dim, fuzz seed 300291) meta kernels choose
+    other strides than eager for size-1 dims: reading one is a break."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x):
+        t = x * 1
+        return t, t.stride(0), t.stride(1), t.stride()
+
+    x = torch.randn(4, 1).t()                          # (1, 4), strides (1, 1)
+    cnt = CompileCounter()
+    out = dynamo.optimize(cnt)(f)(x)
+    assert out[1:] == f(x)[1:] == (1, 1, (1, 1))
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)   # x * 1; the strides read after the break
+
+    def g(x):
+        t = x * 2
+        return t + t.stride(1)                         # size > 1 dim: known, one graph
+
+    cnt = CompileCounter()
+    x = torch.ones(3, 2)
+    assert dynamo.optimize(cnt)(g)(x).tolist() == g(x).tolist()
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+def test_aot_mutation_of_aliased_inputs_is_applied_once():
+    """(repro aot_aliased_inputs_mutation_written_twice, fuzz seed 300231)"""
+    import torch
+    import dynamo
+
+    def f(x, y, lst):
+        t0 = x[:, 0]
+        t0.mul_(3)
+        t1 = torch.stack([y, y]).sum(0)
+        return t0, t1, lst[0]
+
+    cnt = _AotCounter()
+    x = torch.ones(3, 2).t()
+    with pytest.raises(IndexError):
+        dynamo.optimize(cnt)(f)(x, x.view_as(x), [])
+    assert x[:, 0].tolist() == [3.0, 3.0] and x[:, 1].tolist() == [1.0, 1.0]
+    assert cnt.frame_count == 1
+    x = torch.ones(3, 2).t()
+    t0, t1, _ = dynamo.optimize(cnt)(f)(x, torch.ones(2, 3), [7])   # no aliasing: aot's path
+    assert t0.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    assert x[:, 0].tolist() == [3.0, 3.0] and t1.tolist() == [[2.0] * 3] * 2

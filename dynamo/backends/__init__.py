@@ -183,6 +183,10 @@ def aot_eager(gm, example_inputs):
 #    forward raises, so the captured graph is then run again op by op
 #    (the torch RNG state restored first when the forward graph draws
 #    random numbers): the user sees eager's mutations and eager's error.
+#    (Not when an input's version moved: aot failed after writing back.)
+#    Graphs with in-place ops called on inputs that share storage run
+#    their captured ops eagerly: aot's synthetic bases for such inputs
+#    have failed after writing back (regenerating an output view).
 #  - one autograd node computes every input's gradient, and an output the
 #    loss never reaches gets a zero gradient, so an input that only feeds
 #    such outputs gets a zero .grad where eager leaves None. Where the
@@ -200,7 +204,22 @@ def _aot(gm, example_inputs, **kw):
         return _nop_compiler(g, inputs)
     compiled = aot_module_simplified(gm, example_inputs, fw_compiler=fw_compiler,
                                      bw_compiler=_nop_compiler, **kw)
-    return _AotRuntime(compiled, eager_forward, any(seeded), deps, _attr_keys(gm))
+    runtime = _AotRuntime(compiled, eager_forward, any(seeded), deps, _attr_keys(gm))
+    runtime.mutates = _mutates(gm)
+    return runtime
+
+
+def _mutates(gm):
+    """Does the graph hold an in-place op (a method or function named
+    `..._`, or a setitem)? Conservative: it may mutate an input."""
+    import operator
+    for n in gm.graph.nodes:
+        if n.op == "call_method" and n.target.endswith("_") and not n.target.startswith("_"):
+            return True
+        if n.op == "call_function" and (n.target is operator.setitem or
+                                        getattr(n.target, "__name__", "").endswith("_")):
+            return True
+    return False
 
 
 def _draws_random(g):
@@ -250,6 +269,19 @@ def _grad_deps(gm):
     return per_out
 
 
+def _share_storage(tensors):
+    seen = set()
+    for t in tensors:
+        try:
+            ptr = t.untyped_storage().data_ptr()
+        except Exception:  # noqa: BLE001 - no storage (a subclass, meta): not compared
+            continue
+        if ptr and ptr in seen:
+            return True
+        seen.add(ptr)
+    return False
+
+
 def _attr_keys(gm):
     """id(tensor) -> {("attr", target)} for the graph's get_attr tensors and
     the parameters of the modules it calls."""
@@ -277,12 +309,23 @@ class _AotRuntime:
         self.deps = deps
         self.attr_keys = attr_keys
 
+    mutates = True
+
     def __call__(self, *args):
         import torch
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if self.mutates and len(tensors) > 1 and _share_storage(tensors):
+            # mutated inputs that alias each other: aot's synthetic-base path
+            # (which has failed after writing its mutations back); the
+            # captured graph's ops run eagerly instead
+            return self.eager_forward(*args)
         rng = torch.get_rng_state() if self.seeded else None
+        versions = [t._version for t in tensors]
         try:
             outs = self.compiled(*args)
         except Exception:  # noqa: BLE001 - replayed op by op: eager's effects, eager's error
+            if versions != [t._version for t in tensors]:
+                raise           # it failed after writing to an input: a replay would write twice
             if rng is not None:
                 torch.set_rng_state(rng)
             return self.eager_forward(*args)
