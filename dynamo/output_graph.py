@@ -439,7 +439,7 @@ class OutputGraph:
         name = getattr(fn, "__name__", str(fn))
         versions = _versions(args, kwargs)
         example = self._run_fake(name, lambda: fn(*ex_args, **ex_kw))
-        same = _returned_input(args, kwargs, example, versions)
+        same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
         if same is not None:
             return same
         return self._wrap_result("call_function", fn, n_args, n_kw, example,
@@ -454,7 +454,8 @@ class OutputGraph:
             return getattr(ex_args[0], name)(*ex_args[1:], **ex_kw)
         versions = _versions(args, kwargs)
         example = self._run_fake(f"Tensor.{name}", run)
-        same = _returned_input(args, kwargs, example, versions)
+        # an in-place method may change no data and still act (detach_())
+        same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
         if same is not None:
             return same
         return self._wrap_result("call_method", name, n_args, n_kw, example,

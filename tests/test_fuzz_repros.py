@@ -271,6 +271,15 @@ def test_identity_op_is_its_input_variable_not_a_graph_op():
     assert dynamo.optimize(cnt)(g)(x) is x and x.tolist() == [0.0, 2.0]
     assert (cnt.frame_count, cnt.op_count) == (1, 1)
 
+    def h(x):
+        y = x * 2
+        y.detach_()                  # writes no data (no version bump) but acts: kept
+        return y
+
+    cnt = CompileCounter()
+    assert dynamo.optimize(cnt)(h)(torch.ones(2, requires_grad=True)).requires_grad is False
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
 
 def test_list_written_back_before_its_local_is_rebound():
     """The mutated argument list is written back while every local still
