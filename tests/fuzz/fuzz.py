@@ -53,9 +53,26 @@ def parse_features(spec):
     return frozenset(feats)
 
 
+RESTART = 3    # worker exit status: "start a new worker after my last program"
+
+
+def warm_up(fuzzrun):
+    """Run one small program per backend with no alarm: torch imports
+    much lazily on a first compile (sympy, aot autograd), which can take
+    longer than the per-program alarm on a loaded machine; an alarm that
+    interrupts an import leaves a half-initialized module and every later
+    compile of the worker failing (frames run eagerly: no compiles, no
+    mismatches)."""
+    for backend in ("eager", "aot_eager"):
+        prog = fuzzgen.generate(0, fuzzgen.DEFAULT_FEATURES)
+        prog.backend = backend
+        fuzzrun.run_program(prog, 3600)
+
+
 def worker(args):
     import fuzzrun
     feats = parse_features(args.features)
+    warm_up(fuzzrun)
     for seed in range(args.start, args.start + args.n):
         prog = fuzzgen.generate(seed, feats)
         if args.backend:
@@ -85,6 +102,10 @@ def worker(args):
             rec.update(mismatch=m.kind, detail=m.detail[:300], repro=path, kinds=sorted(small.kinds()),
                        min_runs=runs, known=known)
         print("FUZZ " + json.dumps(rec), flush=True)
+        if o.skipped or (o.mismatch and o.mismatch.kind == "timeout") or \
+                any("FuzzTimeout" in e for e in o.tracer_errors):
+            # the alarm may have interrupted torch or dynamo anywhere: go on in a fresh process
+            sys.exit(RESTART)
 
 
 def main():
@@ -149,6 +170,10 @@ def main():
             rc = proc.wait()
             if last >= seed + n - 1:
                 return
+            if rc == RESTART and last >= seed:
+                n -= last + 1 - seed
+                seed = last + 1
+                continue
             crashed = last + 1
             record({"seed": crashed, "mismatch": "crash", "detail": f"worker exit status {rc}",
                     "calls": 0, "compiles": 0, "eager_exc": 0, "backend_warnings": 0, "known": []},
