@@ -124,8 +124,6 @@ class _Callback:
         record.break_reasons = list(out.break_reasons)
         record.new_code = out.new_code
         record.resume_codes = list(out.resume_codes)
-        record.original_bytecode = debug.bytecode_listing(code)
-        record.modified_bytecode = debug.bytecode_listing(out.new_code)
         _add_record(record)
         log.info("compiled %s %s (%s:%d): %d graph(s), %d op(s), %d guard(s) in %.1f ms",
                  record.id, code.co_name, code.co_filename, code.co_firstlineno,

@@ -56,19 +56,52 @@ def _check_inplace_cast(name, ex_args, ex_kw):
         raise RuntimeError(f"result type {out.dtype} can't be cast to the desired output type {this.dtype}")
 
 
+def _tensor_args(args, kwargs):
+    from .tracer.variables import TensorVariable
+    return [a for a in (*args, *kwargs.values()) if isinstance(a, TensorVariable)]
+
+
+def _versions(args, kwargs):
+    """Version counters of the tensor arguments' examples (an in-place op
+    on a fake tensor, or on a view of it, bumps them)."""
+    return [a.example._version for a in _tensor_args(args, kwargs)]
+
+
+def _returned_input(args, kwargs, example, versions):
+    """The argument variable the op returned as its result, when it is a
+    pure identity: the fake run returned that very argument object
+    (dropout(training=False), contiguous() of a contiguous tensor, .to()
+    of the same dtype, nn.Identity, Dropout in eval) and wrote to none of
+    the arguments. Eager returns the same object, so the traced value is
+    that variable and no node is recorded: a backend that rebuilds the
+    graph (aot_eager decomposes dropout into a clone) cannot turn the
+    object into a copy. None otherwise (in-place ops keep their node)."""
+    if not isinstance(example, torch.Tensor):
+        return None
+    tensors = _tensor_args(args, kwargs)
+    if [a.example._version for a in tensors] != versions:
+        return None
+    for a in tensors:
+        if a.example is example:
+            return a
+    return None
+
+
 @contextlib.contextmanager
 def _quiet_fake_tensor_log():
     """Silence torch's fake-tensor loggers while probing an op; restore
-    their levels afterwards (also on errors)."""
+    them afterwards (also on errors). `disabled`, not setLevel: setLevel
+    clears the level cache of every logger in the process (thousands with
+    torch loaded), per traced op."""
     loggers = [logging.getLogger(name) for name in _FAKE_TENSOR_LOGGERS]
-    levels = [lg.level for lg in loggers]
+    states = [lg.disabled for lg in loggers]
     for lg in loggers:
-        lg.setLevel(logging.CRITICAL + 1)
+        lg.disabled = True
     try:
         yield
     finally:
-        for lg, level in zip(loggers, levels):
-            lg.setLevel(level)
+        for lg, state in zip(loggers, states):
+            lg.disabled = state
 
 
 class GraphInfo:
@@ -404,7 +437,11 @@ class OutputGraph:
         self.check_not_in_try(tx)
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
         name = getattr(fn, "__name__", str(fn))
+        versions = _versions(args, kwargs)
         example = self._run_fake(name, lambda: fn(*ex_args, **ex_kw))
+        same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
+        if same is not None:
+            return same
         return self._wrap_result("call_function", fn, n_args, n_kw, example,
                                  effect=fn is operator.setitem or name.endswith("_"))
 
@@ -415,7 +452,12 @@ class OutputGraph:
         def run():
             _check_inplace_cast(name, ex_args, ex_kw)
             return getattr(ex_args[0], name)(*ex_args[1:], **ex_kw)
+        versions = _versions(args, kwargs)
         example = self._run_fake(f"Tensor.{name}", run)
+        # an in-place method may change no data and still act (detach_())
+        same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
+        if same is not None:
+            return same
         return self._wrap_result("call_method", name, n_args, n_kw, example,
                                  effect=name.endswith("_") or name == "__setitem__")
 
@@ -426,7 +468,11 @@ class OutputGraph:
             target = self.module_targets[id(module)] = self._target(_mangle(source), module)
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
         fake_module = self._fake_module(module)
+        versions = _versions(args, kwargs)
         example = self._run_fake(type(module).__name__, lambda: fake_module(*ex_args, **ex_kw))
+        same = _returned_input(args, kwargs, example, versions)
+        if same is not None:
+            return same
         return self._wrap_result("call_module", target, n_args, n_kw, example,
                                  called=(module_path(source), type(module).__name__))
 

@@ -29,6 +29,11 @@ class ResumeInfo:
     kind: str
 
 
+def _listing(code):
+    from .debug import bytecode_listing
+    return bytecode_listing(code)
+
+
 @dataclasses.dataclass
 class CompileRecord:
     """What one compile of one frame produced (or why it produced nothing).
@@ -47,8 +52,11 @@ class CompileRecord:
     graphs: list = dataclasses.field(default_factory=list)          # GraphInfo
     guards: list = dataclasses.field(default_factory=list)          # dynamo.guards.Guard
     break_reasons: list = dataclasses.field(default_factory=list)   # BreakReason
-    original_bytecode: str = ""
-    modified_bytecode: str = ""
+    # dis listings of `code` and `new_code` ("" unless status is "ok"), made
+    # at the first read (telemetry, debug printouts): a compile pays nothing
+    # for them when nobody looks (see the properties below)
+    _original_bytecode: Optional[str] = dataclasses.field(default=None, repr=False, compare=False)
+    _modified_bytecode: Optional[str] = dataclasses.field(default=None, repr=False, compare=False)
     new_code: Optional[types.CodeType] = None
     resume_codes: list = dataclasses.field(default_factory=list)
     recompile_reason: Optional[str] = None   # failing guard of the closest entry
@@ -58,6 +66,26 @@ class CompileRecord:
     compile_ns: int = 0
     backend_ns: int = 0
     _resumes: Optional[tuple] = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def original_bytecode(self):
+        if self._original_bytecode is None:
+            self._original_bytecode = _listing(self.code) if self.status == "ok" else ""
+        return self._original_bytecode
+
+    @original_bytecode.setter
+    def original_bytecode(self, text):
+        self._original_bytecode = text
+
+    @property
+    def modified_bytecode(self):
+        if self._modified_bytecode is None:
+            self._modified_bytecode = _listing(self.new_code) if self.status == "ok" else ""
+        return self._modified_bytecode
+
+    @modified_bytecode.setter
+    def modified_bytecode(self, text):
+        self._modified_bytecode = text
 
     @property
     def id(self):

@@ -16,9 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = {"try_finally_grad_of_dead_input",
-        "aot_input_mutation_lost_on_raise", "aot_zero_grad_for_unreached_input",
-        "aot_identity_op_returns_copy"}
+OPEN = set()
 
 
 def _cases():
@@ -123,3 +121,247 @@ def test_user_error_while_tracing_does_not_disable_the_function():
     for n in (1, 2):
         assert opt(torch.ones(2), n).tolist() == [10 // n] * 2
     assert cnt.frame_count == 2
+
+
+class _AotCounter:
+    """aot_eager behind a counter: graphs compiled and how many times the
+    compiled forward was entered."""
+
+    def __init__(self):
+        from dynamo.backends import aot_eager
+        self.aot = aot_eager
+        self.frame_count = 0
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.frame_count += 1
+        self.graphs.append(gm)
+        return self.aot(gm, example_inputs)
+
+
+def test_aot_input_mutation_before_an_op_failing_at_run_time_is_kept():
+    """(a) y.add_ then an int64 softmax (the fake trace accepts it, the
+    kernel raises): eager has mutated y when the error comes. The
+    functionalized forward writes mutations back only at its end, so it
+    is replayed op by op after it raises (repro aot_input_mutation_lost_on_raise)."""
+    import torch
+    import dynamo
+
+    def f(x, y):
+        y.add_(1)
+        return x.softmax(-1) * 2
+
+    cnt = _AotCounter()
+    opt = dynamo.optimize(cnt)(f)
+    x, y = torch.arange(3), torch.zeros(2, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+        opt(x, y)
+    assert y.tolist() == [1, 1]                       # eager's mutation, once
+    assert cnt.frame_count == 1 and len(list(cnt.graphs[0].graph.nodes)) >= 4
+    with pytest.raises(RuntimeError):
+        opt(x, y)
+    assert y.tolist() == [2, 2] and cnt.frame_count == 1     # cache hit, same semantics
+    xf = torch.ones(3)
+    assert torch.allclose(opt(xf, y), torch.full((3,), 2 / 3)) and y.tolist() == [3, 3]   # float: no replay, applied once
+    assert cnt.frame_count == 2                       # dtype change: a second graph
+
+
+def test_aot_replay_restores_the_rng_of_a_graph_that_draws_random_numbers():
+    """A failing forward that drew random numbers is replayed from the same
+    RNG state: the generator ends where eager's does."""
+    import torch
+    import dynamo
+
+    def f(x, y):
+        y.add_(torch.rand(2))
+        return x.softmax(-1)
+
+    cnt = _AotCounter()
+    x = torch.arange(3)
+    ye, yc = torch.zeros(2), torch.zeros(2)
+    torch.manual_seed(5)
+    with pytest.raises(RuntimeError):
+        f(x, ye)
+    after_eager = torch.rand(1)
+    torch.manual_seed(5)
+    with pytest.raises(RuntimeError):
+        dynamo.optimize(cnt)(f)(x, yc)
+    assert torch.equal(torch.rand(1), after_eager)
+    assert torch.equal(ye, yc) and cnt.frame_count == 1
+
+
+def test_aot_input_the_loss_does_not_reach_keeps_grad_none():
+    """(b) one graph returns x*2 and y+1; the loss uses only the first:
+    eager leaves y.grad None, aot's single backward node returned zeros
+    for y (repro aot_zero_grad_for_unreached_input; try_finally_grad_of_dead_input)."""
+    import torch
+    import dynamo
+
+    def f(x, y):
+        return x * 2, y + 1
+
+    cnt = _AotCounter()
+    opt = dynamo.optimize(cnt)(f)
+    for call in range(2):
+        x, y = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+        a, b = opt(x, y)
+        a.sum().backward(retain_graph=True)       # one aot node: kept for the second backward
+        assert x.grad.tolist() == [2.0] * 3
+        assert y.grad is None
+        b.sum().backward()                            # now reached: a real gradient
+        assert y.grad.tolist() == [1.0] * 3
+    assert cnt.frame_count == 1
+
+
+def test_aot_shared_input_still_gets_its_gradient():
+    """Gating keeps every input some reached output depends on (x feeds both
+    outputs; only y is dropped) and parameters of a module are gated too."""
+    import torch
+    import dynamo
+
+    lin = torch.nn.Linear(3, 3)
+
+    def f(x, y):
+        return x * y, lin(x)
+
+    cnt = _AotCounter()
+    x, y = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    a, b = dynamo.optimize(cnt)(f)(x, y)
+    b.sum().backward(retain_graph=True)
+    assert x.grad is not None and y.grad is None
+    assert lin.weight.grad is not None
+    lin.zero_grad(set_to_none=True)
+    x.grad = None
+    a.sum().backward()
+    assert y.grad is not None and lin.weight.grad is None
+    assert cnt.frame_count == 1
+
+
+def test_identity_op_is_its_input_variable_not_a_graph_op():
+    """(d) dropout(training=False), .contiguous() of a contiguous tensor and
+    nn.Dropout in eval return their argument: the traced value is that
+    variable (no graph op), so aot_eager cannot turn it into a clone
+    (repro aot_identity_op_returns_copy). In-place ops keep their node."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    drop = torch.nn.Dropout(0.5).eval()
+
+    def f(x, y):
+        a = torch.nn.functional.dropout(x, p=0.5, training=False)
+        b = y.contiguous()
+        c = drop(x)
+        return a, b, c, x + 1
+
+    cnt = CompileCounter()
+    x, y = torch.randn(3), torch.randn(3)
+    a, b, c, _ = dynamo.optimize(cnt)(f)(x, y)
+    assert a is x and b is y and c is x
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)   # only x + 1
+    dynamo.reset()
+    a, b, c, _ = dynamo.optimize("aot_eager")(f)(x, y)
+    assert a is x and b is y and c is x
+
+    def g(x):
+        return x.relu_()
+
+    cnt = CompileCounter()
+    x = torch.tensor([-1.0, 2.0])
+    assert dynamo.optimize(cnt)(g)(x) is x and x.tolist() == [0.0, 2.0]
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)
+
+    def h(x):
+        y = x * 2
+        y.detach_()                  # writes no data (no version bump) but acts: kept
+        return y
+
+    cnt = CompileCounter()
+    assert dynamo.optimize(cnt)(h)(torch.ones(2, requires_grad=True)).requires_grad is False
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+def test_list_written_back_before_its_local_is_rebound():
+    """The mutated argument list is written back while every local still
+    holds its value from before the break (repro list_source_rebound_at_break,
+    fuzz seed 7003); before a try block it was not written back at all."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x, lst):
+        l0 = lst
+        l0 = l0 + [4]
+        lst.append(1)
+        print("lb", len(l0))                 # a break: l0 is stored, lst written back
+        return x + len(l0), l0
+
+    cnt = CompileCounter()
+    lst = []
+    out, l0 = dynamo.optimize(cnt)(f)(torch.ones(2), lst)
+    assert (lst, l0, out.tolist()) == ([1], [4], [2.0, 2.0])
+    assert cnt.frame_count == 1              # x + len(l0), after the print (nothing before it)
+
+    def g(x, lst):
+        lst.append(1)
+        y = x + 1
+        try:                                 # the graph ends before the try
+            y = y * 2
+        except ValueError:
+            pass
+        return y
+
+    cnt = CompileCounter()
+    lst = []
+    assert dynamo.optimize(cnt)(g)(torch.ones(2), lst).tolist() == [4.0, 4.0]
+    assert lst == [1] and cnt.frame_count >= 1
+
+
+def test_stride_of_a_size_one_dim_of_a_computed_tensor_is_read_eagerly():
+    """(repro stride_of_size1_dim, fuzz seed 300291) meta kernels choose
+    other strides than eager for size-1 dims: reading one is a break."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x):
+        t = x * 1
+        return t, t.stride(0), t.stride(1), t.stride()
+
+    x = torch.randn(4, 1).t()                          # (1, 4), strides (1, 1)
+    cnt = CompileCounter()
+    out = dynamo.optimize(cnt)(f)(x)
+    assert out[1:] == f(x)[1:] == (1, 1, (1, 1))
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)   # x * 1; the strides read after the break
+
+    def g(x):
+        t = x * 2
+        return t + t.stride(1)                         # size > 1 dim: known, one graph
+
+    cnt = CompileCounter()
+    x = torch.ones(3, 2)
+    assert dynamo.optimize(cnt)(g)(x).tolist() == g(x).tolist()
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+def test_aot_mutation_of_aliased_inputs_is_applied_once():
+    """(repro aot_aliased_inputs_mutation_written_twice, fuzz seed 300231)"""
+    import torch
+    import dynamo
+
+    def f(x, y, lst):
+        t0 = x[:, 0]
+        t0.mul_(3)
+        t1 = torch.stack([y, y]).sum(0)
+        return t0, t1, lst[0]
+
+    cnt = _AotCounter()
+    x = torch.ones(3, 2).t()
+    with pytest.raises(IndexError):
+        dynamo.optimize(cnt)(f)(x, x.view_as(x), [])
+    assert x[:, 0].tolist() == [3.0, 3.0] and x[:, 1].tolist() == [1.0, 1.0]
+    assert cnt.frame_count == 1
+    x = torch.ones(3, 2).t()
+    t0, t1, _ = dynamo.optimize(cnt)(f)(x, torch.ones(2, 3), [7])   # no aliasing: aot's path
+    assert t0.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    assert x[:, 0].tolist() == [3.0, 3.0] and t1.tolist() == [[2.0] * 3] * 2

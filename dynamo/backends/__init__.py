@@ -170,9 +170,209 @@ def _nop_compiler(gm, example_inputs):
 @register_backend("aot_eager")
 def aot_eager(gm, example_inputs):
     """AOT autograd (forward and backward graphs) run with eager kernels."""
+    return _aot(gm, example_inputs)
+
+
+# ---- AOT autograd with eager semantics --------------------------------------
+# aot_module_simplified's compiled function differs from running the graph
+# op by op in two ways a user can see; _AotRuntime restores eager's:
+#  - its forward is functionalized: mutations of inputs are written back at
+#    the end. When an op fails at run time (an int64 softmax, which the
+#    fake-tensor trace accepted) the earlier mutations are lost, while
+#    eager has applied them. Nothing has been written back when the
+#    forward raises, so the captured graph is then run again op by op
+#    (the torch RNG state restored first when the forward graph draws
+#    random numbers): the user sees eager's mutations and eager's error.
+#    (Not when an input's version moved: aot failed after writing back.)
+#    Graphs with in-place ops called on inputs that share storage run
+#    their captured ops eagerly: aot's synthetic bases for such inputs
+#    have failed after writing back (regenerating an output view).
+#  - one autograd node computes every input's gradient, and an output the
+#    loss never reaches gets a zero gradient, so an input that only feeds
+#    such outputs gets a zero .grad where eager leaves None. Where the
+#    outputs do not all depend on the same inputs, a hook on that node
+#    drops the gradients of the inputs that no reached output depends on.
+
+def _aot(gm, example_inputs, **kw):
     from torch._functorch.aot_autograd import aot_module_simplified
-    return aot_module_simplified(gm, example_inputs, fw_compiler=_nop_compiler,
-                                 bw_compiler=_nop_compiler)
+    deps = _grad_deps(gm)
+    eager_forward = gm.forward
+    seeded = []
+
+    def fw_compiler(g, inputs):
+        seeded.append(_draws_random(g))
+        return _nop_compiler(g, inputs)
+    compiled = aot_module_simplified(gm, example_inputs, fw_compiler=fw_compiler,
+                                     bw_compiler=_nop_compiler, **kw)
+    runtime = _AotRuntime(compiled, eager_forward, any(seeded), deps, _attr_keys(gm))
+    runtime.mutates = _mutates(gm)
+    return runtime
+
+
+def _mutates(gm):
+    """Does the graph hold an in-place op (a method or function named
+    `..._`, or a setitem)? Conservative: it may mutate an input."""
+    import operator
+    for n in gm.graph.nodes:
+        if n.op == "call_method" and n.target.endswith("_") and not n.target.startswith("_"):
+            return True
+        if n.op == "call_function" and (n.target is operator.setitem or
+                                        getattr(n.target, "__name__", "").endswith("_")):
+            return True
+    return False
+
+
+def _draws_random(g):
+    """Does the aten graph `g` call an op tagged nondeterministic_seeded?"""
+    import torch
+    for n in g.graph.nodes:
+        if n.op == "call_function" and torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()):
+            return True
+    return False
+
+
+def _grad_deps(gm):
+    """Per graph output, the inputs its value is differentiable in: keys
+    ("arg", i) for the i-th placeholder, ("attr", target) for a parameter.
+    A path is followed only through values whose example requires grad
+    (a comparison or a detach cuts it); a node without an example depends
+    on all its inputs. None when the outputs that require grad all depend
+    on the same inputs (no output can reach fewer inputs than another)."""
+    import torch
+    import torch.fx
+    deps, nargs = {}, 0
+    out = None
+    for n in gm.graph.nodes:
+        ex = n.meta.get("example_value")
+        grad = not isinstance(ex, torch.Tensor) or ex.requires_grad
+        if n.op == "placeholder":
+            deps[n] = frozenset([("arg", nargs)]) if grad else frozenset()
+            nargs += 1
+        elif n.op == "get_attr":
+            deps[n] = frozenset([("attr", n.target)]) if grad else frozenset()
+        elif n.op == "output":
+            out = n.args[0]
+        elif not grad:
+            deps[n] = frozenset()
+        else:
+            acc = set()
+            torch.fx.node.map_arg((n.args, n.kwargs), lambda a: acc.update(deps.get(a, ())))
+            if n.op == "call_module":       # its parameters are inputs too
+                acc.update(("attr", f"{n.target}.{k}") for k, p in
+                           gm.get_submodule(n.target).named_parameters() if p.requires_grad)
+            deps[n] = frozenset(acc)
+    if not isinstance(out, (tuple, list)):
+        return None
+    per_out = [deps.get(o, frozenset()) if isinstance(o, torch.fx.Node) else frozenset() for o in out]
+    if len({d for d in per_out if d}) <= 1 and all(per_out):
+        return None
+    return per_out
+
+
+def _share_storage(tensors):
+    seen = set()
+    for t in tensors:
+        try:
+            ptr = t.untyped_storage().data_ptr()
+        except Exception:  # noqa: BLE001 - no storage (a subclass, meta): not compared
+            continue
+        if ptr and ptr in seen:
+            return True
+        seen.add(ptr)
+    return False
+
+
+def _attr_keys(gm):
+    """id(tensor) -> {("attr", target)} for the graph's get_attr tensors and
+    the parameters of the modules it calls."""
+    keys = {}
+    for n in gm.graph.nodes:
+        if n.op == "get_attr":
+            obj = gm
+            for part in n.target.split("."):
+                obj = getattr(obj, part, None)
+            if obj is not None:
+                keys[id(obj)] = frozenset([("attr", n.target)])
+        elif n.op == "call_module":
+            for k, p in gm.get_submodule(n.target).named_parameters():
+                keys[id(p)] = keys.get(id(p), frozenset()) | {("attr", f"{n.target}.{k}")}
+    return keys
+
+
+class _AotRuntime:
+    """The callable the aot backends return (see above)."""
+
+    def __init__(self, compiled, eager_forward, seeded, deps, attr_keys):
+        self.compiled = compiled
+        self.eager_forward = eager_forward
+        self.seeded = seeded
+        self.deps = deps
+        self.attr_keys = attr_keys
+
+    mutates = True
+
+    def __call__(self, *args):
+        import torch
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if self.mutates and len(tensors) > 1 and _share_storage(tensors):
+            # mutated inputs that alias each other: aot's synthetic-base path
+            # (which has failed after writing its mutations back); the
+            # captured graph's ops run eagerly instead
+            return self.eager_forward(*args)
+        rng = torch.get_rng_state() if self.seeded else None
+        versions = [t._version for t in tensors]
+        try:
+            outs = self.compiled(*args)
+        except Exception:  # noqa: BLE001 - replayed op by op: eager's effects, eager's error
+            if versions != [t._version for t in tensors]:
+                raise           # it failed after writing to an input: a replay would write twice
+            if rng is not None:
+                torch.set_rng_state(rng)
+            return self.eager_forward(*args)
+        if self.deps is not None and torch.is_grad_enabled():
+            self._gate(args, outs)
+        return outs
+
+    def _gate(self, args, outs):
+        import torch
+        node, index = None, {}
+        for j, o in enumerate(outs):
+            if isinstance(o, torch.Tensor) and o.grad_fn is not None:
+                if node is None:
+                    node = o.grad_fn
+                if o.grad_fn is node:
+                    index[o.output_nr] = j
+        if node is None or type(node).__name__ != "CompiledFunctionBackward":
+            return
+        leaf, inner = dict(self.attr_keys), {}
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor) and a.requires_grad:
+                if a.grad_fn is None:
+                    leaf[id(a)] = leaf.get(id(a), frozenset()) | {("arg", i)}
+                else:
+                    key = (a.grad_fn, a.output_nr)
+                    inner[key] = inner.get(key, frozenset()) | {("arg", i)}
+        deps = self.deps
+
+        def drop_unreached(grad_inputs, grad_outputs):
+            reached = set()
+            for f, g in enumerate(grad_outputs):
+                if g is None:
+                    continue
+                j = index.get(f)
+                if j is None:           # an output we cannot attribute: keep every gradient
+                    return None
+                reached |= deps[j]
+            new = list(grad_inputs)
+            for k, (fn, nr) in enumerate(node.next_functions):
+                if fn is None or new[k] is None:
+                    continue
+                var = getattr(fn, "variable", None)
+                keys = leaf.get(id(var)) if var is not None else inner.get((fn, nr))
+                if keys and not (keys & reached):
+                    new[k] = None
+            return tuple(new)
+        node.register_hook(drop_unreached)
 
 
 @register_backend("inductor")
@@ -206,10 +406,8 @@ def nnc(gm, example_inputs):
 def aot_inductor_debug(gm, example_inputs):
     """AOT autograd with TorchInductor's decompositions, graphs run with
     eager kernels (checks the decompositions without compiling code)."""
-    from torch._functorch.aot_autograd import aot_module_simplified
     from torch._inductor.decomposition import select_decomp_table
-    return aot_module_simplified(gm, example_inputs, fw_compiler=_nop_compiler,
-                                 bw_compiler=_nop_compiler, decompositions=select_decomp_table())
+    return _aot(gm, example_inputs, decompositions=select_decomp_table())
 
 
 @register_backend("cudagraphs")

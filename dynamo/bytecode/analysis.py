@@ -147,6 +147,13 @@ def liveness(instructions: List[Instruction], *,
     edges included: a handler's live set is live anywhere it covers).
     With `include_cells`, deref/closure reads and writes of cell/free
     variables count too (by name)."""
+    live, by_bit = _live_bits(instructions, include_cells)
+    return [frozenset(nm for k, nm in enumerate(by_bit) if bits >> k & 1)
+            for bits in live]
+
+
+def _live_bits(instructions, include_cells):
+    """liveness() as one bit mask per instruction and the names by bit."""
     reads = READ_OPS | (CELL_READ_OPS if include_cells else frozenset())
     writes = WRITE_OPS | (CELL_WRITE_OPS if include_cells else frozenset())
     index = _index_map(instructions)
@@ -174,13 +181,13 @@ def liveness(instructions: List[Instruction], *,
             if new != live[i]:
                 live[i] = new
                 changed = True
-    by_bit = sorted(names, key=names.get)
-    return [frozenset(nm for k, nm in enumerate(by_bit) if bits >> k & 1)
-            for bits in live]
+    return live, sorted(names, key=names.get)
 
 
 def live_locals(instructions: List[Instruction], index: int, *,
                 include_cells: bool = False) -> Set[str]:
     """Locals that may be read before written on some path from
     instructions[index] (the live set on entry to that instruction)."""
-    return set(liveness(instructions, include_cells=include_cells)[index])
+    live, by_bit = _live_bits(instructions, include_cells)
+    bits = live[index]
+    return {nm for k, nm in enumerate(by_bit) if bits >> k & 1}

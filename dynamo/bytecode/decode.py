@@ -8,6 +8,7 @@ at Instruction objects. It must not change any instruction's meaning.
 import bisect
 import dis
 import types
+import weakref
 from typing import Dict, List
 
 from .exntable import exntable_decode
@@ -46,6 +47,20 @@ def decode(code: types.CodeType) -> List[Instruction]:
         if inst.opname in JUMP_OPS:
             inst.target = _at(by_offset, inst.argval, inst)
     _attach_exception_table(code, insts, by_offset)
+    return insts
+
+
+_SHARED = weakref.WeakKeyDictionary()     # code -> its decoded instructions
+
+
+def decode_shared(code: types.CodeType) -> List[Instruction]:
+    """decode(code), made once per code object and shared by every caller:
+    the list and its Instructions must be treated as read-only (the tracer
+    decodes a function each time it traces or inlines it; code that edits
+    instructions calls decode() for its own copy)."""
+    insts = _SHARED.get(code)
+    if insts is None:
+        insts = _SHARED[code] = decode(code)
     return insts
 
 

@@ -251,7 +251,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         """Rebuild `stack` (NULLs skipped) into temporaries and `named`
         locals into their variables; returns the temporaries (None for
         NULLs). Everything is loaded before anything is stored, so sources
-        naming arguments still see the original arguments. Iterators among
+        naming arguments still see the original arguments; the argument
+        lists and objects the trace changed are written back in between. Iterators among
         the first `n_resume` stack values (those handed to a resume
         function; default all) are stored as iterator_kind says (the tuple
         of their remaining items; a list iterator as (list, position), so
@@ -286,6 +287,9 @@ class InstructionTranslator(InstructionTranslatorBase):
                 continue          # the argument itself, still in its variable
             cg.reconstruct(var)
             stores.append(name)
+        # before the stores: a mutated list's source may be a local given
+        # a new value here (`l0 = l0 + [1]` where l0 named the list)
+        self.write_back_lists(cg)
         for name in reversed(stores):
             cg.store_local(name)
         return temps
@@ -424,7 +428,6 @@ class InstructionTranslator(InstructionTranslatorBase):
         named = sorted(named.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
         cg = self.compile_graph([v for _, v in named] + self.stack + [cond])
         temps = self.materialize(cg, self.stack, named)
-        self.write_back_lists(cg)
         keep = inst.opname in _JUMPS_KEEP_ON_TAKEN
         cond_temp = None
         if keep:
@@ -536,7 +539,6 @@ class InstructionTranslator(InstructionTranslatorBase):
         cg = self.compile_graph([v for _, v in named] + self.stack)
         # the operands run in the eager group: iterators stay real iterators
         temps = self.materialize(cg, deep + operands, named, n_resume=len(deep))
-        self.write_back_lists(cg)
         deep_temps, operand_temps = temps[:len(deep)], temps[len(deep):]
         # the resume function goes under everything the break leaves behind
         names = [n for n, _ in named]

@@ -16,7 +16,7 @@ import types
 
 import torch
 
-from ..bytecode import decode
+from ..bytecode import decode_shared
 from ..exc import Unsupported
 from ..guards import ID_MATCH, AttrSource, GlobalSource, ItemSource
 from .variables import (CellVariable, ConstantVariable, DictVariable, GeneratorVariable,
@@ -44,7 +44,7 @@ class InstructionTranslatorBase:
         self.output = output
         self.code = code
         self.f_globals = f_globals
-        self.instructions = decode(code)
+        self.instructions = decode_shared(code)     # read-only
         self.index_of = {id(inst): i for i, inst in enumerate(self.instructions)}
         self.ip = 0
         self.stack = []

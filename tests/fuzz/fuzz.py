@@ -5,9 +5,12 @@
                               [--out build/fuzz-failures] [--no-minimize]
     python tests/fuzz/fuzz.py --show SEED        # print a program and its call plan
 
-Programs S .. S+N-1 run in worker subprocesses of B programs each (a worker
-that crashes or hangs past the per-program alarm costs only its batch: the
-driver records the seed and restarts after it). Each mismatch is minimized
+Programs S .. S+N-1 run in persistent worker subprocesses, each running B
+programs (default 2000) in one process with dynamo.reset() between them
+(torch is imported once per worker), J workers at a time (-j, default 1).
+A worker that crashes or hangs past the per-program alarm costs only the
+program it died on: the driver records the seed and starts a new worker
+after it. Workers run with DYNAMO_TELEMETRY=0 unless --telemetry. Each mismatch is minimized
 in the worker and written to OUT/seed-<seed>.txt and printed. Exit status 1
 when any mismatch, timeout or crash was seen. The last line is a summary:
 programs, calls, compiles, mismatches per kind.
@@ -17,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,17 +53,35 @@ def parse_features(spec):
     return frozenset(feats)
 
 
+RESTART = 3    # worker exit status: "start a new worker after my last program"
+
+
+def warm_up(fuzzrun):
+    """Run one small program per backend with no alarm: torch imports
+    much lazily on a first compile (sympy, aot autograd), which can take
+    longer than the per-program alarm on a loaded machine; an alarm that
+    interrupts an import leaves a half-initialized module and every later
+    compile of the worker failing (frames run eagerly: no compiles, no
+    mismatches)."""
+    for backend in ("eager", "aot_eager"):
+        prog = fuzzgen.generate(0, fuzzgen.DEFAULT_FEATURES)
+        prog.backend = backend
+        fuzzrun.run_program(prog, 3600)
+
+
 def worker(args):
     import fuzzrun
     feats = parse_features(args.features)
+    warm_up(fuzzrun)
     for seed in range(args.start, args.start + args.n):
         prog = fuzzgen.generate(seed, feats)
         if args.backend:
             prog.backend = args.backend
         t = time.time()
         o = fuzzrun.run_program(prog, args.timeout)
-        rec = {"seed": seed, "calls": o.calls, "compiles": o.compiles, "eager_exc": o.eager_exceptions,
-               "backend_warnings": o.backend_warnings, "secs": round(time.time() - t, 3)}
+        rec = {"seed": seed, "backend": prog.backend, "calls": o.calls, "compiles": o.compiles,
+               "eager_exc": o.eager_exceptions, "backend_warnings": o.backend_warnings,
+               "secs": round(time.time() - t, 3)}
         if o.tracer_errors:
             rec["tracer_errors"] = o.tracer_errors
         if o.skipped:
@@ -80,6 +102,10 @@ def worker(args):
             rec.update(mismatch=m.kind, detail=m.detail[:300], repro=path, kinds=sorted(small.kinds()),
                        min_runs=runs, known=known)
         print("FUZZ " + json.dumps(rec), flush=True)
+        if o.skipped or (o.mismatch and o.mismatch.kind == "timeout") or \
+                any("FuzzTimeout" in e for e in o.tracer_errors):
+            # the alarm may have interrupted torch or dynamo anywhere: go on in a fresh process
+            sys.exit(RESTART)
 
 
 def main():
@@ -88,7 +114,11 @@ def main():
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--features", default="all")
     ap.add_argument("--backend", default=None)
-    ap.add_argument("--batch", type=int, default=250)
+    ap.add_argument("--batch", type=int, default=2000)
+    ap.add_argument("-j", "--jobs", type=int, default=1, help="worker processes at a time")
+    ap.add_argument("--progress", type=int, default=100, help="progress line every this many programs")
+    ap.add_argument("--telemetry", action="store_true",
+                    help="let workers publish telemetry (off by default: DYNAMO_TELEMETRY=0)")
     ap.add_argument("--timeout", type=int, default=60)
     ap.add_argument("--out", default="build/fuzz-failures")
     ap.add_argument("--no-minimize", action="store_true")
@@ -109,56 +139,88 @@ def main():
 
     parse_features(args.features)   # reject bad names before starting workers
     end = args.start + args.n
-    seed = args.start
     tot = {"programs": 0, "calls": 0, "compiles": 0, "eager_exc": 0, "backend_warnings": 0, "skipped": 0}
     bad = []
     tracer_errors = {}      # message -> [count, first seed]
+    by_backend = {}         # backend -> programs
     t0 = time.time()
     logf = open(args.log, "a") if args.log else None
-    while seed < end:
-        n = min(args.batch, end - seed)
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--start", str(seed), "-n", str(n),
-               "--features", args.features, "--timeout", str(args.timeout), "--out", args.out]
-        if args.backend:
-            cmd += ["--backend", args.backend]
-        if args.no_minimize:
-            cmd.append("--no-minimize")
-        # a whole batch may take long; the per-program alarm bounds each program,
-        # this bounds a worker stuck outside Python (C hang)
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-        last = seed - 1
-        for line in proc.stdout:
-            if not line.startswith("FUZZ "):
+    lock = threading.Lock()
+    todo = list(range(args.start, end, args.batch))
+    env = dict(os.environ)
+    if not args.telemetry:
+        env.setdefault("DYNAMO_TELEMETRY", "0")     # no shared-memory publishing per compile
+
+    def run_batch(seed, n):
+        """One worker over seeds seed..seed+n-1; after a crash or hang,
+        a new worker goes on after the seed it died on."""
+        while n > 0:
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--start", str(seed), "-n", str(n),
+                   "--features", args.features, "--timeout", str(args.timeout), "--out", args.out]
+            if args.backend:
+                cmd += ["--backend", args.backend]
+            if args.no_minimize:
+                cmd.append("--no-minimize")
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+            last = seed - 1
+            for line in proc.stdout:
+                if line.startswith("FUZZ "):
+                    last = json.loads(line[5:])["seed"]
+                    record(json.loads(line[5:]))
+            rc = proc.wait()
+            if last >= seed + n - 1:
+                return
+            if rc == RESTART and last >= seed:
+                n -= last + 1 - seed
+                seed = last + 1
                 continue
-            rec = json.loads(line[5:])
+            crashed = last + 1
+            record({"seed": crashed, "mismatch": "crash", "detail": f"worker exit status {rc}",
+                    "calls": 0, "compiles": 0, "eager_exc": 0, "backend_warnings": 0, "known": []},
+                   crash=True)
+            n -= crashed + 1 - seed
+            seed = crashed + 1
+
+    def record(rec, crash=False):
+        with lock:
             if logf:
                 logf.write(json.dumps(rec) + "\n")
                 logf.flush()
-            last = rec["seed"]
             tot["programs"] += 1
             for k in ("calls", "compiles", "eager_exc", "backend_warnings"):
                 tot[k] += rec[k]
             tot["skipped"] += "skipped" in rec
+            if rec.get("backend"):
+                by_backend[rec["backend"]] = by_backend.get(rec["backend"], 0) + 1
             for msg in rec.get("tracer_errors", ()):
                 tracer_errors.setdefault(msg, [0, rec["seed"]])[0] += 1
-            if "mismatch" in rec:
+            if crash:
+                bad.append(rec)
+                print(f"\nCRASH seed {rec['seed']}: {rec['detail']}  (python tests/fuzz/fuzz.py --show {rec['seed']})",
+                      flush=True)
+            elif "mismatch" in rec:
                 bad.append(rec)
                 label = f"KNOWN ({', '.join(rec['known'])})" if rec["known"] else "NEW"
                 print(f"\nMISMATCH [{label}] seed {rec['seed']} ({rec['mismatch']}): {rec['detail']}")
                 with open(rec["repro"]) as fh:
-                    print(fh.read())
-        rc = proc.wait()
-        if last < seed + n - 1:
-            crashed = last + 1
-            rec = {"seed": crashed, "mismatch": "crash", "detail": f"worker exit status {rc}"}
-            bad.append(rec)
-            tot["programs"] += 1
-            print(f"\nCRASH seed {crashed}: worker exit status {rc}  (python tests/fuzz/fuzz.py --show {crashed})")
-            seed = crashed + 1
-        else:
-            seed += n
-        print(f"fuzz: {tot['programs']}/{args.n} programs, {len(bad)} mismatches, "
-              f"{time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+                    print(fh.read(), flush=True)
+            if tot["programs"] % args.progress == 0:
+                dt = time.time() - t0
+                print(f"fuzz: {tot['programs']}/{args.n} programs, {len(bad)} mismatches, {dt:.0f} s, "
+                      f"{tot['programs'] / dt:.2f} programs/s", file=sys.stderr, flush=True)
+
+    def job():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                seed = todo.pop(0)
+            run_batch(seed, min(args.batch, end - seed))
+    threads = [threading.Thread(target=job) for _ in range(max(1, args.jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     if tracer_errors:
         print("tracer errors (frame ran eagerly; not mismatches):")
         for msg, (cnt, first) in sorted(tracer_errors.items(), key=lambda kv: -kv[1][0]):
@@ -170,8 +232,9 @@ def main():
     print(f"fuzz summary: programs {tot['programs']}  calls {tot['calls']}  compiles {tot['compiles']}  "
           f"calls-raising-eagerly {tot['eager_exc']}  backend-fallbacks {tot['backend_warnings']}  "
           f"skipped(eager hung) {tot['skipped']}  "
-          f"mismatches {len(bad)} {kinds}  features {args.features}  seeds {args.start}..{end - 1}  "
-          f"{time.time() - t0:.0f} s")
+          f"mismatches {len(bad)} {kinds}  features {args.features}  backends {by_backend}  "
+          f"seeds {args.start}..{end - 1}  {time.time() - t0:.0f} s  "
+          f"{tot['programs'] / max(time.time() - t0, 1e-9):.2f} programs/s")
     return 1 if bad else 0
 
 

@@ -36,7 +36,7 @@ from dynamo import backends as _backends
 from fuzzgen import Program, Stmt
 
 
-class FuzzTimeout(Exception):
+class FuzzTimeout(BaseException):   # not Exception: dynamo must not swallow it
     pass
 
 

@@ -80,6 +80,8 @@ class TensorVariable(VariableTracker):
             raise Unsupported(f"Tensor.{name}() needs the tensor's data")
         if name in _SHAPE_METHODS:
             tx.output.sizes_read = True
+        if name == "stride":
+            self._check_stride_known(args)
         if name == "__getitem__":
             return tx.output.call_function(tx, operator.getitem, [self, args[0]], {})
         if name == "__setitem__":
@@ -88,6 +90,24 @@ class TensorVariable(VariableTracker):
             if not name.startswith("__"):
                 raise Unsupported(f"Tensor.{name}()")
         return tx.output.call_method(tx, name, [self, *args], kwargs)
+
+    def _check_stride_known(self, args):
+        """The stride of a size-0/1 dim of a computed tensor is the
+        kernel's free choice: the fake (meta) kernels and eager's differ
+        (`x * 1` of a (1, 4) tensor with strides (1, 1): meta says (4, 1),
+        eager keeps (1, 1)). Reading one is a break, so it is read from
+        the real tensor. Graph inputs' strides are guarded, so known."""
+        if self.node.op == "placeholder":
+            return
+        shape = self.example.shape
+        if len(args) == 1 and args[0].is_python_constant():
+            d = args[0].as_python_constant()
+            if isinstance(d, int) and -len(shape) <= d < len(shape) and shape[d] > 1 \
+                    and 0 not in shape:
+                return
+        elif args or all(s > 1 for s in shape):
+            return
+        raise Unsupported("stride of a size-0/1 dim of a computed tensor (the kernel chooses it)")
 
     def reconstruct(self, cg):
         cg.load_tensor(self)
