@@ -1,0 +1,44 @@
+"""Work the compiler must not do on the way to a graph (tests count records).
+
+* A guard failure's text for the live telemetry reprs the guarded object;
+  a module's repr calls every submodule's extra_repr, which must not be
+  compiled as frames of their own (it once compiled ~500 extra_repr frames
+  on Mixtral and cost seconds).
+"""
+import torch
+
+import dynamo
+from dynamo import records, telemetry
+
+
+class _Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+    def extra_repr(self):
+        return "block in a user file"
+
+
+def _call(m, x):
+    return m(x) + 1
+
+
+def test_guard_failure_text_compiles_no_repr_frames():
+    assert telemetry.enabled()
+    dynamo.reset()
+    a, b = _Block(), _Block()
+    x = torch.randn(2, 4)
+    start = records.mark()
+    fn = dynamo.optimize("eager")(_call)
+    with torch.no_grad():
+        torch.testing.assert_close(fn(a, x), a(x) + 1)
+        torch.testing.assert_close(fn(b, x), b(x) + 1)      # guard on `m` fails: recompile
+    recs = records.records_since(start)
+    names = [r.name for r in recs]
+    assert names.count("_call") == 2, names
+    assert "extra_repr" not in names, names
+    assert sum(len(r.graphs) for r in recs) == 2
