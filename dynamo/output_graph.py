@@ -22,6 +22,7 @@ import traceback
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from . import config
 from .bytecode import create_instruction
@@ -153,7 +154,10 @@ class OutputGraph:
         self.frame = frame                      # convert_frame.FrameInfo
         self.compiler_fn = compiler_fn
         self.graph = torch.fx.Graph()
-        self.fake_mode = FakeTensorMode()
+        # data-dependent output sizes become unbacked symbols of a shape env
+        # (inputs stay static: from_tensor(static_shapes=True))
+        self.fake_mode = FakeTensorMode(shape_env=ShapeEnv(allow_scalar_outputs=False)
+                                        if config.capture_dynamic_output_shape_ops else None)
         self.guards = []
         self.inputs = {}                        # source name -> TensorVariable
         self.input_objs = {}                    # id(tensor) -> (tensor, TensorVariable)

@@ -19,7 +19,7 @@ from .base import (ClassVariable, ConstantVariable, FunctionObjectVariable, Null
                    VariableTracker, is_constant_value)
 from .containers import (BaseListVariable, DictVariable, GeneratorVariable, LazyIteratorVariable,
                          ListIteratorVariable, ListVariable, TupleVariable)
-from .tensor import TensorVariable
+from .tensor import TensorVariable, static_shape
 
 
 class ObservedAttributeError(Unsupported):
@@ -309,7 +309,7 @@ def _len(tx, obj):
         tx.output.sizes_read = True
         if obj.example.dim() == 0:
             raise Unsupported("len() of a 0-d tensor")
-        return ConstantVariable(obj.example.shape[0])
+        return ConstantVariable(static_shape(obj.example)[0])
     if isinstance(obj, (BaseListVariable, DictVariable)):
         return ConstantVariable(len(obj.items))
     if obj.is_python_constant():
