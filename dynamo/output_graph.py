@@ -15,6 +15,7 @@ import copy
 import itertools
 import logging
 import operator
+import threading
 import weakref
 
 import traceback
@@ -57,19 +58,34 @@ def _check_inplace_cast(name, ex_args, ex_kw):
         raise RuntimeError(f"result type {out.dtype} can't be cast to the desired output type {this.dtype}")
 
 
+class _ProbeFilter(logging.Filter):
+    """Drops the fake-tensor loggers' records while this thread probes an op
+    (installed once; setting the loggers' levels per op cleared every
+    logger's cache each time: half a second per model)."""
+
+    def __init__(self):
+        super().__init__()
+        self.local = threading.local()
+
+    def filter(self, record):
+        return not getattr(self.local, "depth", 0)
+
+
+_PROBE_FILTER = _ProbeFilter()
+for _name in _FAKE_TENSOR_LOGGERS:
+    logging.getLogger(_name).addFilter(_PROBE_FILTER)
+
+
 @contextlib.contextmanager
 def _quiet_fake_tensor_log():
-    """Silence torch's fake-tensor loggers while probing an op; restore
-    their levels afterwards (also on errors)."""
-    loggers = [logging.getLogger(name) for name in _FAKE_TENSOR_LOGGERS]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.CRITICAL + 1)
+    """Silence torch's fake-tensor loggers (this thread) while probing an
+    op; levels and handlers stay untouched."""
+    local = _PROBE_FILTER.local
+    local.depth = getattr(local, "depth", 0) + 1
     try:
         yield
     finally:
-        for lg, level in zip(loggers, levels):
-            lg.setLevel(level)
+        local.depth -= 1
 
 
 class GraphInfo:

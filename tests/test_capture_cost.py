@@ -42,3 +42,39 @@ def test_guard_failure_text_compiles_no_repr_frames():
     assert names.count("_call") == 2, names
     assert "extra_repr" not in names, names
     assert sum(len(r.graphs) for r in recs) == 2
+
+
+def _matmul_mismatch(x):
+    return (x + 1) @ torch.ones(3)      # fails on the example values: a break
+
+
+def test_probing_ops_never_touches_logger_levels(monkeypatch):
+    """Each op's fake run silences torch's fake-tensor loggers without
+    setLevel (which clears every logger's cache: ~0.5 s per model); what
+    the failing probe logs still reaches no handler."""
+    import logging
+    calls = []
+    real = logging.Logger.setLevel
+    monkeypatch.setattr(logging.Logger, "setLevel",
+                        lambda self, level: (calls.append(self.name), real(self, level)))
+    seen = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record)
+    lg = logging.getLogger("torch._subclasses.fake_tensor")
+    handler = Keep(level=logging.DEBUG)
+    lg.addHandler(handler)
+    dynamo.reset()
+    start = records.mark()
+    try:
+        fn = dynamo.optimize("eager")(lambda x: _matmul_mismatch(x.sin()))
+        try:
+            fn(torch.ones(4))
+        except RuntimeError:
+            pass
+    finally:
+        lg.removeHandler(handler)
+    recs = records.records_since(start)
+    assert sum(len(r.break_reasons) for r in recs) >= 1
+    assert calls == [] and seen == []
