@@ -78,3 +78,41 @@ def test_probing_ops_never_touches_logger_levels(monkeypatch):
     recs = records.records_since(start)
     assert sum(len(r.break_reasons) for r in recs) >= 1
     assert calls == [] and seen == []
+
+
+class _Layer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x)) + x
+
+
+class _Stack(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(_Layer() for _ in range(4))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def test_each_code_is_decoded_once_per_process(monkeypatch):
+    """Four layers inline one forward: its bytecode is decoded once (and
+    kept across compiles), not once per inlined call."""
+    from dynamo.tracer import translator
+    decoded = []
+    real = translator.decode
+    monkeypatch.setattr(translator, "decode", lambda code: (decoded.append(code.co_name), real(code))[1])
+    monkeypatch.setattr(translator, "_decoded", {})
+    m, x = _Stack(), torch.randn(2, 4)
+    with torch.no_grad():
+        for _ in range(2):                      # the second compile decodes nothing
+            dynamo.reset()
+            torch.testing.assert_close(dynamo.optimize("eager")(m)(x), m(x))
+    recs = records.records_since(0)             # the second compile's
+    assert [len(r.graphs) for r in recs] == [1]
+    assert sorted(decoded) == ["forward", "forward"], decoded     # _Stack's and _Layer's

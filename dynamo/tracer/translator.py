@@ -37,6 +37,26 @@ _NB_SYMBOL = [sym for _, sym in opcode._nb_ops]
 _USER_ERRORS = (ArithmeticError, LookupError, ValueError, TypeError)
 
 
+# code -> (instructions, index_of): decoded once per code object and shared
+# by every translator of it (an inlined forward runs once per layer); the
+# translators only read them (break code copies the instructions it emits).
+# Holds the codes (no id reuse); dropped whole past _DECODED_MAX.
+_decoded = {}
+_DECODED_MAX = 2048
+
+
+def _decode_shared(code):
+    hit = _decoded.get(code)
+    if hit is not None and hit[0] is code:
+        return hit[1], hit[2]
+    insts = decode(code)
+    index_of = {id(inst): i for i, inst in enumerate(insts)}
+    if len(_decoded) >= _DECODED_MAX:
+        _decoded.clear()
+    _decoded[code] = (code, insts, index_of)
+    return insts, index_of
+
+
 class InstructionTranslatorBase:
     """Shared interpreter state and the opcode methods (see module doc)."""
 
@@ -44,8 +64,7 @@ class InstructionTranslatorBase:
         self.output = output
         self.code = code
         self.f_globals = f_globals
-        self.instructions = decode(code)
-        self.index_of = {id(inst): i for i, inst in enumerate(self.instructions)}
+        self.instructions, self.index_of = _decode_shared(code)
         self.ip = 0
         self.stack = []
         self.locals = dict(symbolic_locals)
