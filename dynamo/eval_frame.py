@@ -202,6 +202,8 @@ def _short(value):
         return "<missing>"
     if isinstance(value, type):
         return value.__qualname__
+    if isinstance(value, torch.nn.Module):     # a module's repr walks all its submodules
+        return f"<{type(value).__qualname__} module at {id(value):#x}>"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 

@@ -194,6 +194,7 @@ class OutputGraph:
         # being inlined, outermost first (the frame's own `self` excluded)
         self.module_stack = []
         self.current_tx = None                  # the translator running (stack traces)
+        self._stack_texts = {}                  # ((code, line), ...) -> formatted stack
         self.mutated_lists = {}                 # id(VT) -> argument ListVariable changed by the trace
         # (id(object), attribute) -> (owner VT, value VT, object): attribute
         # stores on objects passed in, written back after the graph
@@ -360,8 +361,19 @@ class OutputGraph:
         first.  Telemetry and the tools read it; graphs never do."""
         tx = self.current_tx
         if tx is not None and node.stack_trace is None:
-            # the user's code that made the node (fx's stack_trace format)
-            node.stack_trace = "".join(traceback.format_list(tx.user_stack()))
+            # the user's code that made the node (fx's stack_trace format),
+            # formatted once per distinct stack (source lines are looked up)
+            key = []
+            while tx is not None:
+                key.append((tx.code, tx.lineno))
+                tx = tx.parent
+            key = tuple(key)
+            text = self._stack_texts.get(key)
+            if text is None:
+                text = self._stack_texts[key] = "".join(traceback.format_list(
+                    [traceback.FrameSummary(c.co_filename, line, c.co_name)
+                     for c, line in reversed(key)]))
+            node.stack_trace = text
         stack = tuple(self.module_stack)
         if called is not None:
             stack += (called,)

@@ -42,6 +42,10 @@ def test_guard_failure_text_compiles_no_repr_frames():
     assert names.count("_call") == 2, names
     assert "extra_repr" not in names, names
     assert sum(len(r.graphs) for r in recs) == 2
+    # the recompile reason names the modules by class and address, without
+    # their (whole-tree) repr
+    assert recs[1].recompile_reason.startswith(
+        f"id(L['m']): expected <_Block module at {id(a):#x}>, actual <_Block module at {id(b):#x}>")
 
 
 def _matmul_mismatch(x):
