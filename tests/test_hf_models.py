@@ -76,6 +76,34 @@ def test_model_inference(name):
     assert (graphs, breaks) == EXPECTED[name], [b.reason for r in first for b in r.break_reasons][:5]
 
 
+# the decoders with their KV cache on: transformers 4.46.3 builds a
+# DynamicCache (a state-only nn.Module subclass) inside the forward, fills its
+# lists layer by layer and returns it as tuples (torch.compile: 1 graph, 0
+# breaks for each too)
+@pytest.mark.parametrize("name", ["llama", "qwen2", "gpt2"])
+def test_decoder_with_kv_cache(name):
+    model, inputs = hf_zoo.build(name)
+    inputs = dict(inputs, use_cache=True)
+    with torch.no_grad():
+        expected = model(**inputs)
+        dynamo.reset()
+        start = records.mark()
+        cnt = CompileCounter()
+        opt = dynamo.optimize(cnt)(model)
+        got = opt(**inputs)
+        first = records.records_since(start)
+        breaks = [b.reason for r in first for b in r.break_reasons]
+        assert (cnt.frame_count, len(breaks)) == (1, 0), breaks[:5]
+        _equal(expected, got)
+        # past_key_values: per layer (key, value), equal to eager's
+        assert len(got.past_key_values) == len(expected.past_key_values) == 2
+        for (k, v), (ek, ev) in zip(got.past_key_values, expected.past_key_values):
+            assert torch.equal(k, ek) and torch.equal(v, ev)
+        second = records.mark()
+        _equal(expected, opt(**inputs))
+        assert records.records_since(second) == [] and cnt.frame_count == 1
+
+
 TRAIN = ["bert", "llama", "vit", "resnet"]
 
 

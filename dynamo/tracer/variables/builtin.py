@@ -11,6 +11,7 @@ import inspect
 import math
 import itertools
 import operator
+import types
 
 import torch
 
@@ -138,7 +139,23 @@ def compare_op(tx, fn, a, b):
         same = identical(a, b, tx)
         if same is not None:
             return ConstantVariable(same if fn is operator.eq else not same)
+    if fn in (operator.eq, operator.ne):
+        oa, ob = _object_of(a), _object_of(b)
+        if _frozen_enum(oa) and _frozen_enum(ob):
+            # members are fixed singletons and a builtin __eq__ (a str Enum's)
+            # reads only their values: folded, guarded on which members they are
+            _guard_identity(tx, a, oa, False)
+            _guard_identity(tx, b, ob, False)
+            return ConstantVariable(fn(oa, ob))
     raise Unsupported(f"comparison {fn.__name__} of {a} and {b}")
+
+
+def _frozen_enum(obj):
+    """An Enum member whose == is a builtin type's (str, int) or object's."""
+    import enum
+    if not isinstance(obj, enum.Enum):
+        return False
+    return not isinstance(inspect.getattr_static(type(obj), "__eq__"), types.FunctionType)
 
 
 def identity_eq(var):
