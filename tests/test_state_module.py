@@ -78,3 +78,22 @@ def test_storing_a_tensor_on_it_breaks():
     got, graphs, breaks = _run(_hold, x)
     torch.testing.assert_close(got, _hold(x))
     assert breaks >= 1
+
+
+class _Built(torch.nn.Module):
+    def __init__(self, n):
+        self.n = n                 # before nn.Module.__init__: no module state yet
+        super().__init__()
+        self.lin = torch.nn.Linear(n, n)
+
+
+def test_module_init_frame_runs_eagerly_without_a_warning(recwarn):
+    # a module built under the hook: its __init__ frame is compiled on its own
+    # with a half-made `self`; it runs eagerly, recorded as unsupported
+    dynamo.reset()
+    start = records.mark()
+    m = dynamo.optimize("eager")(lambda n: _Built(n))(3)
+    assert isinstance(m, _Built) and m.lin.in_features == 3
+    recs = [r for r in records.records_since(start) if r.name == "__init__"]
+    assert [r.status for r in recs] == ["unsupported"]
+    assert not [w for w in recwarn if "could not compile" in str(w.message)]

@@ -101,6 +101,10 @@ def wrap(tx, value, source):
     if isinstance(value, torch.nn.Module):
         if source is None:
             raise Unsupported("an nn.Module without a source")
+        if "_modules" not in value.__dict__:
+            # its own __init__ is running and nn.Module.__init__ has not yet
+            # (`self` of a module's __init__ frame): no state to trace
+            raise Unsupported(f"a {type(value).__name__} before nn.Module.__init__ ran")
         _guard(tx, source, ID_MATCH, value)
         var = NNModuleVariable(value, source)
         var.guard_training(tx)
