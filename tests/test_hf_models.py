@@ -104,6 +104,33 @@ def test_decoder_with_kv_cache(name):
         assert records.records_since(second) == [] and cnt.frame_count == 1
 
 
+# a generation step: the DynamicCache of the previous step is passed in and
+# grows in place (its counter and per-layer key/value lists are written back
+# after the graph; torch.compile: 1 graph, 0 breaks too)
+@pytest.mark.parametrize("name", ["llama", "qwen2"])
+def test_decoder_generation_step_with_cache_passed_in(name):
+    from transformers import DynamicCache
+    model, inputs = hf_zoo.build(name)
+    with torch.no_grad():
+        cache = DynamicCache()
+        first = model(input_ids=inputs["input_ids"], past_key_values=cache, use_cache=True)
+        nxt = first.logits[:, -1:].argmax(-1)
+        c_eager, c_ours = copy.deepcopy(cache), copy.deepcopy(cache)
+        expected = model(input_ids=nxt, past_key_values=c_eager, use_cache=True)
+        dynamo.reset()
+        start = records.mark()
+        cnt = CompileCounter()
+        got = dynamo.optimize(cnt)(model)(input_ids=nxt, past_key_values=c_ours, use_cache=True)
+        recs = records.records_since(start)
+        breaks = [b.reason for r in recs for b in r.break_reasons]
+        assert (cnt.frame_count, len(breaks)) == (1, 0), breaks[:5]
+        _equal(expected.logits, got.logits)
+        assert got.past_key_values is c_ours and c_ours._seen_tokens == c_eager._seen_tokens == 9
+        assert len(c_ours.key_cache) == len(c_eager.key_cache) == 2
+        for a, b in zip(c_ours.key_cache + c_ours.value_cache, c_eager.key_cache + c_eager.value_cache):
+            assert a.shape[-2] == 9 and torch.equal(a, b)
+
+
 TRAIN = ["bert", "llama", "vit", "resnet"]
 
 

@@ -97,3 +97,26 @@ def test_module_init_frame_runs_eagerly_without_a_warning(recwarn):
     recs = [r for r in records.records_since(start) if r.name == "__init__"]
     assert [r.status for r in recs] == ["unsupported"]
     assert not [w for w in recwarn if "could not compile" in str(w.message)]
+
+
+def _step(x, cache):
+    out = cache.update(x)
+    return out.sum(0), len(cache)
+
+
+def test_state_module_passed_in_is_mutated_in_place():
+    # the cache of a previous step grows: its counter (attribute store) and
+    # its list (an argument's attribute) are written back after the graph
+    x = torch.randn(2, 3)
+    ours, ref = _Cache(), _Cache()
+    for c in (ours, ref):
+        c.update(x)
+    dynamo.reset()
+    start = records.mark()
+    got = dynamo.optimize("eager")(_step)(x * 2, ours)
+    want = _step(x * 2, ref)
+    recs = records.records_since(start)
+    assert (sum(len(r.graphs) for r in recs), sum(len(r.break_reasons) for r in recs)) == (1, 0)
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1] == want[1] == 2 and ours.seen == ref.seen == 4 and len(ours.keys) == 2
+    torch.testing.assert_close(ours.keys[1], ref.keys[1])

@@ -187,7 +187,9 @@ class UserDefinedObjectVariable(VariableTracker):
         For an object with a source, a plain __setattr__ and a __dict__, and
         no descriptor of that name on its class (a property would run code)."""
         cls = type(self.value)
-        if self.source is None or cls.__setattr__ is not object.__setattr__ or \
+        plain_setattr = cls.__setattr__ is object.__setattr__ or (
+            is_state_module_class(cls) and name not in ("_parameters", "_buffers", "_modules"))
+        if self.source is None or not plain_setattr or \
                 not isinstance(getattr(self.value, "__dict__", None), dict):
             return False
         try:
