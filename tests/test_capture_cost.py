@@ -3,7 +3,11 @@
 * A guard failure's text for the live telemetry reprs the guarded object;
   a module's repr calls every submodule's extra_repr, which must not be
   compiled as frames of their own (it once compiled ~500 extra_repr frames
-  on Mixtral and cost seconds).
+  on Mixtral and cost seconds); recompile reasons name modules by class and
+  address instead of their whole-tree repr.
+* Probing an op on fake tensors silences torch's fake-tensor loggers
+  without Logger.setLevel (which clears every logger's cache).
+* A code object's bytecode is decoded once, however often it is inlined.
 """
 import torch
 
