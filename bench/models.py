@@ -4,7 +4,9 @@ torch.compile, side by side in one process.
 Per model (eval, no_grad, batch 2, small configs from hf_zoo):
   * graphs / breaks of dynamo's capture, outputs equal to eager;
   * capture time: the first call (trace + compile + run) with backend
-    "eager", dynamo vs torch.compile(backend="eager");
+    "eager", dynamo vs torch.compile(backend="eager"): --repeat rounds
+    alternating who goes first, medians of wall and CPU time, the load
+    average around them; torch runs --threads intra-op threads (default 1);
   * steady state: median time per call of eager, dynamo(eager),
     dynamo(inductor), torch.compile(inductor); speedups over eager;
   * inductor compile time (first call) for dynamo and torch.compile.
@@ -12,6 +14,7 @@ Geometric means of the ratios at the end. Only bench/ may import torch's own
 compiler, and only to compare against it. Writes bench/models.json.
 
 Usage: python bench/models.py [--models bert,gpt2] [--no-inductor] [--calls N]
+                              [--repeat R] [--threads T]
 """
 import argparse
 import json
@@ -36,6 +39,15 @@ def first_call(fn, inputs):
     t0 = time.perf_counter()
     out = fn(**inputs)
     return out, time.perf_counter() - t0
+
+
+def capture(make, reset, inputs):
+    """First call of a freshly reset compiler: (output, wall s, CPU s)."""
+    reset()
+    fn = make()
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = fn(**inputs)
+    return out, time.perf_counter() - t0, time.process_time() - c0
 
 
 def steady(fn, inputs, calls, repeat=5):
@@ -63,20 +75,41 @@ def bench_model(name, args):
         ref = model(**inputs)
         row["eager_ms"] = steady(model, inputs, args.calls) * 1e3
 
+        # capture: `repeat` rounds, alternating who goes first (whoever runs
+        # first after a model is built pays torch's one-time warm-up: meta
+        # kernels, fake-tensor dispatch cache); medians of wall and CPU time
+        times = {"ours": ([], []), "tc": ([], [])}
+        row["load_before"] = os.getloadavg()[0]
+        for rep in range(args.repeat):
+            for who in (("ours", "tc") if rep % 2 == 0 else ("tc", "ours")):
+                if who == "ours":
+                    out, wall, cpu = capture(lambda: dynamo.optimize("eager")(model),
+                                             dynamo.reset, inputs)
+                    if rep == 0:
+                        recs = records.all_records()        # reset() cleared the rest
+                        row["graphs"] = sum(len(r.graphs) for r in recs)
+                        row["breaks"] = sum(len(r.break_reasons) for r in recs)
+                        row["equal"] = equal(ref, out)
+                else:
+                    out, wall, cpu = capture(lambda: torch.compile(model, backend="eager"),
+                                             torch._dynamo.reset, inputs)
+                    if rep == 0:
+                        row["tc_equal"] = equal(ref, out)
+                times[who][0].append(wall)
+                times[who][1].append(cpu)
+        row["load_after"] = os.getloadavg()[0]
+        for who in times:
+            row[f"capture_{who}_s"] = statistics.median(times[who][0])
+            row[f"capture_{who}_cpu_s"] = statistics.median(times[who][1])
+            row[f"capture_{who}_runs"] = times[who][0]
         dynamo.reset()
-        start = records.mark()
         ours = dynamo.optimize("eager")(model)
-        out, row["capture_ours_s"] = first_call(ours, inputs)
-        recs = records.records_since(start)
-        row["graphs"] = sum(len(r.graphs) for r in recs)
-        row["breaks"] = sum(len(r.break_reasons) for r in recs)
-        row["equal"] = equal(ref, out)
+        ours(**inputs)
         row["ours_eager_ms"] = steady(ours, inputs, args.calls) * 1e3
 
         torch._dynamo.reset()
         theirs = torch.compile(model, backend="eager")
-        out, row["capture_tc_s"] = first_call(theirs, inputs)
-        row["tc_equal"] = equal(ref, out)
+        theirs(**inputs)
         row["tc_eager_ms"] = steady(theirs, inputs, args.calls) * 1e3
 
         if args.inductor:
@@ -103,11 +136,16 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=",".join(hf_zoo.MODELS))
     p.add_argument("--calls", type=int, default=20)
+    p.add_argument("--repeat", type=int, default=3, help="capture rounds per model (median)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch intra-op threads (1: on a loaded machine, 2 threads made "
+                        "a tiny linear take 40 ms of barrier waiting instead of 4 us)")
     p.add_argument("--no-inductor", dest="inductor", action="store_false")
     p.add_argument("--out", default=os.path.join(HERE, "models.json"))
     args = p.parse_args()
     warnings.filterwarnings("ignore")
     import torch._dynamo
+    torch.set_num_threads(args.threads)
     torch._dynamo.config.cache_size_limit = 64
     rows = []
     for name in args.models.split(","):
@@ -117,6 +155,7 @@ def main():
             rows.append({"model": name, "error": f"{type(e).__name__}: {e}"[:200]})
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     head = ("model", "graphs", "breaks", "equal", "capture ours s", "capture tc s", "ratio",
+            "cpu ratio",
             "eager ms", "ours(eager) ms", "ours(ind) x", "tc(ind) x", "ind compile ours s",
             "ind compile tc s")
     table = []
@@ -126,8 +165,10 @@ def main():
             continue
         cap_ratio = r["capture_ours_s"] / r["capture_tc_s"]
         r["capture_ratio"] = cap_ratio
+        r["capture_cpu_ratio"] = r["capture_ours_cpu_s"] / r["capture_tc_cpu_s"]
         line = [r["model"], r["graphs"], r["breaks"], r["equal"], f"{r['capture_ours_s']:.2f}",
-                f"{r['capture_tc_s']:.2f}", f"{cap_ratio:.2f}", f"{r['eager_ms']:.2f}",
+                f"{r['capture_tc_s']:.2f}", f"{cap_ratio:.2f}", f"{r['capture_cpu_ratio']:.2f}",
+                f"{r['eager_ms']:.2f}",
                 f"{r['ours_eager_ms']:.2f}"]
         if "ours_inductor_ms" in r:
             r["ours_inductor_speedup"] = r["eager_ms"] / r["ours_inductor_ms"]
@@ -138,8 +179,8 @@ def main():
             line += ["-"] * 4
         table.append(tuple(line))
     ok = [r for r in rows if "error" not in r]
-    geo = ["geomean", "", "", "", "", "", f"{gmean([r['capture_ratio'] for r in ok]):.2f}", "",
-           ""]
+    geo = ["geomean", "", "", "", "", "", f"{gmean([r['capture_ratio'] for r in ok]):.2f}",
+           f"{gmean([r['capture_cpu_ratio'] for r in ok]):.2f}", "", ""]
     if ok and all("ours_inductor_speedup" in r for r in ok):
         geo += [f"{gmean([r['ours_inductor_speedup'] for r in ok]):.2f}",
                 f"{gmean([r['tc_inductor_speedup'] for r in ok]):.2f}", "", ""]
@@ -151,7 +192,8 @@ def main():
     for line in table:
         print("| " + " | ".join(str(c) for c in line) + " |")
     with open(args.out, "w") as fh:
-        json.dump({"torch": torch.__version__, "rows": rows}, fh, indent=1)
+        json.dump({"torch": torch.__version__, "threads": args.threads, "repeat": args.repeat,
+                   "rows": rows}, fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -106,6 +106,8 @@ typedef struct {
     PyObject *dict;         /* strong: instance __dict__, or NULL */
     Py_ssize_t outputs;     /* items each result must have (a tuple or list), or -1 */
     PyObject *what;         /* strong: str naming fn in that check's error, or NULL */
+    PyObject *after_first;  /* strong: called with no arguments once, after the first
+                             * call that returns normally; then NULL (NULL: none) */
     vectorcallfunc vectorcall;
 } OptimizedCallable;
 
@@ -143,6 +145,15 @@ oc_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *k
     PyObject *result = self->mode != MODE_OFF ? hook_vectorcall(st, self->fn, args, nargsf, kwnames)
                                               : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
     state_restore(st, prev_mode, prev_callback);
+    if (self->after_first != NULL && result != NULL) {     /* the first call only */
+        PyObject *after = self->after_first;
+        self->after_first = NULL;
+        PyObject *r = PyObject_CallNoArgs(after);
+        if (r == NULL)                          /* a report must not fail the call */
+            PyErr_WriteUnraisable(after);
+        Py_XDECREF(r);
+        Py_DECREF(after);
+    }
     if (self->outputs >= 0 && result != NULL)  /* a backend's result, checked? */
         result = check_outputs(self, result);
     return result;
@@ -151,13 +162,19 @@ oc_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *k
 static PyObject *
 oc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"fn", "callback", "mode", "outputs", "what", NULL};
-    PyObject *fn, *callback, *what = NULL;
+    static char *kwlist[] = {"fn", "callback", "mode", "outputs", "what", "after_first", NULL};
+    PyObject *fn, *callback, *what = NULL, *after_first = NULL;
     int mode;
     Py_ssize_t outputs = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOi|nU:OptimizedCallable", kwlist,
-                                     &fn, &callback, &mode, &outputs, &what))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOi|nUO:OptimizedCallable", kwlist,
+                                     &fn, &callback, &mode, &outputs, &what, &after_first))
         return NULL;
+    if (after_first == Py_None)
+        after_first = NULL;
+    if (after_first != NULL && !PyCallable_Check(after_first)) {
+        PyErr_SetString(PyExc_TypeError, "OptimizedCallable: after_first must be callable");
+        return NULL;
+    }
     if (outputs >= 0 && what == NULL) {
         PyErr_SetString(PyExc_TypeError, "OptimizedCallable: outputs needs what (a str)");
         return NULL;
@@ -178,6 +195,7 @@ oc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->mode = mode;
     self->outputs = outputs < 0 ? -1 : outputs;
     self->what = Py_XNewRef(what);
+    self->after_first = Py_XNewRef(after_first);
     self->vectorcall = oc_vectorcall;
     /* __wrapped__ lives in __dict__ so functools.update_wrapper can set it. */
     self->dict = PyDict_New();
@@ -194,6 +212,7 @@ oc_traverse(OptimizedCallable *self, visitproc visit, void *arg)
     Py_VISIT(self->fn);
     Py_VISIT(self->callback);
     Py_VISIT(self->dict);
+    Py_VISIT(self->after_first);
     return 0;
 }
 
@@ -204,6 +223,7 @@ oc_clear(OptimizedCallable *self)
     Py_CLEAR(self->callback);
     Py_CLEAR(self->dict);
     Py_CLEAR(self->what);
+    Py_CLEAR(self->after_first);
     return 0;
 }
 

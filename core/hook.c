@@ -648,8 +648,16 @@ compile_miss(CallableState *st, _PyInterpreterFrame *frame, GevalFrame *gf,
         todo = Py_NewRef(Py_None);
     }
     else {
-        if (cache != NULL && cache->tele != NULL)
+        if (cache != NULL && cache->tele != NULL) {
+            /* the failure's text calls repr() on guarded objects (a module's
+             * repr runs its submodules' extra_repr): with the mode OFF, so
+             * those frames are not compiled */
+            int prev_mode;
+            PyObject *prev_callback;
+            callable_swap(MODE_OFF, NULL, &prev_mode, &prev_callback);
             telemetry_note_failure(cache, failures);
+            callable_restore(prev_mode, prev_callback);
+        }
         todo = ask_callback(frame, failures);
     }
     Py_XDECREF(failures);

@@ -15,6 +15,10 @@ _DEFAULTS = {
     "cache_size_limit": 8,
     # do not specialize on tensor sizes and strides (TENSOR_MATCH without them)
     "dynamic_shapes": False,
+    # ops whose output size depends on the data (nonzero, torch.where(mask),
+    # boolean indexing) stay in the graph, their sizes symbolic; reading such
+    # a size in Python (.shape, len) is a break. False: a break at the op.
+    "capture_dynamic_output_shape_ops": True,
     # logging level of the "dynamo" logger
     "log_level": logging.WARNING,
     # log the generated code of every compile at INFO level

@@ -59,15 +59,28 @@ class _Callback:
         # Codes the user handed to optimize() directly: compiled even when
         # they live in a skipped file (an nn.Sequential's forward, say).
         self.forced_codes = set()
+        # what this callback saw (for the "compiles no graph" report after a
+        # wrapper's first call): misses, graphs, and why frames gave none
+        self.misses = 0
+        self.graphs = 0
+        self.notes = []         # "name (file:line): why", skips and failures
+        self.report_no_graph = True     # explain() reports it its own way
+
+    def _note(self, code, why):
+        if len(self.notes) < 64:
+            self.notes.append(f"{code.co_name} ({code.co_filename}:{code.co_firstlineno}): {why}")
 
     def __call__(self, code, f_locals, f_globals, f_builtins, func, failures):
+        self.misses += 1
         if decorators.is_skipped_code(code):      # dynamo.skip
+            self._note(code, "dynamo.skip")
             _C.set_skip(code)
             return None
         if code not in self.forced_codes:
             why = skipfiles.skip_reason(code.co_filename)
             if why is not None and resume.base_code(code) not in self.forced_codes:
                 skipfiles.note(code, why)
+                self._note(code, f"skipped ({why})")
                 _C.set_skip(code)
                 return None
         if len(failures) >= config.cache_size_limit:
@@ -88,6 +101,7 @@ class _Callback:
         except Unsupported as e:
             record.compile_ns = time.perf_counter_ns() - t0
             record.status, record.error = "unsupported", str(e)
+            self._note(code, str(e).splitlines()[0] if str(e) else "unsupported")
             if hasattr(e, "break_reasons"):
                 record.break_reasons = list(e.break_reasons)
             _add_record(record)
@@ -105,6 +119,7 @@ class _Callback:
         except Exception as e:  # noqa: BLE001 - any tracer failure: run eagerly, keep why
             record.compile_ns = time.perf_counter_ns() - t0
             record.status, record.error = "error", f"{type(e).__name__}: {e}"
+            self._note(code, record.error.splitlines()[0])
             _add_record(record)
             if self.nopython or isinstance(e, BackendCompilerFailed):
                 raise
@@ -119,6 +134,10 @@ class _Callback:
             _C.set_skip(code)
             return None
         record.compile_ns = time.perf_counter_ns() - t0
+        self.graphs += len(out.graphs)
+        if not out.graphs:
+            self._note(code, "compiled, but traced no tensor operation"
+                       + (f" (graph break: {out.break_reasons[0].reason})" if out.break_reasons else ""))
         record.graphs = list(out.graphs)
         record.guards = list(out.guards)
         record.break_reasons = list(out.break_reasons)
@@ -200,6 +219,8 @@ def _short(value):
         return "<missing>"
     if isinstance(value, type):
         return value.__qualname__
+    if isinstance(value, torch.nn.Module):     # a module's repr walks all its submodules
+        return f"<{type(value).__qualname__} module at {id(value):#x}>"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -232,6 +253,29 @@ class _ModeContext:
         return _wrap(fn, self.mode, self.callback)
 
 
+def _report_after_first(callback, fn, code):
+    """The function a wrapper's C callable calls once, after its first call:
+    when that call compiled frames (cache misses) but no graph at all, say
+    so once on the "dynamo" logger with the reason (skipped frames, frames
+    that could not be compiled, frames without tensor operations). A first
+    call that only hit entries compiled before reports nothing."""
+    misses, graphs, noted = callback.misses, callback.graphs, len(callback.notes)
+
+    def after_first():
+        if not callback.report_no_graph or callback.misses == misses or callback.graphs != graphs:
+            return
+        if code is not None and code in _eager_warned:       # already said, for the entry
+            return
+        if code is not None:
+            _eager_warned.add(code)
+        notes = callback.notes[noted:]
+        name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+        detail = "; ".join(notes[:3]) + (f"; and {len(notes) - 3} more" if len(notes) > 3 else "")
+        log.warning("%s was handed to optimize() but its first call compiled no graph and ran "
+                    "eagerly: %s", name, detail or "no frame could be compiled")
+    return after_first
+
+
 def _entry_code(fn):
     """The code object a call of `fn` runs first, if it is Python code."""
     if isinstance(fn, torch.nn.Module):
@@ -244,14 +288,17 @@ def _wrap(fn, mode, callback):
     while isinstance(fn, _C.OptimizedCallable) and fn._mode != MODE_OFF:
         fn = fn._fn         # the outermost optimize/run decides; disable() stays
     code = _entry_code(fn)
-    if code is not None and isinstance(callback, _Callback):
-        callback.forced_codes.add(code)
+    after = None
+    if isinstance(callback, _Callback):
+        if code is not None:
+            callback.forced_codes.add(code)
+        after = _report_after_first(callback, fn, code)
     if isinstance(fn, torch.nn.Module):
-        return OptimizedModule(fn, _C.OptimizedCallable(fn, callback, mode))
+        return OptimizedModule(fn, _C.OptimizedCallable(fn, callback, mode, after_first=after))
     if not callable(fn):
         raise TypeError(f"dynamo expects a function, method or torch.nn.Module, "
                         f"got {type(fn).__name__}: {fn!r:.80}")
-    wrapped = _C.OptimizedCallable(fn, callback, mode)
+    wrapped = _C.OptimizedCallable(fn, callback, mode, after_first=after)
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
         try:
             setattr(wrapped, attr, getattr(fn, attr))

@@ -85,7 +85,9 @@ class ExplainOutput:
 def _collect(fn, args, kwargs):
     reset()
     start, skip_start = records.mark(), skipfiles.mark()
-    optimize("eager")(fn)(*args, **kwargs)
+    ctx = optimize("eager")
+    ctx.callback.report_no_graph = False      # the explanation says it
+    ctx(fn)(*args, **kwargs)
     recs = records.records_since(start)
     graphs = [g.gm for r in recs for g in r.graphs]
     reasons = [br for r in recs for br in r.break_reasons]

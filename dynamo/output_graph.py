@@ -15,6 +15,7 @@ import copy
 import itertools
 import logging
 import operator
+import threading
 import weakref
 
 import traceback
@@ -22,6 +23,7 @@ import traceback
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from . import config
 from .bytecode import create_instruction
@@ -87,21 +89,34 @@ def _returned_input(args, kwargs, example, versions):
     return None
 
 
+class _ProbeFilter(logging.Filter):
+    """Drops the fake-tensor loggers' records while this thread probes an op
+    (installed once; setting the loggers' levels per op cleared every
+    logger's cache each time: half a second per model)."""
+
+    def __init__(self):
+        super().__init__()
+        self.local = threading.local()
+
+    def filter(self, record):
+        return not getattr(self.local, "depth", 0)
+
+
+_PROBE_FILTER = _ProbeFilter()
+for _name in _FAKE_TENSOR_LOGGERS:
+    logging.getLogger(_name).addFilter(_PROBE_FILTER)
+
+
 @contextlib.contextmanager
 def _quiet_fake_tensor_log():
-    """Silence torch's fake-tensor loggers while probing an op; restore
-    them afterwards (also on errors). `disabled`, not setLevel: setLevel
-    clears the level cache of every logger in the process (thousands with
-    torch loaded), per traced op."""
-    loggers = [logging.getLogger(name) for name in _FAKE_TENSOR_LOGGERS]
-    states = [lg.disabled for lg in loggers]
-    for lg in loggers:
-        lg.disabled = True
+    """Silence torch's fake-tensor loggers (this thread) while probing an
+    op; levels and handlers stay untouched."""
+    local = _PROBE_FILTER.local
+    local.depth = getattr(local, "depth", 0) + 1
     try:
         yield
     finally:
-        for lg, state in zip(loggers, states):
-            lg.disabled = state
+        local.depth -= 1
 
 
 class GraphInfo:
@@ -186,7 +201,10 @@ class OutputGraph:
         self.frame = frame                      # convert_frame.FrameInfo
         self.compiler_fn = compiler_fn
         self.graph = torch.fx.Graph()
-        self.fake_mode = FakeTensorMode()
+        # data-dependent output sizes become unbacked symbols of a shape env
+        # (inputs stay static: from_tensor(static_shapes=True))
+        self.fake_mode = FakeTensorMode(shape_env=ShapeEnv(allow_scalar_outputs=False)
+                                        if config.capture_dynamic_output_shape_ops else None)
         self.guards = []
         self.inputs = {}                        # source name -> TensorVariable
         self.input_objs = {}                    # id(tensor) -> (tensor, TensorVariable)
@@ -207,6 +225,7 @@ class OutputGraph:
         # being inlined, outermost first (the frame's own `self` excluded)
         self.module_stack = []
         self.current_tx = None                  # the translator running (stack traces)
+        self._stack_texts = {}                  # ((code, line), ...) -> formatted stack
         self.mutated_lists = {}                 # id(VT) -> argument ListVariable changed by the trace
         # (id(object), attribute) -> (owner VT, value VT, object): attribute
         # stores on objects passed in, written back after the graph
@@ -373,8 +392,19 @@ class OutputGraph:
         first.  Telemetry and the tools read it; graphs never do."""
         tx = self.current_tx
         if tx is not None and node.stack_trace is None:
-            # the user's code that made the node (fx's stack_trace format)
-            node.stack_trace = "".join(traceback.format_list(tx.user_stack()))
+            # the user's code that made the node (fx's stack_trace format),
+            # formatted once per distinct stack (source lines are looked up)
+            key = []
+            while tx is not None:
+                key.append((tx.code, tx.lineno))
+                tx = tx.parent
+            key = tuple(key)
+            text = self._stack_texts.get(key)
+            if text is None:
+                text = self._stack_texts[key] = "".join(traceback.format_list(
+                    [traceback.FrameSummary(c.co_filename, line, c.co_name)
+                     for c, line in reversed(key)]))
+            node.stack_trace = text
         stack = tuple(self.module_stack)
         if called is not None:
             stack += (called,)

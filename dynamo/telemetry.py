@@ -149,8 +149,15 @@ def _short(value, limit=120):
         return value.__qualname__
     if REDACT and isinstance(value, (str, bytes)):
         return f"<redacted {type(value).__name__}, {len(value)} chars>"
+    if _is_module(value):      # its repr walks every submodule: the class says enough
+        return f"<{type(value).__qualname__} module at {id(value):#x}>"
     text = redact_text(repr(value))
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _is_module(value):
+    import torch
+    return isinstance(value, torch.nn.Module)
 
 
 # ---------------------------------------------------------------- records

@@ -9,7 +9,7 @@ from .analysis import (drop_unreachable, live_locals, liveness,
                        max_stack_depth, reachable, stack_depths, successors)
 from .assemble import (arg_slot_count, assemble, code_with_new_body, localsplus_names,
                        prologue, strip_prologue)
-from .decode import decode, decode_shared
+from .decode import decode, decode_shared, shared_index
 from .exntable import RawExnEntry, exntable_decode, exntable_encode
 from .instruction import (ExnTabEntry, Instruction, binary_op_arg,
                           cache_entries, create_call_function,

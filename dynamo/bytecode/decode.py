@@ -50,18 +50,26 @@ def decode(code: types.CodeType) -> List[Instruction]:
     return insts
 
 
-_SHARED = weakref.WeakKeyDictionary()     # code -> its decoded instructions
+_SHARED = weakref.WeakKeyDictionary()     # code -> (instructions, index by id)
 
 
 def decode_shared(code: types.CodeType) -> List[Instruction]:
     """decode(code), made once per code object and shared by every caller:
     the list and its Instructions must be treated as read-only (the tracer
-    decodes a function each time it traces or inlines it; code that edits
-    instructions calls decode() for its own copy)."""
-    insts = _SHARED.get(code)
-    if insts is None:
-        insts = _SHARED[code] = decode(code)
-    return insts
+    decodes a function each time it traces or inlines it, once per layer
+    for an inlined forward; code that edits instructions calls decode() for
+    its own copy)."""
+    hit = _SHARED.get(code)
+    if hit is None:
+        insts = decode(code)
+        hit = _SHARED[code] = (insts, {id(inst): i for i, inst in enumerate(insts)})
+    return hit[0]
+
+
+def shared_index(code: types.CodeType) -> Dict[int, int]:
+    """id(instruction) -> position, for the list decode_shared(code) returns."""
+    decode_shared(code)
+    return _SHARED[code][1]
 
 
 def _at(by_offset, offset, who):

@@ -16,7 +16,7 @@ import types
 
 import torch
 
-from ..bytecode import decode_shared
+from ..bytecode import decode_shared, shared_index
 from ..exc import Unsupported
 from ..guards import ID_MATCH, AttrSource, GlobalSource, ItemSource
 from .variables import (CellVariable, ConstantVariable, DictVariable, GeneratorVariable,
@@ -44,8 +44,8 @@ class InstructionTranslatorBase:
         self.output = output
         self.code = code
         self.f_globals = f_globals
-        self.instructions = decode_shared(code)     # read-only
-        self.index_of = {id(inst): i for i, inst in enumerate(self.instructions)}
+        self.instructions = decode_shared(code)     # read-only, shared
+        self.index_of = shared_index(code)
         self.ip = 0
         self.stack = []
         self.locals = dict(symbolic_locals)

@@ -223,11 +223,11 @@ class ClassVariable(VariableTracker):
             return ctx
         if issubclass(cls, tuple) and hasattr(cls, "_fields") and hasattr(cls, "_make"):
             return NamedTupleVariable(_bind_fields(tx, cls, args, kwargs), cls._fields, cls=cls)
-        from .misc import NewObjectVariable, is_plain_user_class
+        from .misc import NewObjectVariable, is_plain_user_class, is_state_module_class
         if issubclass(cls, torch.nn.Module) and (cls.__module__ or "").startswith("torch.nn."):
             from .torch import _construct_stateless_module
             return _construct_stateless_module(tx, cls, args, kwargs)
-        if is_plain_user_class(cls):
+        if is_plain_user_class(cls) or is_state_module_class(cls):
             return NewObjectVariable.construct(tx, self, args, kwargs)
         return call_builtin_class(tx, self, args, kwargs)
 

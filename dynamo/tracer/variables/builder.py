@@ -98,6 +98,16 @@ def wrap(tx, value, source):
         var = DictVariable(items, source)
         tx.output.remember_container(source, value, var)
         return var
+    if isinstance(value, torch.nn.Module) and "_modules" not in value.__dict__:
+        # its own __init__ is running and nn.Module.__init__ has not yet
+        # (`self` of a module's __init__ frame): no state to trace
+        raise Unsupported(f"a {type(value).__name__} before nn.Module.__init__ ran")
+    if isinstance(value, torch.nn.Module) and source is not None and \
+            _is_state_module(value):
+        # a state-only module (a KV cache handed back in): a plain object
+        # whose attribute stores and list mutations are written back
+        _guard(tx, source, TYPE_MATCH, type(value))
+        return UserDefinedObjectVariable(value, source)
     if isinstance(value, torch.nn.Module):
         if source is None:
             raise Unsupported("an nn.Module without a source")
@@ -164,6 +174,12 @@ def wrap(tx, value, source):
         return OpaqueVariable(value, source)
     _guard(tx, source, TYPE_MATCH, type(value))
     return UserDefinedObjectVariable(value, source)
+
+
+def _is_state_module(value):
+    from .misc import is_state_module_class
+    return is_state_module_class(type(value)) and not value._parameters and \
+        not value._buffers and not value._modules
 
 
 def _directive(tx, value, source):

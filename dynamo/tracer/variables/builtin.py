@@ -11,6 +11,7 @@ import inspect
 import math
 import itertools
 import operator
+import types
 
 import torch
 
@@ -19,7 +20,7 @@ from .base import (ClassVariable, ConstantVariable, FunctionObjectVariable, Null
                    VariableTracker, is_constant_value)
 from .containers import (BaseListVariable, DictVariable, GeneratorVariable, LazyIteratorVariable,
                          ListIteratorVariable, ListVariable, TupleVariable)
-from .tensor import TensorVariable
+from .tensor import TensorVariable, static_shape
 
 
 class ObservedAttributeError(Unsupported):
@@ -138,7 +139,23 @@ def compare_op(tx, fn, a, b):
         same = identical(a, b, tx)
         if same is not None:
             return ConstantVariable(same if fn is operator.eq else not same)
+    if fn in (operator.eq, operator.ne):
+        oa, ob = _object_of(a), _object_of(b)
+        if _frozen_enum(oa) and _frozen_enum(ob):
+            # members are fixed singletons and a builtin __eq__ (a str Enum's)
+            # reads only their values: folded, guarded on which members they are
+            _guard_identity(tx, a, oa, False)
+            _guard_identity(tx, b, ob, False)
+            return ConstantVariable(fn(oa, ob))
     raise Unsupported(f"comparison {fn.__name__} of {a} and {b}")
+
+
+def _frozen_enum(obj):
+    """An Enum member whose == is a builtin type's (str, int) or object's."""
+    import enum
+    if not isinstance(obj, enum.Enum):
+        return False
+    return not isinstance(inspect.getattr_static(type(obj), "__eq__"), types.FunctionType)
 
 
 def identity_eq(var):
@@ -309,7 +326,7 @@ def _len(tx, obj):
         tx.output.sizes_read = True
         if obj.example.dim() == 0:
             raise Unsupported("len() of a 0-d tensor")
-        return ConstantVariable(obj.example.shape[0])
+        return ConstantVariable(static_shape(obj.example)[0])
     if isinstance(obj, (BaseListVariable, DictVariable)):
         return ConstantVariable(len(obj.items))
     if obj.is_python_constant():

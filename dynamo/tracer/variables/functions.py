@@ -7,6 +7,8 @@ bound `self`.
 """
 import types
 
+import torch
+
 from ...exc import Unsupported
 from ...guards import AttrSource, ItemSource
 from .base import ConstantVariable, VariableTracker
@@ -263,8 +265,11 @@ class SuperVariable(VariableTracker):
         else:
             raise ObservedAttributeError(f"'super' object has no attribute {name!r}")
         from .misc import NewObjectVariable, NoopInitVariable, SkippedFunctionVariable
-        if base is object and name == "__init__" and isinstance(obj, NewObjectVariable):
-            return NoopInitVariable()       # an object the frame made: nothing to do
+        if name == "__init__" and isinstance(obj, NewObjectVariable) and \
+                (base is object or (base is torch.nn.Module and obj.is_module)):
+            # an object the frame made: nothing to do (a module's own state
+            # is made when it is rebuilt, see misc._rebuild_module)
+            return NoopInitVariable()
         if isinstance(attr, staticmethod):
             return UserFunctionVariable(attr.__func__)
         if isinstance(attr, classmethod):

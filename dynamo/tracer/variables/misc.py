@@ -187,7 +187,9 @@ class UserDefinedObjectVariable(VariableTracker):
         For an object with a source, a plain __setattr__ and a __dict__, and
         no descriptor of that name on its class (a property would run code)."""
         cls = type(self.value)
-        if self.source is None or cls.__setattr__ is not object.__setattr__ or \
+        plain_setattr = cls.__setattr__ is object.__setattr__ or (
+            is_state_module_class(cls) and name not in ("_parameters", "_buffers", "_modules"))
+        if self.source is None or not plain_setattr or \
                 not isinstance(getattr(self.value, "__dict__", None), dict):
             return False
         try:
@@ -213,6 +215,44 @@ def _rebuild_object(cls, attrs):
     obj = object.__new__(cls)
     obj.__dict__.update(attrs)
     return obj
+
+
+def _rebuild_module(cls, attrs):
+    """Run time: a state-only nn.Module subclass made inside a compiled
+    frame (transformers' DynamicCache): nn.Module's own state, then the
+    instance attributes the trace gave it."""
+    obj = object.__new__(cls)
+    torch.nn.Module.__init__(obj)
+    obj.__dict__.update(attrs)
+    return obj
+
+
+# the attributes nn.Module.__init__ gives an instance that traced code reads
+_MODULE_INIT_ATTRS = {"training": True}
+_MODULE_OVERRIDES = ("__new__", "__getattribute__", "__setattr__", "__getattr__", "__delattr__",
+                     "__slots__", "__call__", "_call_impl", "forward", "__init_subclass__")
+
+
+def is_state_module_class(cls):
+    """A user subclass of nn.Module that only holds Python state, made and
+    filled by the traced code (transformers' DynamicCache: lists of tensors
+    and a counter): no forward, no attribute protocol of its own, Python
+    __init__s down to nn.Module's. Its attributes must not be parameters,
+    buffers or modules (NewObjectVariable.store_attr checks)."""
+    from .builder import is_skipped_function
+    if not isinstance(cls, type) or type(cls) is not type or not issubclass(cls, torch.nn.Module):
+        return False
+    if (cls.__module__ or "").split(".")[0] in ("torch", "dynamo"):
+        return False
+    for k in cls.__mro__:
+        if k is torch.nn.Module:
+            break
+        if any(name in k.__dict__ for name in _MODULE_OVERRIDES):
+            return False
+        init = k.__dict__.get("__init__")
+        if init is not None and (not isinstance(init, types.FunctionType) or is_skipped_function(init)):
+            return False
+    return torch.nn.Module.__mro__ == cls.__mro__[-len(torch.nn.Module.__mro__):]
 
 
 def is_plain_user_class(cls):
@@ -251,6 +291,11 @@ class NewObjectVariable(VariableTracker):
         self.cls = cls
         self.cls_vt = cls_vt
         self.attrs = {}
+        # a state-only nn.Module subclass (is_state_module_class)
+        self.is_module = issubclass(cls, torch.nn.Module)
+        if self.is_module:
+            from .base import ConstantVariable
+            self.attrs.update({k: ConstantVariable(v) for k, v in _MODULE_INIT_ATTRS.items()})
 
     @classmethod
     def construct(cls, tx, cls_vt, args, kwargs):
@@ -281,7 +326,7 @@ class NewObjectVariable(VariableTracker):
             return self.attrs[name]
         if name == "__class__":
             return self.cls_vt
-        if name == "__dict__":
+        if name == "__dict__" and not self.is_module:
             from .containers import DictVariable
             return DictVariable(dict(self.attrs))
         try:
@@ -300,6 +345,16 @@ class NewObjectVariable(VariableTracker):
         return wrap(tx, getattr(self.cls, name), src)
 
     def store_attr(self, tx, name, value):
+        if self.is_module:
+            from .nn_module import NNModuleVariable
+            from .tensor import TensorVariable
+            if isinstance(value, (NNModuleVariable, NewObjectVariable)) and \
+                    issubclass(value.python_type(), torch.nn.Module) or \
+                    isinstance(value, TensorVariable) or name.startswith("_parameters") or \
+                    name.startswith(("_buffers", "_modules")):
+                # nn.Module.__setattr__ would register it: not plain state
+                raise Unsupported(f"storing a tensor or module as attribute {name!r} of a "
+                                  f"{self.cls.__name__} made in the frame")
         self.attrs[name] = value
 
     def call_method(self, tx, name, args, kwargs):
@@ -310,7 +365,7 @@ class NewObjectVariable(VariableTracker):
 
     def reconstruct(self, cg):
         from .containers import DictVariable
-        cg.load_const(_rebuild_object)
+        cg.load_const(_rebuild_module if self.is_module else _rebuild_object)
         cg.reconstruct(self.cls_vt)
         cg.reconstruct(DictVariable(dict(self.attrs)))
         cg.call(2)

@@ -27,6 +27,15 @@ _SHAPE_METHODS = {"size", "dim", "ndimension", "numel", "nelement", "stride",
                   "is_complex", "__len__"}
 
 
+def static_shape(example):
+    """example.shape as ints; a size computed from the data (nonzero's
+    length, an unbacked symbol of the fake run) is not a constant: a break."""
+    shape = example.shape
+    if not all(type(d) is int for d in shape):
+        raise Unsupported(f"size of a tensor whose shape depends on its data {tuple(shape)}")
+    return shape
+
+
 class TensorVariable(VariableTracker):
     """A tensor in the graph: `node` (fx.Node), `example` (a fake tensor),
     `source` (graph inputs and parameters: where to reload it from)."""
@@ -50,7 +59,7 @@ class TensorVariable(VariableTracker):
             raise Unsupported("iteration over a 0-d tensor")
         tx.output.sizes_read = True
         return [tx.output.call_function(tx, operator.getitem, [self, ConstantVariable(i)], {})
-                for i in range(self.example.shape[0])]
+                for i in range(static_shape(self.example)[0])]
 
     def var_getattr(self, tx, name):
         from .functions import BoundMethodVariable
@@ -59,7 +68,7 @@ class TensorVariable(VariableTracker):
             return ClassVariable(self.cls)
         if name == "shape":
             tx.output.sizes_read = True
-            return ConstantVariable(self.example.shape)
+            return ConstantVariable(static_shape(self.example))
         if name in _META_ATTRS:
             return ConstantVariable(getattr(self.example, name))
         if name in _TENSOR_ATTRS:
@@ -75,7 +84,7 @@ class TensorVariable(VariableTracker):
             if self.example.dim() == 0:
                 raise Unsupported("len() of a 0-d tensor")
             tx.output.sizes_read = True
-            return ConstantVariable(self.example.shape[0])
+            return ConstantVariable(static_shape(self.example)[0])
         if name in _DATA_METHODS:
             raise Unsupported(f"Tensor.{name}() needs the tensor's data")
         if name in _SHAPE_METHODS:
