@@ -111,8 +111,9 @@ class _Stack(torch.nn.Module):
 def test_each_code_is_decoded_once_per_process(monkeypatch):
     """Four layers inline one forward: its bytecode is decoded once (and
     kept across compiles), not once per inlined call."""
+    import importlib
     import weakref
-    from dynamo.bytecode import decode as decode_mod
+    decode_mod = importlib.import_module("dynamo.bytecode.decode")   # the module, not the function
     decoded = []
     real = decode_mod.decode
     monkeypatch.setattr(decode_mod, "decode", lambda code: (decoded.append(code.co_name), real(code))[1])
