@@ -84,7 +84,7 @@ def is_state_query(value):
     which are False for the code dynamo runs."""
     try:
         return (value in STATE_QUERIES or value in HAS_TORCH_FUNCTION or value in _FALSE_CONSTANT
-                or value in _TRUE_CONSTANT)
+                or value in _TRUE_CONSTANT or value is torch.overrides.is_tensor_like)
     except TypeError:            # unhashable
         return False
 
@@ -95,6 +95,10 @@ def fold_state_query(tx, fn, args, kwargs):
     from ...guards import EQUALS_MATCH, GlobalSource, ItemSource
     if fn in HAS_TORCH_FUNCTION:
         return ConstantVariable(_has_torch_function(tx, args))
+    if fn is torch.overrides.is_tensor_like:
+        if len(args) != 1 or kwargs:
+            raise Unsupported("torch.overrides.is_tensor_like takes one argument")
+        return ConstantVariable(_is_tensor_like(args[0]))
     try:
         a = [v.as_python_constant() for v in args]
         k = {n: v.as_python_constant() for n, v in kwargs.items()}
@@ -109,6 +113,19 @@ def fold_state_query(tx, fn, args, kwargs):
     if is_constant_value(value):
         return ConstantVariable(value)
     return wrap(tx, value, None)
+
+
+def _is_tensor_like(var):
+    """torch.overrides.is_tensor_like decided from the traced value's type:
+    a tensor's class is part of its TENSOR_MATCH guard, a constant's of its
+    EQUALS_MATCH; anything else is Unsupported."""
+    from .tensor import TensorVariable
+    if isinstance(var, TensorVariable):
+        return True
+    if var.is_python_constant():
+        value = var.as_python_constant()
+        return type(value) is torch.Tensor or hasattr(value, "__torch_function__")
+    raise Unsupported(f"torch.overrides.is_tensor_like on {var}")
 
 
 def _has_torch_function(tx, args):
