@@ -419,6 +419,16 @@ class OutputGraph:
         return self._wrap_result("call_method", name, n_args, n_kw, example,
                                  effect=name.endswith("_") or name == "__setitem__")
 
+    def capture_item(self, tx, tensor):
+        """`tensor.item()` as a node (config.capture_scalar_outputs): its
+        value is a graph output, read by the rewritten code."""
+        from .tracer.variables.tensor import ScalarOutputVariable
+        self.check_not_in_try(tx)
+        node = self.graph.create_node("call_method", "item", (tensor.node,), {})
+        self._tag(node)
+        node.meta["example_value"] = None        # known only when the graph runs
+        return ScalarOutputVariable(node, tensor.example.dtype)
+
     def call_module(self, tx, module, source, args, kwargs):
         self.check_not_in_try(tx)
         target = self.module_targets.get(id(module))
@@ -561,10 +571,14 @@ class OutputGraph:
         come out of it (computed tensors, not inputs) and compile it.
         Returns (GraphInfo or None, {node: output index}, [input sources])."""
         from .tracer.variables import TensorVariable
+        from .tracer.variables.tensor import ScalarOutputVariable
         outputs, index = [], {}
         for var in output_vars:
             # a get_attr without a source is a constant of the graph (assume_constant_result)
-            if isinstance(var, TensorVariable) and var.node not in index and (
+            if isinstance(var, ScalarOutputVariable) and var.node not in index:
+                index[var.node] = len(outputs)
+                outputs.append(var.node)
+            elif isinstance(var, TensorVariable) and var.node not in index and (
                     var.node.op not in ("placeholder", "get_attr")
                     or var.node.op == "get_attr" and var.source is None):
                 index[var.node] = len(outputs)

@@ -262,7 +262,7 @@ def test_same_two_models():
 
 def test_noop_config_names_are_accepted():
     for name, default in (("fake_tensor_propagation", True), ("specialize_int_float", True),
-                          ("capture_scalar_outputs", False), ("replay_record_enabled", False)):
+                          ("replay_record_enabled", False)):
         assert getattr(config, name) == default
         setattr(config, name, not default)
 

@@ -21,3 +21,56 @@ def test_is_tensor_like_folds_from_the_value_type():
     assert same(opt(4), torch.ones(3) + 4)
     # one frame per input kind (mul; ones + add), no break under nopython
     assert (cnt.frame_count, cnt.op_count) == (2, 3)
+
+
+# ---------------------------------------------------------------- Tensor.item() capture
+
+def test_item_is_captured_into_the_graph_with_capture_scalar_outputs(monkeypatch):
+    monkeypatch.setattr(dynamo.config, "capture_scalar_outputs", True)
+
+    def fn(a, b):
+        return (a + b).sum().item()
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt, nopython=True)(fn)
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    assert opt(a, b) == pytest.approx(fn(a, b))
+    # the number is computed by the graph on each call, never baked in
+    c = torch.randn(4, 4)
+    assert opt(a, c) == pytest.approx(fn(a, c))
+    assert isinstance(opt(a, c), float)
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)     # add, sum, item
+    i = torch.tensor([[10.6, 11.7, -2.2]])
+    f2 = dynamo.optimize("eager", nopython=True)(lambda x: torch.max(x).int().item())
+    assert f2(i) == 11 and f2(torch.tensor([[6.0, 61.0, 2.0]])) == 61
+    assert type(f2(i)) is int
+
+
+def test_item_without_capture_breaks_the_graph():
+    def fn(a, b):
+        return (a + b).sum().item()
+
+    cnt = CompileCounter()
+    a, b = torch.randn(4), torch.randn(4)
+    assert dynamo.optimize(cnt)(fn)(a, b) == pytest.approx(fn(a, b))
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)     # add, sum; item() runs eagerly
+
+
+def test_captured_item_breaks_where_its_number_is_used(monkeypatch):
+    monkeypatch.setattr(dynamo.config, "capture_scalar_outputs", True)
+
+    def fn(x):
+        s = x.sum().item()
+        y = x * 2
+        if s > 0:
+            return y + s
+        return y - 1
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    pos, neg = torch.ones(3), -torch.ones(3)
+    assert same(opt(pos), fn(pos)) and same(opt(neg), fn(neg))
+    # graph 1: sum, item, mul (the compare needs the number: break there);
+    # the resume function compiles once per branch taken
+    assert cnt.frame_count == 3
+    assert cnt.op_count == 3 + 1 + 1

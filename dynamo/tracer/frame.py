@@ -36,6 +36,7 @@ from .translator import InstructionTranslatorBase
 from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, ListIteratorVariable,
                         NullVariable, PassthroughVariable, TensorVariable, TupleVariable)
 from .variables.base import VariableTracker
+from .variables.tensor import ScalarOutputVariable
 
 GRAPH_OUT = "___graph_out"
 
@@ -178,7 +179,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         for var in list(roots) + mutated:
             self.collect(var, found, seen)
         info, index, sources = self.output.compile_graph(
-            [v for v in found if isinstance(v, TensorVariable)])
+            [v for v in found if isinstance(v, (TensorVariable, ScalarOutputVariable))])
         if info is not None:
             self.output.graphs.append(info)
         cg = PyCodegen(self.code, (GRAPH_OUT, index))
