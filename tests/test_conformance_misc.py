@@ -74,3 +74,37 @@ def test_captured_item_breaks_where_its_number_is_used(monkeypatch):
     # the resume function compiles once per branch taken
     assert cnt.frame_count == 3
     assert cnt.op_count == 3 + 1 + 1
+
+
+# ---------------------------------------------------------------- __subclasses__
+
+class _Base:
+    pass
+
+
+class _Sub1(_Base):
+    pass
+
+
+class _Sub2(_Base):
+    pass
+
+
+def test_class_subclasses_fold_to_a_list_without_a_break():
+    def fn(x):
+        subs = _Base.__subclasses__()
+        return x + len(subs), subs
+
+    cnt = CompileCounter()
+    x = torch.zeros(2)
+    out, subs = dynamo.optimize(cnt, nopython=True)(fn)(x)
+    assert subs == [_Sub1, _Sub2] and same(out, x + 2)
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)
+
+    def nested(classes):
+        return classes[0].__subclasses__()
+
+    class Leaf(_Sub1):
+        pass
+    assert dynamo.optimize(cnt, nopython=True)(nested)([_Sub1]) == [Leaf]
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)     # no graph: nothing compiled

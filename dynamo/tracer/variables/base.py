@@ -205,6 +205,8 @@ class ClassVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         from .builder import wrap
+        if name == "__subclasses__" and isinstance(self.value, type):
+            return SubclassesMethodVariable(self.value)
         value = getattr(self.value, name)
         from ...guards import AttrSource
         src = AttrSource(self.source, name) if self.source is not None else None
@@ -236,6 +238,27 @@ class ClassVariable(VariableTracker):
 
     def __repr__(self):
         return f"ClassVariable({getattr(self.value, '__name__', self.value)})"
+
+
+class SubclassesMethodVariable(VariableTracker):
+    """`cls.__subclasses__` of a class the trace knows (guarded by identity
+    where it came from a source). Calling it folds to the list of direct
+    subclasses alive at compile time: a snapshot, like the state queries
+    (docs/USER_GUIDE.md, "Known limits"): a subclass defined later is not
+    seen by the compiled code."""
+
+    def __init__(self, cls):
+        super().__init__(None)
+        self.cls = cls
+
+    def call(self, tx, args, kwargs):
+        from .containers import ListVariable
+        if args or kwargs:
+            raise Unsupported("__subclasses__() takes no arguments")
+        return ListVariable([ClassVariable(c) for c in type.__subclasses__(self.cls)])
+
+    def __repr__(self):
+        return f"SubclassesMethodVariable({self.cls.__name__})"
 
 
 def _bind_fields(tx, cls, args, kwargs):
