@@ -108,3 +108,43 @@ def test_class_subclasses_fold_to_a_list_without_a_break():
         pass
     assert dynamo.optimize(cnt, nopython=True)(nested)([_Sub1]) == [Leaf]
     assert (cnt.frame_count, cnt.op_count) == (1, 1)     # no graph: nothing compiled
+
+
+# ---------------------------------------------------------------- missing attributes are guarded
+
+def test_getattr_default_of_a_missing_attribute_recompiles_once_it_exists():
+    class Cfg:
+        def __init__(self):
+            self.val = 0.5
+
+    def fn(x, cfg):
+        if getattr(cfg, "add_7", False):
+            return x + 7
+        return x + cfg.val
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    cfg, v = Cfg(), torch.zeros(1)
+    assert opt(v, cfg)[0] == 0.5 and opt(v, cfg)[0] == 0.5
+    cfg.add_7 = True
+    assert opt(v, cfg)[0] == 7          # was 0.5: the absence was not guarded
+    cfg.add_7 = False
+    assert opt(v, cfg)[0] == 0.5
+    assert cnt.frame_count == 3
+
+
+def test_hasattr_of_a_missing_module_attribute_recompiles_once_it_exists():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            if hasattr(self, "extra"):
+                return x + self.extra
+            return x * 2
+
+    cnt = CompileCounter()
+    m = M()
+    opt = dynamo.optimize(cnt)(m)
+    x = torch.ones(2)
+    assert same(opt(x), x * 2) and same(opt(x), x * 2)
+    m.extra = torch.nn.Parameter(torch.full((2,), 3.0))
+    assert same(opt(x), x + 3)
+    assert cnt.frame_count == 2

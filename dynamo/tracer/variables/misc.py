@@ -171,6 +171,13 @@ class UserDefinedObjectVariable(VariableTracker):
                                     tuple(obj.__dict__))
                 from .base import ConstantVariable
                 return UserMethodVariable(user_getattr, self).call(tx, [ConstantVariable(name)], {})
+            if self.source is not None and isinstance(getattr(obj, "__dict__", None), dict):
+                # the trace goes on knowing the attribute is missing
+                # (getattr's default, hasattr): valid while the instance
+                # keeps its attribute names
+                from ...guards import DICT_KEYS
+                tx.output.add_guard(AttrSource(self.source, "__dict__"), DICT_KEYS,
+                                    tuple(obj.__dict__))
             raise ObservedAttributeError(f"{cls.__name__} has no attribute {name!r}") from None
         if isinstance(getattr(obj, "__dict__", None), dict) and name in obj.__dict__:
             return wrap(tx, obj.__dict__[name], src)
