@@ -148,3 +148,28 @@ def test_hasattr_of_a_missing_module_attribute_recompiles_once_it_exists():
     m.extra = torch.nn.Parameter(torch.full((2,), 3.0))
     assert same(opt(x), x + 3)
     assert cnt.frame_count == 2
+
+
+# ---------------------------------------------------------------- dict subclasses
+
+class _AttrDict(dict):
+    def __getattr__(self, name):
+        return self[name]
+
+
+def test_dict_subclass_with_getattr_reads_items_without_a_break():
+    def fn(cfg, x):
+        return x * 2 + cfg.offset
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    x, cfg = torch.ones(3), _AttrDict(offset=5)
+    assert same(opt(cfg, x), x * 2 + 5)
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)      # one graph: no break
+    cfg["offset"] = 7                                     # the item is guarded
+    assert same(opt(cfg, x), x * 2 + 7)
+    del cfg["offset"]
+    cfg["other"] = 1
+    with pytest.raises(KeyError):
+        opt(cfg, x)                                       # the missing key breaks: x * 2, then
+    assert cnt.frame_count == 3                           # the lookup raises eagerly

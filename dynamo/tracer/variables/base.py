@@ -22,6 +22,13 @@ def is_config_getattribute(fn):
             and (getattr(fn, "__module__", None) or "").startswith("transformers."))
 
 
+# builtin bases whose __getattribute__ slot is CPython's generic lookup, as
+# object's is (a dict or list subclass reads attributes the plain way)
+_GENERIC_GETATTRIBUTE = tuple(t.__dict__["__getattribute__"] for t in (
+    dict, list, tuple, set, frozenset, int, float, str, bytes, BaseException,
+    __import__("collections").defaultdict))
+
+
 def require_plain_getattribute(cls, name=None):
     """Attribute reads of `cls` instances are traced by reading their
     __dict__ and class: only right while the class keeps object's
@@ -31,7 +38,7 @@ def require_plain_getattribute(cls, name=None):
     does only that renaming)."""
     import inspect
     getattribute = inspect.getattr_static(cls, "__getattribute__")
-    if getattribute is object.__getattribute__:
+    if getattribute is object.__getattribute__ or getattribute in _GENERIC_GETATTRIBUTE:
         return name
     if is_config_getattribute(getattribute):
         amap = inspect.getattr_static(cls, "attribute_map", {})

@@ -7,7 +7,7 @@ import types
 import torch
 
 from ...exc import Unsupported
-from ...guards import ID_MATCH, AttrSource, StaticAttrSource
+from ...guards import ID_MATCH, AttrSource, ItemSource, StaticAttrSource
 from .base import (ClassVariable, VariableTracker, reconstruct_source_or_const,
                    require_plain_getattribute)
 
@@ -209,6 +209,30 @@ class UserDefinedObjectVariable(VariableTracker):
         if inspect.isfunction(call):
             return UserMethodVariable(call, self).call(tx, args, kwargs)
         raise Unsupported(f"calling a {type(self.value).__name__} instance")
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__getitem__" and len(args) == 1 and not kwargs:
+            item = self.dict_item(tx, args[0])
+            if item is not None:
+                return item
+        return super().call_method(tx, name, args, kwargs)
+
+    def dict_item(self, tx, key_var):
+        """`obj[key]` of a dict subclass that keeps dict's __getitem__ (and has
+        no __missing__, which a guard's fetch would call), with a
+        str or int constant key: read like any item of a frame value (the
+        ITEM source fails, so the guard does, once the key is gone)."""
+        from .builder import wrap
+        obj = self.value
+        if self.source is None or not isinstance(obj, dict) or hasattr(type(obj), "__missing__") \
+                or inspect.getattr_static(type(obj), "__getitem__") is not dict.__getitem__:
+            return None
+        if not key_var.is_python_constant():
+            return None
+        key = key_var.as_python_constant()
+        if type(key) not in (str, int) or key not in obj:
+            return None
+        return wrap(tx, dict.__getitem__(obj, key), ItemSource(self.source, key))
 
     def __repr__(self):
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
