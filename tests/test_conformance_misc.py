@@ -173,3 +173,34 @@ def test_dict_subclass_with_getattr_reads_items_without_a_break():
     with pytest.raises(KeyError):
         opt(cfg, x)                                       # the missing key breaks: x * 2, then
     assert cnt.frame_count == 3                           # the lookup raises eagerly
+
+
+# ---------------------------------------------------------------- grad mode set by a call
+
+def test_set_grad_enabled_call_outlives_the_frame_and_resume():
+    def fn(a, b):
+        prev = torch.is_grad_enabled()
+        torch.set_grad_enabled(False)
+        a = a + 1
+        a.tolist()                      # graph break
+        ret = a + b
+        torch.set_grad_enabled(prev)
+        return ret
+
+    def off(a):
+        torch.set_grad_enabled(False)
+        return a * 2
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    a, b = torch.randn(3), torch.randn(3)
+    try:
+        for _ in range(5):
+            assert same(opt(a, b), fn(a, b))
+            assert torch.is_grad_enabled()          # was left False by the resume graph
+        assert cnt.frame_count == 2                  # fn and its resume, no recompiles
+        out = dynamo.optimize(cnt)(off)(a)
+        assert same(out, a * 2) and not torch.is_grad_enabled()
+        assert cnt.frame_count == 3
+    finally:
+        torch.set_grad_enabled(True)

@@ -375,7 +375,8 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def set_run_time_grad_mode(self, cg):
         """The graph restores the entry grad mode; set the traced mode for
-        the code that runs eagerly after it (inside a no_grad block)."""
+        the code that runs eagerly after it (inside a no_grad block), or for
+        the caller after a return (a set_grad_enabled call outlives it)."""
         import torch
         if self.output.grad_enabled != self.output.initial_grad:
             cg.load_const(torch._C._set_grad_enabled)
@@ -392,6 +393,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         else:
             cg.reconstruct(value)
             self.write_back_lists(cg)
+            # torch.set_grad_enabled(b) called (not a `with`) outlives the frame
+            self.set_run_time_grad_mode(cg)
             cg.emit("RETURN_VALUE")
             self.body = cg.insts
         self.done = True
