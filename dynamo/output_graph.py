@@ -15,6 +15,7 @@ import copy
 import itertools
 import logging
 import operator
+import types
 import weakref
 
 import traceback
@@ -405,6 +406,13 @@ class OutputGraph:
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
         name = getattr(fn, "__name__", str(fn))
         example = self._run_fake(name, lambda: fn(*ex_args, **ex_kw))
+        if isinstance(example, types.FunctionType) and not _has_node((n_args, n_kw)):
+            # a torch helper that makes a function from constants
+            # (nn.modules.utils._ntuple(3)): the function itself, called
+            # like its maker when it is graphable too
+            from .tracer.variables.torch import TorchFunctionVariable, is_graphable_torch_callable
+            if is_graphable_torch_callable(example):
+                return TorchFunctionVariable(example)
         return self._wrap_result("call_function", fn, n_args, n_kw, example,
                                  effect=fn is operator.setitem or name.endswith("_"))
 
@@ -600,6 +608,13 @@ class OutputGraph:
         self.install[name] = compiled
         info = GraphInfo(name, gm, compiled, example_inputs, self.op_count())
         return info, index, [n.meta["source"] for n in placeholders]
+
+
+def _has_node(args):
+    """Does the (nested) node-argument structure contain an fx.Node?"""
+    found = []
+    torch.fx.node.map_arg(args, lambda n: found.append(n))
+    return bool(found)
 
 
 def _could_be_one_tensor(a, b):

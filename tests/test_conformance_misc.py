@@ -204,3 +204,18 @@ def test_set_grad_enabled_call_outlives_the_frame_and_resume():
         assert cnt.frame_count == 3
     finally:
         torch.set_grad_enabled(True)
+
+
+# ---------------------------------------------------------------- torch helpers making functions
+
+def test_ntuple_helper_made_in_the_frame_is_called_without_a_break():
+    from torch.nn.modules.utils import _ntuple, _pair
+
+    def fn(a):
+        return torch.zeros(_pair(a.size())) + a + torch.ones(_ntuple(3)(3)).sum()
+
+    cnt = CompileCounter()
+    a = torch.randn(4, 4)
+    assert same(dynamo.optimize(cnt, nopython=True)(fn)(a), fn(a))
+    # zeros, add, ones, sum, add: the helpers fold to constant sizes
+    assert (cnt.frame_count, cnt.op_count) == (1, 5)
