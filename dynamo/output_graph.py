@@ -179,6 +179,10 @@ class OutputGraph:
         # (id(object), attribute) -> (owner VT, value VT, object): attribute
         # stores on objects passed in, written back after the graph
         self.attr_stores = {}
+        # id(cell) -> (cell, CellVariable): closure cells of the functions
+        # the trace inlines, one VT per real cell, so a `nonlocal` write by
+        # one call is what the next call (or another closure) reads
+        self.closure_cells = {}
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
         # deterministic algorithms, default dtype, autocast, backend flags,
         # inference mode (docs/USER_GUIDE.md, "Global state")

@@ -219,3 +219,25 @@ def test_ntuple_helper_made_in_the_frame_is_called_without_a_break():
     assert same(dynamo.optimize(cnt, nopython=True)(fn)(a), fn(a))
     # zeros, add, ones, sum, add: the helpers fold to constant sizes
     assert (cnt.frame_count, cnt.op_count) == (1, 5)
+
+
+# ---------------------------------------------------------------- closures
+
+def test_nonlocal_write_in_an_inlined_closure_is_written_back():
+    def make_counter():
+        x = torch.zeros(3)
+
+        def counter():
+            nonlocal x
+            x = x + 1
+            return x
+
+        return counter
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt, nopython=True)(lambda c: c() + c())
+    counter = make_counter()
+    assert same(opt(counter), torch.full((3,), 3.0))       # 1 + 2: the second call saw the first write
+    assert same(counter(), torch.full((3,), 3.0))          # the cell holds 2 after the frame
+    assert same(opt(counter), torch.full((3,), 9.0))       # 4 + 5, same entry
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)

@@ -256,6 +256,15 @@ class InstructionTranslatorBase:
 
     def STORE_DEREF(self, inst):
         cell = self.cells[inst.argval]
+        real = getattr(cell, "cell", None)
+        if cell.source is not None and real is not None:
+            # a cell of a function passed in (`nonlocal x` in a closure the
+            # frame calls): written back after the graph, cell.cell_contents = v
+            value = self.pop()
+            self.output.attr_stores[(id(real), "cell_contents")] = (
+                VariableTracker(cell.source.base), value, real)
+            cell.value = value
+            return
         if cell.source is not None:
             raise Unsupported(f"assignment to closure variable {inst.argval!r} of the compiled frame")
         cell.value = self.pop()

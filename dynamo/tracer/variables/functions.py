@@ -73,6 +73,10 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         cells = {}
         for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars,
                                              self.fn.__closure__ or ())):
+            known = tx.output.closure_cells.get(id(cell))
+            if known is not None and known[0] is cell:
+                cells[name] = known[1]
+                continue
             src = None
             if self.source is not None:
                 src = AttrSource(ItemSource(AttrSource(self.source, "__closure__"), i),
@@ -83,6 +87,8 @@ class UserFunctionVariable(BaseUserFunctionVariable):
                 cells[name] = CellVariable(None)
                 continue
             cells[name] = CellVariable(wrap(tx, contents, src), src)
+            cells[name].cell = cell
+            tx.output.closure_cells[id(cell)] = (cell, cells[name])
         return cells
 
     def as_python_constant(self):
