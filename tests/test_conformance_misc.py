@@ -241,3 +241,71 @@ def test_nonlocal_write_in_an_inlined_closure_is_written_back():
     assert same(counter(), torch.full((3,), 3.0))          # the cell holds 2 after the frame
     assert same(opt(counter), torch.full((3,), 9.0))       # 4 + 5, same entry
     assert (cnt.frame_count, cnt.op_count) == (1, 3)
+
+
+def test_returned_nested_function_is_rebuilt_on_the_traced_cells():
+    def fn1():
+        v1 = torch.randn(3)
+
+        def fn2(k):
+            v2 = torch.randn(3) + k
+
+            def fn3(v3=torch.randn(3)):
+                def fn4():
+                    return v1 + v2 + v3 + 1
+                return fn4
+            return fn3
+
+        return fn2(1)()
+
+    cnt = CompileCounter()
+    opt1 = dynamo.optimize(cnt, nopython=True)(fn1)
+    f, g = opt1(), opt1()
+    assert f.__name__ == "fn4" and [c.cell_contents.shape for c in f.__closure__] == [(3,)] * 3
+    assert same(f(), f()) and not same(f(), g())      # fresh random cells per call of fn1
+    assert (cnt.frame_count, cnt.op_count) == (1, 4)  # randn v1, randn + add (v2), randn v3
+    # the rebuilt closure's cells hold the traced values: eager and compiled agree
+    opt_f = dynamo.optimize(cnt, nopython=True)(f)
+    assert same(opt_f(), f())
+    assert (cnt.frame_count, cnt.op_count) == (2, 7)
+
+
+def test_nonlocal_writes_of_the_compiled_frame_are_stored_after_the_graph():
+    def make():
+        total = torch.zeros(2)
+
+        def add(x):
+            nonlocal total
+            total = total + x
+            return total * 2
+        return add
+
+    add = make()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt, nopython=True)(add)      # no break at the STORE_DEREF
+    x = torch.ones(2)
+    assert same(opt(x), torch.full((2,), 2.0))
+    assert same(opt(x), torch.full((2,), 4.0))          # the cell was updated
+    assert same(add.__closure__[0].cell_contents, torch.full((2,), 2.0))
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+def test_nested_function_with_typing_annotations_is_rebuilt_with_them():
+    import typing
+
+    class Item:
+        pass
+
+    def fn(x):
+        x = x / 3.0
+
+        def inner(y: typing.List[Item], z: "int" = 2):
+            return x + z
+
+        return inner
+
+    cnt = CompileCounter()
+    inner = dynamo.optimize(cnt, nopython=True)(fn)(torch.ones(2))
+    assert inner.__annotations__ == {"y": typing.List[Item], "z": "int"}
+    assert same(dynamo.optimize(cnt, nopython=True)(inner)([]), torch.ones(2) / 3 + 2)
+    assert (cnt.frame_count, cnt.op_count) == (2, 2)

@@ -35,7 +35,7 @@ from .. import resume
 from .translator import InstructionTranslatorBase
 from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, ListIteratorVariable,
                         NullVariable, PassthroughVariable, TensorVariable, TupleVariable)
-from .variables.base import VariableTracker
+from .variables.base import FrameCellOwner, VariableTracker
 from .variables.tensor import ScalarOutputVariable
 
 GRAPH_OUT = "___graph_out"
@@ -103,6 +103,8 @@ class InstructionTranslator(InstructionTranslatorBase):
                 args[name] = PassthroughVariable(LocalSource(name, slot))
         cells = {name: CellVariable(PassthroughVariable(ClosureSource(i, name)), ClosureSource(i, name))
                  for i, name in enumerate(code.co_freevars)}
+        for name, cell in cells.items():
+            cell.frame_name = name
         super().__init__(output, code, frame.f_globals, args, cells)
         self.frame = frame
         self.nopython = nopython
@@ -161,7 +163,8 @@ class InstructionTranslator(InstructionTranslatorBase):
             return
         seen.add(id(var))
         out.append(var)
-        for attr in ("items", "obj", "value", "attrs"):
+        for attr in ("items", "obj", "value", "attrs", "defaults", "kwdefaults", "closure",
+                     "annotations"):
             child = getattr(var, attr, None)
             if isinstance(child, dict):
                 for v in child.values():
@@ -183,6 +186,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         if info is not None:
             self.output.graphs.append(info)
         cg = PyCodegen(self.code, (GRAPH_OUT, index))
+        cg.f_globals = self.f_globals        # nested functions are rebuilt only with these
         if info is not None:
             cg.call_graph(info, sources, GRAPH_OUT)
         return cg
@@ -200,6 +204,9 @@ class InstructionTranslator(InstructionTranslatorBase):
             cg.emit("STORE_SUBSCR")
         for (_, name), (owner, value, _) in self.output.attr_stores.items():
             cg.reconstruct(value)           # obj.name = value
+            if isinstance(owner, FrameCellOwner):
+                cg.emit("STORE_DEREF", argval=owner.name)
+                continue
             cg.load_source(owner.source)
             cg.emit("STORE_ATTR", argval=name)
 

@@ -24,7 +24,7 @@ from .variables import (CellVariable, ConstantVariable, DictVariable, GeneratorV
                         PassthroughVariable, TensorVariable, TupleVariable, UserFunctionVariable,
                         WithExitVariable,
                         wrap, wrap_const)
-from .variables.base import BINARY_OPS, COMPARE_OPS, VariableTracker
+from .variables.base import BINARY_OPS, COMPARE_OPS, FrameCellOwner, VariableTracker
 from .variables.builtin import (BuiltinVariable, binary_op, compare_op, contains, getitem,
                                 identical, unary_op)
 
@@ -196,6 +196,8 @@ class InstructionTranslatorBase:
     def MAKE_CELL(self, inst):
         name = inst.argval
         self.cells[name] = CellVariable(self.locals.pop(name, None))
+        if self.parent is None:
+            self.cells[name].frame_name = name   # the compiled frame's own cell
 
     def POP_TOP(self, inst):
         self.pop()
@@ -264,6 +266,13 @@ class InstructionTranslatorBase:
             self.output.attr_stores[(id(real), "cell_contents")] = (
                 VariableTracker(cell.source.base), value, real)
             cell.value = value
+            return
+        if cell.source is not None and getattr(cell, "frame_name", None) is not None:
+            # a free variable of the compiled frame: STORE_DEREF after the graph
+            value = self.pop()
+            self.output.attr_stores[(id(cell), "cell_contents")] = (FrameCellOwner(cell), value, cell)
+            cell.value = value
+            cell.written = True
             return
         if cell.source is not None:
             raise Unsupported(f"assignment to closure variable {inst.argval!r} of the compiled frame")
@@ -355,11 +364,11 @@ class InstructionTranslatorBase:
         flags = inst.arg
         code = self.pop().as_python_constant()
         closure = self.pop().items if flags & 0x08 else []
-        if flags & 0x04:
-            self.pop()
+        annotations = self.pop() if flags & 0x04 else None
         kwdefaults = self.pop().items if flags & 0x02 else {}
         defaults = self.pop().unpack(self) if flags & 0x01 else []
-        self.push(NestedFunctionVariable(code, self.f_globals, None, defaults, kwdefaults, closure))
+        self.push(NestedFunctionVariable(code, self.f_globals, None, defaults, kwdefaults, closure,
+                                         annotations))
 
     # ------------------------------------------------------------ operators
     def BINARY_OP(self, inst):

@@ -295,6 +295,15 @@ class CellVariable(VariableTracker):
         self.value = value
 
 
+class FrameCellOwner(VariableTracker):
+    """Stands for a free-variable cell of the compiled frame in
+    `output.attr_stores`: the write-back is STORE_DEREF of its name."""
+
+    def __init__(self, cell):
+        super().__init__(None)
+        self.name = cell.frame_name
+
+
 class OpaqueVariable(VariableTracker):
     """A value the tracer cannot look into (numpy arrays, files, results
     of calls run eagerly); it can only be passed around and rebuilt from its

@@ -19,7 +19,8 @@ from .base import ClassVariable, ConstantVariable, OpaqueVariable, is_constant_v
 from .builtin import BuiltinVariable, is_builtin_callable
 from .containers import DictVariable, ListVariable, TupleVariable, wrap_sequence_items
 from .functions import UserFunctionVariable, UserMethodVariable
-from .misc import PythonModuleVariable, SkippedFunctionVariable, UserDefinedObjectVariable
+from .misc import (PythonModuleVariable, SkippedFunctionVariable, TypingAliasVariable,
+                   UserDefinedObjectVariable, is_typing_alias)
 from .nn_module import NNModuleVariable
 from .torch import (TorchFunctionVariable, TorchModuleVariable, is_graphable_torch_callable,
                     is_state_query, is_torch_object)
@@ -156,6 +157,9 @@ def wrap(tx, value, source):
                                                      "wrapper_descriptor", "ufunc", "cython_function_or_method",
                                                      "method-wrapper", "functools.partial", "partial"):
         return SkippedFunctionVariable(value, source)
+    if is_typing_alias(value):
+        _guard(tx, source, ID_MATCH, value)
+        return TypingAliasVariable(value, source)
     from .model_output import is_model_output_class, wrap_model_output
     if is_model_output_class(type(value)):
         return wrap_model_output(tx, value, source)

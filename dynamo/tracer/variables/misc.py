@@ -117,6 +117,50 @@ def class_attribute(tx, obj_var, name, static):
     return UserMethodVariable(static, obj_var, fn_source=src)
 
 
+def is_typing_alias(value):
+    """typing's generic aliases and special forms (List, List[int],
+    Optional, ...) and builtin generic aliases (list[int]): immutable
+    values, used as annotations."""
+    import typing
+    return isinstance(value, types.GenericAlias) or (
+        type(value).__module__ == "typing" and isinstance(value, typing._Final)
+        and not isinstance(value, type))
+
+
+class TypingAliasVariable(VariableTracker):
+    """A typing alias (an annotation such as typing.List[Variable]):
+    subscripting it with constants is folded (aliases are immutable)."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self):
+        return type(self.value)
+
+    def as_python_constant(self):
+        return self.value
+
+    def truth(self, tx):
+        return True
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__getitem__" and len(args) == 1 and not kwargs:
+            key = args[0]
+            if key.is_python_constant():
+                return TypingAliasVariable(self.value[key.as_python_constant()])
+            from .containers import BaseListVariable
+            if isinstance(key, BaseListVariable) and all(v.is_python_constant() for v in key.items):
+                return TypingAliasVariable(self.value[tuple(v.as_python_constant() for v in key.items)])
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, cg):
+        reconstruct_source_or_const(self, cg, self.value)
+
+    def __repr__(self):
+        return f"TypingAliasVariable({self.value!r:.40})"
+
+
 class PassthroughVariable(VariableTracker):
     """A frame value the trace never looked at (an argument only handed on to
     a resume function): rebuilt from its source, no guard."""
