@@ -309,3 +309,47 @@ def test_nested_function_with_typing_annotations_is_rebuilt_with_them():
     assert inner.__annotations__ == {"y": typing.List[Item], "z": "int"}
     assert same(dynamo.optimize(cnt, nopython=True)(inner)([]), torch.ones(2) / 3 + 2)
     assert (cnt.frame_count, cnt.op_count) == (2, 2)
+
+
+# ---------------------------------------------------------------- with blocks across a break
+
+def test_break_inside_grad_mode_blocks_compiles_the_resume_function():
+    def fn(x):
+        y = x * 2
+        with torch.no_grad():
+            y = y + 2
+            with torch.enable_grad():
+                z = y * 3
+                z.tolist()              # graph break inside both blocks
+                z = z + 1
+            w = z * 2
+        return z, w
+
+    cnt = CompileCounter()
+    x = torch.randn(2, requires_grad=True)
+    z, w = dynamo.optimize(cnt)(fn)(x)
+    rz, rw = fn(x)
+    assert same(z, rz) and same(w, rw)
+    assert z.requires_grad == rz.requires_grad and w.requires_grad == rw.requires_grad
+    assert torch.is_grad_enabled()
+    # the resume function compiles (it used to run eagerly from the first
+    # exit): graph 1 mul, set(False), add, set(True), mul; graph 2 add,
+    # set(False) (inner exit), mul, set(True) (outer exit)
+    assert cnt.frame_count == 2 and cnt.op_count == 9
+
+
+def test_profiler_blocks_are_traced_as_blocks_that_change_nothing():
+    def fn(x):
+        y = x ** 2
+        with torch.profiler.profile():
+            y = y + 2
+            with torch.autograd.profiler.record_function("mine"):
+                z = y ** 3
+                z.tolist()              # graph break
+                z = z + 1
+        return z
+
+    cnt = CompileCounter()
+    x = torch.randn(2, 2, requires_grad=True)
+    assert same(dynamo.optimize(cnt)(fn)(x), fn(x))
+    assert (cnt.frame_count, cnt.op_count) == (2, 4)

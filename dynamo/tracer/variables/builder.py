@@ -157,6 +157,10 @@ def wrap(tx, value, source):
                                                      "wrapper_descriptor", "ufunc", "cython_function_or_method",
                                                      "method-wrapper", "functools.partial", "partial"):
         return SkippedFunctionVariable(value, source)
+    from .torch import GradModeExit, GradModeExitVariable
+    if type(value) is GradModeExit:
+        _guard(tx, source, ID_MATCH, value)
+        return GradModeExitVariable(value, source)
     if is_typing_alias(value):
         _guard(tx, source, ID_MATCH, value)
         return TypingAliasVariable(value, source)

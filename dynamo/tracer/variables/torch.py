@@ -296,6 +296,44 @@ class GradModeVariable(VariableTracker):
         raise Unsupported("grad-mode object used as a decorator inside the compiled frame")
 
 
+class ProfilerContextVariable(GradModeVariable):
+    """torch.profiler.profile() / record_function(name) (and their
+    torch.autograd.profiler twins) made inside the compiled frame: a block
+    traced like a grad-mode block that changes nothing. Compiled code is
+    not profiled op by op: the block records nothing (profile around the
+    compiled call instead; docs/USER_GUIDE.md, "Known limits")."""
+
+    def __init__(self):
+        super().__init__(None)
+
+    def enter(self, tx):
+        self.prev = None                 # nothing to restore at exit
+
+
+def _profiler_classes():
+    import torch.autograd.profiler as ap
+    out = {ap.profile, ap.record_function, getattr(ap, "emit_nvtx", None)}
+    try:
+        import torch.profiler as tp
+        out |= {tp.profile, tp.record_function}
+    except ImportError:
+        pass
+    return tuple(c for c in out if isinstance(c, type))
+
+
+_PROFILER_CLASSES = _profiler_classes()
+
+
+def profiler_noop(tx, cls, args, kwargs):
+    """ProfilerContextVariable for a profiler context made with constant
+    arguments, else None."""
+    if cls not in _PROFILER_CLASSES:
+        return None
+    if not all(v.is_python_constant() for v in list(args) + list(kwargs.values())):
+        return None
+    return ProfilerContextVariable()
+
+
 class WithExitVariable(VariableTracker):
     """The __exit__ that BEFORE_WITH leaves on the stack for a grad-mode
     block. Calling it restores the previous grad mode."""
@@ -305,7 +343,8 @@ class WithExitVariable(VariableTracker):
         self.ctx = ctx
 
     def call(self, tx, args, kwargs):
-        tx.output.set_grad_enabled(self.ctx.prev)
+        if self.ctx.prev is not None:
+            tx.output.set_grad_enabled(self.ctx.prev)
         tx.exit_with(self)
         return ConstantVariable(None)
 
@@ -321,11 +360,37 @@ class GradModeExit:
         self.prev = prev
 
     def __call__(self, *exc_info):
-        torch._C._set_grad_enabled(self.prev)
+        if self.prev is not None:        # None: a profiler block, nothing to restore
+            torch._C._set_grad_enabled(self.prev)
         return False
 
     def __repr__(self):
         return f"<restore grad mode {self.prev}>"
+
+
+class GradModeExitVariable(VariableTracker):
+    """A GradModeExit met as a frame value: the exit of a grad-mode (or
+    profiler) block that a resume function starts inside. Calling it, at
+    the block's end, restores the grad mode in the graph as the block's
+    own exit would."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self):
+        return GradModeExit
+
+    def call(self, tx, args, kwargs):
+        if self.value.prev is not None:
+            tx.output.set_grad_enabled(self.value.prev)
+        return ConstantVariable(False)
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+        else:
+            cg.load_const(self.value)
 
 
 _DECORATE_CODE = []
