@@ -353,3 +353,21 @@ def test_profiler_blocks_are_traced_as_blocks_that_change_nothing():
     x = torch.randn(2, 2, requires_grad=True)
     assert same(dynamo.optimize(cnt)(fn)(x), fn(x))
     assert (cnt.frame_count, cnt.op_count) == (2, 4)
+
+
+# ---------------------------------------------------------------- shape_as_tensor
+
+def test_shape_as_tensor_is_a_graph_op_specialised_on_sizes():
+    import torch.onnx.operators
+
+    def f(x):
+        return 1 + torch.onnx.operators.shape_as_tensor(x)[0]
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt, nopython=True)(f)
+    assert opt(torch.ones(6)) == 7
+    assert opt(torch.ones(7, 4)) == 8 and opt(torch.ones(7, 4)) == 8
+    # one compile per shape (the trace read the sizes): shape_as_tensor, getitem, add
+    assert (cnt.frame_count, cnt.op_count) == (2, 6)
+    gm, _ = dynamo.export(f, torch.ones(6))
+    assert gm(torch.ones(6)) == 7

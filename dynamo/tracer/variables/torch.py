@@ -262,6 +262,8 @@ class TorchFunctionVariable(FunctionObjectVariable):
             if not is_constant_value(value):
                 raise Unsupported(f"{fn.__name__}() value")
             return ConstantVariable(value)
+        if fn is torch._shape_as_tensor and len(args) == 1 and not kwargs:
+            return _shape_as_tensor(tx, args[0])
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
             return _construct_stateless_module(tx, fn, args, kwargs)
         if isinstance(fn, type) and fn in (torch.Tensor, torch.nn.Parameter):
@@ -481,6 +483,22 @@ class NumericInfoVariable(VariableTracker):
 
     def __repr__(self):
         return f"NumericInfoVariable({self.value})"
+
+
+def _shape_as_tensor(tx, var):
+    """torch._shape_as_tensor(x) (torch.onnx.operators.shape_as_tensor): a
+    graph node; its example (fake tensors have no data to run it on) is the
+    int64 tensor of x's sizes, which the trace thus reads (sizes kept in
+    TENSOR_MATCH)."""
+    from .tensor import TensorVariable
+    if not isinstance(var, TensorVariable):
+        raise Unsupported(f"torch._shape_as_tensor of {var}")
+    out = tx.output
+    out.check_not_in_try(tx)
+    out.sizes_read = True
+    with out.fake_mode:
+        example = torch.tensor(list(var.example.shape), dtype=torch.int64)
+    return out._wrap_result("call_function", torch._shape_as_tensor, (var.node,), {}, example)
 
 
 def _constant_arg(var):
