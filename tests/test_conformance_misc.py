@@ -371,3 +371,53 @@ def test_shape_as_tensor_is_a_graph_op_specialised_on_sizes():
     assert (cnt.frame_count, cnt.op_count) == (2, 6)
     gm, _ = dynamo.export(f, torch.ones(6))
     assert gm(torch.ones(6)) == 7
+
+
+# ---------------------------------------------------------------- autograd.Function
+
+class _Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.scale = 2
+        return x * ctx.scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 100          # deliberately not the true derivative
+
+
+class _UsesTwice(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fn = _Twice.apply
+
+    def forward(self, x):
+        return self.fn(x) + _Twice().apply(x)
+
+
+def test_autograd_function_forward_is_inlined_when_no_grad_can_flow():
+    cnt = CompileCounter()
+    m = _UsesTwice()
+    opt = dynamo.optimize(cnt, nopython=True)(m)
+    x = torch.ones(2, 3)
+    assert same(opt(x), torch.full((2, 3), 4.0))
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)      # mul, mul, add
+    with torch.no_grad():
+        xr = torch.ones(2, requires_grad=True)
+        assert same(opt(xr), torch.full((2,), 4.0))
+    assert cnt.frame_count == 2                           # grad mode is guarded
+
+
+def test_autograd_function_with_grad_inputs_runs_eagerly_with_its_backward():
+    def fn(x):
+        return _Twice.apply(x * 1.0).sum()
+
+    cnt = CompileCounter()
+    x = torch.ones(3, requires_grad=True)
+    dynamo.optimize(cnt)(fn)(x).backward()
+    assert same(x.grad, torch.full((3,), 100.0))          # the custom backward ran
+    assert cnt.frame_count == 2                           # x * 1.0 | apply eagerly | sum
+    dynamo.reset()
+    with pytest.raises(dynamo.exc.Unsupported, match="require grad"):
+        dynamo.optimize(CompileCounter(), nopython=True)(fn)(torch.ones(3, requires_grad=True))

@@ -214,6 +214,9 @@ class ClassVariable(VariableTracker):
         from .builder import wrap
         if name == "__subclasses__" and isinstance(self.value, type):
             return SubclassesMethodVariable(self.value)
+        from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
+        if name == "apply" and is_autograd_function(self.value):
+            return AutogradFunctionApplyVariable(self.value)
         value = getattr(self.value, name)
         from ...guards import AttrSource
         src = AttrSource(self.source, name) if self.source is not None else None
@@ -232,6 +235,9 @@ class ClassVariable(VariableTracker):
             return ctx
         if issubclass(cls, tuple) and hasattr(cls, "_fields") and hasattr(cls, "_make"):
             return NamedTupleVariable(_bind_fields(tx, cls, args, kwargs), cls._fields, cls=cls)
+        from .autograd_function import AutogradFunctionVariable, is_autograd_function
+        if is_autograd_function(cls) and not args and not kwargs:
+            return AutogradFunctionVariable(cls)       # Fn(): only used for Fn().apply
         from .misc import NewObjectVariable, is_plain_user_class
         if issubclass(cls, torch.nn.Module) and (cls.__module__ or "").startswith("torch.nn."):
             from .torch import _construct_stateless_module

@@ -140,6 +140,14 @@ def wrap(tx, value, source):
             return SkippedFunctionVariable(value, source)
         _guard(tx, source, FUNCTION_MATCH, value)
         return UserFunctionVariable(value, source)
+    if isinstance(value, types.MethodType) and value.__func__ is torch.autograd.Function.apply.__func__:
+        from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
+        if is_autograd_function(value.__self__):       # Fn.apply kept as a value
+            if source is not None:
+                from ...guards import AttrSource
+                _guard(tx, _func_source(source), FUNCTION_MATCH, value.__func__)
+                _guard(tx, AttrSource(source, "__self__"), ID_MATCH, value.__self__)
+            return AutogradFunctionApplyVariable(value.__self__, source)
     if isinstance(value, types.MethodType):
         if isinstance(value.__func__, types.FunctionType) and not is_skipped_function(value.__func__) \
                 and not is_torch_object(value.__func__):
