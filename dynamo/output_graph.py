@@ -183,6 +183,9 @@ class OutputGraph:
         # the trace inlines, one VT per real cell, so a `nonlocal` write by
         # one call is what the next call (or another closure) reads
         self.closure_cells = {}
+        # (device, dtype, enabled, cache) of the torch.autocast blocks the
+        # trace is inside, outermost first: example values run under them
+        self.autocast_stack = []
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
         # deterministic algorithms, default dtype, autocast, backend flags,
         # inference mode (docs/USER_GUIDE.md, "Global state")
@@ -387,7 +390,10 @@ class OutputGraph:
 
     def _run_fake(self, what, fn):
         try:
-            with _quiet_fake_tensor_log(), self.fake_mode, torch.set_grad_enabled(self.grad_enabled):
+            with _quiet_fake_tensor_log(), self.fake_mode, torch.set_grad_enabled(self.grad_enabled), \
+                    contextlib.ExitStack() as blocks:
+                for device, dtype, enabled, cache in self.autocast_stack:
+                    blocks.enter_context(torch.autocast(device, dtype, enabled, cache))
                 return fn()
         except Unsupported:
             raise

@@ -421,3 +421,38 @@ def test_autograd_function_with_grad_inputs_runs_eagerly_with_its_backward():
     dynamo.reset()
     with pytest.raises(dynamo.exc.Unsupported, match="require grad"):
         dynamo.optimize(CompileCounter(), nopython=True)(fn)(torch.ones(3, requires_grad=True))
+
+
+# ---------------------------------------------------------------- torch.autocast blocks
+
+def test_autocast_block_is_recorded_in_the_graph():
+    def fn(a, b):
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            c = torch.mm(a, b)
+        return c, c.float() + 1
+
+    cnt = CompileCounter()
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    c, d = dynamo.optimize(cnt, nopython=True)(fn)(a, b)
+    rc, rd = fn(a, b)
+    assert c.dtype == torch.bfloat16 and same(c.float(), rc.float()) and same(d, rd)
+    assert not torch.is_autocast_enabled("cpu")
+    # _enter_autocast, mm, _exit_autocast, float, add
+    assert (cnt.frame_count, cnt.op_count) == (1, 5)
+    gm, _ = dynamo.export(fn, a, b)
+    assert gm(a, b)[0].dtype == torch.bfloat16
+
+
+def test_break_inside_an_autocast_block_runs_the_frame_eagerly():
+    def fn(a):
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            c = torch.mm(a, a)
+            c.tolist()
+            c = torch.mm(c, a)
+        return c
+
+    cnt = CompileCounter()
+    a = torch.randn(3, 3)
+    out = dynamo.optimize(cnt)(fn)(a)
+    assert out.dtype == torch.bfloat16 and same(out.float(), fn(a).float())
+    assert cnt.frame_count == 0 and not torch.is_autocast_enabled("cpu")

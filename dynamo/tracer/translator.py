@@ -564,12 +564,21 @@ class InstructionTranslatorBase:
 
     # ------------------------------------------------------------ with
     def BEFORE_WITH(self, inst):
+        from .variables.torch import AutocastVariable
         ctx = self.pop()
-        if not isinstance(ctx, GradModeVariable):
-            raise Unsupported(f"`with` on {ctx} (only torch.no_grad/enable_grad/set_grad_enabled)")
+        if not isinstance(ctx, (GradModeVariable, AutocastVariable)):
+            raise Unsupported(f"`with` on {ctx} (only torch.no_grad/enable_grad/set_grad_enabled, "
+                              "profiler blocks and torch.autocast)")
         body = self.instructions[self.ip]
         handler = body.exn_tab_entry.target if body.exn_tab_entry is not None else None
-        self.with_stack.append((ctx, handler, self.can_break_at(inst)))
+        # no break inside an autocast block: its state cannot be handed on
+        clean = self.can_break_at(inst) and not isinstance(ctx, AutocastVariable)
+        self.with_stack.append((ctx, handler, clean))
+        if isinstance(ctx, AutocastVariable):
+            ctx.enter(self)
+            self.push(WithExitVariable(ctx))
+            self.push(ConstantVariable(None))
+            return
         if not ctx.entered_on_init:
             ctx.enter(self)
         self.push(WithExitVariable(ctx))

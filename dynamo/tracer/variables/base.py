@@ -229,8 +229,9 @@ class ClassVariable(VariableTracker):
         cls = self.value
         if is_model_output_class(cls):
             return ModelOutputVariable.create(tx, cls, args, kwargs)
-        from .torch import autocast_noop, profiler_noop
-        ctx = autocast_noop(tx, cls, args, kwargs) or profiler_noop(tx, cls, args, kwargs)
+        from .torch import autocast_block, autocast_noop, profiler_noop
+        ctx = autocast_noop(tx, cls, args, kwargs) or profiler_noop(tx, cls, args, kwargs) \
+            or autocast_block(tx, cls, args, kwargs)
         if ctx is not None:
             return ctx
         if issubclass(cls, tuple) and hasattr(cls, "_fields") and hasattr(cls, "_make"):

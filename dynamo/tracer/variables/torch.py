@@ -336,6 +336,67 @@ def profiler_noop(tx, cls, args, kwargs):
     return ProfilerContextVariable()
 
 
+class AutocastVariable(VariableTracker):
+    """torch.autocast(...) made inside the compiled frame with constant
+    arguments: its block is recorded in the graph, between
+    torch.amp._enter_autocast(device, dtype, enabled, cache) and
+    _exit_autocast (as torch.export records it), and the block's ops run on
+    example values under the same autocast, so their dtypes are right. A
+    break inside the block is not supported (the graph cannot be cut there)."""
+
+    def __init__(self, real):
+        super().__init__(None)
+        self.real = real                 # the torch.autocast object, never entered
+        self.node = None
+
+    @property
+    def vals(self):
+        r = self.real
+        return (r.device, r.fast_dtype, r._enabled, r._cache_enabled)
+
+    def python_type(self):
+        return type(self.real)
+
+    def enter(self, tx):
+        import torch.amp.autocast_mode as am
+        out = tx.output
+        out.check_not_in_try(tx)
+        self.node = out.graph.call_function(am._enter_autocast, self.vals)
+        out._tag(self.node)
+        out.autocast_stack.append(self.vals)
+
+    def exit(self, tx):
+        import torch.amp.autocast_mode as am
+        out = tx.output
+        out._tag(out.graph.call_function(am._exit_autocast, (self.node,)))
+        out.autocast_stack.pop()
+
+    def __repr__(self):
+        return f"AutocastVariable({self.vals})"
+
+
+def autocast_block(tx, cls, args, kwargs):
+    """AutocastVariable for torch.autocast / torch.amp.autocast /
+    torch.cpu.amp.autocast with constant arguments, else None."""
+    if not _AUTOCAST_CLASSES or not (isinstance(cls, type) and issubclass(cls, _AUTOCAST_CLASSES)):
+        return None
+    try:
+        a = [v.as_python_constant() for v in args]
+        k = {n: v.as_python_constant() for n, v in kwargs.items()}
+    except Unsupported:
+        return None
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            real = cls(*a, **k)
+    except Exception:  # noqa: BLE001 - a bad argument raises again when run eagerly
+        return None
+    if not hasattr(real, "fast_dtype") or not hasattr(real, "_cache_enabled"):
+        return None
+    return AutocastVariable(real)
+
+
 class WithExitVariable(VariableTracker):
     """The __exit__ that BEFORE_WITH leaves on the stack for a grad-mode
     block. Calling it restores the previous grad mode."""
@@ -345,12 +406,16 @@ class WithExitVariable(VariableTracker):
         self.ctx = ctx
 
     def call(self, tx, args, kwargs):
-        if self.ctx.prev is not None:
+        if isinstance(self.ctx, AutocastVariable):
+            self.ctx.exit(tx)
+        elif self.ctx.prev is not None:
             tx.output.set_grad_enabled(self.ctx.prev)
         tx.exit_with(self)
         return ConstantVariable(None)
 
     def reconstruct(self, cg):
+        if isinstance(self.ctx, AutocastVariable):
+            raise Unsupported("graph break inside a torch.autocast block")
         cg.load_const(GradModeExit(self.ctx.prev))
 
 
