@@ -456,3 +456,16 @@ def test_break_inside_an_autocast_block_runs_the_frame_eagerly():
     out = dynamo.optimize(cnt)(fn)(a)
     assert out.dtype == torch.bfloat16 and same(out.float(), fn(a).float())
     assert cnt.frame_count == 0 and not torch.is_autocast_enabled("cpu")
+
+
+def test_export_of_a_captured_item(monkeypatch):
+    monkeypatch.setattr(dynamo.config, "capture_scalar_outputs", True)
+
+    def fn(x):
+        return x.sum().item(), x + 1
+
+    gm, _ = dynamo.export(fn, torch.ones(3))
+    n, y = gm(torch.full((3,), 2.0))
+    assert n == 6.0 and same(y, torch.full((3,), 3.0))
+    with pytest.raises(dynamo.exc.Unsupported, match="item"):
+        dynamo.export(fn, torch.ones(3), aten_graph=True)
