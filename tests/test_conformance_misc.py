@@ -469,3 +469,25 @@ def test_export_of_a_captured_item(monkeypatch):
     assert n == 6.0 and same(y, torch.full((3,), 3.0))
     with pytest.raises(dynamo.exc.Unsupported, match="item"):
         dynamo.export(fn, torch.ones(3), aten_graph=True)
+
+
+# ---------------------------------------------------------------- ModelOutput made in the frame, then changed
+
+def test_model_output_attribute_and_item_assignment():
+    transformers = pytest.importorskip("transformers")
+    from transformers.modeling_outputs import BaseModelOutput
+
+    def fn(a, b):
+        out = BaseModelOutput(last_hidden_state=b + 3)
+        out.hidden_states = a + 7          # not a key: an attribute only
+        out["attentions"] = a + b + 6      # a new key, and the attribute
+        return out
+
+    cnt = CompileCounter()
+    a, b = torch.randn(4), torch.randn(4)
+    got, ref = dynamo.optimize(cnt, nopython=True)(fn)(a, b), fn(a, b)
+    assert list(got.keys()) == list(ref.keys()) == ["last_hidden_state", "attentions"]
+    for name in ("last_hidden_state", "hidden_states", "attentions"):
+        assert same(getattr(got, name), getattr(ref, name))
+    assert same(got.to_tuple(), ref.to_tuple())
+    assert (cnt.frame_count, cnt.op_count) == (1, 4)

@@ -411,6 +411,9 @@ class InstructionTranslatorBase:
         if isinstance(obj, (TensorVariable, ListVariable, DictVariable)):
             obj.call_method(self, "__setitem__", [key, value], {})
             return
+        if hasattr(obj, "store_item"):           # a ModelOutput made by the traced code
+            obj.store_item(self, key, value)
+            return
         raise Unsupported(f"item assignment on {obj}")
 
     def DELETE_SUBSCR(self, inst):
