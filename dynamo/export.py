@@ -74,12 +74,13 @@ def _rebuild(gm, example_inputs, flat_args, result, graph_outputs):
     out_nodes = out_nodes or []
     leaves, spec = torch.utils._pytree.tree_flatten(result)
     mapped = []
-    # numbers of Tensor.item() nodes (config.capture_scalar_outputs) come
-    # out of the graph: a returned number that *is* one of them is that
+    # numbers of Tensor.item() nodes (config.capture_scalar_outputs) and of
+    # arithmetic on them come out of the graph: a returned number that *is*
+    # one of them is that
     # output (a small int constant equal to it is taken for it too: ints
     # below 257 are shared objects)
     scalar_pos = [i for i, o in enumerate(out_nodes)
-                  if isinstance(o, torch.fx.Node) and o.op == "call_method" and o.target == "item"]
+                  if isinstance(o, torch.fx.Node) and o.meta.get("scalar_output")]
     for leaf in leaves:
         if not isinstance(leaf, torch.Tensor):
             pos = next((i for i in scalar_pos if i < len(graph_outputs)

@@ -445,7 +445,49 @@ class OutputGraph:
         node = self.graph.create_node("call_method", "item", (tensor.node,), {})
         self._tag(node)
         node.meta["example_value"] = None        # known only when the graph runs
-        return ScalarOutputVariable(node, tensor.example.dtype)
+        node.meta["scalar_output"] = True         # a Python number (export reads this)
+        from .tracer.variables.tensor import _item_type
+        return ScalarOutputVariable(node, _item_type(tensor.example.dtype))
+
+    def scalar_op(self, tx, fn, a, b):
+        """`a fn b` where an operand is a captured Tensor.item() number
+        (ScalarOutputVariable): a node. Only arithmetic and comparisons,
+        whose result (a number of a kind known from the operands' kinds, or
+        a tensor shaped like the tensor operand) does not depend on the
+        number's value; the example values use a stand-in of the right kind."""
+        from .tracer.variables import ConstantVariable, TensorVariable
+        from .tracer.variables.tensor import ScalarOutputVariable
+        fn = _INPLACE_NUMBER_OPS.get(fn, fn)     # numbers have no in-place forms
+        if fn not in _SCALAR_OPS:
+            raise Unsupported(f"{getattr(fn, '__name__', fn)} on a captured Tensor.item() value")
+        nodes, examples = [], []
+        for v in (a, b):
+            if isinstance(v, ScalarOutputVariable):
+                nodes.append(v.node)
+                examples.append(v.cls(1))
+            elif isinstance(v, TensorVariable):
+                nodes.append(v.node)
+                examples.append(v.example)
+            elif isinstance(v, ConstantVariable) and type(v.value) in (int, float, bool, complex):
+                nodes.append(v.value)
+                examples.append(v.value)
+            else:
+                raise Unsupported(f"{getattr(fn, '__name__', fn)} of a captured Tensor.item() "
+                                  f"value and {v}")
+        self.check_not_in_try(tx)
+        if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+            example = self._run_fake(fn.__name__, lambda: fn(*examples))
+            return self._wrap_result("call_function", fn, tuple(nodes), {}, example)
+        try:
+            kind = type(fn(*examples))
+        except Exception as e:  # noqa: BLE001 - e.g. a constant zero divisor: let it run eagerly
+            raise Unsupported(f"{fn.__name__} on a captured Tensor.item() value "
+                              f"({type(e).__name__})") from e
+        node = self.graph.call_function(fn, tuple(nodes))
+        self._tag(node)
+        node.meta["example_value"] = None
+        node.meta["scalar_output"] = True
+        return ScalarOutputVariable(node, kind)
 
     def call_module(self, tx, module, source, args, kwargs):
         self.check_not_in_try(tx)
@@ -618,6 +660,15 @@ class OutputGraph:
         self.install[name] = compiled
         info = GraphInfo(name, gm, compiled, example_inputs, self.op_count())
         return info, index, [n.meta["source"] for n in placeholders]
+
+
+_SCALAR_OPS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+               operator.mod, operator.pow, operator.lt, operator.le, operator.gt, operator.ge,
+               operator.eq, operator.ne}
+_INPLACE_NUMBER_OPS = {operator.iadd: operator.add, operator.isub: operator.sub,
+                       operator.imul: operator.mul, operator.itruediv: operator.truediv,
+                       operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
+                       operator.ipow: operator.pow}
 
 
 def _has_node(args):

@@ -70,10 +70,32 @@ def test_captured_item_breaks_where_its_number_is_used(monkeypatch):
     opt = dynamo.optimize(cnt)(fn)
     pos, neg = torch.ones(3), -torch.ones(3)
     assert same(opt(pos), fn(pos)) and same(opt(neg), fn(neg))
-    # graph 1: sum, item, mul (the compare needs the number: break there);
-    # the resume function compiles once per branch taken
+    # graph 1: sum, item, mul, gt (the branch needs the number: the graph
+    # ends with the comparison as an output); the resume function compiles
+    # once per branch taken
     assert cnt.frame_count == 3
-    assert cnt.op_count == 3 + 1 + 1
+    assert cnt.op_count == 4 + 1 + 1
+
+
+def test_arithmetic_on_captured_items_stays_in_the_graph(monkeypatch):
+    monkeypatch.setattr(dynamo.config, "capture_scalar_outputs", True)
+
+    def fn(a, b, c):
+        s = a[0].item() + b[0].item() * 2
+        s -= c[0].item()
+        return s, a * s, s > 1.5
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt, nopython=True)(fn)
+    for args in ([torch.randn(3) for _ in range(3)], [torch.randn(3) for _ in range(3)]):
+        got, ref = opt(*args), fn(*args)
+        assert got[0] == pytest.approx(ref[0]) and same(got[1], ref[1]) and got[2] == ref[2]
+        assert type(got[0]) is float and type(got[2]) is bool
+    # 3 getitem + 3 item, mul, add, sub, a * s, gt
+    assert (cnt.frame_count, cnt.op_count) == (1, 11)
+    gm, _ = dynamo.export(fn, *[torch.zeros(3)] * 3)
+    xs = [torch.full((3,), v) for v in (1.0, 2.0, 3.0)]
+    assert gm(*xs)[0] == 2.0 and gm(*xs)[2] is True
 
 
 # ---------------------------------------------------------------- __subclasses__

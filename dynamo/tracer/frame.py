@@ -406,18 +406,22 @@ class InstructionTranslator(InstructionTranslatorBase):
             self.body = cg.insts
         self.done = True
 
+    # a branch on a value only the graph computes (a tensor, a captured
+    # Tensor.item() number): the graph ends with it as an output
+    _GRAPH_VALUES = (TensorVariable, ScalarOutputVariable)
+
     def _pop_jump(self, inst, jump_if):
-        if not isinstance(self.stack[-1], TensorVariable):
+        if not isinstance(self.stack[-1], self._GRAPH_VALUES):
             return super()._pop_jump(inst, jump_if)
         self.tensor_jump(inst)
 
     def JUMP_IF_TRUE_OR_POP(self, inst):
-        if isinstance(self.stack[-1], TensorVariable):
+        if isinstance(self.stack[-1], self._GRAPH_VALUES):
             return self.tensor_jump(inst)
         return super().JUMP_IF_TRUE_OR_POP(inst)
 
     def JUMP_IF_FALSE_OR_POP(self, inst):
-        if isinstance(self.stack[-1], TensorVariable):
+        if isinstance(self.stack[-1], self._GRAPH_VALUES):
             return self.tensor_jump(inst)
         return super().JUMP_IF_FALSE_OR_POP(inst)
 

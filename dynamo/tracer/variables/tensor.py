@@ -115,15 +115,19 @@ def _item_type(dtype):
 
 class ScalarOutputVariable(VariableTracker):
     """The Python number `Tensor.item()` returns, captured as a call_method
-    node (config.capture_scalar_outputs). Its value exists only when the
-    graph runs: it is a graph output (rebuilt like a computed tensor), and
-    every operation on it at trace time is Unsupported (the number is not
-    known: the inherited defaults raise), which breaks the graph there."""
+    node (config.capture_scalar_outputs), or a number computed from such
+    numbers by arithmetic. Its value exists only when the graph runs: it is
+    a graph output (rebuilt like a computed tensor). Arithmetic and
+    comparisons with numbers, other captured numbers and tensors are nodes
+    (OutputGraph.scalar_op: their result's kind and shape do not depend on
+    the value); anything else needing the number (a branch, a shape, a
+    call) is Unsupported (the inherited defaults raise), which breaks the
+    graph there."""
 
-    def __init__(self, node, dtype):
+    def __init__(self, node, cls):
         super().__init__(None)
         self.node = node
-        self.cls = _item_type(dtype)
+        self.cls = cls                  # int, float, bool or complex
 
     def python_type(self):
         return self.cls
