@@ -513,3 +513,24 @@ def test_model_output_attribute_and_item_assignment():
         assert same(getattr(got, name), getattr(ref, name))
     assert same(got.to_tuple(), ref.to_tuple())
     assert (cnt.frame_count, cnt.op_count) == (1, 4)
+
+
+def test_a_write_to_a_frame_cell_is_seen_by_a_closure_sharing_it():
+    def make():
+        acc = torch.zeros(2)
+
+        def peek():
+            return acc * 1
+
+        def f(x):
+            nonlocal acc
+            acc = acc + x
+            return peek()          # reads the cell f just wrote
+        return f
+
+    f = make()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt, nopython=True)(f)
+    x = torch.ones(2)
+    assert same(opt(x), x) and same(opt(x), 2 * x)
+    assert cnt.frame_count == 1

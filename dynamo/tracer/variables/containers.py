@@ -130,12 +130,15 @@ class ListVariable(BaseListVariable):
     def check_mutable(self, tx=None):
         """A list made by the traced code may change freely. A list passed
         in as an argument (a local of the frame, so every read of it in the
-        trace is this one VT) may too: the generated code writes its final
+        trace is this one VT), or an argument's attribute, may too: the generated code writes its final
         items back (OutputGraph.mutated_lists). Any other list: Unsupported."""
         if self.source is None:
             return
-        from ...guards import LocalSource
-        if tx is None or not isinstance(self.source, LocalSource):
+        from ...guards import AttrSource, LocalSource
+        src = self.source
+        if isinstance(src, AttrSource):     # an argument's attribute (a cache's key list):
+            src = src.base                  # reloaded through it, written back the same way
+        if tx is None or not isinstance(src, LocalSource):
             raise Unsupported("mutation of a list passed into the compiled frame")
         tx.output.mutated_lists[id(self)] = self
 
