@@ -26,6 +26,9 @@ _DEFAULTS = {
     # raise BackendCompilerFailed instead of warning and running eagerly
     "raise_on_backend_error": False,
     # --- TorchDynamo-compatible names (docs/USER_GUIDE.md, "TorchDynamo-compatible API")
+    # Tensor.item() is a graph node whose number is a graph output (the graph
+    # breaks where code needs the number itself) instead of a graph break
+    "capture_scalar_outputs": False,
     # entering `with dynamo.optimize(...)` raises RuntimeError (use it as a decorator)
     "raise_on_ctx_manager_usage": False,
     # run each compiled graph once against the captured graph on its example
@@ -38,8 +41,6 @@ _DEFAULTS = {
     "fake_tensor_propagation": True,
     # ints/floats read from the frame are always constants guarded by value,
     "specialize_int_float": True,
-    # Tensor.item()/tolist() always break the graph,
-    "capture_scalar_outputs": False,
     # there is no record/replay of failing frames.
     "replay_record_enabled": False,
 }

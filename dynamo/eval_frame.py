@@ -377,10 +377,11 @@ def disable(fn=None):
 
 
 def unsupported(a, b):
-    """`a + b`, run where the tracer cannot follow it: a call of it inside a
+    """Returns `b` (its second argument, as TorchDynamo's helper of the same
+    name does), run where the tracer cannot follow it: a call of it inside a
     compiled frame always breaks the graph (it lives in dynamo's own code,
     which is never inlined nor compiled). Tests use it to force a break."""
-    return a + b
+    return b
 
 
 def reset():

@@ -31,8 +31,9 @@ def _rebuild(gm, example_inputs, flat_args, result, graph_outputs):
     structure, built from the captured `gm` whose placeholders received
     `example_inputs` and whose run returned `graph_outputs`. Each tensor of
     the result is found by identity: a graph output, an argument (returned
-    as is) or a tensor read from elsewhere (kept with the graph); other
-    values of the result are constants of the output."""
+    as is) or a tensor read from elsewhere (kept with the graph); a number
+    that is a captured Tensor.item() output is that output; other values of
+    the result are constants of the output."""
     new = torch.fx.Graph()
     arg_nodes = [new.placeholder(f"arg{i}") for i in range(len(flat_args))]
     root = torch.nn.Module()
@@ -73,9 +74,18 @@ def _rebuild(gm, example_inputs, flat_args, result, graph_outputs):
     out_nodes = out_nodes or []
     leaves, spec = torch.utils._pytree.tree_flatten(result)
     mapped = []
+    # numbers of Tensor.item() nodes (config.capture_scalar_outputs) and of
+    # arithmetic on them come out of the graph: a returned number that *is*
+    # one of them is that
+    # output (a small int constant equal to it is taken for it too: ints
+    # below 257 are shared objects)
+    scalar_pos = [i for i, o in enumerate(out_nodes)
+                  if isinstance(o, torch.fx.Node) and o.meta.get("scalar_output")]
     for leaf in leaves:
         if not isinstance(leaf, torch.Tensor):
-            mapped.append(leaf)
+            pos = next((i for i in scalar_pos if i < len(graph_outputs)
+                        and graph_outputs[i] is leaf), None)
+            mapped.append(env[out_nodes[pos]] if pos is not None else leaf)
             continue
         pos = next((i for i, o in enumerate(graph_outputs) if o is leaf), None)
         if pos is not None and pos < len(out_nodes):
@@ -172,6 +182,12 @@ def _to_aten(gm, flat_args, decomposition_table, tracing_mode):
     stack trace."""
     from torch.fx import traceback as fx_traceback
     from torch.fx.experimental.proxy_tensor import make_fx
+    if tracing_mode == "real" and any(n.op == "call_method" and n.target == "item"
+                                      for n in gm.graph.nodes):
+        from .exc import Unsupported
+        raise Unsupported("dynamo.export(aten_graph=True, tracing_mode='real') cannot retrace a "
+                          "Tensor.item() captured by config.capture_scalar_outputs (its number "
+                          "is data)")
 
     def run(*a):
         with fx_traceback.preserve_node_meta():

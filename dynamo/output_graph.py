@@ -16,6 +16,7 @@ import itertools
 import logging
 import operator
 import threading
+import types
 import weakref
 
 import traceback
@@ -230,6 +231,13 @@ class OutputGraph:
         # (id(object), attribute) -> (owner VT, value VT, object): attribute
         # stores on objects passed in, written back after the graph
         self.attr_stores = {}
+        # id(cell) -> (cell, CellVariable): closure cells of the functions
+        # the trace inlines, one VT per real cell, so a `nonlocal` write by
+        # one call is what the next call (or another closure) reads
+        self.closure_cells = {}
+        # (device, dtype, enabled, cache) of the torch.autocast blocks the
+        # trace is inside, outermost first: example values run under them
+        self.autocast_stack = []
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
         # deterministic algorithms, default dtype, autocast, backend flags,
         # inference mode (docs/USER_GUIDE.md, "Global state")
@@ -445,7 +453,10 @@ class OutputGraph:
 
     def _run_fake(self, what, fn):
         try:
-            with _quiet_fake_tensor_log(), self.fake_mode, torch.set_grad_enabled(self.grad_enabled):
+            with _quiet_fake_tensor_log(), self.fake_mode, torch.set_grad_enabled(self.grad_enabled), \
+                    contextlib.ExitStack() as blocks:
+                for device, dtype, enabled, cache in self.autocast_stack:
+                    blocks.enter_context(torch.autocast(device, dtype, enabled, cache))
                 return fn()
         except Unsupported:
             raise
@@ -472,6 +483,13 @@ class OutputGraph:
         same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
         if same is not None:
             return same
+        if isinstance(example, types.FunctionType) and not _has_node((n_args, n_kw)):
+            # a torch helper that makes a function from constants
+            # (nn.modules.utils._ntuple(3)): the function itself, called
+            # like its maker when it is graphable too
+            from .tracer.variables.torch import TorchFunctionVariable, is_graphable_torch_callable
+            if is_graphable_torch_callable(example):
+                return TorchFunctionVariable(example)
         return self._wrap_result("call_function", fn, n_args, n_kw, example,
                                  effect=fn is operator.setitem or name.endswith("_"))
 
@@ -490,6 +508,58 @@ class OutputGraph:
             return same
         return self._wrap_result("call_method", name, n_args, n_kw, example,
                                  effect=name.endswith("_") or name == "__setitem__")
+
+    def capture_item(self, tx, tensor):
+        """`tensor.item()` as a node (config.capture_scalar_outputs): its
+        value is a graph output, read by the rewritten code."""
+        from .tracer.variables.tensor import ScalarOutputVariable
+        self.check_not_in_try(tx)
+        node = self.graph.create_node("call_method", "item", (tensor.node,), {})
+        self._tag(node)
+        node.meta["example_value"] = None        # known only when the graph runs
+        node.meta["scalar_output"] = True         # a Python number (export reads this)
+        from .tracer.variables.tensor import _item_type
+        return ScalarOutputVariable(node, _item_type(tensor.example.dtype))
+
+    def scalar_op(self, tx, fn, a, b):
+        """`a fn b` where an operand is a captured Tensor.item() number
+        (ScalarOutputVariable): a node. Only arithmetic and comparisons,
+        whose result (a number of a kind known from the operands' kinds, or
+        a tensor shaped like the tensor operand) does not depend on the
+        number's value; the example values use a stand-in of the right kind."""
+        from .tracer.variables import ConstantVariable, TensorVariable
+        from .tracer.variables.tensor import ScalarOutputVariable
+        fn = _INPLACE_NUMBER_OPS.get(fn, fn)     # numbers have no in-place forms
+        if fn not in _SCALAR_OPS:
+            raise Unsupported(f"{getattr(fn, '__name__', fn)} on a captured Tensor.item() value")
+        nodes, examples = [], []
+        for v in (a, b):
+            if isinstance(v, ScalarOutputVariable):
+                nodes.append(v.node)
+                examples.append(v.cls(1))
+            elif isinstance(v, TensorVariable):
+                nodes.append(v.node)
+                examples.append(v.example)
+            elif isinstance(v, ConstantVariable) and type(v.value) in (int, float, bool, complex):
+                nodes.append(v.value)
+                examples.append(v.value)
+            else:
+                raise Unsupported(f"{getattr(fn, '__name__', fn)} of a captured Tensor.item() "
+                                  f"value and {v}")
+        self.check_not_in_try(tx)
+        if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+            example = self._run_fake(fn.__name__, lambda: fn(*examples))
+            return self._wrap_result("call_function", fn, tuple(nodes), {}, example)
+        try:
+            kind = type(fn(*examples))
+        except Exception as e:  # noqa: BLE001 - e.g. a constant zero divisor: let it run eagerly
+            raise Unsupported(f"{fn.__name__} on a captured Tensor.item() value "
+                              f"({type(e).__name__})") from e
+        node = self.graph.call_function(fn, tuple(nodes))
+        self._tag(node)
+        node.meta["example_value"] = None
+        node.meta["scalar_output"] = True
+        return ScalarOutputVariable(node, kind)
 
     def call_module(self, tx, module, source, args, kwargs):
         self.check_not_in_try(tx)
@@ -637,10 +707,14 @@ class OutputGraph:
         come out of it (computed tensors, not inputs) and compile it.
         Returns (GraphInfo or None, {node: output index}, [input sources])."""
         from .tracer.variables import TensorVariable
+        from .tracer.variables.tensor import ScalarOutputVariable
         outputs, index = [], {}
         for var in output_vars:
             # a get_attr without a source is a constant of the graph (assume_constant_result)
-            if isinstance(var, TensorVariable) and var.node not in index and (
+            if isinstance(var, ScalarOutputVariable) and var.node not in index:
+                index[var.node] = len(outputs)
+                outputs.append(var.node)
+            elif isinstance(var, TensorVariable) and var.node not in index and (
                     var.node.op not in ("placeholder", "get_attr")
                     or var.node.op == "get_attr" and var.source is None):
                 index[var.node] = len(outputs)
@@ -662,6 +736,22 @@ class OutputGraph:
         self.install[name] = compiled
         info = GraphInfo(name, gm, compiled, example_inputs, self.op_count())
         return info, index, [n.meta["source"] for n in placeholders]
+
+
+_SCALAR_OPS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+               operator.mod, operator.pow, operator.lt, operator.le, operator.gt, operator.ge,
+               operator.eq, operator.ne}
+_INPLACE_NUMBER_OPS = {operator.iadd: operator.add, operator.isub: operator.sub,
+                       operator.imul: operator.mul, operator.itruediv: operator.truediv,
+                       operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
+                       operator.ipow: operator.pow}
+
+
+def _has_node(args):
+    """Does the (nested) node-argument structure contain an fx.Node?"""
+    found = []
+    torch.fx.node.map_arg(args, lambda n: found.append(n))
+    return bool(found)
 
 
 def _could_be_one_tensor(a, b):

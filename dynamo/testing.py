@@ -60,7 +60,7 @@ def rand_strided(size, stride, dtype=torch.float32, device="cpu"):
 
 
 def unsupported(a, b):
-    """`a + b` where the tracer cannot follow it: calling it inside a
+    """Returns `b` where the tracer cannot follow it: calling it inside a
     compiled frame always breaks the graph (see dynamo.eval_frame.unsupported)."""
     from .eval_frame import unsupported as _unsupported
     return _unsupported(a, b)

@@ -35,7 +35,8 @@ from .. import resume
 from .translator import InstructionTranslatorBase
 from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, ListIteratorVariable,
                         NullVariable, PassthroughVariable, TensorVariable, TupleVariable)
-from .variables.base import VariableTracker
+from .variables.base import FrameCellOwner, VariableTracker
+from .variables.tensor import ScalarOutputVariable
 
 GRAPH_OUT = "___graph_out"
 
@@ -102,6 +103,8 @@ class InstructionTranslator(InstructionTranslatorBase):
                 args[name] = PassthroughVariable(LocalSource(name, slot))
         cells = {name: CellVariable(PassthroughVariable(ClosureSource(i, name)), ClosureSource(i, name))
                  for i, name in enumerate(code.co_freevars)}
+        for name, cell in cells.items():
+            cell.frame_name = name
         super().__init__(output, code, frame.f_globals, args, cells)
         self.frame = frame
         self.nopython = nopython
@@ -160,7 +163,8 @@ class InstructionTranslator(InstructionTranslatorBase):
             return
         seen.add(id(var))
         out.append(var)
-        for attr in ("items", "obj", "value", "attrs"):
+        for attr in ("items", "obj", "value", "attrs", "defaults", "kwdefaults", "closure",
+                     "annotations"):
             child = getattr(var, attr, None)
             if isinstance(child, dict):
                 for v in child.values():
@@ -178,10 +182,11 @@ class InstructionTranslator(InstructionTranslatorBase):
         for var in list(roots) + mutated:
             self.collect(var, found, seen)
         info, index, sources = self.output.compile_graph(
-            [v for v in found if isinstance(v, TensorVariable)])
+            [v for v in found if isinstance(v, (TensorVariable, ScalarOutputVariable))])
         if info is not None:
             self.output.graphs.append(info)
         cg = PyCodegen(self.code, (GRAPH_OUT, index))
+        cg.f_globals = self.f_globals        # nested functions are rebuilt only with these
         if info is not None:
             cg.call_graph(info, sources, GRAPH_OUT)
         return cg
@@ -199,6 +204,9 @@ class InstructionTranslator(InstructionTranslatorBase):
             cg.emit("STORE_SUBSCR")
         for (_, name), (owner, value, _) in self.output.attr_stores.items():
             cg.reconstruct(value)           # obj.name = value
+            if isinstance(owner, FrameCellOwner):
+                cg.emit("STORE_DEREF", argval=owner.name)
+                continue
             cg.load_source(owner.source)
             cg.emit("STORE_ATTR", argval=name)
 
@@ -378,7 +386,8 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def set_run_time_grad_mode(self, cg):
         """The graph restores the entry grad mode; set the traced mode for
-        the code that runs eagerly after it (inside a no_grad block)."""
+        the code that runs eagerly after it (inside a no_grad block), or for
+        the caller after a return (a set_grad_enabled call outlives it)."""
         import torch
         if self.output.grad_enabled != self.output.initial_grad:
             cg.load_const(torch._C._set_grad_enabled)
@@ -395,22 +404,28 @@ class InstructionTranslator(InstructionTranslatorBase):
         else:
             cg.reconstruct(value)
             self.write_back_lists(cg)
+            # torch.set_grad_enabled(b) called (not a `with`) outlives the frame
+            self.set_run_time_grad_mode(cg)
             cg.emit("RETURN_VALUE")
             self.body = cg.insts
         self.done = True
 
+    # a branch on a value only the graph computes (a tensor, a captured
+    # Tensor.item() number): the graph ends with it as an output
+    _GRAPH_VALUES = (TensorVariable, ScalarOutputVariable)
+
     def _pop_jump(self, inst, jump_if):
-        if not isinstance(self.stack[-1], TensorVariable):
+        if not isinstance(self.stack[-1], self._GRAPH_VALUES):
             return super()._pop_jump(inst, jump_if)
         self.tensor_jump(inst)
 
     def JUMP_IF_TRUE_OR_POP(self, inst):
-        if isinstance(self.stack[-1], TensorVariable):
+        if isinstance(self.stack[-1], self._GRAPH_VALUES):
             return self.tensor_jump(inst)
         return super().JUMP_IF_TRUE_OR_POP(inst)
 
     def JUMP_IF_FALSE_OR_POP(self, inst):
-        if isinstance(self.stack[-1], TensorVariable):
+        if isinstance(self.stack[-1], self._GRAPH_VALUES):
             return self.tensor_jump(inst)
         return super().JUMP_IF_FALSE_OR_POP(inst)
 

@@ -24,7 +24,7 @@ from .variables import (CellVariable, ConstantVariable, DictVariable, GeneratorV
                         PassthroughVariable, TensorVariable, TupleVariable, UserFunctionVariable,
                         WithExitVariable,
                         wrap, wrap_const)
-from .variables.base import BINARY_OPS, COMPARE_OPS, VariableTracker
+from .variables.base import BINARY_OPS, COMPARE_OPS, FrameCellOwner, VariableTracker
 from .variables.builtin import (BuiltinVariable, binary_op, compare_op, contains, getitem,
                                 identical, unary_op)
 
@@ -196,6 +196,8 @@ class InstructionTranslatorBase:
     def MAKE_CELL(self, inst):
         name = inst.argval
         self.cells[name] = CellVariable(self.locals.pop(name, None))
+        if self.parent is None:
+            self.cells[name].frame_name = name   # the compiled frame's own cell
 
     def POP_TOP(self, inst):
         self.pop()
@@ -256,6 +258,22 @@ class InstructionTranslatorBase:
 
     def STORE_DEREF(self, inst):
         cell = self.cells[inst.argval]
+        real = getattr(cell, "cell", None)
+        if cell.source is not None and real is not None:
+            # a cell of a function passed in (`nonlocal x` in a closure the
+            # frame calls): written back after the graph, cell.cell_contents = v
+            value = self.pop()
+            self.output.attr_stores[(id(real), "cell_contents")] = (
+                VariableTracker(cell.source.base), value, real)
+            cell.value = value
+            return
+        if cell.source is not None and getattr(cell, "frame_name", None) is not None:
+            # a free variable of the compiled frame: STORE_DEREF after the graph
+            value = self.pop()
+            self.output.attr_stores[(id(cell), "cell_contents")] = (FrameCellOwner(cell), value, cell)
+            cell.value = value
+            cell.written = True
+            return
         if cell.source is not None:
             raise Unsupported(f"assignment to closure variable {inst.argval!r} of the compiled frame")
         cell.value = self.pop()
@@ -346,11 +364,11 @@ class InstructionTranslatorBase:
         flags = inst.arg
         code = self.pop().as_python_constant()
         closure = self.pop().items if flags & 0x08 else []
-        if flags & 0x04:
-            self.pop()
+        annotations = self.pop() if flags & 0x04 else None
         kwdefaults = self.pop().items if flags & 0x02 else {}
         defaults = self.pop().unpack(self) if flags & 0x01 else []
-        self.push(NestedFunctionVariable(code, self.f_globals, None, defaults, kwdefaults, closure))
+        self.push(NestedFunctionVariable(code, self.f_globals, None, defaults, kwdefaults, closure,
+                                         annotations))
 
     # ------------------------------------------------------------ operators
     def BINARY_OP(self, inst):
@@ -392,6 +410,9 @@ class InstructionTranslatorBase:
         key, obj, value = self.pop(), self.pop(), self.pop()
         if isinstance(obj, (TensorVariable, ListVariable, DictVariable)):
             obj.call_method(self, "__setitem__", [key, value], {})
+            return
+        if hasattr(obj, "store_item"):           # a ModelOutput made by the traced code
+            obj.store_item(self, key, value)
             return
         raise Unsupported(f"item assignment on {obj}")
 
@@ -546,12 +567,21 @@ class InstructionTranslatorBase:
 
     # ------------------------------------------------------------ with
     def BEFORE_WITH(self, inst):
+        from .variables.torch import AutocastVariable
         ctx = self.pop()
-        if not isinstance(ctx, GradModeVariable):
-            raise Unsupported(f"`with` on {ctx} (only torch.no_grad/enable_grad/set_grad_enabled)")
+        if not isinstance(ctx, (GradModeVariable, AutocastVariable)):
+            raise Unsupported(f"`with` on {ctx} (only torch.no_grad/enable_grad/set_grad_enabled, "
+                              "profiler blocks and torch.autocast)")
         body = self.instructions[self.ip]
         handler = body.exn_tab_entry.target if body.exn_tab_entry is not None else None
-        self.with_stack.append((ctx, handler, self.can_break_at(inst)))
+        # no break inside an autocast block: its state cannot be handed on
+        clean = self.can_break_at(inst) and not isinstance(ctx, AutocastVariable)
+        self.with_stack.append((ctx, handler, clean))
+        if isinstance(ctx, AutocastVariable):
+            ctx.enter(self)
+            self.push(WithExitVariable(ctx))
+            self.push(ConstantVariable(None))
+            return
         if not ctx.entered_on_init:
             ctx.enter(self)
         self.push(WithExitVariable(ctx))

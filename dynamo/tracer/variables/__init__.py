@@ -3,7 +3,8 @@
 base (constants, NULL, cells, classes), tensor, containers, functions,
 builtin (builtins and the shared operator helpers), torch (torch modules,
 functions, grad mode), nn_module, misc (Python modules, user objects,
-skipped callables), builder (wrap real values with guards).
+skipped callables), autograd_function (autograd.Function.apply), builder
+(wrap real values with guards).
 """
 from .base import (CellVariable, ClassVariable, ConstantVariable, NullVariable, OpaqueVariable,
                    VariableTracker)

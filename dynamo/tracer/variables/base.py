@@ -22,6 +22,13 @@ def is_config_getattribute(fn):
             and (getattr(fn, "__module__", None) or "").startswith("transformers."))
 
 
+# builtin bases whose __getattribute__ slot is CPython's generic lookup, as
+# object's is (a dict or list subclass reads attributes the plain way)
+_GENERIC_GETATTRIBUTE = tuple(t.__dict__["__getattribute__"] for t in (
+    dict, list, tuple, set, frozenset, int, float, str, bytes, BaseException,
+    __import__("collections").defaultdict))
+
+
 def require_plain_getattribute(cls, name=None):
     """Attribute reads of `cls` instances are traced by reading their
     __dict__ and class: only right while the class keeps object's
@@ -31,7 +38,7 @@ def require_plain_getattribute(cls, name=None):
     does only that renaming)."""
     import inspect
     getattribute = inspect.getattr_static(cls, "__getattribute__")
-    if getattribute is object.__getattribute__:
+    if getattribute is object.__getattribute__ or getattribute in _GENERIC_GETATTRIBUTE:
         return name
     if is_config_getattribute(getattribute):
         amap = inspect.getattr_static(cls, "attribute_map", {})
@@ -205,6 +212,11 @@ class ClassVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         from .builder import wrap
+        if name == "__subclasses__" and isinstance(self.value, type):
+            return SubclassesMethodVariable(self.value)
+        from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
+        if name == "apply" and is_autograd_function(self.value):
+            return AutogradFunctionApplyVariable(self.value)
         value = getattr(self.value, name)
         from ...guards import AttrSource
         src = AttrSource(self.source, name) if self.source is not None else None
@@ -217,12 +229,16 @@ class ClassVariable(VariableTracker):
         cls = self.value
         if is_model_output_class(cls):
             return ModelOutputVariable.create(tx, cls, args, kwargs)
-        from .torch import autocast_noop
-        ctx = autocast_noop(tx, cls, args, kwargs)
+        from .torch import autocast_block, autocast_noop, profiler_noop
+        ctx = autocast_noop(tx, cls, args, kwargs) or profiler_noop(tx, cls, args, kwargs) \
+            or autocast_block(tx, cls, args, kwargs)
         if ctx is not None:
             return ctx
         if issubclass(cls, tuple) and hasattr(cls, "_fields") and hasattr(cls, "_make"):
             return NamedTupleVariable(_bind_fields(tx, cls, args, kwargs), cls._fields, cls=cls)
+        from .autograd_function import AutogradFunctionVariable, is_autograd_function
+        if is_autograd_function(cls) and not args and not kwargs:
+            return AutogradFunctionVariable(cls)       # Fn(): only used for Fn().apply
         from .misc import NewObjectVariable, is_plain_user_class, is_state_module_class
         if issubclass(cls, torch.nn.Module) and (cls.__module__ or "").startswith("torch.nn."):
             from .torch import _construct_stateless_module
@@ -236,6 +252,27 @@ class ClassVariable(VariableTracker):
 
     def __repr__(self):
         return f"ClassVariable({getattr(self.value, '__name__', self.value)})"
+
+
+class SubclassesMethodVariable(VariableTracker):
+    """`cls.__subclasses__` of a class the trace knows (guarded by identity
+    where it came from a source). Calling it folds to the list of direct
+    subclasses alive at compile time: a snapshot, like the state queries
+    (docs/USER_GUIDE.md, "Known limits"): a subclass defined later is not
+    seen by the compiled code."""
+
+    def __init__(self, cls):
+        super().__init__(None)
+        self.cls = cls
+
+    def call(self, tx, args, kwargs):
+        from .containers import ListVariable
+        if args or kwargs:
+            raise Unsupported("__subclasses__() takes no arguments")
+        return ListVariable([ClassVariable(c) for c in type.__subclasses__(self.cls)])
+
+    def __repr__(self):
+        return f"SubclassesMethodVariable({self.cls.__name__})"
 
 
 def _bind_fields(tx, cls, args, kwargs):
@@ -263,6 +300,15 @@ class CellVariable(VariableTracker):
     def __init__(self, value=None, source=None):
         super().__init__(source)
         self.value = value
+
+
+class FrameCellOwner(VariableTracker):
+    """Stands for a free-variable cell of the compiled frame in
+    `output.attr_stores`: the write-back is STORE_DEREF of its name."""
+
+    def __init__(self, cell):
+        super().__init__(None)
+        self.name = cell.frame_name
 
 
 class OpaqueVariable(VariableTracker):

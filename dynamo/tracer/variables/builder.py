@@ -19,7 +19,8 @@ from .base import ClassVariable, ConstantVariable, OpaqueVariable, is_constant_v
 from .builtin import BuiltinVariable, is_builtin_callable
 from .containers import DictVariable, ListVariable, TupleVariable, wrap_sequence_items
 from .functions import UserFunctionVariable, UserMethodVariable
-from .misc import PythonModuleVariable, SkippedFunctionVariable, UserDefinedObjectVariable
+from .misc import (PythonModuleVariable, SkippedFunctionVariable, TypingAliasVariable,
+                   UserDefinedObjectVariable, is_typing_alias)
 from .nn_module import NNModuleVariable
 from .torch import (TorchFunctionVariable, TorchModuleVariable, is_graphable_torch_callable,
                     is_state_query, is_torch_object)
@@ -149,6 +150,14 @@ def wrap(tx, value, source):
             return SkippedFunctionVariable(value, source)
         _guard(tx, source, FUNCTION_MATCH, value)
         return UserFunctionVariable(value, source)
+    if isinstance(value, types.MethodType) and value.__func__ is torch.autograd.Function.apply.__func__:
+        from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
+        if is_autograd_function(value.__self__):       # Fn.apply kept as a value
+            if source is not None:
+                from ...guards import AttrSource
+                _guard(tx, _func_source(source), FUNCTION_MATCH, value.__func__)
+                _guard(tx, AttrSource(source, "__self__"), ID_MATCH, value.__self__)
+            return AutogradFunctionApplyVariable(value.__self__, source)
     if isinstance(value, types.MethodType):
         if isinstance(value.__func__, types.FunctionType) and not is_skipped_function(value.__func__) \
                 and not is_torch_object(value.__func__):
@@ -166,6 +175,13 @@ def wrap(tx, value, source):
                                                      "wrapper_descriptor", "ufunc", "cython_function_or_method",
                                                      "method-wrapper", "functools.partial", "partial"):
         return SkippedFunctionVariable(value, source)
+    from .torch import GradModeExit, GradModeExitVariable
+    if type(value) is GradModeExit:
+        _guard(tx, source, ID_MATCH, value)
+        return GradModeExitVariable(value, source)
+    if is_typing_alias(value):
+        _guard(tx, source, ID_MATCH, value)
+        return TypingAliasVariable(value, source)
     from .model_output import is_model_output_class, wrap_model_output
     if is_model_output_class(type(value)):
         return wrap_model_output(tx, value, source)

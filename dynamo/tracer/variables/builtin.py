@@ -83,6 +83,9 @@ def _user_dunder(tx, fn, a, b):
 
 def binary_op(tx, fn, a, b):
     """a <fn> b for traced values (fn from the operator module)."""
+    from .tensor import ScalarOutputVariable
+    if isinstance(a, ScalarOutputVariable) or isinstance(b, ScalarOutputVariable):
+        return tx.output.scalar_op(tx, fn, a, b)
     if isinstance(b, TensorVariable) and not isinstance(a, TensorVariable) and fn in _INPLACE_TO_BINARY:
         # `n += t` for a Python number n: numbers have no in-place methods,
         # so Python computes n + t (t.__radd__) and rebinds n
@@ -131,6 +134,9 @@ _INPLACE_TO_BINARY = {
 
 
 def compare_op(tx, fn, a, b):
+    from .tensor import ScalarOutputVariable
+    if isinstance(a, ScalarOutputVariable) or isinstance(b, ScalarOutputVariable):
+        return tx.output.scalar_op(tx, fn, a, b)
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return tx.output.call_function(tx, fn, [a, b], {})
     if a.is_python_constant() and b.is_python_constant():

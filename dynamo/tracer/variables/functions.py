@@ -75,6 +75,10 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         cells = {}
         for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars,
                                              self.fn.__closure__ or ())):
+            known = tx.output.closure_cells.get(id(cell))
+            if known is not None and known[0] is cell:
+                cells[name] = known[1]
+                continue
             src = None
             if self.source is not None:
                 src = AttrSource(ItemSource(AttrSource(self.source, "__closure__"), i),
@@ -85,6 +89,8 @@ class UserFunctionVariable(BaseUserFunctionVariable):
                 cells[name] = CellVariable(None)
                 continue
             cells[name] = CellVariable(wrap(tx, contents, src), src)
+            cells[name].cell = cell
+            tx.output.closure_cells[id(cell)] = (cell, cells[name])
         return cells
 
     def as_python_constant(self):
@@ -98,7 +104,8 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
     """A function made by MAKE_FUNCTION inside traced code (lambda, nested
     def, comprehension). Its cells are the tracer's CellVariables."""
 
-    def __init__(self, code, f_globals, globals_source, defaults, kwdefaults, closure):
+    def __init__(self, code, f_globals, globals_source, defaults, kwdefaults, closure,
+                 annotations=None):
         super().__init__(None)
         self.code = code
         self.f_globals = f_globals
@@ -106,6 +113,7 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
         self.defaults = defaults          # list of VTs
         self.kwdefaults = kwdefaults      # dict name -> VT
         self.closure = closure            # list of CellVariable
+        self.annotations = annotations    # the tuple VT MAKE_FUNCTION took, or None
 
     def get_code(self):
         return self.code
@@ -129,10 +137,66 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
         return super().var_getattr(tx, name)
 
     def reconstruct(self, cg):
-        raise Unsupported(f"cannot rebuild nested function {self.code.co_name} after a graph break")
+        """MAKE_FUNCTION again in the rewritten code, on the same cells:
+        the frame's own cells (values traced into them stored first), the
+        real cells of functions passed in, and, for cells made by inlined
+        code, one new cell per codegen shared by every function using it."""
+        if self.f_globals is not getattr(cg, "f_globals", None):
+            raise Unsupported(f"cannot rebuild nested function {self.code.co_name} of another module")
+        flags = 0
+        if self.defaults:
+            for d in self.defaults:
+                cg.reconstruct(d)
+            cg.emit("BUILD_TUPLE", arg=len(self.defaults))
+            flags |= 0x01
+        if self.kwdefaults:
+            for k, v in self.kwdefaults.items():
+                cg.load_const(k)
+                cg.reconstruct(v)
+            cg.emit("BUILD_MAP", arg=len(self.kwdefaults))
+            flags |= 0x02
+        if self.annotations is not None:
+            cg.reconstruct(self.annotations)
+            flags |= 0x04
+        if self.closure:
+            for cell in self.closure:
+                _load_cell(cg, cell)
+            cg.emit("BUILD_TUPLE", arg=len(self.closure))
+            flags |= 0x08
+        cg.load_const(self.code)
+        cg.emit("MAKE_FUNCTION", arg=flags)
 
     def __repr__(self):
         return f"NestedFunctionVariable({self.code.co_name})"
+
+
+def _load_cell(cg, cell):
+    """Push the run-time cell object behind CellVariable `cell`."""
+    name = getattr(cell, "frame_name", None)
+    if name is not None:                       # a cell of the compiled frame itself
+        if cell.value is not None and (cell.source is None or getattr(cell, "written", False)):
+            cg.reconstruct(cell.value)
+            cg.emit("STORE_DEREF", argval=name)
+        cg.emit("LOAD_CLOSURE", argval=name)
+        return
+    if getattr(cell, "cell", None) is not None:    # a real cell of a function passed in
+        cg.load_source(cell.source.base)
+        return
+    temp = cg.built.get(id(cell))
+    if temp is not None:
+        cg.load_local(temp)
+        return
+    cg.load_const(types.CellType)
+    if cell.value is None:
+        cg.call(0)
+    else:
+        cg.reconstruct(cell.value)
+        cg.call(1)
+    temp = cg.new_temp()
+    cg.emit("COPY", arg=1)
+    cg.store_local(temp)
+    cg.built[id(cell)] = temp
+    cg.keep.append(cell)
 
 
 class UserMethodVariable(BaseUserFunctionVariable):

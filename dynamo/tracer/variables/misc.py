@@ -7,7 +7,7 @@ import types
 import torch
 
 from ...exc import Unsupported
-from ...guards import ID_MATCH, AttrSource, StaticAttrSource
+from ...guards import ID_MATCH, AttrSource, ItemSource, StaticAttrSource
 from .base import (ClassVariable, VariableTracker, reconstruct_source_or_const,
                    require_plain_getattribute)
 
@@ -117,6 +117,50 @@ def class_attribute(tx, obj_var, name, static):
     return UserMethodVariable(static, obj_var, fn_source=src)
 
 
+def is_typing_alias(value):
+    """typing's generic aliases and special forms (List, List[int],
+    Optional, ...) and builtin generic aliases (list[int]): immutable
+    values, used as annotations."""
+    import typing
+    return isinstance(value, types.GenericAlias) or (
+        type(value).__module__ == "typing" and isinstance(value, typing._Final)
+        and not isinstance(value, type))
+
+
+class TypingAliasVariable(VariableTracker):
+    """A typing alias (an annotation such as typing.List[Variable]):
+    subscripting it with constants is folded (aliases are immutable)."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self):
+        return type(self.value)
+
+    def as_python_constant(self):
+        return self.value
+
+    def truth(self, tx):
+        return True
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__getitem__" and len(args) == 1 and not kwargs:
+            key = args[0]
+            if key.is_python_constant():
+                return TypingAliasVariable(self.value[key.as_python_constant()])
+            from .containers import BaseListVariable
+            if isinstance(key, BaseListVariable) and all(v.is_python_constant() for v in key.items):
+                return TypingAliasVariable(self.value[tuple(v.as_python_constant() for v in key.items)])
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, cg):
+        reconstruct_source_or_const(self, cg, self.value)
+
+    def __repr__(self):
+        return f"TypingAliasVariable({self.value!r:.40})"
+
+
 class PassthroughVariable(VariableTracker):
     """A frame value the trace never looked at (an argument only handed on to
     a resume function): rebuilt from its source, no guard."""
@@ -171,6 +215,13 @@ class UserDefinedObjectVariable(VariableTracker):
                                     tuple(obj.__dict__))
                 from .base import ConstantVariable
                 return UserMethodVariable(user_getattr, self).call(tx, [ConstantVariable(name)], {})
+            if self.source is not None and isinstance(getattr(obj, "__dict__", None), dict):
+                # the trace goes on knowing the attribute is missing
+                # (getattr's default, hasattr): valid while the instance
+                # keeps its attribute names
+                from ...guards import DICT_KEYS
+                tx.output.add_guard(AttrSource(self.source, "__dict__"), DICT_KEYS,
+                                    tuple(obj.__dict__))
             raise ObservedAttributeError(f"{cls.__name__} has no attribute {name!r}") from None
         if isinstance(getattr(obj, "__dict__", None), dict) and name in obj.__dict__:
             return wrap(tx, obj.__dict__[name], src)
@@ -204,6 +255,30 @@ class UserDefinedObjectVariable(VariableTracker):
         if inspect.isfunction(call):
             return UserMethodVariable(call, self).call(tx, args, kwargs)
         raise Unsupported(f"calling a {type(self.value).__name__} instance")
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__getitem__" and len(args) == 1 and not kwargs:
+            item = self.dict_item(tx, args[0])
+            if item is not None:
+                return item
+        return super().call_method(tx, name, args, kwargs)
+
+    def dict_item(self, tx, key_var):
+        """`obj[key]` of a dict subclass that keeps dict's __getitem__ (and has
+        no __missing__, which a guard's fetch would call), with a
+        str or int constant key: read like any item of a frame value (the
+        ITEM source fails, so the guard does, once the key is gone)."""
+        from .builder import wrap
+        obj = self.value
+        if self.source is None or not isinstance(obj, dict) or hasattr(type(obj), "__missing__") \
+                or inspect.getattr_static(type(obj), "__getitem__") is not dict.__getitem__:
+            return None
+        if not key_var.is_python_constant():
+            return None
+        key = key_var.as_python_constant()
+        if type(key) not in (str, int) or key not in obj:
+            return None
+        return wrap(tx, dict.__getitem__(obj, key), ItemSource(self.source, key))
 
     def __repr__(self):
         return f"UserDefinedObjectVariable({type(self.value).__name__})"

@@ -26,8 +26,13 @@ def is_model_output_class(cls):
                for b in cls.__mro__)
 
 
-def _build(cls, kwargs):
-    return cls(**kwargs)
+def _build(cls, kwargs, setitems=(), attrs=()):
+    out = cls(**kwargs)
+    for k, v in setitems:          # keys added by `out[k] = v`, in order
+        out[k] = v
+    for k, v in attrs:             # fields set by `out.k = v` that are not keys
+        setattr(out, k, v)
+    return out
 
 
 _builder = []
@@ -53,6 +58,10 @@ class ModelOutputVariable(VariableTracker):
         self.cls = cls
         self.fields = [f.name for f in dataclasses.fields(cls)]
         self.items = values           # field name -> VT, every field (walked for graph outputs)
+        # the dict's keys in insertion order: the non-None fields at
+        # construction, then those `out[k] = v` added (made in the frame only)
+        self._keys = [f for f in self.fields if not _is_none(values[f])]
+        self._init_keys = list(self._keys)
 
     @classmethod
     def create(cls, tx, out_cls, args, kwargs):
@@ -87,7 +96,30 @@ class ModelOutputVariable(VariableTracker):
 
     # --- what is known
     def keys(self):
-        return [f for f in self.fields if not _is_none(self.items[f])]
+        return list(self._keys)
+
+    # --- mutation (outputs made by the traced code: rebuilt as they end up)
+    def store_attr(self, tx, name, value):
+        """`out.name = value`: ModelOutput.__setattr__ updates the key too
+        when `name` is already a key and value is not None."""
+        if self.source is not None:
+            raise Unsupported(f"assignment to an attribute of a {self.cls.__name__} passed in")
+        if name not in self.items:
+            raise Unsupported(f"assignment to {self.cls.__name__}.{name} (not a field)")
+        if name in self._keys and _is_none(value):
+            raise Unsupported(f"assigning None to key {name!r} of a {self.cls.__name__}")
+        self.items[name] = value
+
+    def store_item(self, tx, key_var, value):
+        """`out[key] = value`: sets the key (appended when new) and the attribute."""
+        if self.source is not None:
+            raise Unsupported(f"item assignment on a {self.cls.__name__} passed in")
+        key = key_var.as_python_constant()
+        if key not in self.items or _is_none(value):
+            raise Unsupported(f"{self.cls.__name__}[{key!r}] = ... (not a field, or None)")
+        self.items[key] = value
+        if key not in self._keys:
+            self._keys.append(key)
 
     def python_type(self):
         return self.cls
@@ -153,13 +185,21 @@ class ModelOutputVariable(VariableTracker):
         cg.emit("PUSH_NULL")
         cg.load_const(builder())
         cg.load_const(self.cls)
-        keys = self.keys()
+        keys = self._init_keys
         for k in keys:
             cg.reconstruct(self.items[k])
         cg.load_const(tuple(keys))
         cg.emit("BUILD_CONST_KEY_MAP", arg=len(keys))
-        cg.emit("PRECALL", arg=2)
-        cg.emit("CALL", arg=2)
+        added = self._keys[len(keys):]
+        attrs = [f for f in self.fields if f not in self._keys and not _is_none(self.items[f])]
+        for names in (added, attrs):
+            for k in names:
+                cg.load_const(k)
+                cg.reconstruct(self.items[k])
+                cg.emit("BUILD_TUPLE", arg=2)
+            cg.emit("BUILD_TUPLE", arg=len(names))
+        cg.emit("PRECALL", arg=4)
+        cg.emit("CALL", arg=4)
 
     def __repr__(self):
         return f"ModelOutputVariable({self.cls.__name__}, keys={self.keys()})"

@@ -185,6 +185,13 @@ class NNModuleVariable(VariableTracker):
         except AttributeError:
             if inspect.getattr_static(cls, "__getattr__") is not torch.nn.Module.__getattr__:
                 raise Unsupported(f"{cls.__name__} defines __getattr__") from None
+            # the trace goes on knowing it is missing (getattr's default,
+            # hasattr): valid while none of the tables nn.Module's lookup
+            # reads gains a name
+            tx.output.add_guard(AttrSource(self.source, "__dict__"), DICT_KEYS, tuple(d))
+            for table in ("_parameters", "_buffers", "_modules"):
+                if type(d.get(table)) is dict:
+                    tx.output.add_guard(AttrSource(self.source, table), DICT_KEYS, tuple(d[table]))
             raise ObservedAttributeError(f"{type(mod).__name__} has no attribute {name!r}") from None
         from .misc import class_attribute
         if isinstance(static, (staticmethod, classmethod, property)):

@@ -4,6 +4,11 @@ Metadata (shape, dtype, device, ndim, requires_grad, ...) is read from the
 fake example and folded to constants; operations become fx nodes through
 `tx.output`. Anything that needs the tensor's data (item, tolist, numpy,
 bool, iteration) is Unsupported, which the caller turns into a graph break.
+Exception: with `config.capture_scalar_outputs`, `Tensor.item()` is a graph
+node whose value (a Python number) is a graph output: ScalarOutputVariable,
+which may be returned, stored and passed on, but any use that needs the
+number itself (a branch, arithmetic, a shape) is Unsupported there, so the
+break comes where the number is used and the graph computes it.
 """
 import operator
 
@@ -85,6 +90,10 @@ class TensorVariable(VariableTracker):
                 raise Unsupported("len() of a 0-d tensor")
             tx.output.sizes_read = True
             return ConstantVariable(static_shape(self.example)[0])
+        if name == "item" and not args and not kwargs and self.example.numel() == 1:
+            from ... import config
+            if config.capture_scalar_outputs:
+                return tx.output.capture_item(tx, self)
         if name in _DATA_METHODS:
             raise Unsupported(f"Tensor.{name}() needs the tensor's data")
         if name in _SHAPE_METHODS:
@@ -123,3 +132,41 @@ class TensorVariable(VariableTracker):
 
     def __repr__(self):
         return "TensorVariable()"
+
+
+def _item_type(dtype):
+    if dtype is torch.bool:
+        return bool
+    if dtype.is_complex:
+        return complex
+    return float if dtype.is_floating_point else int
+
+
+class ScalarOutputVariable(VariableTracker):
+    """The Python number `Tensor.item()` returns, captured as a call_method
+    node (config.capture_scalar_outputs), or a number computed from such
+    numbers by arithmetic. Its value exists only when the graph runs: it is
+    a graph output (rebuilt like a computed tensor). Arithmetic and
+    comparisons with numbers, other captured numbers and tensors are nodes
+    (OutputGraph.scalar_op: their result's kind and shape do not depend on
+    the value); anything else needing the number (a branch, a shape, a
+    call) is Unsupported (the inherited defaults raise), which breaks the
+    graph there."""
+
+    def __init__(self, node, cls):
+        super().__init__(None)
+        self.node = node
+        self.cls = cls                  # int, float, bool or complex
+
+    def python_type(self):
+        return self.cls
+
+    def truth(self, tx):
+        raise Unsupported("branch on a captured Tensor.item() value (its number is only "
+                          "known when the graph runs)")
+
+    def reconstruct(self, cg):
+        cg.load_tensor(self)
+
+    def __repr__(self):
+        return f"ScalarOutputVariable({self.cls.__name__})"

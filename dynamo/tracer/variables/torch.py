@@ -84,7 +84,7 @@ def is_state_query(value):
     which are False for the code dynamo runs."""
     try:
         return (value in STATE_QUERIES or value in HAS_TORCH_FUNCTION or value in _FALSE_CONSTANT
-                or value in _TRUE_CONSTANT)
+                or value in _TRUE_CONSTANT or value is torch.overrides.is_tensor_like)
     except TypeError:            # unhashable
         return False
 
@@ -95,6 +95,10 @@ def fold_state_query(tx, fn, args, kwargs):
     from ...guards import EQUALS_MATCH, GlobalSource, ItemSource
     if fn in HAS_TORCH_FUNCTION:
         return ConstantVariable(_has_torch_function(tx, args))
+    if fn is torch.overrides.is_tensor_like:
+        if len(args) != 1 or kwargs:
+            raise Unsupported("torch.overrides.is_tensor_like takes one argument")
+        return ConstantVariable(_is_tensor_like(args[0]))
     try:
         a = [v.as_python_constant() for v in args]
         k = {n: v.as_python_constant() for n, v in kwargs.items()}
@@ -109,6 +113,19 @@ def fold_state_query(tx, fn, args, kwargs):
     if is_constant_value(value):
         return ConstantVariable(value)
     return wrap(tx, value, None)
+
+
+def _is_tensor_like(var):
+    """torch.overrides.is_tensor_like decided from the traced value's type:
+    a tensor's class is part of its TENSOR_MATCH guard, a constant's of its
+    EQUALS_MATCH; anything else is Unsupported."""
+    from .tensor import TensorVariable
+    if isinstance(var, TensorVariable):
+        return True
+    if var.is_python_constant():
+        value = var.as_python_constant()
+        return type(value) is torch.Tensor or hasattr(value, "__torch_function__")
+    raise Unsupported(f"torch.overrides.is_tensor_like on {var}")
 
 
 def _has_torch_function(tx, args):
@@ -245,6 +262,8 @@ class TorchFunctionVariable(FunctionObjectVariable):
             if not is_constant_value(value):
                 raise Unsupported(f"{fn.__name__}() value")
             return ConstantVariable(value)
+        if fn is torch._shape_as_tensor and len(args) == 1 and not kwargs:
+            return _shape_as_tensor(tx, args[0])
         if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
             return _construct_stateless_module(tx, fn, args, kwargs)
         if isinstance(fn, type) and fn in (torch.Tensor, torch.nn.Parameter):
@@ -279,6 +298,105 @@ class GradModeVariable(VariableTracker):
         raise Unsupported("grad-mode object used as a decorator inside the compiled frame")
 
 
+class ProfilerContextVariable(GradModeVariable):
+    """torch.profiler.profile() / record_function(name) (and their
+    torch.autograd.profiler twins) made inside the compiled frame: a block
+    traced like a grad-mode block that changes nothing. Compiled code is
+    not profiled op by op: the block records nothing (profile around the
+    compiled call instead; docs/USER_GUIDE.md, "Known limits")."""
+
+    def __init__(self):
+        super().__init__(None)
+
+    def enter(self, tx):
+        self.prev = None                 # nothing to restore at exit
+
+
+def _profiler_classes():
+    import torch.autograd.profiler as ap
+    out = {ap.profile, ap.record_function, getattr(ap, "emit_nvtx", None)}
+    try:
+        import torch.profiler as tp
+        out |= {tp.profile, tp.record_function}
+    except ImportError:
+        pass
+    return tuple(c for c in out if isinstance(c, type))
+
+
+_PROFILER_CLASSES = _profiler_classes()
+
+
+def profiler_noop(tx, cls, args, kwargs):
+    """ProfilerContextVariable for a profiler context made with constant
+    arguments, else None."""
+    if cls not in _PROFILER_CLASSES:
+        return None
+    if not all(v.is_python_constant() for v in list(args) + list(kwargs.values())):
+        return None
+    return ProfilerContextVariable()
+
+
+class AutocastVariable(VariableTracker):
+    """torch.autocast(...) made inside the compiled frame with constant
+    arguments: its block is recorded in the graph, between
+    torch.amp._enter_autocast(device, dtype, enabled, cache) and
+    _exit_autocast (as torch.export records it), and the block's ops run on
+    example values under the same autocast, so their dtypes are right. A
+    break inside the block is not supported (the graph cannot be cut there)."""
+
+    def __init__(self, real):
+        super().__init__(None)
+        self.real = real                 # the torch.autocast object, never entered
+        self.node = None
+
+    @property
+    def vals(self):
+        r = self.real
+        return (r.device, r.fast_dtype, r._enabled, r._cache_enabled)
+
+    def python_type(self):
+        return type(self.real)
+
+    def enter(self, tx):
+        import torch.amp.autocast_mode as am
+        out = tx.output
+        out.check_not_in_try(tx)
+        self.node = out.graph.call_function(am._enter_autocast, self.vals)
+        out._tag(self.node)
+        out.autocast_stack.append(self.vals)
+
+    def exit(self, tx):
+        import torch.amp.autocast_mode as am
+        out = tx.output
+        out._tag(out.graph.call_function(am._exit_autocast, (self.node,)))
+        out.autocast_stack.pop()
+
+    def __repr__(self):
+        return f"AutocastVariable({self.vals})"
+
+
+def autocast_block(tx, cls, args, kwargs):
+    """AutocastVariable for torch.autocast / torch.amp.autocast /
+    torch.cpu.amp.autocast with constant arguments, else None."""
+    if not _AUTOCAST_CLASSES or not (isinstance(cls, type) and issubclass(cls, _AUTOCAST_CLASSES)):
+        return None
+    try:
+        a = [v.as_python_constant() for v in args]
+        k = {n: v.as_python_constant() for n, v in kwargs.items()}
+    except Unsupported:
+        return None
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            real = cls(*a, **k)
+    except Exception:  # noqa: BLE001 - a bad argument raises again when run eagerly
+        return None
+    if not hasattr(real, "fast_dtype") or not hasattr(real, "_cache_enabled"):
+        return None
+    return AutocastVariable(real)
+
+
 class WithExitVariable(VariableTracker):
     """The __exit__ that BEFORE_WITH leaves on the stack for a grad-mode
     block. Calling it restores the previous grad mode."""
@@ -288,11 +406,16 @@ class WithExitVariable(VariableTracker):
         self.ctx = ctx
 
     def call(self, tx, args, kwargs):
-        tx.output.set_grad_enabled(self.ctx.prev)
+        if isinstance(self.ctx, AutocastVariable):
+            self.ctx.exit(tx)
+        elif self.ctx.prev is not None:
+            tx.output.set_grad_enabled(self.ctx.prev)
         tx.exit_with(self)
         return ConstantVariable(None)
 
     def reconstruct(self, cg):
+        if isinstance(self.ctx, AutocastVariable):
+            raise Unsupported("graph break inside a torch.autocast block")
         cg.load_const(GradModeExit(self.ctx.prev))
 
 
@@ -304,11 +427,37 @@ class GradModeExit:
         self.prev = prev
 
     def __call__(self, *exc_info):
-        torch._C._set_grad_enabled(self.prev)
+        if self.prev is not None:        # None: a profiler block, nothing to restore
+            torch._C._set_grad_enabled(self.prev)
         return False
 
     def __repr__(self):
         return f"<restore grad mode {self.prev}>"
+
+
+class GradModeExitVariable(VariableTracker):
+    """A GradModeExit met as a frame value: the exit of a grad-mode (or
+    profiler) block that a resume function starts inside. Calling it, at
+    the block's end, restores the grad mode in the graph as the block's
+    own exit would."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self):
+        return GradModeExit
+
+    def call(self, tx, args, kwargs):
+        if self.value.prev is not None:
+            tx.output.set_grad_enabled(self.value.prev)
+        return ConstantVariable(False)
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+        else:
+            cg.load_const(self.value)
 
 
 _DECORATE_CODE = []
@@ -399,6 +548,22 @@ class NumericInfoVariable(VariableTracker):
 
     def __repr__(self):
         return f"NumericInfoVariable({self.value})"
+
+
+def _shape_as_tensor(tx, var):
+    """torch._shape_as_tensor(x) (torch.onnx.operators.shape_as_tensor): a
+    graph node; its example (fake tensors have no data to run it on) is the
+    int64 tensor of x's sizes, which the trace thus reads (sizes kept in
+    TENSOR_MATCH)."""
+    from .tensor import TensorVariable
+    if not isinstance(var, TensorVariable):
+        raise Unsupported(f"torch._shape_as_tensor of {var}")
+    out = tx.output
+    out.check_not_in_try(tx)
+    out.sizes_read = True
+    with out.fake_mode:
+        example = torch.tensor(list(var.example.shape), dtype=torch.int64)
+    return out._wrap_result("call_function", torch._shape_as_tensor, (var.node,), {}, example)
 
 
 def _constant_arg(var):
