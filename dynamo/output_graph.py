@@ -158,6 +158,7 @@ class OutputGraph:
         self.inputs = {}                        # source name -> TensorVariable
         self.input_objs = {}                    # id(tensor) -> (tensor, TensorVariable)
         self.container_objs = {}                # id(list/dict) -> (object, its variable)
+        self.wrapping = set()                   # ids of containers wrap() is inside (cycles)
         self.input_order = itertools.count()
         self.attr_nodes = {}                    # id(tensor) -> TensorVariable
         self.root = {}                          # GraphModule root: target -> object

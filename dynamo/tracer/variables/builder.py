@@ -58,7 +58,21 @@ def _guard(tx, source, kind, *expected):
 
 
 def wrap(tx, value, source):
-    """A VariableTracker for `value` found at `source` (None: no guards)."""
+    """A VariableTracker for `value` found at `source` (None: no guards).
+    A tuple, list or dict that contains itself is Unsupported."""
+    if type(value) in (tuple, list, dict) or isinstance(value, tuple):
+        active = tx.output.wrapping
+        if id(value) in active:
+            raise Unsupported(f"a {type(value).__name__} that contains itself")
+        active.add(id(value))
+        try:
+            return _wrap(tx, value, source)
+        finally:
+            active.discard(id(value))
+    return _wrap(tx, value, source)
+
+
+def _wrap(tx, value, source):
     if isinstance(value, torch.Tensor):
         if source is None:
             raise Unsupported("a tensor the tracer cannot reload at run time (no source)")
