@@ -137,8 +137,8 @@ class _Callback:
                 skipfiles.note(code, why)
                 _C.set_skip(code)
                 return None
-        if code not in self.forced_codes and not frame_may_use_torch(code, f_locals, f_globals,
-                                                                     func):
+        if code not in self.forced_codes and resume.base_code(code) not in self.forced_codes \
+                and not frame_may_use_torch(code, f_locals, f_globals, func):
             # nothing of torch reachable: no graph to capture; runs eagerly,
             # looked at again on its next call (other arguments may differ)
             skipfiles.note(code, "no tensor, module or torch name in its arguments, "
