@@ -179,6 +179,10 @@ class OutputGraph:
         # (id(object), attribute) -> (owner VT, value VT, object): attribute
         # stores on objects passed in, written back after the graph
         self.attr_stores = {}
+        # (id(globals dict), name) -> (globals dict, value VT): globals the
+        # trace assigned (STORE_GLOBAL), read back by later loads and written
+        # to the real dict after the graph
+        self.global_stores = {}
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
         # deterministic algorithms, default dtype, autocast, backend flags,
         # inference mode (docs/USER_GUIDE.md, "Global state")
@@ -707,6 +711,8 @@ class PyCodegen:
         """Leave `var`'s run-time value on the stack."""
         from .tracer.variables import DictVariable, ListVariable, TupleVariable
         from .tracer.variables.misc import NewObjectVariable
+        from .tracer.variables.base import CellVariable
+        from .tracer.variables.functions import NestedFunctionVariable
         temp = self.built.get(id(var))
         if temp is not None:
             self.load_local(temp)
@@ -715,7 +721,8 @@ class PyCodegen:
         # mutable values made by the traced code are built once: every
         # reference (a call's argument, a local passed to a resume
         # function) must be the same object
-        if isinstance(var, (ListVariable, DictVariable, NewObjectVariable)) and var.source is None:
+        if isinstance(var, (ListVariable, DictVariable, NewObjectVariable, CellVariable,
+                            NestedFunctionVariable)) and var.source is None:
             temp = self.new_temp()
             self.emit("COPY", arg=1)
             self.store_local(temp)

@@ -103,3 +103,147 @@ def test_self_containing_list_with_a_tensor_is_unsupported_not_recursion():
     lst.append(lst)
     with pytest.raises(dynamo.exc.Unsupported, match="contains itself"):
         dynamo.optimize_assert(CompileCounter())(fn)(torch.ones(2), lst)
+
+
+# ------------------------------------------------ globals, closures, dunders
+
+counter = 0
+tape = []
+
+
+def bump():
+    global counter
+    counter += 1
+    return counter
+
+
+def test_global_assignment_is_traced_and_written_back():
+    global counter
+
+    def fn(x):
+        a = bump()
+        b = bump()          # reads the value the trace assigned
+        return x * a + b
+
+    counter = 0
+    cnt = CompileCounter()
+    out = dynamo.optimize(cnt)(fn)(torch.ones(2))
+    assert out.tolist() == [3.0, 3.0] and counter == 2
+    # one graph, no break; the int is specialized: counter == 2 now recompiles
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+    assert [r.break_reasons for r in records.all_records()] == [[]]
+    counter = 0
+    dynamo.optimize(cnt)(fn)(torch.ones(2))
+    assert counter == 2 and cnt.frame_count == 1       # a hit: same guards
+
+
+def test_global_list_mutation_is_written_back():
+    def fn(x):
+        tape.clear()
+        tape.append(x + 1)
+        tape.append("tag")
+        return x * 2
+
+    tape[:] = ["old"]
+    cnt = CompileCounter()
+    out = dynamo.optimize(cnt)(fn)(torch.ones(2))
+    assert out.tolist() == [2.0, 2.0]
+    assert tape[0].tolist() == [2.0, 2.0] and tape[1] == "tag" and len(tape) == 2
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+def make_scaler(t, k):
+    def scale(v: "list[torch.Tensor]") -> torch.Tensor:    # annotations are evaluated
+        return v * k + t
+    return scale
+
+
+def test_closure_escaping_the_frame_is_rebuilt_with_shared_cells():
+    from typing import List
+
+    def fn(x):
+        def get() -> List[int]:
+            return box[0]
+
+        def put(v):
+            box[0] = v
+        box = None
+        tape.clear()
+        f = make_scaler(x + 1, 3)
+        tape.append(f)
+        tape.append(get)
+        tape.append(put)
+        return f(x)
+
+    box = None      # noqa: F841
+    cnt = CompileCounter()
+    with pytest.raises(dynamo.exc.Unsupported, match="compiled frame escapes"):
+        # get/put close over fn's own variable `box`: its real cell lives
+        # in the frame, a copy would split it
+        dynamo.optimize_assert(cnt)(fn)(torch.ones(2))
+
+    def fn2(x):
+        tape.clear()
+        f = make_scaler(x + 1, 3)
+        tape.append(f)
+        return f(x)
+
+    dynamo.reset()
+    cnt = CompileCounter()
+    out = dynamo.optimize_assert(cnt)(fn2)(torch.ones(2))
+    assert out.tolist() == [5.0, 5.0]
+    (f,) = tape
+    assert f.__name__ == "scale" and f.__code__ is make_scaler(0, 0).__code__
+    cells = dict(zip(f.__code__.co_freevars, (c.cell_contents for c in f.__closure__)))
+    assert cells["k"] == 3
+    assert f(torch.zeros(2)).tolist() == [2.0, 2.0]     # t = x + 1 came out of the graph
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)
+
+
+def make_box(v):
+    def get():
+        return v
+
+    def put(n):
+        nonlocal v
+        v = n
+    return get, put
+
+
+def test_two_closures_over_one_cell_still_share_it():
+    def fn(x):
+        tape.clear()
+        get, put = make_box(x * 2)
+        tape.append(get)
+        tape.append(put)
+        return x + 1
+
+    cnt = CompileCounter()
+    dynamo.optimize_assert(cnt)(fn)(torch.ones(2))
+    get, put = tape
+    assert get().tolist() == [2.0, 2.0]
+    assert get.__closure__[0] is put.__closure__[0]
+    put(7)
+    assert get() == 7
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+class Num:
+    def __init__(self, t):
+        self.t = t
+
+    def __add__(self, other):
+        return Num(self.t + other.t)
+
+    def __mul__(self, other):
+        return Num(self.t * other)
+
+
+def test_dunder_of_a_passed_in_user_object_is_inlined():
+    def fn(a, b):
+        return (a + b) * 2
+
+    cnt = CompileCounter()
+    out = dynamo.optimize_assert(cnt)(fn)(Num(torch.ones(2)), Num(torch.ones(2)))
+    assert out.t.tolist() == [4.0, 4.0]
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)

@@ -29,7 +29,7 @@ import dis
 
 from ..bytecode import arg_slot_count, create_instruction, live_locals
 from ..exc import Unsupported
-from ..guards import ClosureSource, LocalSource
+from ..guards import ClosureSource, GlobalSource, LocalSource
 from ..output_graph import PyCodegen
 from .. import resume
 from .translator import InstructionTranslatorBase
@@ -160,7 +160,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             return
         seen.add(id(var))
         out.append(var)
-        for attr in ("items", "obj", "value", "attrs"):
+        for attr in ("items", "obj", "value", "attrs", "closure", "defaults", "kwdefaults"):
             child = getattr(var, attr, None)
             if isinstance(child, dict):
                 for v in child.values():
@@ -174,7 +174,8 @@ class InstructionTranslator(InstructionTranslatorBase):
     def compile_graph(self, roots):
         found, seen = [], set()
         mutated = list(self.output.mutated_lists.values()) + \
-            [value for _, value, _ in self.output.attr_stores.values()]
+            [value for _, value, _ in self.output.attr_stores.values()] + \
+            [value for _, value in self.output.global_stores.values()]
         for var in list(roots) + mutated:
             self.collect(var, found, seen)
         info, index, sources = self.output.compile_graph(
@@ -188,7 +189,8 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def write_back_lists(self, cg):
         """Argument lists the trace changed get their final items:
-        `lst[:] = [items]`, objects passed in their stored attributes. Emitted after every other value was rebuilt
+        `lst[:] = [items]`, objects passed in their stored attributes, globals
+        the trace assigned their last value. Emitted after every other value was rebuilt
         (those may be read from the list through its source); stack-neutral."""
         for lst in self.output.mutated_lists.values():
             for item in lst.items:
@@ -201,6 +203,14 @@ class InstructionTranslator(InstructionTranslatorBase):
             cg.reconstruct(value)           # obj.name = value
             cg.load_source(owner.source)
             cg.emit("STORE_ATTR", argval=name)
+        for (_, name), (f_globals, value) in self.output.global_stores.items():
+            cg.reconstruct(value)           # the global = value, in its module
+            if f_globals is self.output.frame.f_globals:
+                cg.emit("STORE_GLOBAL", argval=name)
+            else:
+                cg.load_source(GlobalSource(self.output.globals_alias(f_globals)))
+                cg.load_const(name)
+                cg.emit("STORE_SUBSCR")
 
     def live_values(self, index):
         """(name, VT) of the locals live at instruction `index` that have a

@@ -195,7 +195,7 @@ class InstructionTranslatorBase:
 
     def MAKE_CELL(self, inst):
         name = inst.argval
-        self.cells[name] = CellVariable(self.locals.pop(name, None))
+        self.cells[name] = CellVariable(self.locals.pop(name, None), frame_cell=self.parent is None)
 
     def POP_TOP(self, inst):
         self.pop()
@@ -234,6 +234,10 @@ class InstructionTranslatorBase:
         if inst.arg & 1:
             self.push(NullVariable())
         name = inst.argval
+        stored = self.output.global_stores.get((id(self.f_globals), name))
+        if stored is not None:              # assigned earlier in the trace
+            self.push(stored[1])
+            return
         if name in self.f_globals:
             self.push(wrap(self, self.f_globals[name], self.global_source(name)))
             return
@@ -245,7 +249,12 @@ class InstructionTranslatorBase:
         self.push(wrap(self, builtins_dict[name], self.builtin_source(name)))
 
     def STORE_GLOBAL(self, inst):
-        raise Unsupported(f"assignment to global {inst.argval!r}")
+        # recorded, seen by later LOAD_GLOBALs of the trace, and written to
+        # the real globals dict after the graph (frame.write_back_lists)
+        self.output.global_stores[(id(self.f_globals), inst.argval)] = (self.f_globals, self.pop())
+
+    def DELETE_GLOBAL(self, inst):
+        raise Unsupported(f"deletion of global {inst.argval!r}")
 
     def LOAD_DEREF(self, inst):
         cell = self.cells.get(inst.argval)
@@ -350,7 +359,11 @@ class InstructionTranslatorBase:
             self.pop()
         kwdefaults = self.pop().items if flags & 0x02 else {}
         defaults = self.pop().unpack(self) if flags & 0x01 else []
-        self.push(NestedFunctionVariable(code, self.f_globals, None, defaults, kwdefaults, closure))
+        globals_source = None
+        if self.f_globals is not self.output.frame.f_globals:
+            globals_source = GlobalSource(self.output.globals_alias(self.f_globals))
+        self.push(NestedFunctionVariable(code, self.f_globals, globals_source, defaults, kwdefaults,
+                                         closure))
 
     # ------------------------------------------------------------ operators
     def BINARY_OP(self, inst):

@@ -258,11 +258,29 @@ def _bind_fields(tx, cls, args, kwargs):
 
 class CellVariable(VariableTracker):
     """A closure cell of traced code: `value` is None while the cell is
-    empty. Cells of the outermost frame's free variables carry a source."""
+    empty. Cells of the outermost frame's free variables carry a source;
+    `frame_cell` marks a cell variable of the compiled frame itself (its
+    real cell lives in the frame)."""
 
-    def __init__(self, value=None, source=None):
+    def __init__(self, value=None, source=None, frame_cell=False):
         super().__init__(source)
         self.value = value
+        self.frame_cell = frame_cell
+
+    def reconstruct(self, cg):
+        """A new cell holding the value (a cell of an inlined call: it has no
+        real counterpart). PyCodegen builds it once per codegen, so closures
+        sharing the cell still share it."""
+        if self.source is not None or self.frame_cell:
+            # the frame's own cell: a copy would not see later stores to it
+            raise Unsupported("a closure over a variable of the compiled frame escapes it")
+        import types
+        cg.load_const(types.CellType)
+        if self.value is None:
+            cg.call(0)
+        else:
+            cg.reconstruct(self.value)
+            cg.call(1)
 
 
 class OpaqueVariable(VariableTracker):

@@ -127,7 +127,34 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
         return super().var_getattr(tx, name)
 
     def reconstruct(self, cg):
-        raise Unsupported(f"cannot rebuild nested function {self.code.co_name} after a graph break")
+        """types.FunctionType(code, globals, name, defaults, closure): the
+        function the traced MAKE_FUNCTION stands for, over cells rebuilt
+        once per codegen (annotations are not kept)."""
+        import types
+        if self.kwdefaults:
+            raise Unsupported(f"cannot rebuild nested function {self.code.co_name} "
+                              "with keyword-only defaults")
+        cg.load_const(types.FunctionType)
+        cg.load_const(self.code)
+        if self.globals_source is None:
+            cg.load_const(globals)          # the compiled frame's own globals
+            cg.call(0)
+        else:
+            cg.load_source(self.globals_source)
+        cg.load_const(self.code.co_name)
+        if self.defaults:
+            for v in self.defaults:
+                cg.reconstruct(v)
+            cg.emit("BUILD_TUPLE", arg=len(self.defaults))
+        else:
+            cg.load_const(None)
+        if self.closure:
+            for cell in self.closure:
+                cg.reconstruct(cell)
+            cg.emit("BUILD_TUPLE", arg=len(self.closure))
+        else:
+            cg.load_const(None)
+        cg.call(5)
 
     def __repr__(self):
         return f"NestedFunctionVariable({self.code.co_name})"
