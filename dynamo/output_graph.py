@@ -710,6 +710,7 @@ class PyCodegen:
     def reconstruct(self, var):
         """Leave `var`'s run-time value on the stack."""
         from .tracer.variables import DictVariable, ListVariable, TupleVariable
+        from .tracer.variables.containers import ListIteratorVariable
         from .tracer.variables.misc import NewObjectVariable
         from .tracer.variables.base import CellVariable
         from .tracer.variables.functions import NestedFunctionVariable
@@ -722,7 +723,7 @@ class PyCodegen:
         # reference (a call's argument, a local passed to a resume
         # function) must be the same object
         if isinstance(var, (ListVariable, DictVariable, NewObjectVariable, CellVariable,
-                            NestedFunctionVariable)) and var.source is None:
+                            NestedFunctionVariable, ListIteratorVariable)) and var.source is None:
             temp = self.new_temp()
             self.emit("COPY", arg=1)
             self.store_local(temp)

@@ -247,3 +247,62 @@ def test_dunder_of_a_passed_in_user_object_is_inlined():
     out = dynamo.optimize_assert(cnt)(fn)(Num(torch.ones(2)), Num(torch.ones(2)))
     assert out.t.tolist() == [4.0, 4.0]
     assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+# ------------------------------------------------ iterators across a break
+
+def test_tuple_iterator_local_keeps_tracing_after_a_break():
+    def fn(x):
+        it = iter(tuple(range(10)))
+        x = x + next(it)
+        x = unsupported(x, x)
+        x = x + next(it)
+        x = x + next(it)
+        return x, it
+
+    v = torch.ones(3)
+    expected, eit = fn(v)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    for _ in range(2):
+        got, git = opt(v)
+        assert got.tolist() == expected.tolist()
+        assert list(git) == [3, 4, 5, 6, 7, 8, 9]
+    # before: the resume function saw an opaque iterator and broke at each next()
+    assert (cnt.frame_count, cnt.op_count) == (2, 3)
+    assert [len(r.break_reasons) for r in records.all_records()] == [1, 0]
+
+
+def test_iterator_also_held_elsewhere_stays_the_real_object():
+    def fn(x):
+        it = iter((1, 2, 3, 4))
+        keep = [it]
+        x = x + next(it)
+        x = unsupported(x, x)
+        x = x + next(it)
+        return x, keep
+
+    v = torch.ones(2)
+    cnt = CompileCounter()
+    got, keep = dynamo.optimize(cnt)(fn)(v)
+    assert got.tolist() == fn(v)[0].tolist()
+    assert list(keep[0]) == [3, 4]          # the one iterator, advanced by both nexts
+
+
+def test_global_assignment_written_back_before_a_try_block():
+    def fn(x):
+        global counter
+        counter = counter + 1
+        x = x + 1
+        try:
+            y = x * 2
+        except RuntimeError:
+            y = x
+        return y
+
+    global counter
+    counter = 0
+    cnt = CompileCounter()
+    assert dynamo.optimize(cnt)(fn)(torch.ones(2)).tolist() == [4.0, 4.0]
+    assert counter == 1
+    assert cnt.frame_count >= 1
