@@ -306,3 +306,57 @@ def test_global_assignment_written_back_before_a_try_block():
     assert dynamo.optimize(cnt)(fn)(torch.ones(2)).tolist() == [4.0, 4.0]
     assert counter == 1
     assert cnt.frame_count >= 1
+
+
+# ------------------------------------------------ grad-mode blocks across a break
+
+def test_resume_function_leaves_a_no_grad_block_in_its_graph():
+    def fn(a, b):
+        x = a + b
+        with torch.no_grad():
+            x = x + 1
+            x.sum().tolist()        # graph break inside the block
+            x = x + 2
+        x = x + 3
+        return x
+
+    a = torch.ones(3, requires_grad=True)
+    b = torch.ones(3)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    for _ in range(2):
+        out = opt(a, b)
+        assert torch.is_grad_enabled()          # the block's exit ran, mode restored
+        assert out.tolist() == [8.0] * 3 and not out.requires_grad
+    # before: the resume function broke again at the block's __exit__ (3 graphs)
+    assert cnt.frame_count == 2
+    names = [r.name for r in records.all_records()]
+    assert len(names) == 2 and all(not r.break_reasons for r in records.all_records()[1:])
+    targets = [n.target for n in cnt.graphs[1].graph.nodes if n.op == "call_function"]
+    assert torch._C._set_grad_enabled in targets
+
+
+def test_second_break_inside_a_no_grad_block_in_a_resume_function():
+    def fn(a, b):
+        x = a + b
+        with torch.no_grad():
+            x = x + 1
+            x.sum().tolist()        # break in fn
+            x = x * 2
+            x.sum().tolist()        # break in the resume function, still in the block
+            y = x + 3
+        return y + a
+
+    a = torch.ones(3, requires_grad=True)
+    b = torch.ones(3)
+    expected = fn(a, b)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    for _ in range(2):
+        out = opt(a, b)
+        assert torch.is_grad_enabled()
+        assert out.tolist() == expected.tolist() and out.requires_grad
+    # before: the second break could not cut the block, so the whole first
+    # resume function ran eagerly (2 graphs, the middle part uncompiled)
+    assert cnt.frame_count == 3
+    assert all(r.status == "ok" for r in records.all_records())

@@ -441,6 +441,9 @@ class InstructionTranslator(InstructionTranslatorBase):
         else:
             cg.reconstruct(value)
             self.write_back_lists(cg)
+            # a resume function that left a grad-mode block it began inside
+            # returns in the mode after the block, not its entry mode
+            self.set_run_time_grad_mode(cg)
             cg.emit("RETURN_VALUE")
             self.body = cg.insts
         self.done = True

@@ -579,7 +579,9 @@ class InstructionTranslatorBase:
         inside `with` blocks only if they are all grad-mode blocks."""
         entry = inst.exn_tab_entry
         if not self.with_stack:
-            return entry is None
+            # a resume function that starts inside grad-mode blocks: their
+            # cleanups cover it, recognised by the exits on the stack
+            return entry is None or not self.user_handler_covers(entry)
         _, handler, clean = self.with_stack[-1]
         return clean and entry is not None and entry.target is handler
 

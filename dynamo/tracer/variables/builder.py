@@ -132,6 +132,13 @@ def _wrap(tx, value, source):
         if value._mode == 0:
             return SkippedFunctionVariable(value, source)
         return wrap(tx, value._fn, AttrSource(source, "_fn") if source is not None else None)
+    from .torch import GradModeExit, GradModeExitVariable
+    if type(value) is GradModeExit and type(value.prev) is bool:
+        _guard(tx, source, TYPE_MATCH, GradModeExit)
+        if source is not None:
+            from ...guards import AttrSource
+            _guard(tx, AttrSource(source, "prev"), EQUALS_MATCH, value.prev)
+        return GradModeExitVariable(value, source)
     directive = _directive(tx, value, source)
     if directive is not None:
         return directive

@@ -296,6 +296,28 @@ class WithExitVariable(VariableTracker):
         cg.load_const(GradModeExit(self.ctx.prev))
 
 
+class GradModeExitVariable(VariableTracker):
+    """A GradModeExit handed to a resume function (the __exit__ of a
+    grad-mode block a break cut): calling it, at the end of the block,
+    restores its grad mode in the graph like WithExitVariable. `value` is
+    the object (the try-region check recognises grad-mode blocks by it);
+    its type and `prev` are guarded."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def call(self, tx, args, kwargs):
+        tx.output.set_grad_enabled(self.value.prev)
+        return ConstantVariable(None)
+
+    def reconstruct(self, cg):
+        cg.load_const(self.value)
+
+    def __repr__(self):
+        return f"GradModeExitVariable({self.value.prev})"
+
+
 class GradModeExit:
     """Stands in for a grad-mode context's __exit__ after a graph break: the
     resume function's with-exit sequence calls it to restore the mode."""
