@@ -154,6 +154,9 @@ class _Callback:
         if failures:
             record.recompile_reason = describe_failure(failures[0], f_locals, f_globals,
                                                        f_builtins, func)
+            log.info("recompiling %s (%s:%d), entry %d of at most %d: %s", code.co_name,
+                     code.co_filename, code.co_firstlineno, len(failures) + 1,
+                     config.cache_size_limit, record.recompile_reason)
         t0 = time.perf_counter_ns()
         try:
             out = compile_frame(code, f_locals, f_globals, f_builtins, func,
@@ -237,10 +240,15 @@ class _Callback:
         _add_record(record)
         if not failures:
             return
-        warnings.warn(f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
-                      f"config.cache_size_limit={config.cache_size_limit}; running it eagerly "
-                      f"from now on when no compiled entry matches. Last failing guard: {why}",
-                      RuntimeWarning)
+        text = (f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
+                f"config.cache_size_limit={config.cache_size_limit}; running it eagerly "
+                f"from now on when no compiled entry matches. Last failing guard: {why}")
+        warnings.warn(text, RuntimeWarning)
+        if log.hasHandlers():
+            # also a WARNING record for whoever configured logging (the
+            # warning above already reaches stderr: not printed twice when
+            # nobody did)
+            log.warning("%s", text)
 
 
 def describe_failure(failure, f_locals, f_globals, f_builtins, func):

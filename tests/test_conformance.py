@@ -360,3 +360,25 @@ def test_second_break_inside_a_no_grad_block_in_a_resume_function():
     # resume function ran eagerly (2 graphs, the middle part uncompiled)
     assert cnt.frame_count == 3
     assert all(r.status == "ok" for r in records.all_records())
+
+
+# ------------------------------------------------ recompile reporting
+
+def test_cache_limit_hit_logs_one_warning_record_with_the_failing_guard(caplog):
+    def model(x):
+        return x + x
+
+    config.cache_size_limit = 2
+    cnt = CompileCounter()
+    with caplog.at_level(logging.INFO, logger="dynamo"), pytest.warns(RuntimeWarning):
+        for n in range(2, 8):
+            dynamo.optimize(cnt)(model)(torch.randn(n, 3))
+    assert cnt.frame_count == 2
+    warns = [r for r in caplog.records if r.name == "dynamo" and r.levelno >= logging.WARNING]
+    assert len(warns) == 1
+    msg = warns[0].getMessage()
+    assert "model" in msg and "cache_size_limit=2" in msg
+    assert "L['x'].size()[0]: expected 3, actual 4" in msg
+    # the one recompile below the limit was logged with its reason
+    recompiles = [r.getMessage() for r in caplog.records if r.getMessage().startswith("recompiling")]
+    assert len(recompiles) == 1 and "L['x'].size()[0]: expected 2, actual 3" in recompiles[0]
