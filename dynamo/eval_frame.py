@@ -10,6 +10,7 @@ compile record and applies the error policy.
 import functools
 import logging
 import time
+import types
 import warnings
 
 import torch
@@ -44,6 +45,72 @@ _limit_warned = set()
 # Entry codes (handed to optimize()) that could not be compiled at all and
 # were reported once; until reset().
 _eager_warned = set()
+
+# Walk budget of frame_may_use_torch: past it, assume torch is reachable
+# (compile as usual; the tracer decides).
+_SCAN_BUDGET = 10000
+_NO_TENSOR_TYPES = (type(None), bool, int, float, complex, str, bytes)
+
+
+def frame_may_use_torch(code, f_locals, f_globals, func=None):
+    """Can a frame of `code` called with arguments `f_locals` do any torch
+    work itself? True when a global it names is torch (a torch module,
+    function or class), a tensor or an nn.Module; when a closure cell or an
+    argument holds a tensor or an nn.Module, looked for through plain
+    tuples, lists, sets and dicts, named tuples and the `__dict__` of other
+    objects (never by iterating a container subclass, which would run user
+    code). Cycles are walked once. A frame for which this is False would
+    compile to no graph at all, so the callback leaves it to run eagerly
+    without a cache entry (frames called with no tensor, such as a helper
+    called on ints, or a list that contains itself)."""
+    from .tracer.variables.torch import is_torch_object
+    for name in code.co_names:
+        value = f_globals.get(name, None) if f_globals is not None else None
+        if value is None:
+            continue
+        if isinstance(value, types.ModuleType):
+            if value is torch or value.__name__.startswith("torch."):
+                return True
+        elif isinstance(value, (torch.Tensor, torch.nn.Module)) or is_torch_object(value):
+            return True
+    roots = list(f_locals.values()) if f_locals else []
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            roots.append(cell.cell_contents)
+        except ValueError:          # an empty cell
+            pass
+    seen = set()
+    todo = roots
+    budget = _SCAN_BUDGET
+    while todo:
+        obj = todo.pop()
+        budget -= 1
+        if budget < 0:
+            return True
+        if isinstance(obj, _NO_TENSOR_TYPES):
+            continue
+        if isinstance(obj, (torch.Tensor, torch.nn.Module)) or (
+                isinstance(obj, type) and issubclass(obj, torch.nn.Module)):
+            return True
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        kind = type(obj)
+        if kind in (tuple, list, set, frozenset):
+            todo.extend(obj)
+        elif kind is dict:
+            todo.extend(list(obj.values()))
+        elif isinstance(obj, tuple) and hasattr(kind, "_fields"):
+            todo.extend(tuple.__iter__(obj))
+        else:
+            try:
+                attrs = object.__getattribute__(obj, "__dict__")
+            except (AttributeError, TypeError):
+                continue
+            if type(attrs) is dict:
+                todo.extend(list(attrs.values()))
+    return False
+
 
 class _Callback:
     """Called by the C hook on a cache miss in COMPILE mode (hook is off).
@@ -83,6 +150,13 @@ class _Callback:
                 self._note(code, f"skipped ({why})")
                 _C.set_skip(code)
                 return None
+        if code not in self.forced_codes and resume.base_code(code) not in self.forced_codes \
+                and not frame_may_use_torch(code, f_locals, f_globals, func):
+            # nothing of torch reachable: no graph to capture; runs eagerly,
+            # looked at again on its next call (other arguments may differ)
+            skipfiles.note(code, "no tensor, module or torch name in its arguments, "
+                                 "globals or closure")
+            return None
         if len(failures) >= config.cache_size_limit:
             self._warn_limit(code, failures, f_locals, f_globals, f_builtins, func)
             return None
@@ -93,6 +167,9 @@ class _Callback:
         if failures:
             record.recompile_reason = describe_failure(failures[0], f_locals, f_globals,
                                                        f_builtins, func)
+            log.info("recompiling %s (%s:%d), entry %d of at most %d: %s", code.co_name,
+                     code.co_filename, code.co_firstlineno, len(failures) + 1,
+                     config.cache_size_limit, record.recompile_reason)
         t0 = time.perf_counter_ns()
         try:
             out = compile_frame(code, f_locals, f_globals, f_builtins, func,
@@ -180,10 +257,15 @@ class _Callback:
         _add_record(record)
         if not failures:
             return
-        warnings.warn(f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
-                      f"config.cache_size_limit={config.cache_size_limit}; running it eagerly "
-                      f"from now on when no compiled entry matches. Last failing guard: {why}",
-                      RuntimeWarning)
+        text = (f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
+                f"config.cache_size_limit={config.cache_size_limit}; running it eagerly "
+                f"from now on when no compiled entry matches. Last failing guard: {why}")
+        warnings.warn(text, RuntimeWarning)
+        if log.hasHandlers():
+            # also a WARNING record for whoever configured logging (the
+            # warning above already reaches stderr: not printed twice when
+            # nobody did)
+            log.warning("%s", text)
 
 
 def describe_failure(failure, f_locals, f_globals, f_builtins, func):

@@ -210,6 +210,7 @@ class OutputGraph:
         self.inputs = {}                        # source name -> TensorVariable
         self.input_objs = {}                    # id(tensor) -> (tensor, TensorVariable)
         self.container_objs = {}                # id(list/dict) -> (object, its variable)
+        self.wrapping = set()                   # ids of containers wrap() is inside (cycles)
         self.input_order = itertools.count()
         self.attr_nodes = {}                    # id(tensor) -> TensorVariable
         self.root = {}                          # GraphModule root: target -> object
@@ -238,6 +239,10 @@ class OutputGraph:
         # (device, dtype, enabled, cache) of the torch.autocast blocks the
         # trace is inside, outermost first: example values run under them
         self.autocast_stack = []
+        # (id(globals dict), name) -> (globals dict, value VT): globals the
+        # trace assigned (STORE_GLOBAL), read back by later loads and written
+        # to the real dict after the graph
+        self.global_stores = {}
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
         # deterministic algorithms, default dtype, autocast, backend flags,
         # inference mode (docs/USER_GUIDE.md, "Global state")
@@ -871,7 +876,10 @@ class PyCodegen:
     def reconstruct(self, var):
         """Leave `var`'s run-time value on the stack."""
         from .tracer.variables import DictVariable, ListVariable, TupleVariable
+        from .tracer.variables.containers import ListIteratorVariable
         from .tracer.variables.misc import NewObjectVariable
+        from .tracer.variables.base import CellVariable
+        from .tracer.variables.functions import NestedFunctionVariable
         temp = self.built.get(id(var))
         if temp is not None:
             self.load_local(temp)
@@ -880,7 +888,8 @@ class PyCodegen:
         # mutable values made by the traced code are built once: every
         # reference (a call's argument, a local passed to a resume
         # function) must be the same object
-        if isinstance(var, (ListVariable, DictVariable, NewObjectVariable)) and var.source is None:
+        if isinstance(var, (ListVariable, DictVariable, NewObjectVariable, CellVariable,
+                            NestedFunctionVariable, ListIteratorVariable)) and var.source is None:
             temp = self.new_temp()
             self.emit("COPY", arg=1)
             self.store_local(temp)

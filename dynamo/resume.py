@@ -41,7 +41,7 @@ def lead_local(code):
     return None
 
 
-def resume_code(code, offset, null_mask, local_names):
+def resume_code(code, offset, null_mask, local_names, iter_locals=()):
     """(code object, name) of the resume function of `code` at `offset`
     for a stack of len(null_mask) values and `local_names`. A mask entry is
     True for a NULL, False for a value passed as is, ITER for an iterator
@@ -50,10 +50,13 @@ def resume_code(code, offset, null_mask, local_names):
     tuple's items are known and guarded, and a `for` loop that broke keeps
     compiling in it. LIST_ITER: a list iterator passed as (list, position);
     the prologue makes a real iterator over that list at that position.
+    Locals named in `iter_locals` are iterators passed the same way as ITER
+    (the tuple of their remaining items; the prologue rebinds each to
+    iter(tuple)), so a loop or next() over one continues in the trace.
     When `lead_local(code)` is among `local_names` it is the first
     argument, before the stack values; the others follow in the order
     given."""
-    key = (code, offset, tuple(null_mask), tuple(local_names))
+    key = (code, offset, tuple(null_mask), tuple(local_names), tuple(iter_locals))
     lead = lead_local(code)
     lead = [lead] if lead in local_names else []
     with _lock:
@@ -66,6 +69,9 @@ def resume_code(code, offset, null_mask, local_names):
     if target is None:
         raise ValueError(f"{code.co_name}: no instruction at offset {offset}")
     head, argnames, k = [], [], 0
+    for local in iter_locals:
+        head += [create_instruction("LOAD_FAST", argval=local), create_instruction("GET_ITER"),
+                 create_instruction("STORE_FAST", argval=local)]
     for is_null in null_mask:
         if is_null is True:
             head.append(create_instruction("PUSH_NULL"))

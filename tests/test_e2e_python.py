@@ -314,9 +314,9 @@ def test_dict_and_set_comprehension_and_genexpr():
         s = {i % 2 for i in range(4)}
         total = sum(v for v in d.values())
         return total * len(s)
-    # BUILD_SET is not traced: a break at the set comprehension's call (the
-    # graph before it; its function rebuilt for the eager call), then the
-    # resume function's graph
+    # the set comprehension breaks (BUILD_SET): f's graph, then the resume
+    # function's (before, the comprehension function could not be rebuilt,
+    # so f ran eagerly and only the dict comprehension's frame compiled)
     check(f, X, frames=2)
 
 

@@ -569,9 +569,8 @@ def test_grad_mode_with_block_containing_break():
     got = dynamo.optimize(cnt)(f)(x)
     exp = f(x)
     assert same(got, exp) and got.requires_grad == exp.requires_grad
-    # x * 2; y + 1 in the resume function (inside the block: its cleanup
-    # handler only restores the mode, so its ops are traced), the block's
-    # exit (the GradModeExit passed in) and y * x in the same graph
+    # x * 2; then y + 1, the block's exit (traced: it restores the grad
+    # mode in the graph) and y * x, all in the resume function's graph
     assert cnt.frame_count == 2 and torch.is_grad_enabled()
 
 

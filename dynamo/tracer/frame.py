@@ -29,7 +29,7 @@ import dis
 
 from ..bytecode import arg_slot_count, create_instruction, live_locals
 from ..exc import Unsupported
-from ..guards import ClosureSource, LocalSource
+from ..guards import ClosureSource, GlobalSource, LocalSource
 from ..output_graph import PyCodegen
 from .. import resume
 from .translator import InstructionTranslatorBase
@@ -116,6 +116,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.break_info = None
         self.resume_codes = []
         self.iter_temps = {}           # stack temporary holding an iterator -> resume mask kind
+        self.iter_local_temps = {}     # iterator local -> temporary holding its remaining items
 
     # ------------------------------------------------------------ driver
     def step(self, inst):
@@ -178,7 +179,8 @@ class InstructionTranslator(InstructionTranslatorBase):
     def compile_graph(self, roots):
         found, seen = [], set()
         mutated = list(self.output.mutated_lists.values()) + \
-            [value for _, value, _ in self.output.attr_stores.values()]
+            [value for _, value, _ in self.output.attr_stores.values()] + \
+            [value for _, value in self.output.global_stores.values()]
         for var in list(roots) + mutated:
             self.collect(var, found, seen)
         info, index, sources = self.output.compile_graph(
@@ -193,7 +195,8 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def write_back_lists(self, cg):
         """Argument lists the trace changed get their final items:
-        `lst[:] = [items]`, objects passed in their stored attributes. Emitted after every other value was rebuilt
+        `lst[:] = [items]`, objects passed in their stored attributes, globals
+        the trace assigned their last value. Emitted after every other value was rebuilt
         (those may be read from the list through its source); stack-neutral."""
         for lst in self.output.mutated_lists.values():
             for item in lst.items:
@@ -209,6 +212,14 @@ class InstructionTranslator(InstructionTranslatorBase):
                 continue
             cg.load_source(owner.source)
             cg.emit("STORE_ATTR", argval=name)
+        for (_, name), (f_globals, value) in self.output.global_stores.items():
+            cg.reconstruct(value)           # the global = value, in its module
+            if f_globals is self.output.frame.f_globals:
+                cg.emit("STORE_GLOBAL", argval=name)
+            else:
+                cg.load_source(GlobalSource(self.output.globals_alias(f_globals)))
+                cg.load_const(name)
+                cg.emit("STORE_SUBSCR")
 
     def live_values(self, index):
         """(name, VT) of the locals live at instruction `index` that have a
@@ -255,7 +266,35 @@ class InstructionTranslator(InstructionTranslatorBase):
                 out.append((name, value))
         return out
 
-    def materialize(self, cg, stack, named, n_resume=None):
+    def iterator_locals(self, stack, named, shared):
+        """{name: tuple VT of its remaining items} for the locals among
+        `named` holding an iterator the trace made whose snapshot is exact
+        (iterator_kind ITER) and that nothing but that local refers to (not
+        on the stack, not inside another value, not a cell): resume
+        functions get the tuple, and their prologue rebinds the local to
+        iter(tuple) (resume_code's iter_locals), so next() on it keeps
+        tracing instead of breaking on an opaque iterator."""
+        reach, seen = [], set()
+        for var in stack:
+            self.collect(var, reach, seen)
+        for _, var in named:
+            for attr in ("items", "obj", "value", "attrs", "closure", "defaults", "kwdefaults"):
+                child = getattr(var, attr, None)
+                for c in (child.values() if isinstance(child, dict) else
+                          child if isinstance(child, list) else [child]):
+                    self.collect(c, reach, seen)
+        counts = {}
+        for _, var in named:
+            counts[id(var)] = counts.get(id(var), 0) + 1
+        out = {}
+        for name, var in named:
+            if (type(var) is ListIteratorVariable and var.source is None and name not in self.cells
+                    and name in self.code.co_varnames and counts[id(var)] == 1
+                    and id(var) not in seen and self.iterator_kind(var, shared) == resume.ITER):
+                out[name] = TupleVariable([] if var.exhausted else var.live_items()[var.index:])
+        return out
+
+    def materialize(self, cg, stack, named, n_resume=None, iter_locals=True):
         """Rebuild `stack` (NULLs skipped) into temporaries and `named`
         locals into their variables; returns the temporaries (None for
         NULLs). Everything is loaded before anything is stored, so sources
@@ -265,12 +304,22 @@ class InstructionTranslator(InstructionTranslatorBase):
         function; default all) are stored as iterator_kind says (the tuple
         of their remaining items; a list iterator as (list, position), so
         the resume function iterates the live list) and their temporaries
-        added to `self.iter_temps`."""
+        added to `self.iter_temps`. With `iter_locals`, iterator locals
+        only that local refers to are also saved as tuples of their
+        remaining items (`self.iter_local_temps`, see iterator_locals)."""
         temps = []
         stores = []
         aliased = {id(v) for _, v in named}
         n_resume = len(stack) if n_resume is None else n_resume
         shared = self.reachable_containers(stack, named)
+        self.iter_local_temps = {}
+        if iter_locals:
+            for name, rest in self.iterator_locals(stack, named, shared).items():
+                rest.reconstruct(cg)
+                # not a registered temporary: delete_temps() (before the
+                # eager group) must leave it for the resume call after it
+                self.iter_local_temps[name] = f"___iterlocal_{next(cg.temps)}"
+                cg.store_local(self.iter_local_temps[name])
         for i, var in enumerate(stack):
             if isinstance(var, NullVariable):
                 temps.append(None)
@@ -344,7 +393,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         """Push NULL and __resume_at_<offset>_<n> for a resume at `target`
         with that stack shape and those locals."""
         base, offset = resume.origin(self.code, target.offset)
-        code, name = resume.resume_code(base, offset, tuple(null_mask), tuple(names))
+        iter_names = tuple(n for n in names if n in self.iter_local_temps)
+        code, name = resume.resume_code(base, offset, tuple(null_mask), tuple(names), iter_names)
         self.resume_codes.append(code)
         if self.code.co_freevars:
             cg.emit("PUSH_NULL")
@@ -378,7 +428,7 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def finish_resume_call(self, cg, names, nargs_on_stack):
         for n in names:
-            cg.load_local(n)
+            cg.load_local(self.iter_local_temps.get(n, n))
         nargs = nargs_on_stack + len(names)
         cg.emit("PRECALL", arg=nargs)
         cg.emit("CALL", arg=nargs)
@@ -404,7 +454,9 @@ class InstructionTranslator(InstructionTranslatorBase):
         else:
             cg.reconstruct(value)
             self.write_back_lists(cg)
-            # torch.set_grad_enabled(b) called (not a `with`) outlives the frame
+            # torch.set_grad_enabled(b) called (not a `with`) outlives the frame;
+            # a resume function that left a grad-mode block it began inside
+            # returns in the mode after the block, not its entry mode
             self.set_run_time_grad_mode(cg)
             cg.emit("RETURN_VALUE")
             self.body = cg.insts
@@ -479,7 +531,9 @@ class InstructionTranslator(InstructionTranslatorBase):
         if self.stack or (self.output.op_count() == 0 and island is None):
             raise err or Unsupported("graph break before a try block")
         cg = self.compile_graph([v for _, v in named])
-        temps = self.materialize(cg, [], named)
+        # an island runs user code on the real locals: iterators stay real
+        temps = self.materialize(cg, [], named, iter_locals=island is None)
+        self.write_back_lists(cg)
         self.set_run_time_grad_mode(cg)
         if island is None:
             self.emit_resume_call(cg, inst, temps, named)
@@ -549,11 +603,13 @@ class InstructionTranslator(InstructionTranslatorBase):
                            for g in group)
         deep, operands = self.stack[:len(self.stack) - npop], self.stack[len(self.stack) - npop:]
         named = self.live_values(j + 1)
-        if last.opname == "CALL" and any(_reads_frame_locals(v) for v in operands[:2]):
+        reads_locals = last.opname == "CALL" and any(_reads_frame_locals(v) for v in operands[:2])
+        if reads_locals:
             named = self.all_values()      # locals()/vars()/dir() see dead locals too
         cg = self.compile_graph([v for _, v in named] + self.stack)
         # the operands run in the eager group: iterators stay real iterators
-        temps = self.materialize(cg, deep + operands, named, n_resume=len(deep))
+        temps = self.materialize(cg, deep + operands, named, n_resume=len(deep),
+                                 iter_locals=not reads_locals)
         deep_temps, operand_temps = temps[:len(deep)], temps[len(deep):]
         # the resume function goes under everything the break leaves behind
         names = [n for n, _ in named]

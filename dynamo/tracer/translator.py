@@ -236,6 +236,10 @@ class InstructionTranslatorBase:
         if inst.arg & 1:
             self.push(NullVariable())
         name = inst.argval
+        stored = self.output.global_stores.get((id(self.f_globals), name))
+        if stored is not None:              # assigned earlier in the trace
+            self.push(stored[1])
+            return
         if name in self.f_globals:
             self.push(wrap(self, self.f_globals[name], self.global_source(name)))
             return
@@ -247,7 +251,12 @@ class InstructionTranslatorBase:
         self.push(wrap(self, builtins_dict[name], self.builtin_source(name)))
 
     def STORE_GLOBAL(self, inst):
-        raise Unsupported(f"assignment to global {inst.argval!r}")
+        # recorded, seen by later LOAD_GLOBALs of the trace, and written to
+        # the real globals dict after the graph (frame.write_back_lists)
+        self.output.global_stores[(id(self.f_globals), inst.argval)] = (self.f_globals, self.pop())
+
+    def DELETE_GLOBAL(self, inst):
+        raise Unsupported(f"deletion of global {inst.argval!r}")
 
     def LOAD_DEREF(self, inst):
         cell = self.cells.get(inst.argval)
@@ -367,8 +376,11 @@ class InstructionTranslatorBase:
         annotations = self.pop() if flags & 0x04 else None
         kwdefaults = self.pop().items if flags & 0x02 else {}
         defaults = self.pop().unpack(self) if flags & 0x01 else []
-        self.push(NestedFunctionVariable(code, self.f_globals, None, defaults, kwdefaults, closure,
-                                         annotations))
+        globals_source = None
+        if self.f_globals is not self.output.frame.f_globals:
+            globals_source = GlobalSource(self.output.globals_alias(self.f_globals))
+        self.push(NestedFunctionVariable(code, self.f_globals, globals_source, defaults, kwdefaults,
+                                         closure, annotations))
 
     # ------------------------------------------------------------ operators
     def BINARY_OP(self, inst):
@@ -596,7 +608,9 @@ class InstructionTranslatorBase:
         inside `with` blocks only if they are all grad-mode blocks."""
         entry = inst.exn_tab_entry
         if not self.with_stack:
-            return entry is None
+            # a resume function that starts inside grad-mode blocks: their
+            # cleanups cover it, recognised by the exits on the stack
+            return entry is None or not self.user_handler_covers(entry)
         _, handler, clean = self.with_stack[-1]
         return clean and entry is not None and entry.target is handler
 

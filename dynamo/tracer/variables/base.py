@@ -295,11 +295,39 @@ def _bind_fields(tx, cls, args, kwargs):
 
 class CellVariable(VariableTracker):
     """A closure cell of traced code: `value` is None while the cell is
-    empty. Cells of the outermost frame's free variables carry a source."""
+    empty. A cell of the compiled frame itself (its cellvars, and its
+    freevars, which carry a source) has `frame_name`; a real cell of a
+    function passed in has `cell` (and a source through that function)."""
 
     def __init__(self, value=None, source=None):
         super().__init__(source)
         self.value = value
+
+    def reconstruct(self, cg):
+        """Push the run-time cell object: the frame's own cell (LOAD_CLOSURE,
+        after storing the value the trace put in it), the real cell of a
+        function passed in (from its source), or a new cell holding the
+        value for a cell made by inlined code (PyCodegen.reconstruct builds
+        it once per codegen, so every closure sharing it shares the new one)."""
+        name = getattr(self, "frame_name", None)
+        if name is not None:
+            if self.value is not None and (self.source is None or getattr(self, "written", False)):
+                cg.reconstruct(self.value)
+                cg.emit("STORE_DEREF", argval=name)
+            cg.emit("LOAD_CLOSURE", argval=name)
+            return
+        if getattr(self, "cell", None) is not None:
+            cg.load_source(self.source.base)
+            return
+        if self.source is not None:
+            raise Unsupported("a closure cell with no run-time counterpart escapes the frame")
+        import types
+        cg.load_const(types.CellType)
+        if self.value is None:
+            cg.call(0)
+        else:
+            cg.reconstruct(self.value)
+            cg.call(1)
 
 
 class FrameCellOwner(VariableTracker):

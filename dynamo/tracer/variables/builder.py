@@ -59,7 +59,21 @@ def _guard(tx, source, kind, *expected):
 
 
 def wrap(tx, value, source):
-    """A VariableTracker for `value` found at `source` (None: no guards)."""
+    """A VariableTracker for `value` found at `source` (None: no guards).
+    A tuple, list or dict that contains itself is Unsupported."""
+    if type(value) in (tuple, list, dict) or isinstance(value, tuple):
+        active = tx.output.wrapping
+        if id(value) in active:
+            raise Unsupported(f"a {type(value).__name__} that contains itself")
+        active.add(id(value))
+        try:
+            return _wrap(tx, value, source)
+        finally:
+            active.discard(id(value))
+    return _wrap(tx, value, source)
+
+
+def _wrap(tx, value, source):
     if isinstance(value, torch.Tensor):
         if source is None:
             raise Unsupported("a tensor the tracer cannot reload at run time (no source)")
@@ -129,6 +143,14 @@ def wrap(tx, value, source):
         if value._mode == 0:
             return SkippedFunctionVariable(value, source)
         return wrap(tx, value._fn, AttrSource(source, "_fn") if source is not None else None)
+    from .torch import GradModeExit, GradModeExitVariable
+    if type(value) is GradModeExit and (value.prev is None or type(value.prev) is bool):
+        _guard(tx, source, TYPE_MATCH, GradModeExit)
+        if source is not None:
+            from ...guards import AttrSource
+            _guard(tx, AttrSource(source, "prev"), ID_MATCH if value.prev is None else EQUALS_MATCH,
+                   value.prev)
+        return GradModeExitVariable(value, source)
     directive = _directive(tx, value, source)
     if directive is not None:
         return directive
@@ -175,10 +197,6 @@ def wrap(tx, value, source):
                                                      "wrapper_descriptor", "ufunc", "cython_function_or_method",
                                                      "method-wrapper", "functools.partial", "partial"):
         return SkippedFunctionVariable(value, source)
-    from .torch import GradModeExit, GradModeExitVariable
-    if type(value) is GradModeExit:
-        _guard(tx, source, ID_MATCH, value)
-        return GradModeExitVariable(value, source)
     if is_typing_alias(value):
         _guard(tx, source, ID_MATCH, value)
         return TypingAliasVariable(value, source)

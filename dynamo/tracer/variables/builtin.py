@@ -59,26 +59,31 @@ _DUNDERS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
 
 
 def _user_dunder(tx, fn, a, b):
-    """a <fn> b where an operand is an object made by the traced code:
-    its __op__ / __rop__ (or __iop__) inlined, Python's dispatch order."""
-    from .misc import NewObjectVariable
+    """a <fn> b where an operand is an instance of a user class (made by
+    the traced code or passed in, its type guarded): its __op__ / __rop__
+    (or __iop__) inlined, Python's dispatch order."""
     base = _INPLACE_TO_BINARY.get(fn, fn)
     name = _DUNDERS.get(base)
     if name is None:
         return None
     tries = []
-    if fn in _INPLACE_TO_BINARY and isinstance(a, NewObjectVariable):
+    if fn in _INPLACE_TO_BINARY and _is_user_object(a):
         tries.append((a, f"__i{name}__", b))
-    if isinstance(a, NewObjectVariable):
+    if _is_user_object(a):
         tries.append((a, f"__{name}__", b))
-    if isinstance(b, NewObjectVariable):
+    if _is_user_object(b):
         tries.append((b, f"__r{name}__", a))
     for obj, method, other in tries:
-        if hasattr(obj.cls, method):
+        if hasattr(obj.python_type(), method):
             result = obj.call_method(tx, method, [other], {})
             if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
                 return result
     return None
+
+
+def _is_user_object(var):
+    from .misc import NewObjectVariable, UserDefinedObjectVariable
+    return isinstance(var, (NewObjectVariable, UserDefinedObjectVariable))
 
 
 def binary_op(tx, fn, a, b):
@@ -90,8 +95,7 @@ def binary_op(tx, fn, a, b):
         # `n += t` for a Python number n: numbers have no in-place methods,
         # so Python computes n + t (t.__radd__) and rebinds n
         fn = _INPLACE_TO_BINARY[fn]
-    from .misc import NewObjectVariable
-    if isinstance(a, NewObjectVariable) or isinstance(b, NewObjectVariable):
+    if _is_user_object(a) or _is_user_object(b):
         result = _user_dunder(tx, fn, a, b)
         if result is not None:
             return result
@@ -312,7 +316,36 @@ def call_operator(tx, fn, args, kwargs):
     raise Unsupported(f"operator.{fn.__name__}")
 
 
+def _typing_value(var):
+    """The real value of `var` when it is a type expression operand (a
+    constant, a class, a typing construct, a tuple of those), else raises
+    Unsupported."""
+    from .base import ClassVariable, OpaqueVariable
+    if isinstance(var, ConstantVariable):
+        return var.value
+    if isinstance(var, ClassVariable):
+        return var.value
+    if isinstance(var, BuiltinVariable) and isinstance(var.fn, type):
+        return var.fn
+    if isinstance(var, OpaqueVariable) and _is_typing_object(var.value):
+        return var.value
+    if isinstance(var, TupleVariable):
+        return tuple(_typing_value(v) for v in var.items)
+    raise Unsupported(f"type expression operand {var}")
+
+
+def _is_typing_object(value):
+    import types
+    return isinstance(value, types.GenericAlias) or type(value).__module__ == "typing"
+
+
 def getitem(tx, obj, key):
+    from .base import ClassVariable, OpaqueVariable
+    if (isinstance(obj, OpaqueVariable) and _is_typing_object(obj.value)) or (
+            isinstance(obj, ClassVariable) and obj.value in (list, dict, tuple, set, type)):
+        # List[Variable], list[int], Optional["T"]: a type expression (an
+        # annotation), pure; evaluated now, kept as an opaque value
+        return OpaqueVariable(obj.value[_typing_value(key)])
     if isinstance(obj, TensorVariable):
         return tx.output.call_function(tx, operator.getitem, [obj, key], {})
     if isinstance(key, TensorVariable):

@@ -130,15 +130,19 @@ class ListVariable(BaseListVariable):
     def check_mutable(self, tx=None):
         """A list made by the traced code may change freely. A list passed
         in as an argument (a local of the frame, so every read of it in the
-        trace is this one VT), or an argument's attribute, may too: the generated code writes its final
-        items back (OutputGraph.mutated_lists). Any other list: Unsupported."""
+        trace is this one VT), an argument's attribute, or bound to a global
+        (OutputGraph.known_container) may too: the generated code writes its
+        final items back (OutputGraph.mutated_lists). Any other list: Unsupported."""
         if self.source is None:
             return
-        from ...guards import AttrSource, LocalSource
+        from ...guards import AttrSource, GlobalSource, ItemSource, LocalSource
         src = self.source
         if isinstance(src, AttrSource):     # an argument's attribute (a cache's key list):
             src = src.base                  # reloaded through it, written back the same way
-        if tx is None or not isinstance(src, LocalSource):
+        is_global = isinstance(src, GlobalSource) or (
+            isinstance(src, ItemSource) and isinstance(src.base, GlobalSource)
+            and src.base.global_name.startswith("___globals_"))
+        if tx is None or not (isinstance(src, LocalSource) or is_global):
             raise Unsupported("mutation of a list passed into the compiled frame")
         tx.output.mutated_lists[id(self)] = self
 

@@ -137,10 +137,16 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
         return super().var_getattr(tx, name)
 
     def reconstruct(self, cg):
-        """MAKE_FUNCTION again in the rewritten code, on the same cells:
-        the frame's own cells (values traced into them stored first), the
-        real cells of functions passed in, and, for cells made by inlined
-        code, one new cell per codegen shared by every function using it."""
+        """The function again, in the rewritten code, over the same cells
+        (CellVariable.reconstruct: the frame's own cells with the values
+        traced into them, the real cells of functions passed in, one new
+        cell per codegen for cells made by inlined code): MAKE_FUNCTION for a
+        function of the compiled frame's module; for another module's,
+        types.FunctionType over that module's globals (keyword-only
+        defaults and annotations are not rebuilt there)."""
+        if self.globals_source is not None:
+            self._reconstruct_foreign(cg)
+            return
         if self.f_globals is not getattr(cg, "f_globals", None):
             raise Unsupported(f"cannot rebuild nested function {self.code.co_name} of another module")
         flags = 0
@@ -160,43 +166,36 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
             flags |= 0x04
         if self.closure:
             for cell in self.closure:
-                _load_cell(cg, cell)
+                cg.reconstruct(cell)
             cg.emit("BUILD_TUPLE", arg=len(self.closure))
             flags |= 0x08
         cg.load_const(self.code)
         cg.emit("MAKE_FUNCTION", arg=flags)
 
+    def _reconstruct_foreign(self, cg):
+        if self.kwdefaults:
+            raise Unsupported(f"cannot rebuild nested function {self.code.co_name} "
+                              "of another module with keyword-only defaults")
+        cg.load_const(types.FunctionType)
+        cg.load_const(self.code)
+        cg.load_source(self.globals_source)
+        cg.load_const(self.code.co_name)
+        if self.defaults:
+            for v in self.defaults:
+                cg.reconstruct(v)
+            cg.emit("BUILD_TUPLE", arg=len(self.defaults))
+        else:
+            cg.load_const(None)
+        if self.closure:
+            for cell in self.closure:
+                cg.reconstruct(cell)
+            cg.emit("BUILD_TUPLE", arg=len(self.closure))
+        else:
+            cg.load_const(None)
+        cg.call(5)
+
     def __repr__(self):
         return f"NestedFunctionVariable({self.code.co_name})"
-
-
-def _load_cell(cg, cell):
-    """Push the run-time cell object behind CellVariable `cell`."""
-    name = getattr(cell, "frame_name", None)
-    if name is not None:                       # a cell of the compiled frame itself
-        if cell.value is not None and (cell.source is None or getattr(cell, "written", False)):
-            cg.reconstruct(cell.value)
-            cg.emit("STORE_DEREF", argval=name)
-        cg.emit("LOAD_CLOSURE", argval=name)
-        return
-    if getattr(cell, "cell", None) is not None:    # a real cell of a function passed in
-        cg.load_source(cell.source.base)
-        return
-    temp = cg.built.get(id(cell))
-    if temp is not None:
-        cg.load_local(temp)
-        return
-    cg.load_const(types.CellType)
-    if cell.value is None:
-        cg.call(0)
-    else:
-        cg.reconstruct(cell.value)
-        cg.call(1)
-    temp = cg.new_temp()
-    cg.emit("COPY", arg=1)
-    cg.store_local(temp)
-    cg.built[id(cell)] = temp
-    cg.keep.append(cell)
 
 
 class UserMethodVariable(BaseUserFunctionVariable):

@@ -437,9 +437,11 @@ class GradModeExit:
 
 class GradModeExitVariable(VariableTracker):
     """A GradModeExit met as a frame value: the exit of a grad-mode (or
-    profiler) block that a resume function starts inside. Calling it, at
-    the block's end, restores the grad mode in the graph as the block's
-    own exit would."""
+    profiler) block that a resume function starts inside (the break cut
+    the block). Calling it, at the block's end, restores the grad mode in
+    the graph as the block's own exit would. `value` is the object (the
+    try-region check recognises grad-mode blocks by it); its type and
+    `prev` are guarded (variables/builder.py)."""
 
     def __init__(self, value, source=None):
         super().__init__(source)

@@ -1,0 +1,384 @@
+"""Behaviours code written for TorchDynamo relies on (frame filtering, state
+carried across breaks, recompile reporting), each checked by counting
+compile records, frames, graphs and ops."""
+import logging
+
+import pytest
+import torch
+
+import dynamo
+from dynamo import config, records
+from dynamo.testing import CompileCounter, same, unsupported
+
+
+def _compiled_names():
+    return [r.name for r in records.all_records()]
+
+
+# ------------------------------------------------ frames with no torch work
+
+def add_plain(a, b):
+    return a + b
+
+
+def identity(x):
+    return x
+
+
+def test_frame_without_tensors_is_not_compiled_inside_a_block():
+    cnt = CompileCounter()
+    with dynamo.optimize(cnt):
+        assert add_plain(2, 3) == 5
+        assert add_plain(torch.ones(2), 1).tolist() == [2.0, 2.0]
+    # the int call made no compile record and no cache entry; the tensor call did
+    assert _compiled_names().count("add_plain") == 1
+    assert len(dynamo._C.cache_entries(add_plain.__code__)) == 1
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)
+
+
+def test_list_containing_itself_is_skipped_not_a_recursion_error():
+    x = []
+    x.append(x)
+    cnt = CompileCounter()
+    with dynamo.optimize(cnt, nopython=True):
+        assert identity(x) is x
+    assert cnt.frame_count == 0
+    assert "identity" not in _compiled_names()
+
+
+def test_list_subclass_is_not_iterated_by_the_filter():
+    class Strict(list):
+        def __iter__(self):
+            raise AssertionError("iterated")
+
+        def __len__(self):
+            raise AssertionError("len() taken")
+
+    def first_two(x):
+        return x[0] + x[1]
+
+    x = Strict()
+    list.append(x, torch.ones(2))
+    list.append(x, torch.ones(2))
+    cnt = CompileCounter()
+    with dynamo.optimize(cnt, nopython=True):
+        assert first_two(x).tolist() == [2.0, 2.0]
+    assert cnt.frame_count == 0 and "first_two" not in _compiled_names()
+
+
+def test_tensor_found_in_nested_containers_objects_and_closures():
+    class Box:
+        def __init__(self, t):
+            self.t = t
+
+    c = torch.ones(2)
+
+    def from_closure(n):
+        return c + n
+
+    def from_box(d):
+        return d["k"][0].t + 1
+
+    cnt = CompileCounter()
+    with dynamo.optimize(cnt):
+        from_closure(1)
+        from_box({"k": (Box(torch.ones(2)),)})
+    assert cnt.frame_count == 2
+    assert {"from_closure", "from_box"} <= set(_compiled_names())
+
+
+def test_function_handed_to_optimize_is_compiled_even_without_tensors():
+    cnt = CompileCounter()
+    fn = dynamo.optimize(cnt)(add_plain)
+    assert fn(2, 3) == 5
+    assert _compiled_names() == ["add_plain"]
+    assert cnt.frame_count == 0
+
+
+def test_self_containing_list_with_a_tensor_is_unsupported_not_recursion():
+    def fn(x, lst):
+        return x + lst[0]
+
+    lst = [torch.ones(1)]
+    lst.append(lst)
+    with pytest.raises(dynamo.exc.Unsupported, match="contains itself"):
+        dynamo.optimize_assert(CompileCounter())(fn)(torch.ones(2), lst)
+
+
+# ------------------------------------------------ globals, closures, dunders
+
+counter = 0
+tape = []
+
+
+def bump():
+    global counter
+    counter += 1
+    return counter
+
+
+def test_global_assignment_is_traced_and_written_back():
+    global counter
+
+    def fn(x):
+        a = bump()
+        b = bump()          # reads the value the trace assigned
+        return x * a + b
+
+    counter = 0
+    cnt = CompileCounter()
+    out = dynamo.optimize(cnt)(fn)(torch.ones(2))
+    assert out.tolist() == [3.0, 3.0] and counter == 2
+    # one graph, no break; the int is specialized: counter == 2 now recompiles
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+    assert [r.break_reasons for r in records.all_records()] == [[]]
+    counter = 0
+    dynamo.optimize(cnt)(fn)(torch.ones(2))
+    assert counter == 2 and cnt.frame_count == 1       # a hit: same guards
+
+
+def test_global_list_mutation_is_written_back():
+    def fn(x):
+        tape.clear()
+        tape.append(x + 1)
+        tape.append("tag")
+        return x * 2
+
+    tape[:] = ["old"]
+    cnt = CompileCounter()
+    out = dynamo.optimize(cnt)(fn)(torch.ones(2))
+    assert out.tolist() == [2.0, 2.0]
+    assert tape[0].tolist() == [2.0, 2.0] and tape[1] == "tag" and len(tape) == 2
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+def make_scaler(t, k):
+    def scale(v: "list[torch.Tensor]") -> torch.Tensor:    # annotations are evaluated
+        return v * k + t
+    return scale
+
+
+def test_closure_escaping_the_frame_is_rebuilt_with_shared_cells():
+    from typing import List
+
+    def fn(x):
+        def get() -> List[int]:
+            return box[0]
+
+        def put(v):
+            box[0] = v
+        box = None
+        tape.clear()
+        f = make_scaler(x + 1, 3)
+        tape.append(f)
+        tape.append(get)
+        tape.append(put)
+        return f(x)
+
+    box = None      # noqa: F841
+    cnt = CompileCounter()
+    with pytest.raises(dynamo.exc.Unsupported, match="compiled frame escapes"):
+        # get/put close over fn's own variable `box`: its real cell lives
+        # in the frame, a copy would split it
+        dynamo.optimize_assert(cnt)(fn)(torch.ones(2))
+
+    def fn2(x):
+        tape.clear()
+        f = make_scaler(x + 1, 3)
+        tape.append(f)
+        return f(x)
+
+    dynamo.reset()
+    cnt = CompileCounter()
+    out = dynamo.optimize_assert(cnt)(fn2)(torch.ones(2))
+    assert out.tolist() == [5.0, 5.0]
+    (f,) = tape
+    assert f.__name__ == "scale" and f.__code__ is make_scaler(0, 0).__code__
+    cells = dict(zip(f.__code__.co_freevars, (c.cell_contents for c in f.__closure__)))
+    assert cells["k"] == 3
+    assert f(torch.zeros(2)).tolist() == [2.0, 2.0]     # t = x + 1 came out of the graph
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)
+
+
+def make_box(v):
+    def get():
+        return v
+
+    def put(n):
+        nonlocal v
+        v = n
+    return get, put
+
+
+def test_two_closures_over_one_cell_still_share_it():
+    def fn(x):
+        tape.clear()
+        get, put = make_box(x * 2)
+        tape.append(get)
+        tape.append(put)
+        return x + 1
+
+    cnt = CompileCounter()
+    dynamo.optimize_assert(cnt)(fn)(torch.ones(2))
+    get, put = tape
+    assert get().tolist() == [2.0, 2.0]
+    assert get.__closure__[0] is put.__closure__[0]
+    put(7)
+    assert get() == 7
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+class Num:
+    def __init__(self, t):
+        self.t = t
+
+    def __add__(self, other):
+        return Num(self.t + other.t)
+
+    def __mul__(self, other):
+        return Num(self.t * other)
+
+
+def test_dunder_of_a_passed_in_user_object_is_inlined():
+    def fn(a, b):
+        return (a + b) * 2
+
+    cnt = CompileCounter()
+    out = dynamo.optimize_assert(cnt)(fn)(Num(torch.ones(2)), Num(torch.ones(2)))
+    assert out.t.tolist() == [4.0, 4.0]
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+# ------------------------------------------------ iterators across a break
+
+def test_tuple_iterator_local_keeps_tracing_after_a_break():
+    def fn(x):
+        it = iter(tuple(range(10)))
+        x = x + next(it)
+        x = unsupported(x, x)
+        x = x + next(it)
+        x = x + next(it)
+        return x, it
+
+    v = torch.ones(3)
+    expected, eit = fn(v)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    for _ in range(2):
+        got, git = opt(v)
+        assert got.tolist() == expected.tolist()
+        assert list(git) == [3, 4, 5, 6, 7, 8, 9]
+    # before: the resume function saw an opaque iterator and broke at each next()
+    assert (cnt.frame_count, cnt.op_count) == (2, 3)
+    assert [len(r.break_reasons) for r in records.all_records()] == [1, 0]
+
+
+def test_iterator_also_held_elsewhere_stays_the_real_object():
+    def fn(x):
+        it = iter((1, 2, 3, 4))
+        keep = [it]
+        x = x + next(it)
+        x = unsupported(x, x)
+        x = x + next(it)
+        return x, keep
+
+    v = torch.ones(2)
+    cnt = CompileCounter()
+    got, keep = dynamo.optimize(cnt)(fn)(v)
+    assert got.tolist() == fn(v)[0].tolist()
+    assert list(keep[0]) == [3, 4]          # the one iterator, advanced by both nexts
+
+
+def test_global_assignment_written_back_before_a_try_block():
+    def fn(x):
+        global counter
+        counter = counter + 1
+        x = x + 1
+        try:
+            y = x * 2
+        except RuntimeError:
+            y = x
+        return y
+
+    global counter
+    counter = 0
+    cnt = CompileCounter()
+    assert dynamo.optimize(cnt)(fn)(torch.ones(2)).tolist() == [4.0, 4.0]
+    assert counter == 1
+    assert cnt.frame_count >= 1
+
+
+# ------------------------------------------------ grad-mode blocks across a break
+
+def test_resume_function_leaves_a_no_grad_block_in_its_graph():
+    def fn(a, b):
+        x = a + b
+        with torch.no_grad():
+            x = x + 1
+            x.sum().tolist()        # graph break inside the block
+            x = x + 2
+        x = x + 3
+        return x
+
+    a = torch.ones(3, requires_grad=True)
+    b = torch.ones(3)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    for _ in range(2):
+        out = opt(a, b)
+        assert torch.is_grad_enabled()          # the block's exit ran, mode restored
+        assert out.tolist() == [8.0] * 3 and not out.requires_grad
+    # before: the resume function broke again at the block's __exit__ (3 graphs)
+    assert cnt.frame_count == 2
+    names = [r.name for r in records.all_records()]
+    assert len(names) == 2 and all(not r.break_reasons for r in records.all_records()[1:])
+    targets = [n.target for n in cnt.graphs[1].graph.nodes if n.op == "call_function"]
+    assert torch._C._set_grad_enabled in targets
+
+
+def test_second_break_inside_a_no_grad_block_in_a_resume_function():
+    def fn(a, b):
+        x = a + b
+        with torch.no_grad():
+            x = x + 1
+            x.sum().tolist()        # break in fn
+            x = x * 2
+            x.sum().tolist()        # break in the resume function, still in the block
+            y = x + 3
+        return y + a
+
+    a = torch.ones(3, requires_grad=True)
+    b = torch.ones(3)
+    expected = fn(a, b)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    for _ in range(2):
+        out = opt(a, b)
+        assert torch.is_grad_enabled()
+        assert out.tolist() == expected.tolist() and out.requires_grad
+    # before: the second break could not cut the block, so the whole first
+    # resume function ran eagerly (2 graphs, the middle part uncompiled)
+    assert cnt.frame_count == 3
+    assert all(r.status == "ok" for r in records.all_records())
+
+
+# ------------------------------------------------ recompile reporting
+
+def test_cache_limit_hit_logs_one_warning_record_with_the_failing_guard(caplog):
+    def model(x):
+        return x + x
+
+    config.cache_size_limit = 2
+    cnt = CompileCounter()
+    with caplog.at_level(logging.INFO, logger="dynamo"), pytest.warns(RuntimeWarning):
+        for n in range(2, 8):
+            dynamo.optimize(cnt)(model)(torch.randn(n, 3))
+    assert cnt.frame_count == 2
+    warns = [r for r in caplog.records if r.name == "dynamo" and r.levelno >= logging.WARNING]
+    assert len(warns) == 1
+    msg = warns[0].getMessage()
+    assert "model" in msg and "cache_size_limit=2" in msg
+    assert "L['x'].size()[0]: expected 3, actual 4" in msg
+    # the one recompile below the limit was logged with its reason
+    recompiles = [r.getMessage() for r in caplog.records if r.getMessage().startswith("recompiling")]
+    assert len(recompiles) == 1 and "L['x'].size()[0]: expected 2, actual 3" in recompiles[0]
