@@ -159,6 +159,7 @@ class _Callback:
             return None
         if len(failures) >= config.cache_size_limit:
             self._warn_limit(code, failures, f_locals, f_globals, f_builtins, func)
+            _eager_warned.add(code)     # the cache-limit warning said why it runs eagerly
             return None
         from .convert_frame import compile_frame
         from . import debug
