@@ -11,7 +11,8 @@ from typing import Dict, FrozenSet, List, Optional, Set
 from .instruction import (HAVE_ARGUMENT, JUMP_OPS, TERMINATORS,
                           UNCONDITIONAL_JUMPS, Instruction)
 
-READ_OPS = frozenset({"LOAD_FAST", "DELETE_FAST"})   # DELETE needs it bound
+READ_OPS = frozenset({"LOAD_FAST", "DELETE_FAST",   # DELETE needs it bound
+                      "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"})   # 3.12
 WRITE_OPS = frozenset({"STORE_FAST", "DELETE_FAST"})
 CELL_READ_OPS = frozenset({"LOAD_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF",
                            "DELETE_DEREF"})

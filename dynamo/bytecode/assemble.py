@@ -14,8 +14,9 @@ from .analysis import max_stack_depth
 from .exntable import RawExnEntry, exntable_encode
 from .instruction import (BACKWARD_JUMPS, CONST_OPS, FREE_OPS,
                           HAVE_ARGUMENT, JUMP_OPS, JUMP_TWIN, LOCAL_OPS,
-                          NAME_OPS, Instruction, binary_op_arg,
-                          cache_entries, create_instruction)
+                          LINETABLE_MERGES, NAME_FLAG_BITS, NAME_OPS, Instruction,
+                          binary_op_arg, cache_entries, compare_op_arg,
+                          create_instruction)
 from .linetable import NO_LOCATION, linetable_encode
 
 _EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
@@ -23,9 +24,8 @@ _CO_VARARGS = 0x04
 _CO_VARKEYWORDS = 0x08
 _CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x200   # generator, coroutine, async gen
 _MAX_LAYOUT_ROUNDS = 16
-# jump offsets below are relative to the end of the jump itself; that is
-# only right while no 3.11 jump carries inline caches
-assert not any(cache_entries(op) for op in JUMP_OPS)
+# jump offsets are relative to the end of the jump with its inline caches
+# (3.12's FOR_ITER and SEND carry one)
 
 
 # ---------------------------------------------------------------- tables
@@ -93,8 +93,9 @@ def _plain_arg(inst: Instruction, consts, names, varnames,
     op = inst.opname
     if op in CONST_OPS:
         return consts.get(inst.argval)
-    if op == "LOAD_GLOBAL":
-        return (names.get(inst.argval) << 1) | ((inst.arg or 0) & 1)
+    if op in NAME_FLAG_BITS:             # name index << bits | flags
+        bits = NAME_FLAG_BITS[op]
+        return (names.get(inst.argval) << bits) | ((inst.arg or 0) & ((1 << bits) - 1))
     if op in NAME_OPS:
         return names.get(inst.argval)
     if op in LOCAL_OPS:
@@ -104,7 +105,7 @@ def _plain_arg(inst: Instruction, consts, names, varnames,
             raise ValueError(f"{op} {inst.argval!r}: not a cell or free var")
         return localsplus[inst.argval]
     if op == "COMPARE_OP" and isinstance(inst.argval, str):
-        return dis.cmp_op.index(inst.argval)
+        return compare_op_arg(inst.argval, inst.arg)
     if op == "BINARY_OP" and inst.arg is None:
         return binary_op_arg(inst.argval)
     if inst.opcode < HAVE_ARGUMENT:
@@ -153,7 +154,7 @@ def _layout(insts, args, opnames, targets):
         for i, t in enumerate(targets):
             if t is None:
                 continue
-            after = starts[i] + 2 * ext[i] + 2          # the jump's own end
+            after = starts[i] + 2 * (ext[i] + 1 + caches[i])    # the jump's own end
             delta = starts[t] - after if t > i else after - starts[t]
             args[i] = delta // 2
             new_ext[i] = _ext_count(args[i])
@@ -274,7 +275,7 @@ def assemble(instructions: List[Instruction], code_template: types.CodeType,
         co_nlocals=len(varnames.items),
         # jump twins have the same stack effect: analyse the inputs
         co_stacksize=max_stack_depth(instructions),
-        co_linetable=linetable_encode(firstlineno, spans),
+        co_linetable=linetable_encode(firstlineno, spans, LINETABLE_MERGES),
         co_exceptiontable=exntable_encode(
             _exception_rows(instructions, starts, index)),
     )

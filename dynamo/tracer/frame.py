@@ -27,7 +27,7 @@ Non-grad-mode `with` blocks are Unsupported for the whole frame.
 import dataclasses
 import dis
 
-from ..bytecode import arg_slot_count, create_instruction, live_locals
+from ..bytecode import COND_JUMP, arg_slot_count, create_instruction, live_locals
 from ..exc import Unsupported
 from ..guards import ClosureSource, LocalSource
 from ..output_graph import PyCodegen
@@ -53,11 +53,15 @@ _BREAK_POPS = {
     "UNPACK_SEQUENCE": lambda arg: 1, "BUILD_STRING": lambda arg: arg,
     "FORMAT_VALUE": lambda arg: 1 + bool(arg & 0x04),
     "IMPORT_NAME": lambda arg: 2, "STORE_DEREF": lambda arg: 1,
+    # 3.12
+    "BINARY_SLICE": lambda arg: 3, "STORE_SLICE": lambda arg: 4,
+    "LOAD_SUPER_ATTR": lambda arg: 3, "CALL_INTRINSIC_1": lambda arg: 1,
 }
 
 _JUMPS_KEEP_ON_TAKEN = {"JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"}
 _TENSOR_JUMPS = {"POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
                  "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE",
+                 "POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE",
                  "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"}
 
 
@@ -133,7 +137,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             if start is None or not self.can_break_at(inst):
                 if not e.user_stack:
                     e.add_user_stack(self.user_stack())
-                if self.in_try_region() and self.safe_point:
+                if (self.in_try_region() or self.in_comprehension()) and self.safe_point:
                     # the try cannot be cut: the graph so far ends before
                     # the statement, which runs eagerly (break_before_instruction)
                     raise RestartAnalysis(self.safe_point[0], e, before=True) from None
@@ -368,8 +372,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         for n in names:
             cg.load_local(n)
         nargs = nargs_on_stack + len(names)
-        cg.emit("PRECALL", arg=nargs)
-        cg.emit("CALL", arg=nargs)
+        cg.emit_call(nargs)
         cg.emit("RETURN_VALUE")
 
     def set_run_time_grad_mode(self, cg):
@@ -437,7 +440,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.set_run_time_grad_mode(cg)
         jump_name = inst.opname
         if keep:      # the cond was saved: a popping jump suffices
-            jump_name = "POP_JUMP_FORWARD_IF_TRUE" if "TRUE" in inst.opname else "POP_JUMP_FORWARD_IF_FALSE"
+            jump_name = COND_JUMP["TRUE" if "TRUE" in inst.opname else "FALSE"]
         label = create_instruction("NOP")
         cg.append(create_instruction(jump_name, target=label))
         self.emit_resume_call(cg, self.instructions[fall], temps, [kv for kv in named if kv in live_fall])
@@ -565,8 +568,8 @@ class InstructionTranslator(InstructionTranslatorBase):
 
 
 
-_TERMINATORS = {"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD", "JUMP_BACKWARD",
-                "JUMP_BACKWARD_NO_INTERRUPT"}
+_TERMINATORS = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD",
+                "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
 _DEL_OPS = {"DELETE_FAST", "DELETE_DEREF"}
 _STORE_OPS = {"STORE_FAST", "STORE_DEREF"}
 

@@ -158,8 +158,7 @@ class ModelOutputVariable(VariableTracker):
             cg.reconstruct(self.items[k])
         cg.load_const(tuple(keys))
         cg.emit("BUILD_CONST_KEY_MAP", arg=len(keys))
-        cg.emit("PRECALL", arg=2)
-        cg.emit("CALL", arg=2)
+        cg.emit_call(2)
 
     def __repr__(self):
         return f"ModelOutputVariable({self.cls.__name__}, keys={self.keys()})"
