@@ -223,6 +223,19 @@ clear_shadow(_PyInterpreterFrame *sf)
     dyn_frame_drop_specials(sf);
 }
 
+/* The frame the interpreter handed the hook, which the hook answered
+ * without evaluating it (a shadow frame or a direct call ran instead, or
+ * the callback raised).  3.12+ hands the evaluator the job of clearing and
+ * popping it; 3.11's caller does that itself. */
+static void
+release_unevaluated(PyThreadState *tstate, _PyInterpreterFrame *frame)
+{
+    if (!DYN_EVAL_POPS_FRAME)
+        return;
+    clear_shadow(frame);
+    dyn_frame_pop(tstate, frame);
+}
+
 /* Run `code` in a new frame of func (globals, builtins: the frame's) whose
  * argument slots are argv[0 .. arg_count(code)) (borrowed; NULL items
  * allowed).  Returns the result, NULL with the code's exception, or NULL
@@ -675,6 +688,7 @@ looked_up:
     if (hit != NULL && runs_direct(hit, tstate)) {
         PyObject *result = run_direct(tstate, hit, frame->localsplus);
         cache_entry_decref(hit);
+        release_unevaluated(tstate, frame);
         return result;
     }
     if (hit != NULL) {
@@ -685,8 +699,10 @@ looked_up:
         MissSeen seen = {.cache = cache, .head = cache != NULL ? cache->entries : NULL,
                          .generation = cache_generation};
         todo = compile_miss(st, frame, &gf, failures, &seen);
-        if (todo == NULL)                       /* the callback raised */
+        if (todo == NULL) {                     /* the callback raised */
+            release_unevaluated(tstate, frame);
             return NULL;
+        }
     }
     else
         todo = Py_NewRef(Py_None);
@@ -698,8 +714,10 @@ looked_up:
     PyObject *result = run_shadow(tstate, dyn_frame_func(frame), frame->f_globals, frame->f_builtins,
                                   frame->localsplus, (PyCodeObject *)todo, &internal);
     Py_DECREF(todo);
-    if (!internal)
+    if (!internal) {
+        release_unevaluated(tstate, frame);
         return result;
+    }
 
 internal:
     PyErr_WriteUnraisable((PyObject *)code);

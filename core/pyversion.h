@@ -235,6 +235,32 @@ dyn_push_chunk(PyThreadState *tstate, size_t size)
 }
 #endif
 
+/* Pop frame f, the top of the thread's data stack, as CPython's
+ * _PyThreadState_PopFrame does (a chunk it starts is freed).  3.12+ only:
+ * 3.11 frames are popped by their owner's own code. */
+static inline void
+dyn_frame_pop(PyThreadState *tstate, _PyInterpreterFrame *f)
+{
+#if DYN_PY312
+    PyObject **base = (PyObject **)f;
+    _PyStackChunk *chunk = tstate->datastack_chunk;
+    if (base == &chunk->data[0]) {              /* first frame of its chunk */
+        _PyStackChunk *previous = chunk->previous;
+        PyObjectArenaAllocator arena;
+        PyObject_GetArenaAllocator(&arena);
+        tstate->datastack_top = &previous->data[previous->top];
+        tstate->datastack_chunk = previous;
+        tstate->datastack_limit = (PyObject **)((char *)previous + previous->size);
+        arena.free(arena.ctx, chunk, chunk->size);
+    }
+    else
+        tstate->datastack_top = base;
+#else
+    (void)tstate;
+    (void)f;
+#endif
+}
+
 /* Room for a frame of `size` words.  3.11: on the data stack when it fits,
  * else malloc'd (*heap set; the caller frees).  3.12+: always on the data
  * stack (the evaluator pops it), in a new chunk when needed.  NULL with

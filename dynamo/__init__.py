@@ -32,6 +32,11 @@ def _refuse_unsupported_python():
 
 _refuse_unsupported_python()
 
+# torch first: dynamo._C links libtorch_python, whose initialisation must
+# follow torch._C's (loading it first crashes torch 2.11's import when numpy
+# was imported before: seen on CPython 3.12 + torch 2.11 CUDA).
+import torch  # noqa: E402,F401
+
 def _load_extension_override():
     """Tests run the package against another build of the extension (e.g.
     the AddressSanitizer one from `make asan`) named by DYNAMO_C_PATH."""
