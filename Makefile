@@ -31,7 +31,7 @@ PREFIX   ?= /usr/local
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 DEBIAN_PKGS := libncurses-dev libelf-dev libgraphviz-dev graphviz tmux
 
-.PHONY: all ext deps venv test test-py test-matrix demo bench bench-models clean install asan fuzz
+.PHONY: all ext deps venv test test-matrix demo bench bench-models clean install asan fuzz
 
 # Per-layer fragments (inspect/, tui/, viz/) add to EXT_SRC, EXT_HDR, TOOLS,
 # INSTALL_BINS and define their own rules.
@@ -106,13 +106,10 @@ $(ASAN_TMETA_OBJ): guards/tmeta.cpp guards/tmeta.h $(STAMP)
 test: deps all asan $(MODELS_STAMP)
 	$(VPY) -m pytest -q tests
 
-# The suite on every CPython listed in PYTHONS that is installed (CI: 3.11
-# and 3.12), each with its own venv and extension.
-PYTHONS ?= python3.11 python3.12
+# The suite once per CPython of the CI matrix (3.11 and 3.12), each with its
+# own venv and extension; .ci/run finds the interpreters.
 test-matrix:
-	@set -e; for p in $(PYTHONS); do \
-	  if command -v $$p >/dev/null; then echo "== make test PYTHON=$$p"; $(MAKE) test PYTHON=$$p; \
-	  else echo "== $$p: not installed, skipped"; fi; done
+	.ci/run
 
 # Differential fuzzer (tests/fuzz/fuzz.py): N random programs from seed SEED,
 # eager vs compiled; minimized reproducers in build/fuzz-failures/.

@@ -16,7 +16,7 @@ from .instruction import (BACKWARD_JUMPS, CONST_OPS, FREE_OPS,
                           HAVE_ARGUMENT, JUMP_OPS, JUMP_TWIN, LOCAL_OPS,
                           LINETABLE_MERGES, NAME_FLAG_BITS, NAME_OPS, Instruction,
                           binary_op_arg, cache_entries, compare_op_arg,
-                          create_instruction)
+                          create_instruction, takes_arg)
 from .linetable import NO_LOCATION, linetable_encode
 
 _EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
@@ -99,6 +99,9 @@ def _plain_arg(inst: Instruction, consts, names, varnames,
     if op in NAME_OPS:
         return names.get(inst.argval)
     if op in LOCAL_OPS:
+        if isinstance(inst.argval, tuple):   # 3.13's LOAD_FAST_LOAD_FAST & co: two 4-bit indexes
+            first, second = (varnames.get(n) for n in inst.argval)
+            return first << 4 | second
         return varnames.get(inst.argval)
     if op in FREE_OPS:
         if inst.argval not in localsplus:
@@ -108,7 +111,7 @@ def _plain_arg(inst: Instruction, consts, names, varnames,
         return compare_op_arg(inst.argval, inst.arg)
     if op == "BINARY_OP" and inst.arg is None:
         return binary_op_arg(inst.argval)
-    if inst.opcode < HAVE_ARGUMENT:
+    if not takes_arg(inst.opcode):
         return 0
     if inst.arg is None:
         if isinstance(inst.argval, int):
@@ -242,7 +245,8 @@ def assemble(instructions: List[Instruction], code_template: types.CodeType,
     varnames = _Table(get("co_varnames"))
     for inst in instructions:                # locals first: they shift cells
         if inst.opname in LOCAL_OPS:
-            varnames.get(inst.argval)
+            for name in (inst.argval if isinstance(inst.argval, tuple) else (inst.argval,)):
+                varnames.get(name)
     cellvars, freevars = get("co_cellvars"), get("co_freevars")
     plus = localsplus_names(varnames.items, cellvars, freevars)
     localsplus = {name: i for i, name in enumerate(plus)}

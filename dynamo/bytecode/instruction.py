@@ -26,6 +26,7 @@ from typing import Any, List, Optional
 
 PY_VERSION = tuple(sys.version_info[:2])
 PY312 = PY_VERSION >= (3, 12)
+PY313 = PY_VERSION >= (3, 13)
 # the compiler merges equal neighbouring locations in co_linetable
 LINETABLE_MERGES = PY312
 # CALL needs PRECALL before it (3.11 only)
@@ -35,8 +36,9 @@ NAME_FLAG_BITS = {"LOAD_GLOBAL": 1}
 if PY312:
     NAME_FLAG_BITS.update(LOAD_ATTR=1, LOAD_SUPER_ATTR=2)
 # COMPARE_OP oparg: cmp_op index << shift | mask bits (3.12 adds the
-# comparison mask the specializer reads: unordered 1, < 2, > 4, == 8)
-COMPARE_SHIFT = 4 if PY312 else 0
+# comparison mask the specializer reads: unordered 1, < 2, > 4, == 8;
+# 3.13 a "result to bool" bit 16 above it)
+COMPARE_SHIFT = 5 if PY313 else 4 if PY312 else 0
 _CMP_MASK = {"<": 2, "<=": 10, "==": 8, "!=": 7, ">": 4, ">=": 12}
 
 
@@ -57,6 +59,13 @@ def compare_op_name(arg: int) -> str:
 # ---------------------------------------------------------------- tables
 
 HAVE_ARGUMENT = opcode.HAVE_ARGUMENT
+# opcodes that take an oparg (3.13 numbers some below HAVE_ARGUMENT)
+_HAS_ARG = frozenset(getattr(opcode, "hasarg", range(HAVE_ARGUMENT, 256)))
+
+
+def takes_arg(op: int) -> bool:
+    """Does opcode number `op` use its oparg?"""
+    return op in _HAS_ARG
 CONST_OPS = frozenset(opcode.opname[o] for o in opcode.hasconst)
 NAME_OPS = frozenset(opcode.opname[o] for o in opcode.hasname)
 LOCAL_OPS = frozenset(opcode.opname[o] for o in opcode.haslocal)
@@ -209,7 +218,7 @@ def create_instruction(opname: str, *, arg: Optional[int] = None,
             opname in CONST_OPS or opname in NAME_OPS
             or opname in LOCAL_OPS or opname in FREE_OPS):
         arg = argval
-    if opcode.opmap[opname] < HAVE_ARGUMENT:
+    if not takes_arg(opcode.opmap[opname]):
         arg, argval = None, None
     return Instruction(opcode.opmap[opname], opname, arg, argval)
 

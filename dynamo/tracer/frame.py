@@ -28,6 +28,7 @@ import dataclasses
 import dis
 
 from ..bytecode import COND_JUMP, arg_slot_count, create_instruction, live_locals
+from ..bytecode.instruction import takes_arg
 from ..exc import Unsupported
 from ..guards import ClosureSource, LocalSource
 from ..output_graph import PyCodegen
@@ -530,7 +531,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         last = group[-1]
         npop = _BREAK_POPS[last.opname](last.arg or 0)
         # 3.11 splits a call's effect between PRECALL (-n) and CALL (-1)
-        npush = npop + sum(dis.stack_effect(g.opcode, g.arg if g.opcode >= dis.HAVE_ARGUMENT else None)
+        npush = npop + sum(dis.stack_effect(g.opcode, g.arg if takes_arg(g.opcode) else None)
                            for g in group)
         deep, operands = self.stack[:len(self.stack) - npop], self.stack[len(self.stack) - npop:]
         named = self.live_values(j + 1)
@@ -609,7 +610,7 @@ def eager_island(insts, start, bound, freevars=()):
             after = names | {inst.argval}
         elif inst.opname in _DEL_OPS:
             after = names - {inst.argval}
-        arg = inst.arg if inst.opcode >= dis.HAVE_ARGUMENT else None
+        arg = inst.arg if takes_arg(inst.opcode) else None
         succ = []
         if inst.opname not in _TERMINATORS and n + 1 < len(insts):
             succ.append((n + 1, depth + dis.stack_effect(inst.opcode, arg, jump=False), after))
