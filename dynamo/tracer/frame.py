@@ -466,6 +466,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             raise err or Unsupported("graph break before a try block")
         cg = self.compile_graph([v for _, v in named])
         temps = self.materialize(cg, [], named)
+        self.write_back_lists(cg)          # the statement run eagerly sees the traced mutations
         self.set_run_time_grad_mode(cg)
         if island is None:
             self.emit_resume_call(cg, inst, temps, named)

@@ -478,6 +478,26 @@ class InstructionTranslatorBase:
             value = conv(value)
         self.push(ConstantVariable(format(value, spec)))
 
+    def BUILD_SET(self, inst):
+        # sets of constants only (a set comprehension over ints, say): 3.12
+        # inlines set comprehensions into the frame
+        items = self.popn(inst.arg)
+        self.push(ConstantVariable({i.as_python_constant() for i in items}))
+
+    def SET_ADD(self, inst):
+        value = self.pop().as_python_constant()
+        target = self.stack[-inst.arg]
+        if not (isinstance(target, ConstantVariable) and type(target.value) is set):
+            raise Unsupported(f"set.add on {target}")
+        target.value.add(value)
+
+    def SET_UPDATE(self, inst):
+        items = self.pop().as_python_constant()
+        target = self.stack[-inst.arg]
+        if not (isinstance(target, ConstantVariable) and type(target.value) is set):
+            raise Unsupported(f"set.update on {target}")
+        target.value.update(items)
+
     def LIST_APPEND(self, inst):
         v = self.pop()
         self.stack[-inst.arg].items.append(v)
