@@ -105,7 +105,7 @@ def test_testing_helpers():
     assert not same(torch.ones(2), torch.zeros(2))
 
 
-@pytest.mark.parametrize("version", [(3, 10, 13), (3, 14, 0)])
+@pytest.mark.parametrize("version", [(3, 10, 13), (3, 13, 0), (3, 14, 0)])
 def test_import_on_other_python_fails_clearly(version):
     import subprocess
     import sys
@@ -116,7 +116,7 @@ def test_import_on_other_python_fails_clearly(version):
             "import dynamo\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode != 0
-    assert "dynamo supports CPython 3.11, 3.12, 3.13 only" in r.stderr
+    assert "dynamo supports CPython 3.11, 3.12 only" in r.stderr
 
 
 @pytest.mark.parametrize("var,value,words", [
@@ -273,3 +273,33 @@ def test_backend_with_right_arity_unaffected():
     for _ in range(3):
         assert same(opt(torch.ones(2)), two_outputs(torch.ones(2)))
     assert len(calls) == 3
+
+
+def _other_pythons():
+    """Installed interpreters of unsupported versions (PATH or pyenv)."""
+    import glob
+    import os
+    import shutil
+    found = []
+    for v in ("3.10", "3.13", "3.14"):
+        p = shutil.which(f"python{v}")
+        cands = ([p] if p else []) + sorted(glob.glob(os.path.expanduser(
+            f"~/.pyenv/versions/{v}.*/bin/python{v}")))
+        for c in cands:
+            import subprocess
+            if subprocess.run([c, "-c", ""], capture_output=True).returncode == 0:
+                found.append(c)
+                break
+    return found
+
+
+@pytest.mark.skipif(not _other_pythons(), reason="no CPython 3.10/3.13/3.14 installed")
+def test_import_on_a_real_unsupported_interpreter_fails_clearly():
+    import os
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for py in _other_pythons():
+        r = subprocess.run([py, "-c", "import dynamo"], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": root})
+        assert r.returncode != 0
+        assert "ImportError: dynamo supports CPython 3.11, 3.12 only" in r.stderr, (py, r.stderr)
