@@ -5,6 +5,8 @@ StopIteration handler): each is traced into the graphs 3.11 gets, counted
 by frames and ops, on every supported version."""
 import sys
 
+import pytest
+
 import torch
 
 import dynamo
@@ -166,3 +168,33 @@ def test_statement_run_eagerly_sees_list_mutations_traced_before():
     want, got = f(x, [2, 5]), opt(x, [2, 5])
     assert same(got[0], want[0]) and got[1] == want[1] == [2]
     assert cnt.frame_count >= 1
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring (PEP 669) is 3.12+")
+def test_sys_monitoring_sees_every_call_of_a_compiled_function():
+    # a frame captured whole is called without its frame (a direct call)
+    # unless a tracer, profiler or sys.monitoring tool watches starts
+    def f(x):
+        return x * 2 + 1
+
+    opt, cnt = compile_count(f)
+    x = torch.randn(3)
+    opt(x)
+    mon = sys.monitoring
+    tool = next(t for t in range(1, 6) if mon.get_tool(t) is None)
+    seen = []
+    mon.use_tool_id(tool, "dynamo-test")
+    try:
+        mon.register_callback(tool, mon.events.PY_START, lambda code, off: seen.append(code.co_name))
+        mon.set_events(tool, mon.events.PY_START)
+        for _ in range(3):
+            assert same(opt(x), f(x))
+        mon.set_events(tool, 0)
+    finally:
+        mon.register_callback(tool, mon.events.PY_START, None)
+        mon.free_tool_id(tool)
+    assert seen.count("f") == 6            # 3 compiled calls (shadow frames) + 3 eager
+    assert cnt.frame_count == 1
+    seen.clear()
+    opt(x)                                  # nobody watching: no event, still a hit
+    assert seen == [] and cnt.frame_count == 1
