@@ -1,14 +1,26 @@
 # dynamo — build, test, demo, bench.
 # `make demo` and `make test` do all set-up on a fresh machine (deps, venv, build).
 
-PY3      ?= python3
-VENV     := .venv
-PYTHON   := $(VENV)/bin/python
+# The interpreter to build and test for: `make test PYTHON=python3.12`.
+# CPython 3.11 and 3.12 are supported.  Each version gets its own
+# venv (.venv for the default python3, .venv-3.12 for PYTHON=python3.12, or
+# VENV=...; VENV=none uses $(PYTHON) itself, with its own torch, e.g. a
+# machine without network), its own extension (the EXT_SUFFIX names the
+# version) and its own build/py<version>/ objects.
+PYTHON   ?= python3
+PYVER    := $(shell $(PYTHON) -c "import sys;print('%d.%d' % sys.version_info[:2])")
+VENV     ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(PYVER))
+ifeq ($(VENV),none)
+VPY      := $(PYTHON)
+STAMP    :=
+else
+VPY      := $(VENV)/bin/python
 STAMP    := $(VENV)/.stamp
-EXT_SUFFIX := $(shell $(PY3) -c "import sysconfig;print(sysconfig.get_config_var('EXT_SUFFIX'))")
-PY_INC    := $(shell $(PY3) -c "import sysconfig;print(sysconfig.get_paths()['include'])")
+endif
+EXT_SUFFIX := $(shell $(PYTHON) -c "import sysconfig;print(sysconfig.get_config_var('EXT_SUFFIX'))")
+PY_INC    := $(shell $(PYTHON) -c "import sysconfig;print(sysconfig.get_paths()['include'])")
 EXT       = dynamo/_C$(EXT_SUFFIX)
-TMETA_OBJ := build/tmeta.o
+TMETA_OBJ := build/py$(PYVER)/tmeta.o
 
 CC       ?= gcc
 CFLAGS   ?= -O2 -g
@@ -19,7 +31,7 @@ PREFIX   ?= /usr/local
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 DEBIAN_PKGS := libncurses-dev libelf-dev libgraphviz-dev graphviz tmux
 
-.PHONY: all deps venv test demo bench bench-models bench-gpu clean install asan fuzz leak-figures
+.PHONY: all ext deps venv test test-matrix demo bench bench-models bench-gpu clean install asan fuzz leak-figures
 
 # Per-layer fragments (inspect/, tui/, viz/) add to EXT_SRC, EXT_HDR, TOOLS,
 # INSTALL_BINS and define their own rules.
@@ -28,6 +40,9 @@ INSTALL_BINS :=
 -include inspect/inspect.mk tui/tui.mk viz/viz.mk
 
 all: $(STAMP) $(EXT) $(TOOLS)
+
+# The extension alone (no tools, no Debian packages).
+ext: $(STAMP) $(EXT)
 
 # Debian packages; idempotent: installs only what is missing.
 deps:
@@ -40,15 +55,15 @@ deps:
 
 venv: $(STAMP)
 $(STAMP): requirements.txt
-	@$(PY3) -c "import sys; sys.exit(0 if sys.version_info[:2]==(3,11) else 'dynamo needs CPython 3.11, found %s' % sys.version.split()[0])"
-	test -x $(PYTHON) || $(PY3) -m venv $(VENV)
-	$(PYTHON) -m pip install -q -r requirements.txt
+	@$(PYTHON) -c "import sys; sys.exit(0 if (3,11) <= sys.version_info[:2] <= (3,12) else 'dynamo needs CPython 3.11 or 3.12, found %s' % sys.version.split()[0])"
+	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q -r requirements.txt
 	touch $(STAMP)
 
 # The model suite's dependency (transformers, pinned with what it needs).
-MODELS_STAMP := $(VENV)/.stamp-models
+MODELS_STAMP := $(if $(STAMP),$(VENV)/.stamp-models)
 $(MODELS_STAMP): requirements-models.txt $(STAMP)
-	$(PYTHON) -m pip install -q -r requirements-models.txt
+	$(VPY) -m pip install -q -r requirements-models.txt
 	touch $(MODELS_STAMP)
 
 $(EXT): $(EXT_SRC) $(EXT_HDR) $(TMETA_OBJ) $(STAMP)
@@ -61,13 +76,13 @@ $(EXT): $(EXT_SRC) $(EXT_HDR) $(TMETA_OBJ) $(STAMP)
 # i.e. after $(STAMP) is up to date.  Its own object, so that editing a .c
 # file does not recompile it (~13 s: the torch-python headers are heavy).
 CXXFLAGS ?= -O2 -g
-TORCH_DIR = $(eval TORCH_DIR := $$(shell $(PYTHON) -c "import importlib.util as u, os; print(os.path.dirname(u.find_spec('torch').origin))"))$(TORCH_DIR)
-TORCH_ABI = $(eval TORCH_ABI := $$(shell $(PYTHON) -c "import torch; print(int(torch.compiled_with_cxx11_abi()))"))$(TORCH_ABI)
+TORCH_DIR = $(eval TORCH_DIR := $$(shell $(VPY) -c "import importlib.util as u, os; print(os.path.dirname(u.find_spec('torch').origin))"))$(TORCH_DIR)
+TORCH_ABI = $(eval TORCH_ABI := $$(shell $(VPY) -c "import torch; print(int(torch.compiled_with_cxx11_abi()))"))$(TORCH_ABI)
 TORCH_CXXFLAGS = -std=c++20 -D_GLIBCXX_USE_CXX11_ABI=$(TORCH_ABI) -fPIC -fvisibility=hidden \
     -isystem $(TORCH_DIR)/include -isystem $(TORCH_DIR)/include/torch/csrc/api/include -isystem $(PY_INC)
 TORCH_LDFLAGS = -L$(TORCH_DIR)/lib -Wl,-rpath,$(TORCH_DIR)/lib -ltorch_python -ltorch_cpu -lc10 -lstdc++
 $(TMETA_OBJ): guards/tmeta.cpp guards/tmeta.h $(STAMP)
-	mkdir -p build
+	mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(WFLAGS) $(TORCH_CXXFLAGS) -Iguards -c guards/tmeta.cpp -o $@
 
 # AddressSanitizer build of the extension (build/asan/); tests load it with
@@ -75,7 +90,7 @@ $(TMETA_OBJ): guards/tmeta.cpp guards/tmeta.h $(STAMP)
 ASAN_EXT  = build/asan/_C$(EXT_SUFFIX)
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-ASAN_TMETA_OBJ := build/asan/tmeta.o
+ASAN_TMETA_OBJ := build/asan/py$(PYVER)/tmeta.o
 
 asan: $(ASAN_EXT)
 $(ASAN_EXT): $(EXT_SRC) $(EXT_HDR) $(ASAN_TMETA_OBJ) $(STAMP)
@@ -85,11 +100,16 @@ $(ASAN_EXT): $(EXT_SRC) $(EXT_HDR) $(ASAN_TMETA_OBJ) $(STAMP)
 	    -I$(PY_INC) -Icore -Iguards $(EXT_SRC) $(ASAN_TMETA_OBJ) -o $@ $(TORCH_LDFLAGS)
 
 $(ASAN_TMETA_OBJ): guards/tmeta.cpp guards/tmeta.h $(STAMP)
-	mkdir -p build/asan
+	mkdir -p $(dir $@)
 	$(CXX) $(ASAN_FLAGS) $(WFLAGS) $(TORCH_CXXFLAGS) -Iguards -c guards/tmeta.cpp -o $@
 
 test: deps all asan $(MODELS_STAMP)
-	$(PYTHON) -m pytest -q tests
+	$(VPY) -m pytest -q tests
+
+# The suite once per CPython of the CI matrix (3.11 and 3.12), each with its
+# own venv and extension; .ci/run finds the interpreters.
+test-matrix:
+	.ci/run
 
 # Differential fuzzer (tests/fuzz/fuzz.py): N random programs from seed SEED,
 # eager vs compiled; minimized reproducers in build/fuzz-failures/.
@@ -97,31 +117,31 @@ N ?= 1000
 SEED ?= 0
 FUZZ_ARGS ?=
 fuzz: all
-	$(PYTHON) tests/fuzz/fuzz.py -n $(N) --start $(SEED) $(FUZZ_ARGS)
+	$(VPY) tests/fuzz/fuzz.py -n $(N) --start $(SEED) $(FUZZ_ARGS)
 
 # Issue 12's leak figures: RSS and live objects over 10,000 compile/reset
 # cycles and 1,000,000 hits, telemetry on and off (two processes at nice 19;
 # ~15 min of CPU each).  JSON and logs in build/leak-figures/, table on stdout.
 leak-figures: all
-	$(PYTHON) tests/workloads/leak_figures.py
+	$(VPY) tests/workloads/leak_figures.py
 
 demo: deps all
-	$(PYTHON) examples/demo.py
+	$(VPY) examples/demo.py
 
 bench: deps all
-	$(PYTHON) bench/run.py $(BENCH_ARGS)
+	$(VPY) bench/run.py $(BENCH_ARGS)
 
 bench-models: deps all $(MODELS_STAMP)
-	$(PYTHON) bench/models.py $(BENCH_ARGS)
+	$(VPY) bench/models.py $(BENCH_ARGS)
 
 # on a CUDA machine: models on cuda, backends eager/aot_eager/inductor/cudagraphs
 # against eager and torch.compile (bench/gpu.py)
-bench-gpu: all
-	$(PYTHON) bench/gpu.py $(BENCH_ARGS)
+bench-gpu: ext
+	$(VPY) bench/gpu.py $(BENCH_ARGS)
 
 install: all
-	$(PYTHON) -m pip install -q -e .
+	$(VPY) -m pip install -q -e .
 	$(if $(INSTALL_BINS),install -d $(DESTDIR)$(PREFIX)/bin && install -m 0755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/)
 
 clean:
-	rm -rf build $(EXT) dynamo/__pycache__ dynamo/*/__pycache__ tests/__pycache__
+	rm -rf build dynamo/_C.*.so dynamo/__pycache__ dynamo/*/__pycache__ tests/__pycache__

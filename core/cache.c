@@ -6,6 +6,7 @@
  * when a code object dies.  It must not call guards or run frames.
  */
 #include "cache.h"
+#include "pyversion.h"  /* dyn_request_code_extra_index, dyn_code_get/set_extra */
 #include "../inspect/telemetry.h"   /* slots: marked dead with their entry / code */
 
 /* co_extra slot reserved at init; -1 until then. */
@@ -68,7 +69,7 @@ cache_init(void)
 {
     if (extra_index >= 0)
         return 0;
-    extra_index = _PyEval_RequestCodeExtraIndex(free_extra);
+    extra_index = dyn_request_code_extra_index(free_extra);
     if (extra_index < 0) {
         PyErr_SetString(PyExc_RuntimeError, "dynamo: no co_extra index left");
         return -1;
@@ -80,7 +81,7 @@ CodeCache *
 cache_get(PyObject *code)
 {
     void *extra = NULL;
-    if (_PyCode_GetExtra(code, extra_index, &extra) < 0) {
+    if (dyn_code_get_extra(code, extra_index, &extra) < 0) {
         PyErr_Clear();              /* only fails for a bad index: no cache */
         return NULL;
     }
@@ -99,7 +100,7 @@ cache_ensure(PyObject *code)
         return NULL;
     }
     c->code = code;
-    if (_PyCode_SetExtra(code, extra_index, c) < 0) {
+    if (dyn_code_set_extra(code, extra_index, c) < 0) {
         PyMem_Free(c);
         return NULL;
     }

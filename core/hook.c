@@ -2,7 +2,8 @@
  *
  * Owns: everything that reads or builds a _PyInterpreterFrame.  This is the
  * only file of the extension compiled against CPython internals
- * (Py_BUILD_CORE); it refuses any CPython other than 3.11.  For each fresh
+ * (Py_BUILD_CORE, through core/pyversion.h, which holds every version
+ * difference: CPython 3.11 to 3.13).  For each fresh
  * function frame while the thread mode is not OFF it looks the code up in
  * its cache (core/cache.c), evaluates its guard tree (guards/tree.c), calls the
  * Python callback on a miss in COMPILE mode, and runs the chosen code in a
@@ -12,17 +13,9 @@
  * failure is reported with PyErr_WriteUnraisable and the frame runs
  * normally.  It must not keep per-frame state outside the C stack.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
-#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030C0000
-#error "core/hook.c builds the CPython 3.11 _PyInterpreterFrame by hand; it supports CPython 3.11 only"
-#endif
-
-/* _PyInterpreterFrame, FRAME_OWNED_BY_*, struct _frame (PyFrameObject). */
-#define Py_BUILD_CORE 1
-#include "internal/pycore_frame.h"
-#undef Py_BUILD_CORE
+/* _PyInterpreterFrame and its per-version spellings (dyn_frame_*). */
+#define DYN_FRAME_INTERNALS 1
+#include "pyversion.h"
 
 #include <string.h>     /* memcpy */
 
@@ -118,18 +111,11 @@ eval_normally(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
     return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
 }
 
-/* CPython 3.11's co_extra block (Objects/codeobject.c keeps the type
- * private; the layout is fixed for 3.11, which this file is limited to). */
-typedef struct {
-    Py_ssize_t ce_size;
-    void *ce_extras[1];
-} CodeExtra311;
-
 /* cache_get without the call: the co_extra slot read in place. */
 static inline CodeCache *
 frame_cache(PyCodeObject *code)
 {
-    const CodeExtra311 *extra = code->co_extra;
+    const DynCodeExtra *extra = code->co_extra;
     Py_ssize_t i = cache_extra_index;
     return extra != NULL && i < extra->ce_size ? extra->ce_extras[i] : NULL;
 }
@@ -146,12 +132,13 @@ arg_count(PyCodeObject *code)
 static inline int
 is_fresh_function_frame(_PyInterpreterFrame *frame)
 {
-    PyCodeObject *code = frame->f_code;
-    return frame->owner == FRAME_OWNED_BY_THREAD
-           && frame->f_func != NULL
-           && (code->co_flags & CO_OPTIMIZED)
+    if (frame->owner != FRAME_OWNED_BY_THREAD || !dyn_frame_has_code(frame)
+            || dyn_frame_func(frame) == NULL)
+        return 0;
+    PyCodeObject *code = dyn_frame_code(frame);
+    return (code->co_flags & CO_OPTIMIZED)
            && !(code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
-           && frame->prev_instr == _PyCode_CODE(code) - 1;
+           && dyn_frame_is_fresh(frame);
 }
 
 /* ---- lookup --------------------------------------------------------------- */
@@ -191,9 +178,9 @@ lookup(CallableState *st, CodeCache *cache, GevalFrame *gf, CacheEntry **hit, Py
 static void
 hand_over(PyFrameObject *f, _PyInterpreterFrame *sf)
 {
-    PyCodeObject *code = sf->f_code;
+    PyCodeObject *code = dyn_frame_code(sf);
     if (_PyFrame_IsIncomplete(sf))              /* died before RESUME ran? */
-        sf->prev_instr = _PyCode_CODE(code) + code->_co_firsttraceable;
+        dyn_frame_mark_complete(sf);
 
     PyObject *exc_type, *exc_value, *exc_tb;
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
@@ -233,8 +220,20 @@ clear_shadow(_PyInterpreterFrame *sf)
     for (int i = 0; i < sf->stacktop; i++)
         Py_XDECREF(sf->localsplus[i]);
     Py_XDECREF(sf->f_locals);
-    Py_DECREF(sf->f_func);
-    Py_DECREF(sf->f_code);
+    dyn_frame_drop_specials(sf);
+}
+
+/* The frame the interpreter handed the hook, which the hook answered
+ * without evaluating it (a shadow frame or a direct call ran instead, or
+ * the callback raised).  3.12+ hands the evaluator the job of clearing and
+ * popping it; 3.11's caller does that itself. */
+static void
+release_unevaluated(PyThreadState *tstate, _PyInterpreterFrame *frame)
+{
+    if (!DYN_EVAL_POPS_FRAME)
+        return;
+    clear_shadow(frame);
+    dyn_frame_pop(tstate, frame);
 }
 
 /* Run `code` in a new frame of func (globals, builtins: the frame's) whose
@@ -245,47 +244,26 @@ static PyObject *
 run_shadow(PyThreadState *tstate, PyFunctionObject *func, PyObject *globals, PyObject *builtins,
            PyObject *const *argv, PyCodeObject *code, int *internal)
 {
-    /* In PyObject* words, as 3.11's _PyEvalFramePushAndInit sizes it. */
-    size_t size = FRAME_SPECIALS_SIZE + code->co_nlocalsplus + code->co_stacksize;
-    _PyInterpreterFrame *sf;
-    int on_datastack = tstate->datastack_top != NULL
-        && size < (size_t)(tstate->datastack_limit - tstate->datastack_top);
-    if (on_datastack) {
-        sf = (_PyInterpreterFrame *)tstate->datastack_top;
-        tstate->datastack_top += size;
+    int heap;
+    _PyInterpreterFrame *sf = dyn_frame_alloc(tstate, dyn_frame_words(code), &heap);
+    if (sf == NULL) {
+        *internal = 1;
+        return NULL;
     }
-    else {
-        sf = PyMem_Malloc(size * sizeof(PyObject *));
-        if (sf == NULL) {
-            PyErr_NoMemory();
-            *internal = 1;
-            return NULL;
-        }
-    }
-    sf->f_func = (PyFunctionObject *)Py_NewRef(func);
-    sf->f_code = (PyCodeObject *)Py_NewRef(code);
-    sf->f_globals = globals;
-    sf->f_builtins = builtins;
-    sf->f_locals = NULL;
-    sf->frame_obj = NULL;
-    sf->previous = NULL;                        /* linked by the evaluator */
-    sf->prev_instr = _PyCode_CODE(code) - 1;
-    sf->stacktop = code->co_nlocalsplus;
-    sf->is_entry = false;
-    sf->owner = FRAME_OWNED_BY_THREAD;
+    dyn_frame_init(sf, func, code, globals, builtins);
     int nargs = arg_count(code);
     for (int i = 0; i < nargs; i++)
         sf->localsplus[i] = Py_XNewRef(argv[i]);
-    for (int i = nargs; i < code->co_nlocalsplus; i++)
-        sf->localsplus[i] = NULL;
 
     PyObject *result = _PyEval_EvalFrameDefault(tstate, sf, 0);
 
-    clear_shadow(sf);
-    if (on_datastack)
-        tstate->datastack_top = (PyObject **)sf;
-    else
-        PyMem_Free(sf);
+    if (!DYN_EVAL_POPS_FRAME) {                 /* 3.11: the caller clears and pops */
+        clear_shadow(sf);
+        if (heap)
+            PyMem_Free(sf);
+        else
+            tstate->datastack_top = (PyObject **)sf;
+    }
     return result;
 }
 
@@ -311,7 +289,7 @@ binds_by_position(PyObject *fn, Py_ssize_t nargs, PyObject *kwnames)
 static inline int
 runs_direct(const CacheEntry *e, PyThreadState *tstate)
 {
-    return e->direct != NULL && !tstate->cframe->use_tracing;
+    return e->direct != NULL && !dyn_tracing(tstate);
 }
 
 /* The frame of a compiled graph that is a plain Python function the hook
@@ -395,7 +373,7 @@ run_direct(PyThreadState *tstate, const CacheEntry *e, PyObject *const *argv)
 static PyObject *
 arguments_dict(_PyInterpreterFrame *frame)
 {
-    PyCodeObject *code = frame->f_code;
+    PyCodeObject *code = dyn_frame_code(frame);
     PyObject *d = PyDict_New();
     if (d == NULL)
         return NULL;
@@ -423,7 +401,7 @@ bad_code(const char *why)
 static int
 check_new_code(_PyInterpreterFrame *frame, PyObject *obj)
 {
-    PyCodeObject *orig = frame->f_code;
+    PyCodeObject *orig = dyn_frame_code(frame);
     const int sig = CO_VARARGS | CO_VARKEYWORDS;
     if (!PyCode_Check(obj))
         return bad_code("not a code object");
@@ -436,7 +414,7 @@ check_new_code(_PyInterpreterFrame *frame, PyObject *obj)
     if (!(nc->co_flags & CO_OPTIMIZED)
             || (nc->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)))
         return bad_code("must be an optimized, non-generator function code");
-    PyObject *closure = frame->f_func->func_closure;
+    PyObject *closure = dyn_frame_func(frame)->func_closure;
     if (nc->co_nfreevars != (closure != NULL ? PyTuple_GET_SIZE(closure) : 0))
         return bad_code("co_freevars must match the function's closure");
     int nargs = arg_count(orig);
@@ -523,7 +501,7 @@ add_entry(_PyInterpreterFrame *frame, PyObject *result)
     if (check_new_code(frame, new_code) < 0)
         return NULL;
     int bad = 0;
-    DirectCall *direct = n == 4 ? direct_plan(frame->f_code, PyTuple_GET_ITEM(result, 3), &bad)
+    DirectCall *direct = n == 4 ? direct_plan(dyn_frame_code(frame), PyTuple_GET_ITEM(result, 3), &bad)
                                 : NULL;
     if (bad)
         return NULL;
@@ -532,7 +510,7 @@ add_entry(_PyInterpreterFrame *frame, PyObject *result)
         cache_direct_free(direct);
         return NULL;
     }
-    CodeCache *cache = cache_ensure((PyObject *)frame->f_code);
+    CodeCache *cache = cache_ensure((PyObject *)dyn_frame_code(frame));
     if (cache == NULL) {
         gir_free(guards);
         cache_direct_free(direct);
@@ -562,8 +540,8 @@ ask_callback(_PyInterpreterFrame *frame, PyObject *failures /* borrowed */)
         goto done;
     }
     PyObject *args[6] = {
-        (PyObject *)frame->f_code, f_locals, frame->f_globals, frame->f_builtins,
-        (PyObject *)frame->f_func, failures,
+        (PyObject *)dyn_frame_code(frame), f_locals, frame->f_globals, frame->f_builtins,
+        (PyObject *)dyn_frame_func(frame), failures,
     };
     result = PyObject_Vectorcall(callback, args, 6, NULL);
     if (result == NULL)                         /* deliberate: propagates */
@@ -573,10 +551,10 @@ ask_callback(_PyInterpreterFrame *frame, PyObject *failures /* borrowed */)
     else if ((todo = add_entry(frame, result)) == NULL)     /* guards compile while OFF */
         internal = 1;
     else
-        telemetry_entry_added(cache_get((PyObject *)frame->f_code));
+        telemetry_entry_added(cache_get((PyObject *)dyn_frame_code(frame)));
 done:
     if (internal) {                             /* reported while still OFF */
-        PyErr_WriteUnraisable((PyObject *)frame->f_code);
+        PyErr_WriteUnraisable((PyObject *)dyn_frame_code(frame));
         todo = Py_NewRef(Py_None);
     }
     Py_XDECREF(result);
@@ -620,7 +598,7 @@ static PyObject *
 compile_miss(CallableState *st, _PyInterpreterFrame *frame, GevalFrame *gf,
              PyObject *failures, const MissSeen *seen)
 {
-    PyCodeObject *code = frame->f_code;
+    PyCodeObject *code = dyn_frame_code(frame);
     if (compile_lock != NULL && compile_lock_call("acquire") < 0) {
         Py_XDECREF(failures);
         return NULL;
@@ -680,7 +658,7 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
     int mode = st->mode;
     if (mode == MODE_OFF || st->guard_depth || throwflag || !is_fresh_function_frame(frame))
         return eval_normally(tstate, frame, throwflag);
-    PyCodeObject *code = frame->f_code;
+    PyCodeObject *code = dyn_frame_code(frame);
     CodeCache *cache = frame_cache(code);
     if (cache != NULL && cache->skip)
         return eval_normally(tstate, frame, 0);
@@ -689,7 +667,7 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
     GevalFrame gf = {
         .locals = frame->localsplus, .nlocals = arg_count(code),
         .globals = frame->f_globals, .builtins = frame->f_builtins,
-        .closure = frame->f_func->func_closure,
+        .closure = dyn_frame_func(frame)->func_closure,
     };
     int asks = mode == MODE_COMPILE && st->callback != NULL;
     PyObject *failures = NULL;
@@ -718,6 +696,7 @@ looked_up:
     if (hit != NULL && runs_direct(hit, tstate)) {
         PyObject *result = run_direct(tstate, hit, frame->localsplus);
         cache_entry_decref(hit);
+        release_unevaluated(tstate, frame);
         return result;
     }
     if (hit != NULL) {
@@ -728,8 +707,10 @@ looked_up:
         MissSeen seen = {.cache = cache, .head = cache != NULL ? cache->entries : NULL,
                          .generation = cache_generation};
         todo = compile_miss(st, frame, &gf, failures, &seen);
-        if (todo == NULL)                       /* the callback raised */
+        if (todo == NULL) {                     /* the callback raised */
+            release_unevaluated(tstate, frame);
             return NULL;
+        }
     }
     else
         todo = Py_NewRef(Py_None);
@@ -738,11 +719,13 @@ looked_up:
         return eval_normally(tstate, frame, 0);
     }
     int internal = 0;
-    PyObject *result = run_shadow(tstate, frame->f_func, frame->f_globals, frame->f_builtins,
+    PyObject *result = run_shadow(tstate, dyn_frame_func(frame), frame->f_globals, frame->f_builtins,
                                   frame->localsplus, (PyCodeObject *)todo, &internal);
     Py_DECREF(todo);
-    if (!internal)
+    if (!internal) {
+        release_unevaluated(tstate, frame);
         return result;
+    }
 
 internal:
     PyErr_WriteUnraisable((PyObject *)code);

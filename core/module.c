@@ -9,6 +9,7 @@
 
 #include "cache.h"      /* per-code cache, skip marks, reset */
 #include "modcall.h"    /* ModuleCall_Type */
+#include "pyversion.h"  /* dyn_check_positional, dyn_long_as_int */
 #include "callable.h"   /* thread mode, OptimizedCallable */
 #include "hook.h"       /* hook_install */
 #include "ir.h"         /* gir_compile */
@@ -55,9 +56,9 @@ PyDoc_STRVAR(set_mode_doc,
 static PyObject *
 set_mode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!_PyArg_CheckPositional("set_mode", nargs, 2, 2))
+    if (!dyn_check_positional("set_mode", nargs, 2, 2))
         return NULL;
-    int mode = _PyLong_AsInt(args[0]);
+    int mode = dyn_long_as_int(args[0]);
     if (mode == -1 && PyErr_Occurred())
         return NULL;
     if (mode < MODE_OFF || mode > MODE_LAST) {
@@ -208,7 +209,7 @@ PyDoc_STRVAR(eval_guards_doc,
 static PyObject *
 eval_guards(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!_PyArg_CheckPositional("eval_guards", nargs, 5, 5))
+    if (!dyn_check_positional("eval_guards", nargs, 5, 5))
         return NULL;
     PyObject *result = NULL, *locals = NULL;
     GirSet *gs = NULL;
@@ -288,7 +289,7 @@ PyDoc_STRVAR(tree_lookup_doc,
 static PyObject *
 tree_lookup(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!_PyArg_CheckPositional("_tree_lookup", nargs, 5, 5))
+    if (!dyn_check_positional("_tree_lookup", nargs, 5, 5))
         return NULL;
     GTree *tree = PyCapsule_GetPointer(args[0], tree_capsule_name);
     if (tree == NULL)

@@ -6,10 +6,38 @@ and rewritten bytecode calls the result while guards hold.
 """
 import sys
 
-if sys.version_info[:2] != (3, 11):
-    raise ImportError(
-        f"dynamo supports CPython 3.11 only; this is {sys.implementation.name} "
-        f"{sys.version.split()[0]}. Create the environment with python3.11 (see README.md).")
+# The CPython versions dynamo runs on.  (3.13: core/pyversion.h builds the
+# extension and the bytecode layer knows its oparg encodings, but the tracer
+# does not yet follow 3.13's call convention: refused below.)
+SUPPORTED_PYTHONS = ((3, 11), (3, 12))
+
+
+def _refuse_unsupported_python():
+    """ImportError naming what is wrong with this interpreter, if anything."""
+    import sysconfig
+    here = f"{sys.implementation.name} {sys.version.split()[0]}"
+    if sys.implementation.name != "cpython" or tuple(sys.version_info[:2]) not in SUPPORTED_PYTHONS:
+        raise ImportError(
+            "dynamo supports CPython " + ", ".join("%d.%d" % v for v in SUPPORTED_PYTHONS)
+            + f" only; this is {here}. Create the environment with one of those "
+            "(`make PYTHON=python3.12`, see README.md).")
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        raise ImportError(
+            f"dynamo does not support the free-threaded build of CPython ({here}, "
+            "Py_GIL_DISABLED): its frame hook and guards rely on the GIL. Use the default build.")
+    if "_Py_JIT" in (sysconfig.get_config_var("PY_CORE_CFLAGS") or ""):
+        raise ImportError(
+            f"dynamo does not support a CPython built with the experimental JIT ({here}, "
+            "--enable-experimental-jit): its frame hook builds interpreter frames by hand. "
+            "Use a build without it.")
+
+
+_refuse_unsupported_python()
+
+# torch first: dynamo._C links libtorch_python, whose initialisation must
+# follow torch._C's (loading it first crashes torch 2.11's import when numpy
+# was imported before: seen on CPython 3.12 + torch 2.11 CUDA).
+import torch  # noqa: E402,F401
 
 def _load_extension_override():
     """Tests run the package against another build of the extension (e.g.

@@ -16,7 +16,7 @@ import traceback
 import types
 from typing import Any, Callable, List, Optional
 
-from .bytecode import arg_slot_count, assemble, prologue
+from .bytecode import HAS_PRECALL, arg_slot_count, assemble, prologue
 from .exc import Unsupported
 from .guards import Guard, SourceError
 from .output_graph import GraphInfo, OutputGraph
@@ -57,9 +57,11 @@ def direct_plan(new_code, f_globals):
     the code would do; the hook then skips the frame (contract 1, "Direct
     calls")."""
     insts = [i for i in dis.get_instructions(new_code) if i.opname not in _PROLOGUE_OPS]
-    if len(insts) < 8:
+    want = (["PRECALL"] if HAS_PRECALL else []) + ["CALL", "STORE_FAST", "LOAD_FAST", "LOAD_CONST",
+                                                   "BINARY_SUBSCR", "RETURN_VALUE"]
+    if len(insts) < len(want) + 1:
         return None
-    head, loads, tail = insts[0], insts[1:-7], insts[-7:]
+    head, loads, tail = insts[0], insts[1:-len(want)], insts[-len(want):]
     if head.opname != "LOAD_GLOBAL" or not head.arg & 1 or head.argval not in f_globals:
         return None
     nargs = arg_slot_count(new_code)
@@ -68,10 +70,9 @@ def direct_plan(new_code, f_globals):
         if inst.opname != "LOAD_FAST" or inst.arg >= nargs:
             return None
         slots.append(inst.arg)
-    precall, call, store, load, const, subscr, ret = tail
-    if ([i.opname for i in tail] != ["PRECALL", "CALL", "STORE_FAST", "LOAD_FAST", "LOAD_CONST",
-                                     "BINARY_SUBSCR", "RETURN_VALUE"]
-            or precall.arg != len(slots) or call.arg != len(slots) or store.arg != load.arg
+    call, store, load, const, subscr, ret = tail[-6:]
+    if ([i.opname for i in tail] != want
+            or any(i.arg != len(slots) for i in tail[:-5]) or store.arg != load.arg
             or type(const.argval) is not int or const.argval < 0):
         return None
     line = call.positions.lineno if call.positions and call.positions.lineno else \

@@ -27,7 +27,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from . import config
-from .bytecode import create_instruction
+from .bytecode import create_call, create_instruction, create_load_method
 from .exc import Unsupported
 from .guards import (GLOBAL_STATE, GRAD_MODE, SAME_OBJECT, TENSOR_MATCH, AttrSource, ClosureSource, GlobalSource, Guard,
                      ItemSource, LocalSource, NoSource, _rank, global_state_word, ordered, tensor_expected)
@@ -805,6 +805,14 @@ class PyCodegen:
     def append(self, inst):
         self.insts.append(inst)
 
+    def load_method(self, name):
+        """[obj] -> [method, self] or [NULL, attribute], for emit_call."""
+        self.insts.append(create_load_method(name))
+
+    def emit_call(self, nargs):
+        """The call instructions for stack [NULL|self, callable, args]."""
+        self.insts.extend(create_call(nargs))
+
     def load_const(self, value):
         self.emit("LOAD_CONST", argval=value)
 
@@ -832,8 +840,7 @@ class PyCodegen:
         self.emit("PUSH_NULL")
         for i in range(nargs + 2, 1, -1):
             self.emit("SWAP", arg=i)
-        self.emit("PRECALL", arg=nargs)
-        self.emit("CALL", arg=nargs)
+        self.emit_call(nargs)
 
     def call_ex(self):
         """Call with stack [callable, args_tuple]."""
@@ -903,7 +910,6 @@ class PyCodegen:
         self.emit("LOAD_GLOBAL", argval=info.name, push_null=True)
         for src in input_sources:
             self.load_source(src)
-        self.emit("PRECALL", arg=len(input_sources))
-        self.emit("CALL", arg=len(input_sources))
+        self.emit_call(len(input_sources))
         self.store_local(out_name)
         self.temp_names.append(out_name)

@@ -16,7 +16,8 @@ import itertools
 import threading
 import types
 
-from .bytecode import code_with_new_body, create_instruction, decode, strip_prologue
+from .bytecode import (code_with_new_body, create_call, create_instruction, create_load_method,
+                       decode, strip_prologue)
 
 _lock = threading.Lock()
 _cache = {}                      # key -> (code, name)
@@ -99,12 +100,14 @@ def _list_iter_at():
     the loop continues over the live list, seeing items appended later."""
     ops = [("UNPACK_SEQUENCE", 2), ("GET_ITER", None),            # i, it
            ("COPY", 1), ("LOAD_METHOD", "__setstate__"),         # i, it, meth, it
-           ("COPY", 4), ("PRECALL", 1), ("CALL", 1), ("POP_TOP", None),
+           ("COPY", 4), ("CALL", 1), ("POP_TOP", None),
            ("SWAP", 2), ("POP_TOP", None)]                       # it
     out = []
     for name, arg in ops:
         if name == "LOAD_METHOD":
-            out.append(create_instruction(name, argval=arg))
+            out.append(create_load_method(arg))
+        elif name == "CALL":
+            out += create_call(arg)
         elif arg is None:
             out.append(create_instruction(name))
         else:

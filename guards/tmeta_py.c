@@ -9,6 +9,7 @@
 #include <Python.h>
 
 #include "tmeta.h"      /* tmeta_read and the conversions under test */
+#include "../core/pyversion.h"  /* dyn_check_positional */
 
 /* A new tuple of n int64 values. */
 static PyObject *
@@ -59,7 +60,7 @@ PyDoc_STRVAR(tensor_meta_loop_doc,
 static PyObject *
 tensor_meta_loop(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!_PyArg_CheckPositional("_tensor_meta_loop", nargs, 2, 2))
+    if (!dyn_check_positional("_tensor_meta_loop", nargs, 2, 2))
         return NULL;
     Py_ssize_t n = PyLong_AsSsize_t(args[1]);
     if (n == -1 && PyErr_Occurred())

@@ -45,6 +45,7 @@
 #include <string.h>     /* memset */
 
 #include "tmeta.h"      /* tmeta_read_with, tmeta_read_tls, tmeta_grad_enabled */
+#include "../core/pyversion.h"  /* dyn_lookup_attr, dyn_dict_version */
 
 /* Deepest node chain; deeper parts become leaves (bounds the recursion). */
 #define GTREE_MAX_DEPTH 512
@@ -439,7 +440,7 @@ fetch_attr(GirRuntime *rt, TSource *s, PyObject *base)
         }
         return module_dicts_lookup(rt, base, s->name);
     }
-    if (_PyObject_LookupAttr(base, s->name, &v) < 0)
+    if (dyn_lookup_attr(base, s->name, &v) < 0)
         return NULL;
     return v != NULL ? v : MISSING;                 /* AttributeError was cleared */
 }
@@ -474,8 +475,8 @@ static PyObject *
 fetch_global(TSource *s, const GevalFrame *fr)
 {
     PyDictObject *g = (PyDictObject *)fr->globals, *b = (PyDictObject *)fr->builtins;
-    if (s->g_value != NULL && s->g_dict == fr->globals && s->g_ver == g->ma_version_tag
-            && s->b_dict == fr->builtins && s->b_ver == b->ma_version_tag)  /* unchanged? */
+    if (s->g_value != NULL && s->g_dict == fr->globals && s->g_ver == dyn_dict_version(g)
+            && s->b_dict == fr->builtins && s->b_ver == dyn_dict_version(b))  /* unchanged? */
         return s->g_value == MISSING ? MISSING : Py_NewRef(s->g_value);
     PyObject *v = PyDict_GetItemWithError(fr->globals, s->name);
     if (v == NULL && !PyErr_Occurred())             /* not a global: builtin? */
@@ -485,9 +486,9 @@ fetch_global(TSource *s, const GevalFrame *fr)
     /* A lookup of str keys runs no Python code, so the versions read now
      * are the ones the value belongs to. */
     s->g_dict = fr->globals;
-    s->g_ver = g->ma_version_tag;
+    s->g_ver = dyn_dict_version(g);
     s->b_dict = fr->builtins;
-    s->b_ver = b->ma_version_tag;
+    s->b_ver = dyn_dict_version(b);
     s->g_value = v != NULL ? v : MISSING;
     return v != NULL ? Py_NewRef(v) : MISSING;
 }

@@ -82,7 +82,7 @@ $(FUZZ_BIN): $(FUZZ_HARNESS) $(INSPECT_SRC) $(INSPECT_HDR) $(FUZZ_TOOL_SRC)
 	    $(FUZZ_CFLAGS) $(FUZZ_HARNESS) $(INSPECT_SRC) $(FUZZ_TOOL_SRC) $(TUI_CURSES_LIBS) -lelf -o $@
 
 $(FUZZ_SEEDS)/.stamp: inspect/fuzz/make_seeds.py $(EXT)
-	$(PYTHON) inspect/fuzz/make_seeds.py $(FUZZ_SEEDS)
+	$(VPY) inspect/fuzz/make_seeds.py $(FUZZ_SEEDS)
 	touch $@
 
 fuzz-reader: fuzz-deps all $(FUZZ_BIN) $(FUZZ_SEEDS)/.stamp

@@ -105,17 +105,34 @@ def test_testing_helpers():
     assert not same(torch.ones(2), torch.zeros(2))
 
 
-def test_import_on_other_python_fails_clearly():
+@pytest.mark.parametrize("version", [(3, 10, 13), (3, 13, 0), (3, 14, 0)])
+def test_import_on_other_python_fails_clearly(version):
     import subprocess
     import sys
     code = ("import sys\n"
             "class V(tuple):\n"
             "    pass\n"
-            "sys.version_info = V((3, 12, 0, 'final', 0))\n"
+            f"sys.version_info = V({version + ('final', 0)!r})\n"
             "import dynamo\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode != 0
-    assert "CPython 3.11 only" in r.stderr
+    assert "dynamo supports CPython 3.11, 3.12 only" in r.stderr
+
+
+@pytest.mark.parametrize("var,value,words", [
+    ("Py_GIL_DISABLED", 1, "free-threaded"),
+    ("PY_CORE_CFLAGS", "-O2 -D_Py_JIT", "experimental JIT"),
+])
+def test_import_on_free_threaded_or_jit_build_fails_clearly(var, value, words):
+    import subprocess
+    import sys
+    code = ("import sysconfig\n"
+            "real = sysconfig.get_config_var\n"
+            f"sysconfig.get_config_var = lambda n: {value!r} if n == {var!r} else real(n)\n"
+            "import dynamo\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert words in r.stderr and "ImportError" in r.stderr
 
 
 def test_frame_that_cannot_compile_runs_eagerly_and_explain_shows_why():
@@ -256,3 +273,33 @@ def test_backend_with_right_arity_unaffected():
     for _ in range(3):
         assert same(opt(torch.ones(2)), two_outputs(torch.ones(2)))
     assert len(calls) == 3
+
+
+def _other_pythons():
+    """Installed interpreters of unsupported versions (PATH or pyenv)."""
+    import glob
+    import os
+    import shutil
+    found = []
+    for v in ("3.10", "3.13", "3.14"):
+        p = shutil.which(f"python{v}")
+        cands = ([p] if p else []) + sorted(glob.glob(os.path.expanduser(
+            f"~/.pyenv/versions/{v}.*/bin/python{v}")))
+        for c in cands:
+            import subprocess
+            if subprocess.run([c, "-c", ""], capture_output=True).returncode == 0:
+                found.append(c)
+                break
+    return found
+
+
+@pytest.mark.skipif(not _other_pythons(), reason="no CPython 3.10/3.13/3.14 installed")
+def test_import_on_a_real_unsupported_interpreter_fails_clearly():
+    import os
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for py in _other_pythons():
+        r = subprocess.run([py, "-c", "import dynamo"], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": root})
+        assert r.returncode != 0
+        assert "ImportError: dynamo supports CPython 3.11, 3.12 only" in r.stderr, (py, r.stderr)

@@ -8,10 +8,11 @@ its handler). Works on list indexes; must not mutate instructions.
 import dis
 from typing import Dict, FrozenSet, List, Optional, Set
 
-from .instruction import (HAVE_ARGUMENT, JUMP_OPS, TERMINATORS,
+from .instruction import (JUMP_OPS, TERMINATORS, takes_arg,
                           UNCONDITIONAL_JUMPS, Instruction)
 
-READ_OPS = frozenset({"LOAD_FAST", "DELETE_FAST"})   # DELETE needs it bound
+READ_OPS = frozenset({"LOAD_FAST", "DELETE_FAST",   # DELETE needs it bound
+                      "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"})   # 3.12
 WRITE_OPS = frozenset({"STORE_FAST", "DELETE_FAST"})
 CELL_READ_OPS = frozenset({"LOAD_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF",
                            "DELETE_DEREF"})
@@ -63,7 +64,7 @@ def _effect(inst: Instruction, jump: bool) -> int:
         # dis says 0, but the resumed frame finds the sent value (None) on
         # the stack, which the POP_TOP that follows drops
         return 1
-    if inst.opcode < HAVE_ARGUMENT:
+    if not takes_arg(inst.opcode):
         return dis.stack_effect(inst.opcode, None)
     arg = inst.arg if inst.arg is not None else 0
     return dis.stack_effect(inst.opcode, arg, jump=jump)

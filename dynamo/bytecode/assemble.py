@@ -14,8 +14,9 @@ from .analysis import max_stack_depth
 from .exntable import RawExnEntry, exntable_encode
 from .instruction import (BACKWARD_JUMPS, CONST_OPS, FREE_OPS,
                           HAVE_ARGUMENT, JUMP_OPS, JUMP_TWIN, LOCAL_OPS,
-                          NAME_OPS, Instruction, binary_op_arg,
-                          cache_entries, create_instruction)
+                          LINETABLE_MERGES, NAME_FLAG_BITS, NAME_OPS, Instruction,
+                          binary_op_arg, cache_entries, compare_op_arg,
+                          create_instruction, takes_arg)
 from .linetable import NO_LOCATION, linetable_encode
 
 _EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
@@ -23,9 +24,8 @@ _CO_VARARGS = 0x04
 _CO_VARKEYWORDS = 0x08
 _CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x200   # generator, coroutine, async gen
 _MAX_LAYOUT_ROUNDS = 16
-# jump offsets below are relative to the end of the jump itself; that is
-# only right while no 3.11 jump carries inline caches
-assert not any(cache_entries(op) for op in JUMP_OPS)
+# jump offsets are relative to the end of the jump with its inline caches
+# (3.12's FOR_ITER and SEND carry one)
 
 
 # ---------------------------------------------------------------- tables
@@ -93,21 +93,25 @@ def _plain_arg(inst: Instruction, consts, names, varnames,
     op = inst.opname
     if op in CONST_OPS:
         return consts.get(inst.argval)
-    if op == "LOAD_GLOBAL":
-        return (names.get(inst.argval) << 1) | ((inst.arg or 0) & 1)
+    if op in NAME_FLAG_BITS:             # name index << bits | flags
+        bits = NAME_FLAG_BITS[op]
+        return (names.get(inst.argval) << bits) | ((inst.arg or 0) & ((1 << bits) - 1))
     if op in NAME_OPS:
         return names.get(inst.argval)
     if op in LOCAL_OPS:
+        if isinstance(inst.argval, tuple):   # 3.13's LOAD_FAST_LOAD_FAST & co: two 4-bit indexes
+            first, second = (varnames.get(n) for n in inst.argval)
+            return first << 4 | second
         return varnames.get(inst.argval)
     if op in FREE_OPS:
         if inst.argval not in localsplus:
             raise ValueError(f"{op} {inst.argval!r}: not a cell or free var")
         return localsplus[inst.argval]
     if op == "COMPARE_OP" and isinstance(inst.argval, str):
-        return dis.cmp_op.index(inst.argval)
+        return compare_op_arg(inst.argval, inst.arg)
     if op == "BINARY_OP" and inst.arg is None:
         return binary_op_arg(inst.argval)
-    if inst.opcode < HAVE_ARGUMENT:
+    if not takes_arg(inst.opcode):
         return 0
     if inst.arg is None:
         if isinstance(inst.argval, int):
@@ -153,7 +157,7 @@ def _layout(insts, args, opnames, targets):
         for i, t in enumerate(targets):
             if t is None:
                 continue
-            after = starts[i] + 2 * ext[i] + 2          # the jump's own end
+            after = starts[i] + 2 * (ext[i] + 1 + caches[i])    # the jump's own end
             delta = starts[t] - after if t > i else after - starts[t]
             args[i] = delta // 2
             new_ext[i] = _ext_count(args[i])
@@ -241,7 +245,8 @@ def assemble(instructions: List[Instruction], code_template: types.CodeType,
     varnames = _Table(get("co_varnames"))
     for inst in instructions:                # locals first: they shift cells
         if inst.opname in LOCAL_OPS:
-            varnames.get(inst.argval)
+            for name in (inst.argval if isinstance(inst.argval, tuple) else (inst.argval,)):
+                varnames.get(name)
     cellvars, freevars = get("co_cellvars"), get("co_freevars")
     plus = localsplus_names(varnames.items, cellvars, freevars)
     localsplus = {name: i for i, name in enumerate(plus)}
@@ -274,7 +279,7 @@ def assemble(instructions: List[Instruction], code_template: types.CodeType,
         co_nlocals=len(varnames.items),
         # jump twins have the same stack effect: analyse the inputs
         co_stacksize=max_stack_depth(instructions),
-        co_linetable=linetable_encode(firstlineno, spans),
+        co_linetable=linetable_encode(firstlineno, spans, LINETABLE_MERGES),
         co_exceptiontable=exntable_encode(
             _exception_rows(instructions, starts, index)),
     )

@@ -34,7 +34,7 @@ def decode(code: types.CodeType) -> List[Instruction]:
             carry_target = carry_target or d.is_jump_target
             continue
         argval = d.argval
-        if d.opname == "KW_NAMES":       # dis leaves it UNKNOWN in 3.11
+        if d.opname == "KW_NAMES" and not isinstance(argval, tuple):   # 3.11's dis: UNKNOWN
             argval = code.co_consts[d.arg]
         inst = Instruction(d.opcode, d.opname, d.arg, argval, d.offset,
                            d.starts_line if carry_line is None else carry_line,

@@ -1,4 +1,4 @@
-"""The mutable 3.11 instruction model and the constructors codegen uses.
+"""The mutable instruction model (CPython 3.11 and 3.12) and the constructors codegen uses.
 
 Owns `Instruction`, `ExnTabEntry` and the `create_*` helpers, plus the
 opcode classification tables the other bytecode modules share. It must not
@@ -17,11 +17,55 @@ Conventions (the assembler relies on them):
 import dataclasses
 import dis
 import opcode
+import sys
 from typing import Any, List, Optional
+
+# ---------------------------------------------------------------- versions
+# Every bytecode difference between the CPython versions is a table or a
+# flag here; the other bytecode modules test none of sys.version_info.
+
+PY_VERSION = tuple(sys.version_info[:2])
+PY312 = PY_VERSION >= (3, 12)
+PY313 = PY_VERSION >= (3, 13)
+# the compiler merges equal neighbouring locations in co_linetable
+LINETABLE_MERGES = PY312
+# CALL needs PRECALL before it (3.11 only)
+HAS_PRECALL = "PRECALL" in opcode.opmap
+# low bits of the oparg that are flags, not the name index
+NAME_FLAG_BITS = {"LOAD_GLOBAL": 1}
+if PY312:
+    NAME_FLAG_BITS.update(LOAD_ATTR=1, LOAD_SUPER_ATTR=2)
+# COMPARE_OP oparg: cmp_op index << shift | mask bits (3.12 adds the
+# comparison mask the specializer reads: unordered 1, < 2, > 4, == 8;
+# 3.13 a "result to bool" bit 16 above it)
+COMPARE_SHIFT = 5 if PY313 else 4 if PY312 else 0
+_CMP_MASK = {"<": 2, "<=": 10, "==": 8, "!=": 7, ">": 4, ">=": 12}
+
+
+def compare_op_arg(op: str, arg: Optional[int] = None) -> int:
+    """COMPARE_OP oparg for operator string `op`; the flag bits of `arg`
+    (a decoded oparg) are kept, else the compiler's are computed."""
+    idx = dis.cmp_op.index(op) << COMPARE_SHIFT
+    if not COMPARE_SHIFT:
+        return idx
+    low = (1 << COMPARE_SHIFT) - 1
+    return idx | ((arg & low) if arg is not None else _CMP_MASK[op])
+
+
+def compare_op_name(arg: int) -> str:
+    return dis.cmp_op[arg >> COMPARE_SHIFT]
+
 
 # ---------------------------------------------------------------- tables
 
 HAVE_ARGUMENT = opcode.HAVE_ARGUMENT
+# opcodes that take an oparg (3.13 numbers some below HAVE_ARGUMENT)
+_HAS_ARG = frozenset(getattr(opcode, "hasarg", range(HAVE_ARGUMENT, 256)))
+
+
+def takes_arg(op: int) -> bool:
+    """Does opcode number `op` use its oparg?"""
+    return op in _HAS_ARG
 CONST_OPS = frozenset(opcode.opname[o] for o in opcode.hasconst)
 NAME_OPS = frozenset(opcode.opname[o] for o in opcode.hasname)
 LOCAL_OPS = frozenset(opcode.opname[o] for o in opcode.haslocal)
@@ -31,24 +75,35 @@ BACKWARD_JUMPS = frozenset(n for n in JUMP_OPS if "BACKWARD" in n)
 # no fall-through after these
 UNCONDITIONAL_JUMPS = frozenset(
     {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
-TERMINATORS = frozenset({"RETURN_VALUE", "RAISE_VARARGS", "RERAISE"})
+TERMINATORS = frozenset({"RETURN_VALUE", "RAISE_VARARGS", "RERAISE"}
+                        | ({"RETURN_CONST"} if PY312 else set()))
 # a jump whose target ends up on the other side swaps to its twin
 JUMP_TWIN = {
     "JUMP_FORWARD": "JUMP_BACKWARD",
     "JUMP_BACKWARD": "JUMP_FORWARD",
     "JUMP_BACKWARD_NO_INTERRUPT": "JUMP_FORWARD",
 }
-for _cond in ("FALSE", "TRUE", "NONE", "NOT_NONE"):
-    JUMP_TWIN[f"POP_JUMP_FORWARD_IF_{_cond}"] = f"POP_JUMP_BACKWARD_IF_{_cond}"
-    JUMP_TWIN[f"POP_JUMP_BACKWARD_IF_{_cond}"] = f"POP_JUMP_FORWARD_IF_{_cond}"
+for _cond in ("FALSE", "TRUE", "NONE", "NOT_NONE"):   # 3.11 only
+    if f"POP_JUMP_FORWARD_IF_{_cond}" in opcode.opmap:
+        JUMP_TWIN[f"POP_JUMP_FORWARD_IF_{_cond}"] = f"POP_JUMP_BACKWARD_IF_{_cond}"
+        JUMP_TWIN[f"POP_JUMP_BACKWARD_IF_{_cond}"] = f"POP_JUMP_FORWARD_IF_{_cond}"
+# the conditional jump on TOS truth / None-ness, by condition
+if PY312:
+    COND_JUMP = {c: f"POP_JUMP_IF_{c}" for c in ("FALSE", "TRUE", "NONE", "NOT_NONE")}
+else:
+    COND_JUMP = {c: f"POP_JUMP_FORWARD_IF_{c}" for c in ("FALSE", "TRUE", "NONE", "NOT_NONE")}
 
 _NB_BY_SYMBOL = {sym: i for i, (_, sym) in enumerate(opcode._nb_ops)}
 _NB_BY_NAME = {name: i for i, (name, _) in enumerate(opcode._nb_ops)}
 
 
 def cache_entries(opname: str) -> int:
-    """Number of inline CACHE code units that follow `opname` in 3.11."""
-    return opcode._inline_cache_entries[opcode.opmap[opname]]
+    """Number of inline CACHE code units that follow `opname`."""
+    table = opcode._inline_cache_entries
+    if isinstance(table, dict):                  # 3.13: by name
+        return table.get(opname, 0)
+    op = opcode.opmap[opname]
+    return table[op] if op < len(table) else 0
 
 
 def binary_op_arg(op) -> int:
@@ -157,13 +212,13 @@ def create_instruction(opname: str, *, arg: Optional[int] = None,
         argval = arg
     elif opname == "COMPARE_OP":
         if arg is None:
-            arg = dis.cmp_op.index(argval)
-        argval = dis.cmp_op[arg]
+            arg = compare_op_arg(argval)
+        argval = compare_op_name(arg)
     elif arg is None and isinstance(argval, int) and not (
             opname in CONST_OPS or opname in NAME_OPS
             or opname in LOCAL_OPS or opname in FREE_OPS):
         arg = argval
-    if opcode.opmap[opname] < HAVE_ARGUMENT:
+    if not takes_arg(opcode.opmap[opname]):
         arg, argval = None, None
     return Instruction(opcode.opmap[opname], opname, arg, argval)
 
@@ -194,29 +249,40 @@ def create_dup_top() -> Instruction:
     return create_instruction("COPY", arg=1)
 
 
+def create_call(nargs: int) -> List[Instruction]:
+    """The call instructions for `nargs` arguments with the stack
+    [NULL|self, callable-ish, args] laid out: PRECALL n; CALL n on 3.11,
+    CALL n after."""
+    pre = [create_instruction("PRECALL", arg=nargs)] if HAS_PRECALL else []
+    return pre + [create_instruction("CALL", arg=nargs)]
+
+
+def create_load_method(name: str) -> Instruction:
+    """Push [method, self] or [NULL, attribute] for obj.name(...): LOAD_METHOD
+    on 3.11, LOAD_ATTR with its method bit after."""
+    if PY312:
+        return create_instruction("LOAD_ATTR", argval=name, arg=1)
+    return create_instruction("LOAD_METHOD", argval=name)
+
+
 def create_call_function(nargs: int, push_null: bool) -> List[Instruction]:
     """Call with stack [callable, arg1..argN] (push_null=True: a NULL is
     pushed and rotated below the callable) or [NULL|self, callable-ish,
-    args] already laid out (push_null=False). Emits PRECALL n; CALL n."""
+    args] already laid out (push_null=False). Emits [PRECALL n;] CALL n."""
     out = []
     if push_null:
         out.append(create_instruction("PUSH_NULL"))
         out.extend(create_rot_n(nargs + 2))
-    out.append(create_instruction("PRECALL", arg=nargs))
-    out.append(create_instruction("CALL", arg=nargs))
-    return out
+    return out + create_call(nargs)
 
 
 def create_call_method(nargs: int) -> List[Instruction]:
-    """Call after LOAD_METHOD (stack [meth|NULL, self|meth, args])."""
-    return [create_instruction("PRECALL", arg=nargs),
-            create_instruction("CALL", arg=nargs)]
+    """Call after create_load_method (stack [meth|NULL, self|meth, args])."""
+    return create_call(nargs)
 
 
 def create_call_kw(nargs: int, kw_names: tuple) -> List[Instruction]:
     """Call with keyword arguments: the last len(kw_names) of the `nargs`
-    arguments are passed by those names (KW_NAMES; PRECALL; CALL). The
+    arguments are passed by those names (KW_NAMES; [PRECALL;] CALL). The
     NULL/self slot must already be below the callable."""
-    return [create_instruction("KW_NAMES", argval=tuple(kw_names)),
-            create_instruction("PRECALL", arg=nargs),
-            create_instruction("CALL", arg=nargs)]
+    return [create_instruction("KW_NAMES", argval=tuple(kw_names))] + create_call(nargs)

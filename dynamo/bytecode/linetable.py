@@ -1,9 +1,10 @@
-"""3.11 location table (PEP 626/657 co_linetable) encoder.
+"""Location table (PEP 626/657 co_linetable) encoder, CPython 3.11-3.13.
 
 Owns the wire format only. Input is a list of (size_in_code_units,
 Location) per laid-out instruction; like CPython 3.11, each instruction gets
 its own entries (at most 8 code units each; equal neighbours are not merged,
-so co_lines() matches the compiler's). Entry header byte:
+so co_lines() matches the compiler's), or, with `merge` (what 3.12's
+compiler does), runs of neighbours with equal locations share entries. Entry header byte:
 0x80 | code << 3 | (units - 1). Codes: 15 none, 14 long, 13 no columns,
 10..12 one line (line delta code-10), 0..9 short (same line, col < 80).
 Knows nothing about Instructions.
@@ -59,11 +60,19 @@ def _entry(out: bytearray, units: int, loc: Location, prev_line: int) -> int:
 
 
 def linetable_encode(firstlineno: int,
-                     spans: List[Tuple[int, Location]]) -> bytes:
+                     spans: List[Tuple[int, Location]], merge: bool = False) -> bytes:
     """co_linetable for instructions laid out back to back; `spans` gives
     each instruction's size in code units (with its EXTENDED_ARG prefixes
     and CACHEs) and its location. Line numbers are relative to
-    `firstlineno` (co_firstlineno)."""
+    `firstlineno` (co_firstlineno). `merge`: equal neighbours share entries."""
+    if merge:
+        merged: List[Tuple[int, Location]] = []
+        for units, loc in spans:
+            if merged and merged[-1][1] == loc:
+                merged[-1] = (merged[-1][0] + units, loc)
+            else:
+                merged.append((units, loc))
+        spans = merged
     out = bytearray()
     line = firstlineno
     for units, loc in spans:

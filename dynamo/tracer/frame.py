@@ -27,7 +27,8 @@ Non-grad-mode `with` blocks are Unsupported for the whole frame.
 import dataclasses
 import dis
 
-from ..bytecode import arg_slot_count, create_instruction, live_locals
+from ..bytecode import COND_JUMP, arg_slot_count, create_instruction, live_locals
+from ..bytecode.instruction import takes_arg
 from ..exc import Unsupported
 from ..guards import ClosureSource, GlobalSource, LocalSource
 from ..output_graph import PyCodegen
@@ -54,11 +55,15 @@ _BREAK_POPS = {
     "UNPACK_SEQUENCE": lambda arg: 1, "BUILD_STRING": lambda arg: arg,
     "FORMAT_VALUE": lambda arg: 1 + bool(arg & 0x04),
     "IMPORT_NAME": lambda arg: 2, "STORE_DEREF": lambda arg: 1,
+    # 3.12
+    "BINARY_SLICE": lambda arg: 3, "STORE_SLICE": lambda arg: 4,
+    "LOAD_SUPER_ATTR": lambda arg: 3, "CALL_INTRINSIC_1": lambda arg: 1,
 }
 
 _JUMPS_KEEP_ON_TAKEN = {"JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"}
 _TENSOR_JUMPS = {"POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
                  "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE",
+                 "POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE",
                  "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"}
 
 
@@ -137,7 +142,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             if start is None or not self.can_break_at(inst):
                 if not e.user_stack:
                     e.add_user_stack(self.user_stack())
-                if self.in_try_region() and self.safe_point:
+                if (self.in_try_region() or self.in_comprehension()) and self.safe_point:
                     # the try cannot be cut: the graph so far ends before
                     # the statement, which runs eagerly (break_before_instruction)
                     raise RestartAnalysis(self.safe_point[0], e, before=True) from None
@@ -430,8 +435,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         for n in names:
             cg.load_local(self.iter_local_temps.get(n, n))
         nargs = nargs_on_stack + len(names)
-        cg.emit("PRECALL", arg=nargs)
-        cg.emit("CALL", arg=nargs)
+        cg.emit_call(nargs)
         cg.emit("RETURN_VALUE")
 
     def set_run_time_grad_mode(self, cg):
@@ -507,7 +511,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.set_run_time_grad_mode(cg)
         jump_name = inst.opname
         if keep:      # the cond was saved: a popping jump suffices
-            jump_name = "POP_JUMP_FORWARD_IF_TRUE" if "TRUE" in inst.opname else "POP_JUMP_FORWARD_IF_FALSE"
+            jump_name = COND_JUMP["TRUE" if "TRUE" in inst.opname else "FALSE"]
         label = create_instruction("NOP")
         cg.append(create_instruction(jump_name, target=label))
         self.emit_resume_call(cg, self.instructions[fall], temps, [kv for kv in named if kv in live_fall])
@@ -533,7 +537,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         cg = self.compile_graph([v for _, v in named])
         # an island runs user code on the real locals: iterators stay real
         temps = self.materialize(cg, [], named, iter_locals=island is None)
-        self.write_back_lists(cg)
+        self.write_back_lists(cg)          # the statement run eagerly sees the traced mutations
         self.set_run_time_grad_mode(cg)
         if island is None:
             self.emit_resume_call(cg, inst, temps, named)
@@ -599,7 +603,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         last = group[-1]
         npop = _BREAK_POPS[last.opname](last.arg or 0)
         # 3.11 splits a call's effect between PRECALL (-n) and CALL (-1)
-        npush = npop + sum(dis.stack_effect(g.opcode, g.arg if g.opcode >= dis.HAVE_ARGUMENT else None)
+        npush = npop + sum(dis.stack_effect(g.opcode, g.arg if takes_arg(g.opcode) else None)
                            for g in group)
         deep, operands = self.stack[:len(self.stack) - npop], self.stack[len(self.stack) - npop:]
         named = self.live_values(j + 1)
@@ -638,8 +642,8 @@ class InstructionTranslator(InstructionTranslatorBase):
 
 
 
-_TERMINATORS = {"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD", "JUMP_BACKWARD",
-                "JUMP_BACKWARD_NO_INTERRUPT"}
+_TERMINATORS = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD",
+                "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
 _DEL_OPS = {"DELETE_FAST", "DELETE_DEREF"}
 _STORE_OPS = {"STORE_FAST", "STORE_DEREF"}
 
@@ -679,7 +683,7 @@ def eager_island(insts, start, bound, freevars=()):
             after = names | {inst.argval}
         elif inst.opname in _DEL_OPS:
             after = names - {inst.argval}
-        arg = inst.arg if inst.opcode >= dis.HAVE_ARGUMENT else None
+        arg = inst.arg if takes_arg(inst.opcode) else None
         succ = []
         if inst.opname not in _TERMINATORS and n + 1 < len(insts):
             succ.append((n + 1, depth + dis.stack_effect(inst.opcode, arg, jump=False), after))

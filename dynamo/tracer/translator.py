@@ -1,4 +1,5 @@
-"""The symbolic bytecode interpreter: one method per 3.11 opcode.
+"""The symbolic bytecode interpreter: one method per opcode (CPython 3.11
+and 3.12; the 3.12-only opcodes are marked).
 
 InstructionTranslatorBase runs a code object over VariableTrackers (its
 stack, locals and cells). InliningTranslator runs a called user function or
@@ -16,7 +17,7 @@ import types
 
 import torch
 
-from ..bytecode import decode_shared, shared_index
+from ..bytecode import PY312, decode_shared, shared_index
 from ..exc import Unsupported
 from ..guards import ID_MATCH, AttrSource, GlobalSource, ItemSource
 from .variables import (CellVariable, ConstantVariable, DictVariable, GeneratorVariable,
@@ -33,6 +34,7 @@ _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 _CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200
 _CO_GENERATOR = 0x20
 _NB_SYMBOL = [sym for _, sym in opcode._nb_ops]
+_INTRINSIC_1 = getattr(dis, "_intrinsic_1_descs", [])     # 3.12
 # exceptions of a folded operation that become a break at its instruction
 _USER_ERRORS = (ArithmeticError, LookupError, ValueError, TypeError)
 
@@ -223,8 +225,17 @@ class InstructionTranslatorBase:
         var = self.locals[name] = self.realize(self.locals[name])
         self.push(var)
 
+    LOAD_FAST_CHECK = LOAD_FAST                 # 3.12
+
+    def LOAD_FAST_AND_CLEAR(self, inst):        # 3.12: an inlined comprehension saves a name
+        self.push(self.locals.pop(inst.argval, None) or NullVariable())
+
     def STORE_FAST(self, inst):
-        self.locals[inst.argval] = self.pop()
+        value = self.pop()
+        if isinstance(value, NullVariable):     # restoring a name that was unbound
+            self.locals.pop(inst.argval, None)
+        else:
+            self.locals[inst.argval] = value
 
     def DELETE_FAST(self, inst):
         self.locals.pop(inst.argval, None)
@@ -319,7 +330,16 @@ class InstructionTranslatorBase:
     # ------------------------------------------------------------ attributes
     def LOAD_ATTR(self, inst):
         obj = self.pop()
+        if PY312 and inst.arg & 1:              # 3.12: the method form (3.11's LOAD_METHOD)
+            self.push(NullVariable())
         self.push(obj.var_getattr(self, inst.argval))
+
+    def LOAD_SUPER_ATTR(self, inst):            # 3.12: super().name with class and self pushed
+        self_var, cls, fn = self.pop(), self.pop(), self.pop()
+        sup = fn.call(self, [cls, self_var] if inst.arg & 2 else [], {})
+        if inst.arg & 1:
+            self.push(NullVariable())
+        self.push(sup.var_getattr(self, inst.argval))
 
     def LOAD_METHOD(self, inst):
         obj = self.pop()
@@ -418,6 +438,28 @@ class InstructionTranslatorBase:
         key, obj = self.pop(), self.pop()
         self.push(getitem(self, obj, key))
 
+    def _slice(self):
+        stop, start = self.pop(), self.pop()
+        return ConstantVariable(slice(start.as_python_constant(), stop.as_python_constant()))
+
+    def BINARY_SLICE(self, inst):               # 3.12: obj[start:stop]
+        key = self._slice()
+        self.push(getitem(self, self.pop(), key))
+
+    def STORE_SLICE(self, inst):                # 3.12: obj[start:stop] = value
+        key = self._slice()
+        self.push(key)
+        self.STORE_SUBSCR(inst)
+
+    def CALL_INTRINSIC_1(self, inst):           # 3.12
+        name = _INTRINSIC_1[inst.arg] if inst.arg < len(_INTRINSIC_1) else str(inst.arg)
+        if name == "INTRINSIC_UNARY_POSITIVE":
+            self.push(unary_op(self, operator.pos, self.pop()))
+        elif name == "INTRINSIC_LIST_TO_TUPLE":
+            self.LIST_TO_TUPLE(inst)
+        else:
+            raise Unsupported(f"CALL_INTRINSIC_1 {name}")
+
     def STORE_SUBSCR(self, inst):
         key, obj, value = self.pop(), self.pop(), self.pop()
         if isinstance(obj, (TensorVariable, ListVariable, DictVariable)):
@@ -468,6 +510,26 @@ class InstructionTranslatorBase:
         if conv is not None:
             value = conv(value)
         self.push(ConstantVariable(format(value, spec)))
+
+    def BUILD_SET(self, inst):
+        # sets of constants only (a set comprehension over ints, say): 3.12
+        # inlines set comprehensions into the frame
+        items = self.popn(inst.arg)
+        self.push(ConstantVariable({i.as_python_constant() for i in items}))
+
+    def SET_ADD(self, inst):
+        value = self.pop().as_python_constant()
+        target = self.stack[-inst.arg]
+        if not (isinstance(target, ConstantVariable) and type(target.value) is set):
+            raise Unsupported(f"set.add on {target}")
+        target.value.add(value)
+
+    def SET_UPDATE(self, inst):
+        items = self.pop().as_python_constant()
+        target = self.stack[-inst.arg]
+        if not (isinstance(target, ConstantVariable) and type(target.value) is set):
+            raise Unsupported(f"set.update on {target}")
+        target.value.update(items)
 
     def LIST_APPEND(self, inst):
         v = self.pop()
@@ -523,10 +585,16 @@ class InstructionTranslatorBase:
             raise Unsupported(f"iteration over {it}")
         item = it.next()
         if item is None:
-            self.pop()
+            if PY312:        # the target is END_FOR, which pops the iterator and this
+                self.push(ConstantVariable(None))
+            else:
+                self.pop()
             self.jump(inst)
         else:
             self.push(item)
+
+    def END_FOR(self, inst):                    # 3.12
+        self.popn(2)
 
     # ------------------------------------------------------------ jumps
     def JUMP_FORWARD(self, inst):
@@ -564,6 +632,19 @@ class InstructionTranslatorBase:
 
     POP_JUMP_BACKWARD_IF_NONE = POP_JUMP_FORWARD_IF_NONE
     POP_JUMP_BACKWARD_IF_NOT_NONE = POP_JUMP_FORWARD_IF_NOT_NONE
+
+    # 3.12's conditional jumps (relative, either direction)
+    def POP_JUMP_IF_TRUE(self, inst):
+        self._pop_jump(inst, True)
+
+    def POP_JUMP_IF_FALSE(self, inst):
+        self._pop_jump(inst, False)
+
+    def POP_JUMP_IF_NONE(self, inst):
+        self._pop_jump_none(inst, True)
+
+    def POP_JUMP_IF_NOT_NONE(self, inst):
+        self._pop_jump_none(inst, False)
 
     def JUMP_IF_TRUE_OR_POP(self, inst):
         if self.stack[-1].truth(self):
@@ -641,6 +722,10 @@ class InstructionTranslatorBase:
                 if inst.opname == "BEFORE_WITH" and nxt is not None:
                     self._with_handlers[id(nxt.target)] = inst
         while entry is not None:
+            reraise = self.compiler_cleanup(entry.target)
+            if reraise is not None:             # not a user handler: look outside it
+                entry = reraise.exn_tab_entry
+                continue
             before_with = self._with_handlers.get(id(entry.target))
             if before_with is None or not 0 < entry.depth <= len(self.stack):
                 return True
@@ -651,9 +736,41 @@ class InstructionTranslatorBase:
             entry = before_with.exn_tab_entry
         return False
 
+    def compiler_cleanup(self, handler):
+        """The RERAISE ending `handler` when it is cleanup the compiler
+        added around code with no try of its own (3.12: an inlined
+        comprehension restoring its saved names, a generator turning
+        StopIteration into RuntimeError), else None."""
+        i = self.index_of.get(id(handler))
+        if i is None:
+            return None
+        insts = self.instructions
+        if insts[i].opname == "CALL_INTRINSIC_1" and \
+                _INTRINSIC_1[insts[i].arg] == "INTRINSIC_STOPITERATION_ERROR":
+            i += 1
+        else:
+            while i < len(insts) and insts[i].opname in ("SWAP", "POP_TOP", "STORE_FAST"):
+                i += 1
+        if i < len(insts) and insts[i].opname == "RERAISE" and i > self.index_of[id(handler)]:
+            return insts[i]
+        return None
+
+    def in_comprehension(self):
+        """Is the current instruction inside a comprehension inlined into
+        this frame (3.12)? A break there runs the whole statement eagerly,
+        as 3.11 runs a comprehension's call eagerly."""
+        inst = self.current
+        entry = inst.exn_tab_entry if inst is not None else None
+        return entry is not None and self.instructions[self.index_of[id(entry.target)]].opname == "SWAP" \
+            and self.compiler_cleanup(entry.target) is not None
+
     # ------------------------------------------------------------ return
     def RETURN_VALUE(self, inst):
         raise NotImplementedError
+
+    def RETURN_CONST(self, inst):               # 3.12
+        self.push(wrap_const(inst.argval))
+        self.RETURN_VALUE(inst)
 
 
 class InliningTranslator(InstructionTranslatorBase):
@@ -707,10 +824,18 @@ class GeneratorTranslator(InliningTranslator):
             raise Unsupported(f"yield from {it}")
         item = it.next()
         if item is None:
-            self.stack[-1] = ConstantVariable(None)
+            if PY312:                       # END_SEND at the target drops the iterator
+                self.push(ConstantVariable(None))
+            else:
+                self.stack[-1] = ConstantVariable(None)
             self.jump(inst)
         else:
             self.push(item)
+
+    def END_SEND(self, inst):               # 3.12
+        value = self.pop()
+        self.pop()
+        self.push(value)
 
     def YIELD_VALUE(self, inst):
         self.yielded = self.pop()

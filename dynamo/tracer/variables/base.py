@@ -186,6 +186,11 @@ class ConstantVariable(VariableTracker):
         raise Unsupported(f"attribute {name} of {type(self.value).__name__}")
 
     def reconstruct(self, cg):
+        if type(self.value) is set:           # built by the trace: a fresh set per run
+            for item in self.value:
+                cg.load_const(item)
+            cg.emit("BUILD_SET", arg=len(self.value))
+            return
         cg.load_const(self.value)
 
     def __repr__(self):

@@ -361,10 +361,9 @@ class ListIteratorVariable(VariableTracker):
             cg.reconstruct(self.seq)
             cg.emit("GET_ITER")
             cg.emit("COPY", arg=1)
-            cg.emit("LOAD_METHOD", argval="__setstate__")
+            cg.load_method("__setstate__")
             cg.load_const(self.index)
-            cg.emit("PRECALL", arg=1)
-            cg.emit("CALL", arg=1)
+            cg.emit_call(1)
             cg.emit("POP_TOP")
             return
         if self.dict_seq is not None and not self.exhausted:

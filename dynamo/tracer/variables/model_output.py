@@ -198,8 +198,7 @@ class ModelOutputVariable(VariableTracker):
                 cg.reconstruct(self.items[k])
                 cg.emit("BUILD_TUPLE", arg=2)
             cg.emit("BUILD_TUPLE", arg=len(names))
-        cg.emit("PRECALL", arg=4)
-        cg.emit("CALL", arg=4)
+        cg.emit_call(4)
 
     def __repr__(self):
         return f"ModelOutputVariable({self.cls.__name__}, keys={self.keys()})"
