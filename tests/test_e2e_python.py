@@ -314,10 +314,8 @@ def test_dict_and_set_comprehension_and_genexpr():
         s = {i % 2 for i in range(4)}
         total = sum(v for v in d.values())
         return total * len(s)
-    # the set comprehension breaks (BUILD_SET): f's graph, then the resume
-    # function's (before, the comprehension function could not be rebuilt,
-    # so f ran eagerly and only the dict comprehension's frame compiled)
-    check(f, X, frames=2)
+    # a set of constants is traced (BUILD_SET / SET_ADD): one graph
+    check(f, X, frames=1)
 
 
 def test_nested_comprehension():

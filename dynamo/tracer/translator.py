@@ -532,12 +532,19 @@ class InstructionTranslatorBase:
         target.value.update(items)
 
     def LIST_APPEND(self, inst):
+        # the list may come from outside the trace: 3.12 inlines
+        # comprehensions, so a resume function can start inside one and get
+        # the list being built as an argument (written back at a break)
         v = self.pop()
-        self.stack[-inst.arg].items.append(v)
+        target = self.stack[-inst.arg]
+        target.check_mutable(self)
+        target.items.append(v)
 
     def LIST_EXTEND(self, inst):
         v = self.pop()
-        self.stack[-inst.arg].items.extend(v.unpack(self))
+        target = self.stack[-inst.arg]
+        target.check_mutable(self)
+        target.items.extend(v.unpack(self))
 
     def LIST_TO_TUPLE(self, inst):
         self.push(TupleVariable(self.pop().items))
@@ -553,7 +560,9 @@ class InstructionTranslatorBase:
 
     def MAP_ADD(self, inst):
         value, key = self.pop(), self.pop()
-        self.stack[-inst.arg].items[key.as_python_constant()] = value
+        target = self.stack[-inst.arg]
+        target.check_mutable()          # a dict from outside the trace (see LIST_APPEND)
+        target.items[key.as_python_constant()] = value
 
     def UNPACK_SEQUENCE(self, inst):
         items = self.pop().unpack(self)
