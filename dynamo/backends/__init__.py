@@ -167,11 +167,28 @@ def _nop_compiler(gm, example_inputs):
     return nop(gm, example_inputs)
 
 
+def _aot_inputs(gm, example_inputs):
+    """The inputs AOT autograd traces with: the real ones, unless a node's
+    size depends on data (nonzero, torch.where(mask); an unbacked symbol of
+    the capture): then fakes of them (same sizes) from a fake mode with a
+    shape env, which AOT adopts and which lets such ops keep a symbolic size."""
+    import torch
+    dynamic = any(isinstance(v, torch.Tensor) and any(type(d) is not int for d in v.shape)
+                  for v in (n.meta.get("example_value") for n in gm.graph.nodes))
+    if not dynamic:
+        return example_inputs
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    mode = FakeTensorMode(shape_env=ShapeEnv(allow_scalar_outputs=False))
+    return [mode.from_tensor(x, static_shapes=True) if isinstance(x, torch.Tensor) else x
+            for x in example_inputs]
+
+
 @register_backend("aot_eager")
 def aot_eager(gm, example_inputs):
     """AOT autograd (forward and backward graphs) run with eager kernels."""
     from torch._functorch.aot_autograd import aot_module_simplified
-    return aot_module_simplified(gm, example_inputs, fw_compiler=_nop_compiler,
+    return aot_module_simplified(gm, _aot_inputs(gm, example_inputs), fw_compiler=_nop_compiler,
                                  bw_compiler=_nop_compiler)
 
 
@@ -208,5 +225,5 @@ def aot_inductor_debug(gm, example_inputs):
     eager kernels (checks the decompositions without compiling code)."""
     from torch._functorch.aot_autograd import aot_module_simplified
     from torch._inductor.decomposition import select_decomp_table
-    return aot_module_simplified(gm, example_inputs, fw_compiler=_nop_compiler,
+    return aot_module_simplified(gm, _aot_inputs(gm, example_inputs), fw_compiler=_nop_compiler,
                                  bw_compiler=_nop_compiler, decompositions=select_decomp_table())
