@@ -395,6 +395,8 @@ def reset():
         uninstall_globals()
         records.clear()
         skipfiles.clear()
+        from .tracer import translator
+        translator.clear_decoded()
         _limit_warned.clear()
         _eager_warned.clear()
     try:

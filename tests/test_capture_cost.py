@@ -110,17 +110,20 @@ class _Stack(torch.nn.Module):
 
 def test_each_code_is_decoded_once_per_process(monkeypatch):
     """Four layers inline one forward: its bytecode is decoded once (and
-    kept across compiles), not once per inlined call."""
+    kept across compiles until dynamo.reset()), not once per inlined call."""
     from dynamo.tracer import translator
     decoded = []
     real = translator.decode
     monkeypatch.setattr(translator, "decode", lambda code: (decoded.append(code.co_name), real(code))[1])
     monkeypatch.setattr(translator, "_decoded", {})
     m, x = _Stack(), torch.randn(2, 4)
+    dynamo.reset()
+    start = records.mark()
+    opt = dynamo.optimize("eager")(m)
     with torch.no_grad():
-        for _ in range(2):                      # the second compile decodes nothing
-            dynamo.reset()
-            torch.testing.assert_close(dynamo.optimize("eager")(m)(x), m(x))
-    recs = records.records_since(0)             # the second compile's
-    assert [len(r.graphs) for r in recs] == [1]
+        torch.testing.assert_close(opt(x), m(x))
+        y = torch.randn(3, 4)                   # a new size: a recompile decodes nothing
+        torch.testing.assert_close(opt(y), m(y))
+    recs = records.records_since(start)
+    assert [len(r.graphs) for r in recs] == [1, 1]
     assert sorted(decoded) == ["forward", "forward"], decoded     # _Stack's and _Layer's

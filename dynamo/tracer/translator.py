@@ -40,9 +40,14 @@ _USER_ERRORS = (ArithmeticError, LookupError, ValueError, TypeError)
 # code -> (instructions, index_of): decoded once per code object and shared
 # by every translator of it (an inlined forward runs once per layer); the
 # translators only read them (break code copies the instructions it emits).
-# Holds the codes (no id reuse); dropped whole past _DECODED_MAX.
+# Holds the codes (no id reuse); dropped whole past _DECODED_MAX and by
+# dynamo.reset() (resume functions are new code objects per compile).
 _decoded = {}
 _DECODED_MAX = 2048
+
+
+def clear_decoded():
+    _decoded.clear()
 
 
 def _decode_shared(code):
