@@ -110,7 +110,7 @@ class _Stack(torch.nn.Module):
 
 def test_each_code_is_decoded_once_per_process(monkeypatch):
     """Four layers inline one forward: its bytecode is decoded once (and
-    kept across compiles), not once per inlined call."""
+    kept across compiles until dynamo.reset()), not once per inlined call."""
     import importlib
     import weakref
     decode_mod = importlib.import_module("dynamo.bytecode.decode")   # the module, not the function
@@ -119,10 +119,13 @@ def test_each_code_is_decoded_once_per_process(monkeypatch):
     monkeypatch.setattr(decode_mod, "decode", lambda code: (decoded.append(code.co_name), real(code))[1])
     monkeypatch.setattr(decode_mod, "_SHARED", weakref.WeakKeyDictionary())
     m, x = _Stack(), torch.randn(2, 4)
+    dynamo.reset()
+    start = records.mark()
+    opt = dynamo.optimize("eager")(m)
     with torch.no_grad():
-        for _ in range(2):                      # the second compile decodes nothing
-            dynamo.reset()
-            torch.testing.assert_close(dynamo.optimize("eager")(m)(x), m(x))
-    recs = records.records_since(0)             # the second compile's
-    assert [len(r.graphs) for r in recs] == [1]
+        torch.testing.assert_close(opt(x), m(x))
+        y = torch.randn(3, 4)                   # a new size: a recompile decodes nothing
+        torch.testing.assert_close(opt(y), m(y))
+    recs = records.records_since(start)
+    assert [len(r.graphs) for r in recs] == [1, 1]
     assert sorted(decoded) == ["forward", "forward"], decoded     # _Stack's and _Layer's

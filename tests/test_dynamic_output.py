@@ -66,3 +66,23 @@ def test_reading_a_data_dependent_size_breaks():
     assert breaks == 1, breaks
     compiles, graphs, breaks = _run(_len_size, (x,), (y,))
     assert breaks == 1, breaks
+
+
+def test_aot_eager_compiles_the_graph_with_a_symbolic_size(recwarn):
+    # AOT autograd traces such a graph with fakes from a fake mode with a
+    # shape env (dynamo.backends._aot_inputs): no backend failure, one compile
+    a, b = _inputs(0), _inputs(1)
+    dynamo.reset()
+    start = records.mark()
+    fn = dynamo.optimize("aot_eager")(_route)
+    x = a[0].clone().requires_grad_(True)
+    fn(x, a[1], a[2]).sum().backward()
+    got_grad = x.grad.clone()
+    x.grad = None
+    _route(x, a[1], a[2]).sum().backward()
+    torch.testing.assert_close(got_grad, x.grad)
+    torch.testing.assert_close(fn(*b), _route(*b))
+    recs = records.records_since(start)
+    # x requires grad, b[0] does not: two compiles, each one graph, none failed
+    assert [(r.status, len(r.graphs)) for r in recs] == [("ok", 1), ("ok", 1)]
+    assert not [w for w in recwarn if "failed" in str(w.message)]

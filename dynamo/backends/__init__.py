@@ -167,6 +167,23 @@ def _nop_compiler(gm, example_inputs):
     return nop(gm, example_inputs)
 
 
+def _aot_inputs(gm, example_inputs):
+    """The inputs AOT autograd traces with: the real ones, unless a node's
+    size depends on data (nonzero, torch.where(mask); an unbacked symbol of
+    the capture): then fakes of them (same sizes) from a fake mode with a
+    shape env, which AOT adopts and which lets such ops keep a symbolic size."""
+    import torch
+    dynamic = any(isinstance(v, torch.Tensor) and any(type(d) is not int for d in v.shape)
+                  for v in (n.meta.get("example_value") for n in gm.graph.nodes))
+    if not dynamic:
+        return example_inputs
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    mode = FakeTensorMode(shape_env=ShapeEnv(allow_scalar_outputs=False))
+    return [mode.from_tensor(x, static_shapes=True) if isinstance(x, torch.Tensor) else x
+            for x in example_inputs]
+
+
 @register_backend("aot_eager")
 def aot_eager(gm, example_inputs):
     """AOT autograd (forward and backward graphs) run with eager kernels."""
@@ -202,7 +219,7 @@ def _aot(gm, example_inputs, **kw):
     def fw_compiler(g, inputs):
         seeded.append(_draws_random(g))
         return _nop_compiler(g, inputs)
-    compiled = aot_module_simplified(gm, example_inputs, fw_compiler=fw_compiler,
+    compiled = aot_module_simplified(gm, _aot_inputs(gm, example_inputs), fw_compiler=fw_compiler,
                                      bw_compiler=_nop_compiler, **kw)
     runtime = _AotRuntime(compiled, eager_forward, any(seeded), deps, _attr_keys(gm))
     runtime.mutates = _mutates(gm)

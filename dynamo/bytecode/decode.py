@@ -66,6 +66,11 @@ def decode_shared(code: types.CodeType) -> List[Instruction]:
     return hit[0]
 
 
+def clear_shared() -> None:
+    """Forget every shared decoding (dynamo.reset())."""
+    _SHARED.clear()
+
+
 def shared_index(code: types.CodeType) -> Dict[int, int]:
     """id(instruction) -> position, for the list decode_shared(code) returns."""
     decode_shared(code)
