@@ -39,34 +39,6 @@ _INTRINSIC_1 = getattr(dis, "_intrinsic_1_descs", [])     # 3.12
 _USER_ERRORS = (ArithmeticError, LookupError, ValueError, TypeError)
 
 
-<<<<<<< HEAD
-=======
-# code -> (instructions, index_of): decoded once per code object and shared
-# by every translator of it (an inlined forward runs once per layer); the
-# translators only read them (break code copies the instructions it emits).
-# Holds the codes (no id reuse); dropped whole past _DECODED_MAX and by
-# dynamo.reset() (resume functions are new code objects per compile).
-_decoded = {}
-_DECODED_MAX = 2048
-
-
-def clear_decoded():
-    _decoded.clear()
-
-
-def _decode_shared(code):
-    hit = _decoded.get(code)
-    if hit is not None and hit[0] is code:
-        return hit[1], hit[2]
-    insts = decode(code)
-    index_of = {id(inst): i for i, inst in enumerate(insts)}
-    if len(_decoded) >= _DECODED_MAX:
-        _decoded.clear()
-    _decoded[code] = (code, insts, index_of)
-    return insts, index_of
-
-
->>>>>>> models
 class InstructionTranslatorBase:
     """Shared interpreter state and the opcode methods (see module doc)."""
 
