@@ -64,7 +64,7 @@ def test_a_graph_anywhere_means_no_warning(caplog):
         fn(torch.ones(3))
         # a break first, the graph in the resume function: still a graph
         brk = dynamo.optimize("eager")(
-            lambda x: _tensor_ops(dynamo.eval_frame.unsupported(x, 1)))
+            lambda x: _tensor_ops(dynamo.eval_frame.unsupported(1, x)))
         brk(torch.ones(3))
         assert [len(r.graphs) for r in records.records_since(start)] == [1, 0, 1]
         # explain reports in its own way: no warning for it either

@@ -108,8 +108,14 @@ class InstructionTranslator(InstructionTranslatorBase):
                 args[name] = PassthroughVariable(LocalSource(name, slot))
         cells = {name: CellVariable(PassthroughVariable(ClosureSource(i, name)), ClosureSource(i, name))
                  for i, name in enumerate(code.co_freevars)}
-        for name, cell in cells.items():
+        real = frame.closure or ()
+        for i, (name, cell) in enumerate(cells.items()):
             cell.frame_name = name
+            if i < len(real):
+                # by the real cell: an inlined closure over the same cell
+                # (UserFunctionVariable.closure_cells) gets this variable and
+                # reads what the frame wrote to it
+                output.closure_cells[id(real[i])] = (real[i], cell)
         super().__init__(output, code, frame.f_globals, args, cells)
         self.frame = frame
         self.nopython = nopython
