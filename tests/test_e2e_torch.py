@@ -273,6 +273,13 @@ GENEXPR_MODULES = {
 def test_nn_module_eval(name):
     make, inp = MODULES[name]
     torch.manual_seed(0)
+    if name == "dropout_eval":
+        # Dropout in eval returns its input object: no graph op, no graph
+        # (the result is the same tensor, as in eager)
+        args = inp()
+        cnt = check_module(make(), *args, frames=0)
+        assert dynamo.optimize(cnt)(make().eval())(*args) is args[0]
+        return
     check_module(make(), *inp())
 
 

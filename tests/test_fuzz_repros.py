@@ -16,7 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = set()
+OPEN = {"aot_inplace_on_aliased_input_returns_copy", "aot_saved_input_written_through_numpy"}
 
 
 def _cases():

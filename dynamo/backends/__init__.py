@@ -281,7 +281,12 @@ def _grad_deps(gm):
     if not isinstance(out, (tuple, list)):
         return None
     per_out = [deps.get(o, frozenset()) if isinstance(o, torch.fx.Node) else frozenset() for o in out]
-    if len({d for d in per_out if d}) <= 1 and all(per_out):
+    # every input that needs grad (an input only written in place, under
+    # no_grad, is one too): aot's node returns a gradient for each
+    every = frozenset().union(*(d for n, d in deps.items() if n.op in ("placeholder", "get_attr")))
+    for d in per_out:
+        every |= {k for k in d if k[0] == "attr"}
+    if all(d == every for d in per_out):
         return None
     return per_out
 
