@@ -136,6 +136,8 @@ def main():
         try:
             rows.append(bench_model(name, args))
         except Exception as e:  # noqa: BLE001 - report and go on with the next model
+            import traceback
+            traceback.print_exc()
             rows.append({"model": name, "error": f"{type(e).__name__}: {e}"[:300]})
         print(json.dumps(rows[-1]), flush=True)
     head = ("model", "graphs", "breaks", "equal e/aot/ind/cg", "train loss/grads", "eager ms",

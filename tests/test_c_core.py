@@ -1046,7 +1046,10 @@ def test_non_function_frames_never_reach_the_callback():
         return K.x + sum(g)
     cb = Recorder(lambda *a: None)
     assert C.OptimizedCallable(f, cb, COMPILE)() == 2
-    assert [c["code"].co_name for c in cb.calls] == ["f"]
+    # only f's own frames count: an audit hook installed by a library
+    # (filelock's, run at exec) is a function frame and may reach it too
+    ours = [c["code"].co_name for c in cb.calls if c["code"].co_filename in (__file__, "<string>")]
+    assert ours == ["f"]
 
 
 def test_asan_build_subset():

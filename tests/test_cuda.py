@@ -99,6 +99,21 @@ def test_cudagraphs_replays_new_inputs_and_keeps_old_outputs():
 
 
 @cuda
+def test_cudagraphs_takes_expanded_and_strided_inputs():
+    cg.reset_stats()
+
+    def f(a, b):
+        return (a * b).sum(0) + b.t()
+
+    opt = dynamo.optimize("cudagraphs")(f)
+    for k in range(3):
+        a = torch.randn(1, 4, device="cuda").expand(4, 4)     # stride 0: overlapping elements
+        b = torch.randn(4, 4, device="cuda").t()               # transposed
+        torch.testing.assert_close(opt(a, b), f(a, b))
+    assert cg.stats["captures"] == 1 and cg.stats["replays"] == 3
+
+
+@cuda
 def test_cudagraphs_recaptures_when_a_parameter_moves():
     cg.reset_stats()
     torch.manual_seed(0)

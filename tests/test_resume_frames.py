@@ -236,3 +236,31 @@ def test_module_super_forward_nested_under_outer_module():
     # the break in the inlined inner forward splits the outer frame at the
     # call; the inner forward then runs as its own frame and breaks again
     run(Outer(), X, frames=3, graphs=3, breaks=2)
+
+
+def test_super_c_method_after_a_break_acts_on_each_calls_object():
+    # a dataclass __init__ (run eagerly: its file is "<string>") calls a
+    # __setattr__ that breaks, then super().__setattr__ (object's slot
+    # wrapper, run eagerly): the resume function must bind it to this
+    # call's object, not to the object of the call that was traced
+    import collections
+    import dataclasses
+
+    class Base(collections.OrderedDict):
+        def __setattr__(self, name, value):
+            print("", end="")                        # a break
+            super().__setattr__(name, value)
+
+    @dataclasses.dataclass
+    class Out(Base):
+        a: torch.Tensor = None
+
+    def f(x):
+        return Out(a=x + 1)
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    outs = [opt(torch.full((2,), float(i))) for i in range(3)]
+    for i, o in enumerate(outs):
+        assert o.__dict__ == {"a": o.a} and o.a.tolist() == [i + 1.0, i + 1.0]
+    assert cnt.frame_count >= 1

@@ -41,6 +41,15 @@ def _capturable(example_inputs):
         isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs)
 
 
+def _span(t):
+    """The stretch of `t`'s storage its elements occupy, as a 1-d view: an
+    input is copied span to span, which also works when its elements
+    overlap (an expanded tensor, stride 0), where an element copy cannot."""
+    n = 1 + sum((size - 1) * stride for size, stride in zip(t.size(), t.stride())) \
+        if t.numel() else 0
+    return t.as_strided((n,), (1,), t.storage_offset())
+
+
 class _Captured:
     """One CUDA graph of `gm` over fixed input addresses."""
 
@@ -52,7 +61,7 @@ class _Captured:
         self.ptrs = [a.data_ptr() for a in self.static]
         for dst, src, p in zip(self.static, args, self.param):
             if not p:
-                dst.copy_(src)
+                _span(dst).copy_(_span(src))
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side), torch.no_grad():
@@ -75,7 +84,7 @@ class _Captured:
     def run(self, args):
         for dst, src, p in zip(self.static, args, self.param):
             if not p:
-                dst.copy_(src)
+                _span(dst).copy_(_span(src))
         self.graph.replay()
         stats["replays"] += 1
         out = [o.clone() if isinstance(o, torch.Tensor) else o for o in self.out]

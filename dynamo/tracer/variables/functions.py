@@ -353,7 +353,7 @@ class SuperVariable(VariableTracker):
         real = self._real_object()
         if real is None:
             raise Unsupported(f"super().{name} ({type(attr).__name__})")
-        return SkippedFunctionVariable(getattr(super(self.cls, real), name))
+        return SuperBoundVariable(getattr(super(self.cls, real), name), self, name)
 
     def _real_object(self):
         """The object super() binds, when the tracer holds the real one."""
@@ -374,6 +374,35 @@ class SuperVariable(VariableTracker):
 
     def __repr__(self):
         return f"SuperVariable({self.cls.__name__}, {self.obj})"
+
+
+class SuperBoundVariable(VariableTracker):
+    """super().name that is a C method bound to the object (a slot wrapper
+    such as object.__setattr__): calling it runs eagerly after a break, and
+    the generated code rebuilds it as super(cls, obj).name from the frame's
+    values. Never a constant: the bound method holds the object of the call
+    that was traced, and a constant would act on that object on every later
+    call."""
+
+    def __init__(self, fn, sup, name):
+        super().__init__(None)
+        self.fn, self.sup, self.name = fn, sup, name
+
+    def python_type(self):
+        return type(self.fn)
+
+    def truth(self, tx):
+        return True
+
+    def call(self, tx, args, kwargs):
+        raise Unsupported(f"call to super().{self.name} (a C method; runs eagerly)")
+
+    def reconstruct(self, cg):
+        cg.reconstruct(self.sup)
+        cg.emit("LOAD_ATTR", argval=self.name)
+
+    def __repr__(self):
+        return f"SuperBoundVariable({self.name})"
 
 
 class SignatureVariable(VariableTracker):
