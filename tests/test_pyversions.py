@@ -198,3 +198,25 @@ def test_sys_monitoring_sees_every_call_of_a_compiled_function():
     seen.clear()
     opt(x)                                  # nobody watching: no event, still a hit
     assert seen == [] and cnt.frame_count == 1
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="3.12 method loads carry a flag bit")
+def test_no_break_at_a_312_method_load():
+    # LOAD_ATTR / LOAD_SUPER_ATTR with the method bit leave NULL|self under
+    # the method: a break there handed the NULL to the resume function and
+    # CPython crashed (BERT under transformers 5.17: super().__setitem__ in
+    # ModelOutput.__setattr__)
+    from dynamo.bytecode import decode
+    from dynamo.tracer.translator import InstructionTranslatorBase
+
+    class A:
+        def f(self, x):
+            super().g(x)
+            return x.foo(1) + x.bar
+
+    t = object.__new__(InstructionTranslatorBase)
+    t.with_stack = []
+    loads = {(i.opname, i.argval): t.can_break_at(i) for i in decode(A.f.__code__)
+             if i.opname in ("LOAD_ATTR", "LOAD_SUPER_ATTR")}
+    assert loads == {("LOAD_SUPER_ATTR", "g"): False, ("LOAD_ATTR", "foo"): False,
+                     ("LOAD_ATTR", "bar"): True}

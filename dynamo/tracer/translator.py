@@ -695,7 +695,12 @@ class InstructionTranslatorBase:
 
     def can_break_at(self, inst):
         """May a graph break happen at `inst`: not inside a try block, and
-        inside `with` blocks only if they are all grad-mode blocks."""
+        inside `with` blocks only if they are all grad-mode blocks, and not
+        at a 3.12 method load (LOAD_ATTR / LOAD_SUPER_ATTR with the method
+        bit): it leaves NULL|self under the method, and a NULL cannot be
+        handed to a resume function (CPython crashed on it)."""
+        if PY312 and inst.opname in ("LOAD_ATTR", "LOAD_SUPER_ATTR") and (inst.arg or 0) & 1:
+            return False
         entry = inst.exn_tab_entry
         if not self.with_stack:
             # a resume function that starts inside grad-mode blocks: their
