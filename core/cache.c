@@ -7,7 +7,7 @@
  */
 #include "cache.h"
 #include "pyversion.h"  /* dyn_request_code_extra_index, dyn_code_get/set_extra */
-#include "../inspect/telemetry.h"   /* slots: marked dead with their entry / code */
+#include "telemetry.h"   /* slots: marked dead with their entry / code */
 
 /* co_extra slot reserved at init; -1 until then. */
 Py_ssize_t cache_extra_index = -1;

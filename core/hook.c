@@ -23,7 +23,7 @@
 #include "cache.h"      /* CodeCache, CacheEntry */
 #include "callable.h"   /* thread mode and callback */
 #include "tree.h"       /* gtree_lookup */
-#include "../inspect/telemetry.h"  /* counters of the shared telemetry region */
+#include "telemetry.h"  /* counters of the shared telemetry region */
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)

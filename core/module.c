@@ -14,7 +14,7 @@
 #include "hook.h"       /* hook_install */
 #include "ir.h"         /* gir_compile */
 #include "tree.h"       /* guard trees: lookup, info, stats */
-#include "../inspect/telemetry.h"  /* the telemetry region and _telemetry_* */
+#include "telemetry.h"  /* the telemetry region and _telemetry_* */
 
 /* guards/tmeta_py.c: the tmeta test hooks (_tensor_meta, _dtype_code, ...). */
 int tmeta_add_test_functions(PyObject *module);

@@ -5,7 +5,7 @@ CompileRecord (graphs with fx nodes and tensor metadata, guards, break
 reasons with user stacks, both bytecode listings) and of a code's guard tree
 (inspect/layout.h, "RECORD" and "TREE") with the node counters of the
 tree, the events of a compile, `refresh` and `save_snapshot`. The region,
-the counters and the snapshot format are C (inspect/telemetry.c).
+the counters and the snapshot format are C (core/telemetry.c).
 `publish` never raises: a telemetry failure must never break compiling.
 
 Guard constants are user data: a `str` argument a guard specializes on

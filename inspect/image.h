@@ -14,7 +14,7 @@
 #include <stddef.h>     /* size_t */
 #include <stdint.h>     /* uint8_t */
 #include "layout.h"     /* DtHeader */
-#include "reader.h"     /* DrError */
+#include "errors.h"     /* DrError */
 
 /* The interrupt flag of dr_set_interrupt (NULL: none), and whether it is set. */
 void image_set_interrupt(const volatile int *flag);

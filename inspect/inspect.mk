@@ -1,4 +1,5 @@
-# inspect/inspect.mk — telemetry: the writer (part of dynamo._C), the reader
+# inspect/inspect.mk — telemetry: the layout and image code dynamo._C compiles in
+# (its writer is core/telemetry.c), the reader
 # library build/libdynamo_inspect.a and the test/diagnostic CLI
 # build/bin/dynamo-inspect.
 #
@@ -8,15 +9,15 @@
 # shared by dynamo-top and dynamo-dot.
 # They may depend on $(INSPECT_LIB) in their rules (it is a file target).
 
-EXT_SRC += inspect/telemetry.c inspect/image.c
-EXT_HDR += inspect/layout.h inspect/telemetry.h inspect/image.h inspect/reader.h
+EXT_SRC += inspect/image.c
+EXT_HDR += inspect/layout.h inspect/image.h inspect/errors.h
 
 INSPECT_LIB    := build/libdynamo_inspect.a
 INSPECT_CFLAGS := -Iinspect
 INSPECT_LDLIBS := -lelf
 INSPECT_WFLAGS := -Wall -Wextra -Werror -Wshadow -std=c11 -D_GNU_SOURCE
 INSPECT_SRC    := inspect/reader.c inspect/image.c inspect/value.c inspect/strutil.c
-INSPECT_HDR    := inspect/layout.h inspect/reader.h inspect/image.h inspect/value.h inspect/strutil.h
+INSPECT_HDR    := inspect/layout.h inspect/errors.h inspect/reader.h inspect/image.h inspect/value.h inspect/strutil.h
 INSPECT_OBJ    := $(patsubst inspect/%.c,build/inspect/%.o,$(INSPECT_SRC))
 INSPECT_CLI    := build/bin/dynamo-inspect
 

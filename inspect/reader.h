@@ -34,22 +34,9 @@
 #include <stddef.h>     /* size_t */
 #include <stdint.h>     /* uint64_t */
 #include <sys/types.h>  /* pid_t */
+#include "errors.h"     /* DrError, DR_* */
 
 /* ---- errors ------------------------------------------------------------------ */
-
-typedef enum {
-    DR_OK = 0,
-    DR_ENOPROC,         /* no process with that pid */
-    DR_ENODYNAMO,       /* the process runs but exposes no dynamo telemetry (dynamo not
-                           imported, DYNAMO_TELEMETRY=0, or a foreign file) */
-    DR_EPERM,           /* permission denied; msg says how to grant it */
-    DR_EVERSION,        /* layout version mismatch; msg has both versions */
-    DR_ECORRUPT,        /* corrupt or truncated snapshot / region */
-    DR_EIO,             /* other I/O error (msg has strerror) */
-    DR_ENOMEM,          /* out of memory */
-    DR_EBUSY,           /* the writer kept changing the region; try again */
-    DR_EINTR,           /* stopped by the tool's interrupt flag (dr_set_interrupt) */
-} DrError;
 
 typedef struct {
     DrError code;

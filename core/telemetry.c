@@ -1,4 +1,4 @@
-/* inspect/telemetry.c — the telemetry writer (part of dynamo._C).
+/* core/telemetry.c — the telemetry writer (part of dynamo._C).
  *
  * Owns the region of this process (layout.h) and everything written to it:
  * creation at module load, the anchor symbol, slots, blobs, events, the
@@ -25,8 +25,8 @@
 #include <unistd.h>     /* ftruncate, unlink, getpid */
 
 #include "telemetry.h"
-#include "image.h"          /* image_capture, image_save */
-#include "../core/cache.h"  /* CodeCache, CacheEntry: slots hang off them */
+#include "../inspect/image.h"  /* image_capture, image_save */
+#include "cache.h"          /* CodeCache, CacheEntry: slots hang off them */
 
 /* Found by readers through the dynamic symbol table (layout.h). */
 __attribute__((visibility("default"), used))

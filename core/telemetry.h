@@ -1,4 +1,4 @@
-/* inspect/telemetry.h — the telemetry writer inside dynamo._C.
+/* core/telemetry.h — the telemetry writer inside dynamo._C.
  *
  * Owns: the process's telemetry region (layout.h): its creation when the
  * module loads (/dev/shm/dynamo-<pid>, 0600; anonymous memory as the
@@ -12,12 +12,12 @@
  * hook pays one predictable branch.  It must never make a compile or a call
  * fail: every internal problem disables the piece concerned.
  */
-#ifndef DYNAMO_INSPECT_TELEMETRY_H
-#define DYNAMO_INSPECT_TELEMETRY_H
+#ifndef DYNAMO_CORE_TELEMETRY_H
+#define DYNAMO_CORE_TELEMETRY_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>     /* PyObject */
-#include "layout.h"     /* DtCode, DtEntry */
+#include "../inspect/layout.h"  /* DtCode, DtEntry */
 
 struct CodeCache;       /* core/cache.h */
 
@@ -93,4 +93,4 @@ void telemetry_code_dead(struct CodeCache *cache);
  * record a reset event. */
 void telemetry_reset_event(void);
 
-#endif /* DYNAMO_INSPECT_TELEMETRY_H */
+#endif /* DYNAMO_CORE_TELEMETRY_H */
