@@ -1,0 +1,188 @@
+"""The import picture of the tree: #include edges between the C folders
+(core/ guards/ inspect/ tui/ viz/) and import edges between the Python
+packages under dynamo/ (the top-level modules count as the folder
+`dynamo`).  `python tests/layering.py` prints the folder graph and any
+cycle; tests/test_layering.py asserts the picture (issue 11).
+
+Only folder-to-folder edges are kept: a file including or importing a
+file of its own folder is no edge.  An include is resolved against the
+including file's folder first (the compilers' rule for quoted includes),
+then against the folders the Makefile passes with -I.
+"""
+import ast
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+C_FOLDERS = ("core", "guards", "inspect", "tui", "viz")
+C_SUFFIXES = (".c", ".h", ".cpp")
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def _c_files():
+    for folder in C_FOLDERS:
+        for dirpath, _dirs, names in os.walk(os.path.join(ROOT, folder)):
+            for name in sorted(names):
+                if name.endswith(C_SUFFIXES):
+                    yield os.path.join(dirpath, name)
+
+
+# Files that are a layer of their own: core/pyversion.h is the one header
+# with CPython internals, below core/ and guards/ both (STYLE.md rule 6);
+# inspect/fuzz/ is a test harness over the reader and both tools.
+OWN_LAYER = ("core/pyversion.h", "inspect/fuzz")
+
+
+def _folder_of(path):
+    rel = os.path.relpath(path, ROOT).replace(os.sep, "/")
+    for layer in OWN_LAYER:
+        if rel == layer or rel.startswith(layer + "/"):
+            return layer
+    return rel.split("/")[0]
+
+
+def c_edges():
+    """{(from folder, to folder): [(file, included file)]} over quoted includes."""
+    files = list(_c_files())
+    by_name = {}
+    for f in files:
+        by_name.setdefault(os.path.basename(f), []).append(f)
+    edges = {}
+    for f in files:
+        with open(f, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        for inc in _INCLUDE.findall(text):
+            local = os.path.normpath(os.path.join(os.path.dirname(f), inc))
+            if os.path.exists(local):
+                target = local
+            elif len(by_name.get(os.path.basename(inc), [])) == 1:
+                target = by_name[os.path.basename(inc)][0]
+            else:
+                continue            # a system or generated header
+            if os.path.relpath(target, ROOT) == os.path.relpath(f, ROOT):
+                continue
+            src, dst = _folder_of(f), _folder_of(target)
+            if src != dst:
+                edges.setdefault((src, dst), []).append(
+                    (os.path.relpath(f, ROOT), os.path.relpath(target, ROOT)))
+    return edges
+
+
+def _py_package_of(module):
+    """dynamo.tracer.variables.base -> 'dynamo/tracer'; dynamo.guards -> 'dynamo'."""
+    parts = module.split(".")
+    if len(parts) >= 2 and os.path.isdir(os.path.join(ROOT, parts[0], parts[1])):
+        return f"{parts[0]}/{parts[1]}"
+    return parts[0]
+
+
+def _py_modules():
+    base = os.path.join(ROOT, "dynamo")
+    for dirpath, _dirs, names in os.walk(base):
+        for name in sorted(names):
+            if name.endswith(".py"):
+                path = os.path.join(dirpath, name)
+                rel = os.path.relpath(path, ROOT)[:-3].split(os.sep)
+                if rel[-1] == "__init__":
+                    rel = rel[:-1]
+                    is_pkg = True
+                else:
+                    is_pkg = False
+                yield path, ".".join(rel), is_pkg
+
+
+def py_edges():
+    """{(from package, to package): [(module, imported module)]} over every
+    import statement (function-level ones too: they are edges all the same)."""
+    edges = {}
+    for path, module, is_pkg in _py_modules():
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+        package = module if is_pkg else module.rpartition(".")[0]
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[:len(base) - (node.level - 1)]
+                    prefix = ".".join(base)
+                    mod = f"{prefix}.{node.module}" if node.module else prefix
+                else:
+                    mod = node.module or ""
+                targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
+            for t in targets:
+                if not t.startswith("dynamo"):
+                    continue
+                # the longest prefix that is a module or package of ours
+                parts = t.split(".")
+                while parts and not (os.path.isdir(os.path.join(ROOT, *parts))
+                                     or os.path.exists(os.path.join(ROOT, *parts) + ".py")):
+                    parts.pop()
+                if not parts:
+                    continue
+                t = ".".join(parts)
+                src, dst = _py_package_of(module), _py_package_of(t)
+                if src != dst:
+                    edges.setdefault((src, dst), []).append((module, t))
+    return edges
+
+
+def cycles(edges):
+    """The strongly connected components of more than one folder (Tarjan)."""
+    graph = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set())
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):               # depth bounded by the handful of folders
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def picture(edges):
+    lines = []
+    for (a, b), why in sorted(edges.items()):
+        sample = ", ".join(f"{x} -> {y}" for x, y in why[:2])
+        more = f" (+{len(why) - 2})" if len(why) > 2 else ""
+        lines.append(f"  {a:16} -> {b:16} {sample}{more}")
+    return "\n".join(lines)
+
+
+def main():
+    for title, edges in (("C #include edges between folders", c_edges()),
+                         ("Python import edges between dynamo/ packages", py_edges())):
+        print(title + ":")
+        print(picture(edges))
+        found = cycles(edges)
+        print("  cycles: " + ("; ".join(" <-> ".join(c) for c in found) if found else "none"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
