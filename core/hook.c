@@ -521,6 +521,30 @@ add_entry(_PyInterpreterFrame *frame, PyObject *result)
     return Py_NewRef(new_code);
 }
 
+/* Run the hit entry `hit` (a reference, consumed) for a call of func whose
+ * argument slots are argv (borrowed): its direct call when it has one and
+ * no tracer is active, else its code in a shadow frame with func's globals
+ * and builtins.  The one hit path of both hook entries (hook_eval_frame and
+ * hook_vectorcall).  Returns as run_shadow: the result, NULL with the
+ * code's exception, or NULL with *internal set when nothing ran. */
+static PyObject *
+run_hit(PyThreadState *tstate, CacheEntry *hit, PyFunctionObject *func, PyObject *globals,
+        PyObject *builtins, PyObject *const *argv, int *internal)
+{
+    *internal = 0;
+    if (runs_direct(hit, tstate)) {
+        PyObject *result = run_direct(tstate, hit, argv);
+        cache_entry_decref(hit);
+        return result;
+    }
+    PyObject *todo = Py_NewRef(hit->code);
+    cache_entry_decref(hit);
+    PyObject *result = run_shadow(tstate, func, globals, builtins, argv, (PyCodeObject *)todo,
+                                  internal);
+    Py_DECREF(todo);
+    return result;
+}
+
 /* COMPILE-mode miss: call the callback with the thread mode OFF.
  * Returns the code to run (strong), Py_None (strong) to run the frame
  * normally, or NULL with the callback's exception; internal errors are
@@ -671,8 +695,9 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
     };
     int asks = mode == MODE_COMPILE && st->callback != NULL;
     PyObject *failures = NULL;
+    int looked_up = 0;                          /* hook_vectorcall missed already */
     if (UNLIKELY(pending.code != NULL)) {       /* hook_vectorcall looked it up already? */
-        int looked_up = pending.code == code;
+        looked_up = pending.code == code;
         if (looked_up && pending.internal) {    /* reported there */
             pending_clear();
             return eval_normally(tstate, frame, 0);
@@ -682,28 +707,24 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
             pending.failures = NULL;
         }
         pending_clear();
-        if (looked_up)
-            goto looked_up;
     }
-    if (cache != NULL && cache->entries != NULL
+    if (!looked_up && cache != NULL && cache->entries != NULL
             && lookup(st, cache, &gf, &hit, asks ? &failures : NULL) < 0)
         goto internal;
-looked_up:
     if (cache != NULL && cache->tele != NULL)   /* telemetry on for this code? */
         telemetry_count_lookup(cache->tele, hit != NULL ? hit->tele : NULL, hit != NULL);
 
-    PyObject *todo;                             /* code to run, or None */
-    if (hit != NULL && runs_direct(hit, tstate)) {
-        PyObject *result = run_direct(tstate, hit, frame->localsplus);
-        cache_entry_decref(hit);
+    int internal = 0;
+    if (hit != NULL) {
+        PyObject *result = run_hit(tstate, hit, dyn_frame_func(frame), frame->f_globals,
+                                   frame->f_builtins, frame->localsplus, &internal);
+        if (internal)
+            goto internal;
         release_unevaluated(tstate, frame);
         return result;
     }
-    if (hit != NULL) {
-        todo = Py_NewRef(hit->code);
-        cache_entry_decref(hit);
-    }
-    else if (asks) {
+    PyObject *todo;                             /* code to run, or None */
+    if (asks) {
         MissSeen seen = {.cache = cache, .head = cache != NULL ? cache->entries : NULL,
                          .generation = cache_generation};
         todo = compile_miss(st, frame, &gf, failures, &seen);
@@ -718,7 +739,6 @@ looked_up:
         Py_DECREF(todo);
         return eval_normally(tstate, frame, 0);
     }
-    int internal = 0;
     PyObject *result = run_shadow(tstate, dyn_frame_func(frame), frame->f_globals, frame->f_builtins,
                                   frame->localsplus, (PyCodeObject *)todo, &internal);
     Py_DECREF(todo);
@@ -764,18 +784,9 @@ hook_vectorcall(CallableState *st, PyObject *fn, PyObject *const *args, size_t n
     else if (hit != NULL) {
         if (cache->tele != NULL)                /* telemetry on for this code? */
             telemetry_count_lookup(cache->tele, hit->tele, 1);
-        PyThreadState *tstate = PyThreadState_Get();
-        if (runs_direct(hit, tstate)) {
-            PyObject *result = run_direct(tstate, hit, args);
-            cache_entry_decref(hit);
-            return result;
-        }
-        PyObject *todo = Py_NewRef(hit->code);
-        cache_entry_decref(hit);
-        int internal = 0;
-        PyObject *result = run_shadow(tstate, func, func->func_globals,
-                                      func->func_builtins, args, (PyCodeObject *)todo, &internal);
-        Py_DECREF(todo);
+        int internal;
+        PyObject *result = run_hit(PyThreadState_Get(), hit, func, func->func_globals,
+                                   func->func_builtins, args, &internal);
         if (LIKELY(!internal))
             return result;
         /* No frame for the shadow: the normal path runs the original
