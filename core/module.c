@@ -479,6 +479,8 @@ PyInit__C(void)
             || PyModule_AddObjectRef(m, "MISSING", gtree_missing()) < 0
             || st->compile_lock == NULL
             || PyModule_AddObjectRef(m, "compile_lock", st->compile_lock) < 0
+            || gir_add_vocabulary(m) < 0
+            || gtree_add_vocabulary(m) < 0
             || tmeta_add_test_functions(m) < 0
             || telemetry_add_functions(m) < 0
             || PyState_AddModule(m, &module_def) < 0) {

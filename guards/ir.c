@@ -550,3 +550,52 @@ gir_runtime_clear(GirRuntime *rt)
     Py_CLEAR(rt->object_getattribute);
     rt->loaded = 0;
 }
+
+/* ---- vocabulary ------------------------------------------------------------ */
+
+/* Names of GirSourceKind and GirCheckKind, indexed by value: what Python
+ * calls them (dynamo.guards imports the numbers from here). */
+static const char *const source_kind_names[] = {
+    "LOCAL", "GLOBAL", "CLOSURE", "ATTR", "ITEM", "NONE", "STATIC_ATTR",
+};
+_Static_assert(sizeof source_kind_names / sizeof *source_kind_names == GIR_SRC_STATIC_ATTR + 1,
+               "a name per source kind");
+static const char *const check_kind_names[] = {
+    "TYPE_MATCH", "ID_MATCH", "EQUALS_MATCH", "LENGTH", "TENSOR_MATCH", "GRAD_MODE",
+    "DICT_KEYS", "FUNCTION_MATCH", "NONE_MATCH", "SAME_OBJECT", "GLOBAL_STATE",
+};
+_Static_assert(sizeof check_kind_names / sizeof *check_kind_names == GIR_NKINDS,
+               "a name per check kind");
+
+/* New dict {names[i]: i}, or NULL with an exception. */
+static PyObject *
+kind_dict(const char *const *names, int n)
+{
+    PyObject *d = PyDict_New();
+    for (int i = 0; d != NULL && i < n; i++) {
+        PyObject *v = PyLong_FromLong(i);
+        if (v == NULL || PyDict_SetItemString(d, names[i], v) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(v);
+    }
+    return d;
+}
+
+/* Add obj (a new reference, consumed; NULL: the error of making it) to
+ * module as name.  0, or -1 with an exception. */
+static int
+add_new(PyObject *module, const char *name, PyObject *obj)
+{
+    int rc = obj != NULL ? PyModule_AddObjectRef(module, name, obj) : -1;
+    Py_XDECREF(obj);
+    return rc;
+}
+
+int
+gir_add_vocabulary(PyObject *module)
+{
+    int n_src = (int)(sizeof source_kind_names / sizeof *source_kind_names);
+    if (add_new(module, "SOURCE_KINDS", kind_dict(source_kind_names, n_src)) < 0)
+        return -1;
+    return add_new(module, "GUARD_KINDS", kind_dict(check_kind_names, GIR_NKINDS));
+}

@@ -3,7 +3,7 @@
  * Owns: the translation of the Python tuple IR of ARCHITECTURE.md ("Guard IR")
  * into a GirSet (an array of sources plus an array of checks) and the torch
  * callables the checks need (GirRuntime).  It must not evaluate anything
- * (guards/eval.c does) and must not know about frames or caches.
+ * (guards/tree.c does) and must not know about frames or caches.
  *
  * Shape chosen for the later decision tree: sources are deduplicated by
  * structural equality of their tuples inside one set and refer to their base
@@ -138,6 +138,11 @@ gir_incref(GirSet *gs)
     gs->refs++;
     return gs;
 }
+
+/* Add SOURCE_KINDS and GUARD_KINDS ({name: number} of the two enums above,
+ * the one vocabulary dynamo.guards imports) to the module.  0, or -1 with
+ * an exception. */
+int gir_add_vocabulary(PyObject *module);
 
 /* Drop a C reference (gir_compile returns one); the last one frees the set
  * and drops every reference it holds.  NULL is accepted. */

@@ -47,7 +47,7 @@
 #include "tmeta.h"      /* tmeta_read_with, tmeta_read_tls, tmeta_grad_enabled */
 #include "../core/pyversion.h"  /* dyn_lookup_attr, dyn_dict_version */
 
-static const char *const prop_names[NPROPS] = {
+const char *const prop_names[NPROPS] = {
     "type", "id", "is_none", "grad_mode", "global_state", "same_object", "len", "dtype", "device",
     "requires_grad", "dispatch_keys", "ndim", "size()", "stride()", "value", "keys",
 };

@@ -86,6 +86,12 @@ PyObject *gtree_payload(const GTree *t, Py_ssize_t i);
  * Returns 1, or 0 (nothing bound) when npairs is not t's node count. */
 int gtree_bind_counters(GTree *t, uint64_t *slots, size_t npairs);
 
+/* Add TREE_PROPERTIES (the property names a miss report and tree_info
+ * use, in evaluation-cost order) and TREE_NODE_COUNTERS (the names of a
+ * node's two counters, in the order of their u64 pair) to the module.
+ * 0, or -1 with an exception. */
+int gtree_add_vocabulary(PyObject *module);
+
 /* Trees alive whose counters were bound (gtree_bind_counters), count:
  * telemetry reclaims its region on reset() only when none is left. */
 extern Py_ssize_t gtree_bound_alive;

@@ -211,6 +211,10 @@ ctr_read(const uint64_t *c)
     return __atomic_load_n(c, __ATOMIC_RELAXED);
 }
 
+/* tree.c: the name of each Prop ("size()" for SIZE: the miss report adds
+ * "[dim]"), exported as _C.TREE_PROPERTIES. */
+extern const char *const prop_names[NPROPS];
+
 /* tree.c: the reported `actual` of a missing source (strong; gtree_module_init). */
 extern PyObject *missing_obj;
 

@@ -7,6 +7,10 @@
 
 Py_ssize_t gtree_bound_alive;
 
+/* Node.ctr[i] is called ctr_names[i] in tree_info and in the telemetry
+ * region's COUNTERS blob (u64 pairs, in this order). */
+static const char *const ctr_names[2] = {"evaluations", "failures"};
+
 /* ---- Python views -------------------------------------------------------------- */
 
 /* (source, property, expected) of test x. */
@@ -38,8 +42,8 @@ node_info(const GTree *t, const Node *n)
     if (n == NULL)
         Py_RETURN_NONE;
     PyObject *d = Py_BuildValue("{s:N,s:K,s:K,s:i}", "tests", test_list(t, n->tests, n->ntests),
-                                "evaluations", (unsigned long long)ctr_read(&n->ctr[0]),
-                                "failures", (unsigned long long)ctr_read(&n->ctr[1]),
+                                ctr_names[0], (unsigned long long)ctr_read(&n->ctr[0]),
+                                ctr_names[1], (unsigned long long)ctr_read(&n->ctr[1]),
                                 "newest", n->newest);
     if (d == NULL)
         return NULL;
@@ -179,4 +183,34 @@ gtree_bind_counters(GTree *t, uint64_t *slots, size_t npairs)
         gtree_bound_alive++;
     }
     return 1;
+}
+
+/* ---- vocabulary ------------------------------------------------------------ */
+
+/* New tuple of n C strings, or NULL with an exception. */
+static PyObject *
+str_tuple(const char *const *names, int n)
+{
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t != NULL && i < n; i++) {
+        PyObject *s = PyUnicode_FromString(names[i]);
+        if (s == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, s);
+    }
+    return t;
+}
+
+int
+gtree_add_vocabulary(PyObject *module)
+{
+    PyObject *props = str_tuple(prop_names, NPROPS);
+    PyObject *ctrs = str_tuple(ctr_names, 2);
+    int rc = props != NULL && ctrs != NULL
+             && PyModule_AddObjectRef(module, "TREE_PROPERTIES", props) == 0
+             && PyModule_AddObjectRef(module, "TREE_NODE_COUNTERS", ctrs) == 0 ? 0 : -1;
+    Py_XDECREF(props);
+    Py_XDECREF(ctrs);
+    return rc;
 }

@@ -1,5 +1,5 @@
 /* inspect/layout.h — the telemetry region: the one contract between a
- * process running dynamo (the writer, inspect/writer.c inside dynamo._C) and
+ * process running dynamo (the writer, core/telemetry.c inside dynamo._C) and
  * the tools that read it (inspect/reader.c, dynamo-top, dynamo-dot).
  *
  * Owns: the byte layout of the region, of a snapshot file (the same bytes,

@@ -47,6 +47,18 @@ struct DrReader {
 /* ---- errors -------------------------------------------------------------------- */
 
 const char *
+dr_resume_kind_label(const char *kind)
+{
+    if (strcmp(kind, "branch") == 0)
+        return "branch taken";
+    if (strcmp(kind, "fallthrough") == 0)
+        return "fall-through";
+    if (strcmp(kind, "after") == 0)
+        return "after break";
+    return *kind ? kind : "?";
+}
+
+const char *
 dr_strerror(DrError code)
 {
     switch (code) {

@@ -202,6 +202,11 @@ typedef struct {
                                    newest), or NULL when it never ran */
 } DrResume;
 
+/* What a resume kind means, for people: "branch taken", "fall-through",
+ * "after break"; an unknown kind as itself, "" as "?".  Static or the
+ * argument itself. */
+const char *dr_resume_kind_label(const char *kind);
+
 /* One compile record (any status). */
 struct DrRecord {
     uint32_t frame_id, compile_id;

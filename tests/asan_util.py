@@ -7,6 +7,7 @@ libasan/libubsan to preload) and otherwise runs pytest on the given files
 with the sanitizer runtimes preloaded and DYNAMO_C_PATH naming the build.
 """
 import importlib.machinery
+import importlib.util
 import os
 import subprocess
 import sys
@@ -60,3 +61,28 @@ def run_pytest_under_asan(test_files, so_path=ASAN_SO, extra_env=None, pytest_ar
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     assert "ERROR: AddressSanitizer" not in out.stderr
     return out
+
+
+def load_c():
+    """dynamo._C, for the test files that test it without the tracer (the one
+    loader of tests/): straight from its file when DYNAMO_C_PATH is set (ASan
+    build) or when the Python package does not import yet."""
+    if "dynamo._C" in sys.modules:
+        return sys.modules["dynamo._C"]
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    if not os.environ.get("DYNAMO_C_PATH"):
+        try:
+            from dynamo import _C
+            return _C
+        except ImportError as exc:
+            if "loaded twice" in str(exc):
+                raise
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    path = os.environ.get("DYNAMO_C_PATH") or os.path.join(ROOT, "dynamo", "_C" + suffix)
+    loader = importlib.machinery.ExtensionFileLoader("dynamo._C", path)
+    spec = importlib.util.spec_from_file_location("dynamo._C", path, loader=loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    sys.modules["dynamo._C"] = mod
+    return mod

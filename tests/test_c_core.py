@@ -7,8 +7,6 @@ callback ran, which guard index it was told failed.
 """
 import functools
 import gc
-import importlib.machinery
-import importlib.util
 import os
 import subprocess
 import sys
@@ -20,29 +18,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def load_c():
-    """dynamo._C; straight from its file when DYNAMO_C_PATH is set (ASan
-    build) or when the Python package does not import yet."""
-    if "dynamo._C" in sys.modules:
-        return sys.modules["dynamo._C"]
-    if ROOT not in sys.path:
-        sys.path.insert(0, ROOT)
-    if not os.environ.get("DYNAMO_C_PATH"):
-        try:
-            from dynamo import _C
-            return _C
-        except ImportError as exc:
-            if "loaded twice" in str(exc):
-                raise
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    path = os.environ.get("DYNAMO_C_PATH") or os.path.join(ROOT, "dynamo", "_C" + suffix)
-    loader = importlib.machinery.ExtensionFileLoader("dynamo._C", path)
-    spec = importlib.util.spec_from_file_location("dynamo._C", path, loader=loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    sys.modules["dynamo._C"] = mod
-    return mod
-
+from asan_util import load_c  # noqa: E402
 
 C = load_c()
 OFF, COMPILE, RUN = C.MODE_OFF, C.MODE_COMPILE, C.MODE_RUN

@@ -1,4 +1,4 @@
-"""Tests of dynamo._C's guard IR and evaluator (guards/ir.c, guards/eval.c).
+"""Tests of dynamo._C's guard IR and evaluator (guards/ir.c, guards/tree*.c).
 
 Each guard kind passes and fails through `_C.eval_guards`; sources are
 fetched from locals (by slot = position in f_locals), globals with the

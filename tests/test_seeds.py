@@ -12,6 +12,7 @@ import torch
 import dynamo
 import dynamo as torchdynamo
 from dynamo.testing import CompileCounter, same
+from seed_examples import toy_example
 
 
 def graphs_of(counter):
@@ -66,13 +67,6 @@ def test_readme_mock_module_one_graph():
     assert cnt.frame_count == 1 and cnt.op_count == 2
 
 
-def toy_example(a, b):
-    x = a / (torch.abs(a) + 1)
-    if b.sum() < 0:
-        b = b * -1
-    return x * b
-
-
 def test_toy_example_100_calls_three_graphs():
     cnt = CompileCounter()
     opt = torchdynamo.optimize(cnt)(toy_example)
@@ -112,7 +106,7 @@ def test_nopython_raises_generic_jump():
         opt(torch.randn(10), torch.randn(10))
     msg = str(info.value)
     assert "generic_jump TensorVariable()" in msg
-    assert "Processing original code:" in msg and "test_seeds.py" in msg
+    assert "Processing original code:" in msg and "seed_examples.py" in msg
     assert "if b.sum() < 0:" in msg
 
 

@@ -6,8 +6,6 @@ size(), stride(), and TENSOR_MATCH's dispatch key word from dynamo.guards).
 Also: which tensors the C read refuses (the caller then falls back to
 Python), the grad-mode read, and the expected-value conversions.
 """
-import importlib.machinery
-import importlib.util
 import os
 import subprocess
 import sys
@@ -18,23 +16,9 @@ import warnings
 import pytest
 import torch
 
-from asan_util import run_pytest_under_asan
+from asan_util import load_c, run_pytest_under_asan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def load_c():
-    """dynamo._C; the ASan build when DYNAMO_C_PATH names it (then run with
-    --noconftest: conftest.py imports dynamo, which loads the normal build)."""
-    path = os.environ.get("DYNAMO_C_PATH")
-    if path and "dynamo._C" not in sys.modules:
-        loader = importlib.machinery.ExtensionFileLoader("dynamo._C", path)
-        spec = importlib.util.spec_from_file_location("dynamo._C", path, loader=loader)
-        mod = importlib.util.module_from_spec(spec)
-        loader.exec_module(mod)
-        sys.modules["dynamo._C"] = mod
-    from dynamo import _C
-    return _C
 
 
 _C = load_c()

@@ -15,6 +15,7 @@ from dynamo import config
 from dynamo.convert_frame import compile_frame
 from dynamo.exc import Unsupported
 from dynamo.testing import CompileCounter, same
+from seed_examples import toy_example
 
 
 # ---------------------------------------------------------------- helpers
@@ -85,13 +86,6 @@ def test_mock_module_one_graph():
     assert " - local 'self' ID_MATCH" in kinds and " - local 'x' TENSOR_MATCH" in kinds
 
 
-def toy_example(a, b):
-    x = a / (torch.abs(a) + 1)
-    if b.sum() < 0:
-        b = b * -1
-    return x * b
-
-
 def test_toy_example_break_and_resumes():
     import operator
     a, b = torch.randn(10), torch.randn(10)
@@ -103,7 +97,7 @@ def test_toy_example_break_and_resumes():
     assert len(out.break_reasons) == 1
     br = out.break_reasons[0]
     assert br.reason == "generic_jump TensorVariable()"
-    assert br.filename == __file__ and br.lineno == toy_example.__code__.co_firstlineno + 2
+    assert br.filename == toy_example.__code__.co_filename and br.lineno == toy_example.__code__.co_firstlineno + 2
     assert [g.describe() for g in out.guards][:3] == [
         " - local 'a' TENSOR_MATCH", " - local 'b' TENSOR_MATCH", " - global 'torch' FUNCTION_MATCH"]
     names = [c.co_name for c in out.resume_codes]
@@ -144,7 +138,7 @@ def test_nopython_raises_generic_jump():
     text = str(info.value)
     assert text.startswith("generic_jump TensorVariable()")
     assert "Processing original code:" in text
-    assert f'File "{__file__}", line {toy_example.__code__.co_firstlineno + 2}, in toy_example' in text
+    assert f'File "{toy_example.__code__.co_filename}", line {toy_example.__code__.co_firstlineno + 2}, in toy_example' in text
     assert "if b.sum() < 0:" in text
 
 

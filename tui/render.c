@@ -2,6 +2,7 @@
  * the detail tabs.  Shared by the interactive view and the --once report,
  * so both always show the same facts in the same words. */
 #include "render.h"
+#include "reader.h"     /* dr_resume_kind_label */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,18 +220,6 @@ void render_frames(Lines *out, const Model *m, const TableOpts *o)
 
 /* ---- tree ---- */
 
-/* "branch taken @112" / "fall-through @102" / "after break @40". */
-static const char *resume_kind_label(const char *kind)
-{
-    if (strcmp(kind, "branch") == 0)
-        return "branch taken";
-    if (strcmp(kind, "fallthrough") == 0)
-        return "fall-through";
-    if (strcmp(kind, "after") == 0)
-        return "after break";
-    return *kind ? kind : "?";
-}
-
 void render_tree(Lines *out, const Model *m, const TableOpts *o)
 {
     const char *mid = o->utf8 ? "\xe2\x94\x9c\xe2\x94\x80 " : "|- ";
@@ -267,7 +256,7 @@ void render_tree(Lines *out, const Model *m, const TableOpts *o)
                             (unsigned long long)e->graphs[g].n_ops);
                 } else {
                     const MResume *r = &e->resumes[g - e->n_graphs];
-                    sb_addf(&sb, "resume %s  %s @%u", r->name, resume_kind_label(r->kind),
+                    sb_addf(&sb, "resume %s  %s @%u", r->name, dr_resume_kind_label(r->kind),
                             r->offset);
                     if (r->frame_id >= 0)
                         sb_addf(&sb, "  -> frame [%lld]", (long long)r->frame_id);

@@ -189,7 +189,7 @@ static char *break_label(const DrRecord *rec, const DrResume *res)
     }
     sb_add(&b, rec->n_breaks ? "\\n→ " : "→ ");
     vs_add_cut(&b, res->name, 0);
-    sb_addf(&b, " (%s @%u)", vsel_resume_kind(res), res->offset);
+    sb_addf(&b, " (%s @%u)", dr_resume_kind_label(res->kind), res->offset);
     return sb_steal(&b);
 }
 

@@ -29,7 +29,7 @@ static void print_resumes(FILE *out, const DrRecord *rec)
 {
     for (size_t i = 0; i < rec->n_resumes; i++) {
         const DrResume *res = &rec->resumes[i];
-        fprintf(out, "%s%s (%s @%u, ", i ? ", " : "  ->  ", res->name, vsel_resume_kind(res),
+        fprintf(out, "%s%s (%s @%u, ", i ? ", " : "  ->  ", res->name, dr_resume_kind_label(res->kind),
                 res->offset);
         if (res->code != NULL)
             fprintf(out, "frame %u)", res->code->frame_id);

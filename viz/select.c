@@ -142,13 +142,3 @@ int vsel_frame(DrSnapshot *s, const char *id, int need_tree, DrCode **code, StrB
     return 0;
 }
 
-const char *vsel_resume_kind(const DrResume *res)
-{
-    if (strcmp(res->kind, "branch") == 0)
-        return "branch taken";
-    if (strcmp(res->kind, "fallthrough") == 0)
-        return "fall-through";
-    if (strcmp(res->kind, "after") == 0)
-        return "after break";
-    return *res->kind ? res->kind : "?";
-}

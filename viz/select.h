@@ -24,10 +24,6 @@ int vsel_graph(DrSnapshot *s, const char *id, DrRecord **rec, DrGraph **graph, S
  * -1 with a message in *err listing the valid frames. */
 int vsel_frame(DrSnapshot *s, const char *id, int need_tree, DrCode **code, StrBuf *err);
 
-/* "branch taken", "fall-through", "after break": how a resume function
- * (DrResume.kind) continues the frame; another kind as is, "" as "?". */
-const char *vsel_resume_kind(const DrResume *res);
-
 /* "F/C" of a record's graph number `index` ("F/C" alone for index 0 of a
  * single-graph compile, "F/C:i" otherwise) into buf; returns buf. */
 char *vsel_graph_id(const DrRecord *rec, size_t index, char *buf, size_t len);
