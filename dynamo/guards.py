@@ -14,26 +14,34 @@ from typing import Any, List, Optional, Tuple
 
 import torch
 
+from . import _C
+
 # ---------------------------------------------------------------- kinds
 
-TYPE_MATCH = 0
-ID_MATCH = 1
-EQUALS_MATCH = 2
-LENGTH = 3
-TENSOR_MATCH = 4
-GRAD_MODE = 5
-DICT_KEYS = 6
-FUNCTION_MATCH = 7
-NONE_MATCH = 8          # NOT_NONE / IS_NONE: expected (is_none,)
-SAME_OBJECT = 9         # expected (other: Source, same: bool): (v is other) == same
-GLOBAL_STATE = 10       # expected (word,): global_state_word() == word
+# The guard-IR vocabulary is the C module's (guards/ir.h, guards/tree.c):
+# imported here, never written again (tests/test_layering.py checks it).
+TYPE_MATCH = _C.GUARD_KINDS["TYPE_MATCH"]
+ID_MATCH = _C.GUARD_KINDS["ID_MATCH"]
+EQUALS_MATCH = _C.GUARD_KINDS["EQUALS_MATCH"]
+LENGTH = _C.GUARD_KINDS["LENGTH"]
+TENSOR_MATCH = _C.GUARD_KINDS["TENSOR_MATCH"]
+GRAD_MODE = _C.GUARD_KINDS["GRAD_MODE"]
+DICT_KEYS = _C.GUARD_KINDS["DICT_KEYS"]
+FUNCTION_MATCH = _C.GUARD_KINDS["FUNCTION_MATCH"]
+NONE_MATCH = _C.GUARD_KINDS["NONE_MATCH"]      # NOT_NONE / IS_NONE: expected (is_none,)
+SAME_OBJECT = _C.GUARD_KINDS["SAME_OBJECT"]    # expected (other: Source, same: bool): (v is other) == same
+GLOBAL_STATE = _C.GUARD_KINDS["GLOBAL_STATE"]  # expected (word,): global_state_word() == word
 
-KIND_NAMES = {TYPE_MATCH: "TYPE_MATCH", ID_MATCH: "ID_MATCH",
-              EQUALS_MATCH: "EQUALS_MATCH", LENGTH: "LENGTH",
-              TENSOR_MATCH: "TENSOR_MATCH", GRAD_MODE: "GRAD_MODE",
-              DICT_KEYS: "DICT_KEYS", FUNCTION_MATCH: "FUNCTION_MATCH",
-              NONE_MATCH: "NONE_MATCH", SAME_OBJECT: "SAME_OBJECT",
-              GLOBAL_STATE: "GLOBAL_STATE"}
+KIND_NAMES = {number: name for name, number in _C.GUARD_KINDS.items()}
+
+# Source kinds: the first item of a lowered source tuple.
+SRC_LOCAL = _C.SOURCE_KINDS["LOCAL"]
+SRC_GLOBAL = _C.SOURCE_KINDS["GLOBAL"]
+SRC_CLOSURE = _C.SOURCE_KINDS["CLOSURE"]
+SRC_ATTR = _C.SOURCE_KINDS["ATTR"]
+SRC_ITEM = _C.SOURCE_KINDS["ITEM"]
+SRC_NONE = _C.SOURCE_KINDS["NONE"]
+SRC_STATIC_ATTR = _C.SOURCE_KINDS["STATIC_ATTR"]
 
 
 class SourceError(LookupError):
@@ -79,7 +87,7 @@ class LocalSource(Source):
         return f"L[{self.local_name!r}]"
 
     def lower(self):
-        return (0, self.slot)
+        return (SRC_LOCAL, self.slot)
 
     def get(self, f_locals, f_globals, f_builtins, closure):
         try:
@@ -98,7 +106,7 @@ class GlobalSource(Source):
         return f"G[{self.global_name!r}]"
 
     def lower(self):
-        return (1, self.global_name)
+        return (SRC_GLOBAL, self.global_name)
 
     def get(self, f_locals, f_globals, f_builtins, closure):
         if self.global_name in f_globals:
@@ -118,7 +126,7 @@ class ClosureSource(Source):
         return f"C[{self.var_name!r}]"
 
     def lower(self):
-        return (2, self.index)
+        return (SRC_CLOSURE, self.index)
 
     def get(self, f_locals, f_globals, f_builtins, closure):
         try:
@@ -137,7 +145,7 @@ class AttrSource(Source):
         return f"{self.base.name()}.{self.attr}"
 
     def lower(self):
-        return (3, self.base.lower(), self.attr)
+        return (SRC_ATTR, self.base.lower(), self.attr)
 
     def root(self):
         return self.base.root()
@@ -160,7 +168,7 @@ class ItemSource(Source):
         return f"{self.base.name()}[{self.key!r}]"
 
     def lower(self):
-        return (4, self.base.lower(), self.key)
+        return (SRC_ITEM, self.base.lower(), self.key)
 
     def root(self):
         return self.base.root()
@@ -211,7 +219,7 @@ class StaticAttrSource(Source):
         return f"getattr_static({self.base.name()}, {self.attr!r})"
 
     def lower(self):
-        return (6, self.base.lower(), self.attr)
+        return (SRC_STATIC_ATTR, self.base.lower(), self.attr)
 
     def root(self):
         return self.base.root()
@@ -231,7 +239,7 @@ class NoSource(Source):
         return "global state"
 
     def lower(self):
-        return (5,)
+        return (SRC_NONE,)
 
     def get(self, f_locals, f_globals, f_builtins, closure):
         return None
@@ -558,20 +566,25 @@ def explain_failure(guard: Guard, *frame) -> str:
     return f"{guard.source.name()} ({KIND_NAMES[guard.kind]}): {why}"
 
 
+# How each guard-tree property (_C.TREE_PROPERTIES, guards/tree.c) of a
+# source reads to a user; "{}" is the source's text.
+PROPERTY_FORMS = {
+    "type": "type({})", "id": "id({})", "is_none": "{} is None",
+    "grad_mode": "torch.is_grad_enabled()", "global_state": "global torch state",
+    "same_object": "{}.same_object", "len": "len({})", "dtype": "{}.dtype",
+    "device": "{}.device", "requires_grad": "{}.requires_grad",
+    "dispatch_keys": "{}.dispatch_keys", "ndim": "{}.ndim", "size()": "{}.size()",
+    "stride()": "{}.stride()", "value": "{}", "keys": "{}.keys()",
+}
+
+
 def property_text(src: str, prop: str) -> str:
     """How a guard-tree property of source text `src` reads to a user:
     ("L['a']", "size()[0]") -> "L['a'].size()[0]", ("L['f']", "id") -> "id(L['f'])".
-    `prop` is one of the property names the C tree reports (guards/tree.c)."""
-    if prop in ("type", "id", "len"):
-        return f"{prop}({src})"
-    if prop == "grad_mode":
-        return "torch.is_grad_enabled()"
-    if prop == "global_state":
-        return "global torch state"
-    if prop == "is_none":
-        return f"{src} is None"
-    if prop == "value":
-        return src
-    if prop == "keys":
-        return f"{src}.keys()"
-    return f"{src}.{prop}"
+    `prop` is one of _C.TREE_PROPERTIES, with "[dim]" after "size()" and
+    "stride()" as the miss report gives them."""
+    name, bracket, dim = prop.partition("[")
+    form = PROPERTY_FORMS.get(name)
+    if form is None:
+        return f"{src}.{prop}"
+    return form.format(src) + bracket + dim

@@ -26,6 +26,7 @@ import re
 import struct
 
 from . import _C, config
+from . import guards
 from .guards import property_text
 
 log = logging.getLogger("dynamo")
@@ -240,19 +241,19 @@ def _break(b):
 
 def _source_text(code, src):
     kind = src[0]
-    if kind == 0:
+    if kind == guards.SRC_LOCAL:
         names = code.co_varnames
         return f"L[{names[src[1]]!r}]" if src[1] < len(names) else f"L[{src[1]}]"
-    if kind == 1:
+    if kind == guards.SRC_GLOBAL:
         return f"G[{src[1]!r}]"
-    if kind == 2:
+    if kind == guards.SRC_CLOSURE:
         names = code.co_freevars
         return f"C[{names[src[1]]!r}]" if src[1] < len(names) else f"C[{src[1]}]"
-    if kind == 3:
+    if kind == guards.SRC_ATTR:
         return f"{_source_text(code, src[1])}.{src[2]}"
-    if kind == 4:
+    if kind == guards.SRC_ITEM:
         return f"{_source_text(code, src[1])}[{src[2]!r}]"
-    if kind == 6:
+    if kind == guards.SRC_STATIC_ATTR:
         return f"getattr_static({_source_text(code, src[1])}, {src[2]!r})"
     return "global state"
 
@@ -285,7 +286,8 @@ def _tree_walk(code):
 
 def _counters(nodes):
     """DT_BLOB_COUNTERS payload: u64 (evaluations, failures) per node."""
-    return b"".join(struct.pack("<QQ", n["evaluations"], n["failures"]) for n in nodes)
+    first, second = _C.TREE_NODE_COUNTERS      # the C tree's pair order
+    return b"".join(struct.pack("<QQ", n[first], n[second]) for n in nodes)
 
 
 def encode_tree(code):
@@ -299,7 +301,7 @@ def encode_tree(code):
         leaf = [" ".join([getattr(payload, "id", "?")] + [_test_text(code, t) for t in tests])
                 for payload, _index, tests in (node.get("leaf") or [])]
         nodes.append([index, parent, depth, via_text, [_test_text(code, t) for t in node["tests"]],
-                      switch_text, leaf, node["evaluations"], node["failures"], node["newest"]])
+                      switch_text, leaf, *(node[c] for c in _C.TREE_NODE_COUNTERS), node["newest"]])
         raw.append(node)
     return encode([0, nodes]), _counters(raw)
 
