@@ -273,15 +273,19 @@ def describe_failure(failure, f_locals, f_globals, f_builtins, func):
     """Text of the guard that failed for one cache entry, as
     "L['a'].size()[0]: expected 10, actual 7 (TENSOR_MATCH)".
 
-    `failure` is an item of the hook's `failures` list. The closest entry's
-    item is (record, guard_index, property, expected, actual), straight from
-    the C guard tree's walk; other items are (record, guard_index) and are
-    explained by the Python reference evaluator."""
+    `failure` is an item of the hook's `failures` list: the text comes from
+    the C guard tree's miss report alone.  The closest entry's item is
+    (record, guard_index, property, expected, actual); other items are
+    (record, guard_index), and guard_index is -1 when the entry passes again
+    (a check's Python code changed what it reads)."""
     record, index = failure[0], failure[1]
+    entry = getattr(record, "id", "?")
+    if index is None or index < 0:
+        return f"entry {entry} passes again (a guard check changed the state it reads)"
     try:
         guard = record.guards[index]
     except (AttributeError, IndexError, TypeError):
-        return f"guard #{index} of entry {getattr(record, 'id', '?')}"
+        return f"guard #{index} of entry {entry}"
     from . import guards
     if len(failure) >= 5:
         prop, expected, actual = failure[2:5]
@@ -293,8 +297,8 @@ def describe_failure(failure, f_locals, f_globals, f_builtins, func):
             return f"{text}: {guards.global_state_diff(expected, actual)} ({kind} of entry {record.id})"
         return (f"{text}: expected {_short(expected)}, "
                 f"actual {_short(actual)} ({kind} of entry {record.id})")
-    closure = getattr(func, "__closure__", None)
-    return guards.explain_failure(guard, f_locals, f_globals, f_builtins, closure)
+    kind = guards.KIND_NAMES.get(guard.kind, str(guard.kind))
+    return f"{guard.source.name()}: guard #{index} fails ({kind} of entry {entry})"
 
 
 def _short(value):

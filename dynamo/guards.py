@@ -1,12 +1,12 @@
-"""Guards recorded while tracing, their lowering to the C guard IR, and the
-pure-Python reference evaluator.
+"""Guards recorded while tracing and their lowering to the C guard IR.
 
 Owns the Source classes (how to reach a value from a frame: local, global,
 closure cell, attribute, item), the Guard record (source + kind + expected
 values), `Guard.lower()` (the tuple IR of ARCHITECTURE.md contract 1) and
 `Guard.describe()` (the " - local 'a' TENSOR_MATCH" line of the seeds).
-`evaluate()` is the reference twin of the C evaluator: tests only, never on
-the per-call path. It must not import the tracer.
+The kind numbers are the C module's (_C.GUARD_KINDS, _C.SOURCE_KINDS); the
+plain-Python reference evaluator is a test oracle (tests/guard_ref.py).
+It must not import the tracer.
 """
 import struct
 import weakref
@@ -459,111 +459,6 @@ def ordered(guards: List[Guard]) -> List[Guard]:
             seen.add(g.key())
             out.append(g)
     return sorted(out, key=lambda g: _rank(g.source))
-
-
-# ---------------------------------------------------------------- reference
-
-def check(guard: Guard, value) -> Optional[str]:
-    """None if `value` passes `guard`, else "expected X, actual Y" text."""
-    k, exp = guard.kind, guard.expected
-    if k == TYPE_MATCH:
-        return None if type(value) is exp[0] else f"expected type {exp[0].__name__}, actual {type(value).__name__}"
-    if k in (ID_MATCH, FUNCTION_MATCH):
-        return None if value is exp[0] else f"expected {exp[0]!r:.60}, actual {value!r:.60}"
-    if k == SAME_OBJECT:          # value: (this value, the other source's value)
-        same = value[0] is value[1]
-        return None if same == exp[1] else \
-            f"expected {'the same object as' if exp[1] else 'another object than'} {exp[0].name()}"
-    if k == EQUALS_MATCH:
-        ok = same_constant(value, exp[0])
-        return None if ok else f"expected {exp[0]!r}, actual {value!r}"
-    if k == LENGTH:
-        if type(value) is not exp[0]:
-            return f"expected type {exp[0].__name__}, actual {type(value).__name__}"
-        return None if len(value) == exp[1] else f"expected length {exp[1]}, actual {len(value)}"
-    if k == DICT_KEYS:
-        if type(value) is not dict:
-            return f"expected dict, actual {type(value).__name__}"
-        return None if tuple(value) == exp[0] else f"expected keys {exp[0]}, actual {tuple(value)}"
-    if k == NONE_MATCH:
-        return None if (value is None) == exp[0] else f"expected {'None' if exp[0] else 'not None'}, actual {value!r:.60}"
-    if k == GRAD_MODE:
-        now = torch.is_grad_enabled()
-        return None if now == exp[0] else f"expected grad mode {exp[0]}, actual {now}"
-    if k == GLOBAL_STATE:
-        now = global_state_word()
-        return None if now == exp[0] else global_state_diff(exp[0], now)
-    if k == TENSOR_MATCH:
-        return _check_tensor(exp, value)
-    return f"unknown guard kind {k}"
-
-
-_TENSOR_FIELDS = ("type", "dtype", "device", "requires_grad", "dispatch_keys",
-                  "ndim", "size()", "stride()")
-
-
-def _check_tensor(exp, value) -> Optional[str]:
-    cls, dtype, device, requires_grad, keys, ndim, sizes, strides = exp
-    if type(value) is not cls:
-        return f"type: expected {cls.__name__}, actual {type(value).__name__}"
-    actual = (cls, value.dtype, value.device, value.requires_grad,
-              dispatch_keys(value), value.dim())
-    for field, e, a in zip(_TENSOR_FIELDS[1:6], exp[1:6], actual[1:]):
-        if e != a:
-            return f"{field}: expected {e}, actual {a}"
-    for field, seq, method in (("size()", sizes, value.size), ("stride()", strides, value.stride)):
-        if seq is None:
-            continue
-        got = _dims(method)
-        if got is None:
-            return f"{field}: expected {seq}, actual None"
-        for i, (e, a) in enumerate(zip(seq, got)):
-            if e != a:
-                return f"{field}[{i}]: expected {e}, actual {a}"
-    return None
-
-
-def _fetch(guard, f_locals, f_globals, f_builtins, closure):
-    value = guard.source.get(f_locals, f_globals, f_builtins, closure)
-    if guard.kind == SAME_OBJECT:
-        return value, guard.expected[0].get(f_locals, f_globals, f_builtins, closure)
-    return value
-
-
-def evaluate(guards: List[Guard], f_locals, f_globals, f_builtins, closure) -> int:
-    """Index of the first failing guard, or -1 if all pass. A source that
-    cannot be fetched fails its guard."""
-    for i, g in enumerate(guards):
-        try:
-            value = _fetch(g, f_locals, f_globals, f_builtins, closure)
-        except SourceError:
-            return i
-        if check(g, value) is not None:
-            return i
-    return -1
-
-
-def explain_failure(guard: Guard, *frame) -> str:
-    """Why `guard` fails, as "L['x'].size()[0]: expected 4, actual 8".
-
-    Call as explain_failure(guard, value) or explain_failure(guard, f_locals,
-    f_globals, f_builtins, closure)."""
-    if len(frame) == 1:
-        value = frame[0]
-    else:
-        try:
-            value = _fetch(guard, *frame)
-        except SourceError:
-            return f"{guard.source.name()}: missing"
-    why = check(guard, value)
-    if why is None:
-        return f"{guard.source.name()}: {KIND_NAMES[guard.kind]} passes"
-    if guard.kind == TENSOR_MATCH and ":" in why:
-        field, rest = why.split(":", 1)
-        if field == "type":
-            return f"type({guard.source.name()}):{rest}"
-        return f"{guard.source.name()}.{field}:{rest}"
-    return f"{guard.source.name()} ({KIND_NAMES[guard.kind]}): {why}"
 
 
 # How each guard-tree property (_C.TREE_PROPERTIES, guards/tree.c) of a

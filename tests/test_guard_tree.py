@@ -1,5 +1,5 @@
 """Tests of the guard decision tree (guards/tree.c) against its Python twin
-(dynamo/guard_ref.py), plus targeted tests through the real hook: global
+(tests/guard_ref.py), plus targeted tests through the real hook: global
 fast path, dead guarded objects, nn.Module attributes, many entries.
 
 The randomized part builds entry sets from random "base inputs" (each
@@ -22,7 +22,7 @@ from test_c_core import C, Recorder, clean_state  # noqa: E402,F401
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
-from dynamo import guard_ref  # noqa: E402
+import guard_ref  # noqa: E402  (tests/guard_ref.py)
 from dynamo.guards import tensor_expected  # noqa: E402
 
 LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE, STATIC_ATTR = range(7)

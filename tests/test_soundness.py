@@ -412,7 +412,7 @@ def test_module_attribute_read_follows_a_class_changed_after_compile():
 # ---- issue 12 / 14: class-level lookups, floats, global flags, identity folds ----
 
 from dynamo import _C as C  # noqa: E402
-from dynamo import guard_ref  # noqa: E402
+import guard_ref  # noqa: E402  (tests/guard_ref.py)
 from dynamo.guards import global_state_word  # noqa: E402
 
 BUILTINS = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__

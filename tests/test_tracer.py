@@ -420,8 +420,8 @@ def test_reference_evaluator_and_explain():
     a, b = torch.randn(4), torch.randn(4)
     out, _, _ = call_compiled(toy_example, a, b)
     g = toy_example.__globals__
-    assert __import__("dynamo.guards").guards.evaluate(out.guards, {"a": a, "b": b}, g, builtins.__dict__, None) == -1
-    from dynamo.guards import evaluate, explain_failure
+    from guard_ref import evaluate, explain_failure
+    assert evaluate(out.guards, {"a": a, "b": b}, g, builtins.__dict__, None) == -1
     idx = evaluate(out.guards, {"a": torch.randn(8), "b": b}, g, builtins.__dict__, None)
     assert idx == 0
     assert explain_failure(out.guards[0], torch.randn(8)) == "L['a'].size()[0]: expected 4, actual 8"

@@ -3,7 +3,9 @@
 Evaluates the guard IR tuples of ARCHITECTURE.md contract 1 directly over a
 list of entries (newest first), one entry at a time: no tree.  Tests only:
 tests/test_guard_tree.py requires the C tree to agree with `lookup` on
-every input.  It must not import dynamo._C (it is the independent side).
+every input.  It must not import dynamo._C (it is the independent side:
+its kind numbers are its own, and tests/test_layering.py checks they are
+the C module's).
 
 Each guard decomposes into tests (source, property, expected) in this order:
 TYPE_MATCH -> type; ID/FUNCTION_MATCH -> id; EQUALS_MATCH -> type, value;
@@ -19,7 +21,8 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 
-from .guards import _NOT_FOUND, dispatch_keys, global_state_word, same_constant, static_lookup
+from dynamo.guards import (_NOT_FOUND, KIND_NAMES, Guard, SourceError, _dims, dispatch_keys,
+                           global_state_diff, global_state_word, same_constant, static_lookup)
 
 LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE, STATIC_ATTR = range(7)
 (TYPE_MATCH, ID_MATCH, EQUALS_MATCH, LENGTH, TENSOR_MATCH, GRAD_MODE, DICT_KEYS,
@@ -249,3 +252,113 @@ def lookup(entries: Sequence[Tuple[Sequence[tuple], Any]], f_locals, f_globals, 
         else:
             out.append((payload, g))
     return -1, out
+
+
+# ---------------------------------------------------------------- over Guard objects
+
+# The explanation of one recorded Guard's failure, and the evaluation of a
+# guard list, in plain Python: what dynamo.guards held as check / evaluate /
+# explain_failure while the recompile reasons still came from here (they
+# come from the C miss report alone now).  Tests only.
+
+def check(guard: Guard, value) -> Optional[str]:
+    """None if `value` passes `guard`, else "expected X, actual Y" text."""
+    k, exp = guard.kind, guard.expected
+    if k == TYPE_MATCH:
+        return None if type(value) is exp[0] else f"expected type {exp[0].__name__}, actual {type(value).__name__}"
+    if k in (ID_MATCH, FUNCTION_MATCH):
+        return None if value is exp[0] else f"expected {exp[0]!r:.60}, actual {value!r:.60}"
+    if k == SAME_OBJECT:          # value: (this value, the other source's value)
+        same = value[0] is value[1]
+        return None if same == exp[1] else \
+            f"expected {'the same object as' if exp[1] else 'another object than'} {exp[0].name()}"
+    if k == EQUALS_MATCH:
+        ok = same_constant(value, exp[0])
+        return None if ok else f"expected {exp[0]!r}, actual {value!r}"
+    if k == LENGTH:
+        if type(value) is not exp[0]:
+            return f"expected type {exp[0].__name__}, actual {type(value).__name__}"
+        return None if len(value) == exp[1] else f"expected length {exp[1]}, actual {len(value)}"
+    if k == DICT_KEYS:
+        if type(value) is not dict:
+            return f"expected dict, actual {type(value).__name__}"
+        return None if tuple(value) == exp[0] else f"expected keys {exp[0]}, actual {tuple(value)}"
+    if k == NONE_MATCH:
+        return None if (value is None) == exp[0] else f"expected {'None' if exp[0] else 'not None'}, actual {value!r:.60}"
+    if k == GRAD_MODE:
+        now = torch.is_grad_enabled()
+        return None if now == exp[0] else f"expected grad mode {exp[0]}, actual {now}"
+    if k == GLOBAL_STATE:
+        now = global_state_word()
+        return None if now == exp[0] else global_state_diff(exp[0], now)
+    if k == TENSOR_MATCH:
+        return _check_tensor(exp, value)
+    return f"unknown guard kind {k}"
+
+
+_TENSOR_FIELDS = ("type", "dtype", "device", "requires_grad", "dispatch_keys",
+                  "ndim", "size()", "stride()")
+
+
+def _check_tensor(exp, value) -> Optional[str]:
+    cls, dtype, device, requires_grad, keys, ndim, sizes, strides = exp
+    if type(value) is not cls:
+        return f"type: expected {cls.__name__}, actual {type(value).__name__}"
+    actual = (cls, value.dtype, value.device, value.requires_grad,
+              dispatch_keys(value), value.dim())
+    for field, e, a in zip(_TENSOR_FIELDS[1:6], exp[1:6], actual[1:]):
+        if e != a:
+            return f"{field}: expected {e}, actual {a}"
+    for field, seq, method in (("size()", sizes, value.size), ("stride()", strides, value.stride)):
+        if seq is None:
+            continue
+        got = _dims(method)
+        if got is None:
+            return f"{field}: expected {seq}, actual None"
+        for i, (e, a) in enumerate(zip(seq, got)):
+            if e != a:
+                return f"{field}[{i}]: expected {e}, actual {a}"
+    return None
+
+
+def _fetch(guard, f_locals, f_globals, f_builtins, closure):
+    value = guard.source.get(f_locals, f_globals, f_builtins, closure)
+    if guard.kind == SAME_OBJECT:
+        return value, guard.expected[0].get(f_locals, f_globals, f_builtins, closure)
+    return value
+
+
+def evaluate(guards: List[Guard], f_locals, f_globals, f_builtins, closure) -> int:
+    """Index of the first failing guard, or -1 if all pass. A source that
+    cannot be fetched fails its guard."""
+    for i, g in enumerate(guards):
+        try:
+            value = _fetch(g, f_locals, f_globals, f_builtins, closure)
+        except SourceError:
+            return i
+        if check(g, value) is not None:
+            return i
+    return -1
+
+
+def explain_failure(guard: Guard, *frame) -> str:
+    """Why `guard` fails, as "L['x'].size()[0]: expected 4, actual 8".
+
+    Call as explain_failure(guard, value) or explain_failure(guard, f_locals,
+    f_globals, f_builtins, closure)."""
+    if len(frame) == 1:
+        value = frame[0]
+    else:
+        try:
+            value = _fetch(guard, *frame)
+        except SourceError:
+            return f"{guard.source.name()}: missing"
+    why = check(guard, value)
+    if why is None:
+        return f"{guard.source.name()}: {KIND_NAMES[guard.kind]} passes"
+    if guard.kind == TENSOR_MATCH and ":" in why:
+        field, rest = why.split(":", 1)
+        if field == "type":
+            return f"type({guard.source.name()}):{rest}"
+        return f"{guard.source.name()}.{field}:{rest}"
+    return f"{guard.source.name()} ({KIND_NAMES[guard.kind]}): {why}"
