@@ -1,8 +1,13 @@
 /* guards/tree.c — one decision tree over the guards of all cache entries of
  * a code object; its evaluation is the hook's lookup.
  *
- * Owns: decomposition of GirSets into tests, the tree build (shared tests,
- * switches, default branches, leaves), source fetching with a per-call
+ * The tree is four files: tree.h (the public face), tree_int.h (its
+ * private types), tree_build.c (decomposition of GirSets into tests and the
+ * build: shared tests, switches, default branches, leaves), tree_py.c (the
+ * Python views and the live counters) and this file, the per-call path in
+ * one translation unit.
+ *
+ * Owns: source fetching with a per-call
  * scratch (each source at most once per call, tensor metadata once per
  * tensor source), the global-lookup memo keyed on dict versions, the
  * nn.Module attribute emulation, the closest-entry report on a miss, and
