@@ -16,7 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = {"aot_inplace_on_aliased_input_returns_copy", "aot_saved_input_written_through_numpy"}
+OPEN = {"aot_saved_input_written_through_numpy"}
 
 
 def _cases():
@@ -365,3 +365,45 @@ def test_aot_mutation_of_aliased_inputs_is_applied_once():
     t0, t1, _ = dynamo.optimize(cnt)(f)(x, torch.ones(2, 3), [7])   # no aliasing: aot's path
     assert t0.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
     assert x[:, 0].tolist() == [3.0, 3.0] and t1.tolist() == [[2.0] * 3] * 2
+
+
+def test_aot_augmented_assignment_on_aliased_input_returns_the_input():
+    """(repro aot_inplace_on_aliased_input_returns_copy, fuzz seed 300804)
+    `y += x` is captured as operator.iadd, which the aot runtime did not
+    count as an in-place op: with y a view of x it took aot's
+    synthetic-base path, which returned a new tensor, not y. Every
+    augmented assignment now counts. The graph compiled on the aliased
+    call is reused for distinct inputs (one graph): aot is traced on
+    unaliased copies, or it wrote that call's `y += x` into x."""
+    import operator
+
+    import torch
+    import dynamo
+    from dynamo.backends import _mutates
+
+    def f(x, y):
+        y += x
+        return x, y
+
+    def g(x, y):
+        y *= x
+        return y
+
+    cnt = _AotCounter()
+    opt = dynamo.optimize(cnt)(f)
+    x = torch.ones(2, 3)
+    y = x.view_as(x)
+    a, b = opt(x, y)
+    assert a is x and b is y and x.tolist() == [[2.0] * 3] * 2      # added once, into x's storage
+    assert cnt.frame_count == 1
+    assert any(n.target is operator.iadd for n in cnt.graphs[0].graph.nodes)
+    assert _mutates(cnt.graphs[0])
+    x, y = torch.ones(2, 3), torch.ones(2, 3)
+    a, b = opt(x, y)                                   # no aliasing: aot's own path, same graph
+    assert b is y and y.tolist() == [[2.0] * 3] * 2 and x.tolist() == [[1.0] * 3] * 2
+    assert cnt.frame_count == 1
+    cnt = _AotCounter()
+    x = torch.full((2, 3), 3.0)
+    y = x.view_as(x)
+    assert dynamo.optimize(cnt)(g)(x, y) is y and x.tolist() == [[9.0] * 3] * 2
+    assert cnt.frame_count == 1 and _mutates(cnt.graphs[0])

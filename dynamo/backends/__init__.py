@@ -201,9 +201,11 @@ def aot_eager(gm, example_inputs):
 #    (the torch RNG state restored first when the forward graph draws
 #    random numbers): the user sees eager's mutations and eager's error.
 #    (Not when an input's version moved: aot failed after writing back.)
-#    Graphs with in-place ops called on inputs that share storage run
-#    their captured ops eagerly: aot's synthetic bases for such inputs
-#    have failed after writing back (regenerating an output view).
+#    Graphs with in-place ops (augmented assignments `t += u` included)
+#    called on inputs that share storage run their captured ops eagerly:
+#    aot's synthetic bases for such inputs have failed after writing back
+#    (regenerating an output view) and return a new tensor where eager's
+#    in-place op returns the input object itself.
 #  - one autograd node computes every input's gradient, and an output the
 #    loss never reaches gets a zero gradient, so an input that only feeds
 #    such outputs gets a zero .grad where eager leaves None. Where the
@@ -219,21 +221,60 @@ def _aot(gm, example_inputs, **kw):
     def fw_compiler(g, inputs):
         seeded.append(_draws_random(g))
         return _nop_compiler(g, inputs)
+    mutates = _mutates(gm)
+    if mutates and _share_storage([x for x in example_inputs if _is_tensor(x)]):
+        # aot specializes its compiled function to the aliasing of the inputs
+        # it traced (a synthetic base for mutated aliased inputs): traced on
+        # aliased inputs, it later wrote a call's mutation of y into x. Such
+        # calls run eagerly (the runtime below), so trace it on unaliased copies.
+        example_inputs = [_unaliased(x) if _is_tensor(x) else x for x in example_inputs]
     compiled = aot_module_simplified(gm, _aot_inputs(gm, example_inputs), fw_compiler=fw_compiler,
                                      bw_compiler=_nop_compiler, **kw)
     runtime = _AotRuntime(compiled, eager_forward, any(seeded), deps, _attr_keys(gm))
-    runtime.mutates = _mutates(gm)
+    runtime.mutates = mutates
     return runtime
+
+
+def _is_tensor(x):
+    import torch
+    return isinstance(x, torch.Tensor)
+
+
+def _unaliased(t):
+    """A tensor like `t` (dtype, size, strides, offset, requires_grad,
+    values) on a copy of its storage; `t` itself when it has no plain
+    storage (a subclass, sparse): aot then traces the aliasing it sees."""
+    import torch
+    if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.layout != torch.strided:
+        return t
+    with torch.no_grad():
+        c = torch.empty(0, dtype=t.dtype, device=t.device)
+        c.set_(t.untyped_storage().clone(), t.storage_offset(), t.size(), t.stride())
+    return c.requires_grad_(t.requires_grad)
+
+
+def _inplace_operators():
+    """operator's in-place functions (`t += u` is captured as operator.iadd)
+    and setitem: each writes into its first argument when it is a tensor."""
+    import operator
+    return (operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+            operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul, operator.iand,
+            operator.ior, operator.ixor, operator.ilshift, operator.irshift)
 
 
 def _mutates(gm):
     """Does the graph hold an in-place op (a method or function named
-    `..._`, or a setitem)? Conservative: it may mutate an input."""
-    import operator
+    `..._`, an augmented assignment (operator.iadd, `__iadd__`), or a
+    setitem)? Conservative: it may mutate an input."""
+    inplace = _inplace_operators()
     for n in gm.graph.nodes:
-        if n.op == "call_method" and n.target.endswith("_") and not n.target.startswith("_"):
+        if n.op == "call_method" and (
+                (n.target.endswith("_") and not n.target.startswith("_")) or
+                n.target == "__setitem__" or
+                (n.target.startswith("__i") and n.target.endswith("__") and
+                 n.target[2:-2] not in ("init", "index", "int", "invert", "iter"))):
             return True
-        if n.op == "call_function" and (n.target is operator.setitem or
+        if n.op == "call_function" and (any(n.target is f for f in inplace) or
                                         getattr(n.target, "__name__", "").endswith("_")):
             return True
     return False
