@@ -16,7 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = {"aot_saved_input_written_through_numpy"}
+OPEN = set()
 
 
 def _cases():
@@ -407,3 +407,43 @@ def test_aot_augmented_assignment_on_aliased_input_returns_the_input():
     y = x.view_as(x)
     assert dynamo.optimize(cnt)(g)(x, y) is y and x.tolist() == [[9.0] * 3] * 2
     assert cnt.frame_count == 1 and _mutates(cnt.graphs[0])
+
+
+def test_aot_backward_reads_the_mutated_input_itself():
+    """(repro aot_saved_input_written_through_numpy, fuzz seed 301376) x is
+    mutated in the graph and needed by w's gradient. Eager saves x itself:
+    a later write through numpy (no version bump) shows in the backward,
+    and a version-bumping write makes the backward raise. aot saved a
+    functional copy of x's new value and did neither; it now keeps the
+    mutation in its graph and saves the input."""
+    import torch
+    import dynamo
+
+    w = torch.nn.Parameter(torch.tensor(0.5))
+
+    def f(x):
+        x.sub_(1)
+        return x * w
+
+    def run(fn, write):
+        w.grad = None
+        x = torch.ones(3)
+        out = fn(x)
+        write(x)
+        out.sum().backward()
+        return x, w.grad
+
+    def through_numpy(x):
+        x.detach().numpy()[0] = 7
+
+    cnt = _AotCounter()
+    opt = dynamo.optimize(cnt)(f)
+    for write in (through_numpy, lambda x: None):
+        xe, ge = run(f, write)
+        xc, gc = run(opt, write)
+        assert torch.equal(xe, xc) and torch.equal(ge, gc)
+    assert ge.item() == 0.0 and run(f, through_numpy)[1].item() == 7.0
+    for fn in (f, opt):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run(fn, lambda x: x.add_(1))
+    assert cnt.frame_count == 1

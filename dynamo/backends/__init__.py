@@ -200,7 +200,14 @@ def aot_eager(gm, example_inputs):
 #    forward raises, so the captured graph is then run again op by op
 #    (the torch RNG state restored first when the forward graph draws
 #    random numbers): the user sees eager's mutations and eager's error.
-#    (Not when an input's version moved: aot failed after writing back.)
+#    Input mutations aot keeps in the graph (keep_inference_input_mutations:
+#    trailing copy_ nodes; aot bumps those inputs' versions before running
+#    it) are not written when the graph raises, so a raise inside the
+#    forward graph is always replayed; one outside it only when no input's
+#    version moved (else aot failed after writing back).
+#  - the backward reads what eager's saves: a mutated input's new value is
+#    saved as the input itself, not as a functional copy
+#    (_partition_saving_mutated_inputs).
 #    Graphs with in-place ops (augmented assignments `t += u` included)
 #    called on inputs that share storage run their captured ops eagerly:
 #    aot's synthetic bases for such inputs have failed after writing back
@@ -217,10 +224,19 @@ def _aot(gm, example_inputs, **kw):
     deps = _grad_deps(gm)
     eager_forward = gm.forward
     seeded = []
+    fw_failed = [False]     # set when the forward graph itself raised (see _AotRuntime)
 
     def fw_compiler(g, inputs):
         seeded.append(_draws_random(g))
-        return _nop_compiler(g, inputs)
+        inner = _nop_compiler(g, inputs)
+
+        def forward_graph(*args):
+            try:
+                return inner(*args)
+            except BaseException:
+                fw_failed[0] = True
+                raise
+        return forward_graph
     mutates = _mutates(gm)
     if mutates and _share_storage([x for x in example_inputs if _is_tensor(x)]):
         # aot specializes its compiled function to the aliasing of the inputs
@@ -228,11 +244,43 @@ def _aot(gm, example_inputs, **kw):
         # aliased inputs, it later wrote a call's mutation of y into x. Such
         # calls run eagerly (the runtime below), so trace it on unaliased copies.
         example_inputs = [_unaliased(x) if _is_tensor(x) else x for x in example_inputs]
+    kw.setdefault("keep_inference_input_mutations", True)
+    kw.setdefault("partition_fn", _partition_saving_mutated_inputs)
     compiled = aot_module_simplified(gm, _aot_inputs(gm, example_inputs), fw_compiler=fw_compiler,
                                      bw_compiler=_nop_compiler, **kw)
     runtime = _AotRuntime(compiled, eager_forward, any(seeded), deps, _attr_keys(gm))
     runtime.mutates = mutates
+    runtime.fw_failed = fw_failed
     return runtime
+
+
+def _partition_saving_mutated_inputs(joint, joint_inputs, **kw):
+    """aot's default partition, then: a value the backward saves that is
+    the new value of an input mutated in the forward graph (its trailing
+    `copy_(input, value)`, kept in the graph by keep_inference_input_mutations)
+    is saved as the input itself. Eager saves the input tensor: a later
+    write to it through numpy (no version bump) shows in eager's backward,
+    and a version-bumping write makes eager's backward raise; a saved
+    functional copy did neither."""
+    import torch
+    from torch._functorch.partitioners import default_partition
+    fw, bw = default_partition(joint, joint_inputs, **kw)
+    nfwd = kw.get("num_fwd_outputs")
+    copied = {}
+    for n in fw.graph.nodes:
+        if n.op == "call_function" and n.target is torch.ops.aten.copy_.default and \
+                n.args[0].op == "placeholder":
+            copied[n.args[1]] = n.args[0]
+    out = next(n for n in reversed(fw.graph.nodes) if n.op == "output")
+    if not copied or nfwd is None or not isinstance(out.args[0], (tuple, list)):
+        return fw, bw
+    values = list(out.args[0])
+    saved = [copied.get(v, v) if isinstance(v, torch.fx.Node) else v for v in values[nfwd:]]
+    if saved != values[nfwd:]:
+        out.args = (type(out.args[0])(values[:nfwd] + saved),)
+        fw.graph.lint()
+        fw.recompile()
+    return fw, bw
 
 
 def _is_tensor(x):
@@ -373,6 +421,7 @@ class _AotRuntime:
         self.attr_keys = attr_keys
 
     mutates = True
+    fw_failed = None        # [bool] cell the forward graph sets when it raises
 
     def __call__(self, *args):
         import torch
@@ -384,10 +433,13 @@ class _AotRuntime:
             return self.eager_forward(*args)
         rng = torch.get_rng_state() if self.seeded else None
         versions = [t._version for t in tensors]
+        if self.fw_failed is not None:
+            self.fw_failed[0] = False
         try:
             outs = self.compiled(*args)
         except Exception:  # noqa: BLE001 - replayed op by op: eager's effects, eager's error
-            if versions != [t._version for t in tensors]:
+            in_graph = self.fw_failed is not None and self.fw_failed[0]
+            if not in_graph and versions != [t._version for t in tensors]:
                 raise           # it failed after writing to an input: a replay would write twice
             if rng is not None:
                 torch.set_rng_state(rng)
