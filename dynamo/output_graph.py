@@ -59,6 +59,32 @@ def _check_inplace_cast(name, ex_args, ex_kw):
         raise RuntimeError(f"result type {out.dtype} can't be cast to the desired output type {this.dtype}")
 
 
+# Ops whose eager kernels require their tensor arguments to share one
+# dtype (float32 @ float64 raises "expected m1 and m2 to have the same
+# dtype") while their meta kernels accept mixed dtypes: name -> positions
+# of the arguments compared (None: every tensor argument).
+_SAME_DTYPE_OPS = dict.fromkeys(
+    ("matmul", "__matmul__", "__rmatmul__", "mm", "mv", "addmm", "addmm_", "addmv", "addmv_",
+     "cross", "linalg_cross", "cdist", "layer_norm"))
+_SAME_DTYPE_OPS.update(index_add=(0, 3), index_add_=(0, 3))
+
+
+def _check_same_dtypes(name, ex_args, ex_kw, autocast):
+    """Raise eager's error for a _SAME_DTYPE_OPS op on tensors of different
+    dtypes (the fake run would accept it: the graph would then raise at
+    run time, after the frame's earlier side effects were skipped, where
+    eager applied them). Under autocast the op casts: not checked."""
+    if name not in _SAME_DTYPE_OPS or autocast:
+        return
+    where = _SAME_DTYPE_OPS[name]
+    args = ex_args if where is None else [ex_args[i] for i in where if i < len(ex_args)]
+    if where is None:
+        args = [*args, *ex_kw.values()]
+    dtypes = {a.dtype for a in args if isinstance(a, torch.Tensor)}
+    if len(dtypes) > 1:
+        raise RuntimeError(f"{name}: expected tensors of one dtype, got {sorted(map(str, dtypes))}")
+
+
 def _tensor_args(args, kwargs):
     from .tracer.variables import TensorVariable
     return [a for a in (*args, *kwargs.values()) if isinstance(a, TensorVariable)]
@@ -456,6 +482,9 @@ class OutputGraph:
         return (list(ex_args), tuple(node_args), {k: p[0] for k, p in ex_kw.items()},
                 {k: p[1] for k, p in ex_kw.items()})
 
+    def _autocast_on(self):
+        return any(enabled for _, _, enabled, _ in self.autocast_stack)
+
     def _run_fake(self, what, fn):
         try:
             with _quiet_fake_tensor_log(), self.fake_mode, torch.set_grad_enabled(self.grad_enabled), \
@@ -484,7 +513,11 @@ class OutputGraph:
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
         name = getattr(fn, "__name__", str(fn))
         versions = _versions(args, kwargs)
-        example = self._run_fake(name, lambda: fn(*ex_args, **ex_kw))
+
+        def run():
+            _check_same_dtypes(name, ex_args, ex_kw, self._autocast_on())
+            return fn(*ex_args, **ex_kw)
+        example = self._run_fake(name, run)
         same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
         if same is not None:
             return same
@@ -504,6 +537,7 @@ class OutputGraph:
 
         def run():
             _check_inplace_cast(name, ex_args, ex_kw)
+            _check_same_dtypes(name, ex_args, ex_kw, self._autocast_on())
             return getattr(ex_args[0], name)(*ex_args[1:], **ex_kw)
         versions = _versions(args, kwargs)
         example = self._run_fake(f"Tensor.{name}", run)

@@ -68,6 +68,34 @@ def test_inplace_op_with_uncastable_result_breaks_the_graph():
     assert (cnt.frame_count, cnt.op_count) == (1, 2)
 
 
+def test_matmul_of_mixed_dtypes_breaks_the_graph():
+    """float32 @ float64 raises in eager; the fake run accepts it, so the
+    graph raised at run time and the list append before it (written back
+    after the graph) was lost (repro mixed_dtype_matmul_side_effect_lost).
+    Now the op is a break: the graph holds only the .to(), the append is
+    applied, the matmul raises eagerly. Same dtypes stay in the graph."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x, y, lst):
+        lst.append(1)
+        x = x.to(torch.float64)
+        return torch.mm(y, x) + 1
+
+    cnt = CompileCounter()
+    lst = []
+    with pytest.raises(RuntimeError, match="same dtype"):
+        dynamo.optimize(cnt)(f)(torch.ones(2, 2), torch.ones(2, 2), lst)
+    assert lst == [1] and (cnt.frame_count, cnt.op_count) == (1, 1)
+    dynamo.reset()
+    cnt = CompileCounter()
+    lst = []
+    out = dynamo.optimize(cnt)(f)(torch.ones(2, 2, dtype=torch.float64), torch.ones(2, 2, dtype=torch.float64), lst)
+    assert out.tolist() == [[3.0, 3.0]] * 2 and lst == [1]
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)      # .to() of the same dtype is no op
+
+
 def test_concatenating_tuple_and_list_raises_as_in_python():
     """tuple + list and list + tuple are TypeErrors; the tracer used to
     build the concatenation (repro tuple_plus_list, fuzz seed 1)."""
