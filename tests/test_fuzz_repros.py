@@ -16,7 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = set()
+OPEN = {"runtime_kernel_error_side_effect_lost"}
 
 
 def _cases():
