@@ -111,7 +111,8 @@ def worker(args):
         o = fuzzrun.run_program(prog, args.timeout)
         rec = {"seed": seed, "backend": prog.backend, "calls": o.calls, "compiles": o.compiles,
                "eager_exc": o.eager_exceptions, "backend_warnings": o.backend_warnings,
-               "secs": round(time.time() - t, 3), "cpu": round(time.process_time() - c, 3)}
+               "secs": round(time.time() - t, 3), "cpu": round(time.process_time() - c, 3),
+               "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
         if o.tracer_errors:
             rec["tracer_errors"] = o.tracer_errors
         if o.skipped:
@@ -172,6 +173,8 @@ def main():
     ap.add_argument("--grace-s", type=float, default=30.0,
                     help="after the deadline, terminate workers still running after this many seconds")
     ap.add_argument("--stagger-s", type=float, default=0.05, help="seconds between worker starts")
+    ap.add_argument("--worker-gb", type=float, default=1.0,
+                    help="memory to reserve per worker: -j is lowered to fit the available memory")
     ap.add_argument("--summary", default=None, help="write a JSON summary to this file")
     ap.add_argument("--out", default="build/fuzz-failures")
     ap.add_argument("--no-minimize", action="store_true")
@@ -193,14 +196,31 @@ def main():
     return drive(args)
 
 
+def _available_gb():
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 2 ** 20
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def drive(args):
     parse_features(args.features)   # reject bad names before starting workers
+    avail = _available_gb()
+    if avail is not None and args.worker_gb > 0 and args.jobs * args.worker_gb > avail:
+        fit = max(1, int(avail / args.worker_gb))
+        print(f"fuzz: -j {args.jobs} lowered to {fit}: {avail:.0f} GB available, "
+              f"{args.worker_gb:g} GB reserved per worker (--worker-gb)", file=sys.stderr, flush=True)
+        args.requested_jobs, args.jobs = args.jobs, fit
     end = args.start + args.n
     t0 = time.time()
     deadline = t0 + args.deadline_s if args.deadline_s is not None else None
     hard = deadline + args.grace_s if deadline is not None else None
     tot = {"programs": 0, "calls": 0, "compiles": 0, "eager_exc": 0, "backend_warnings": 0, "skipped": 0,
-           "secs": 0.0, "cpu": 0.0}
+           "secs": 0.0, "cpu": 0.0, "maxrss_mb": 0}
     bad = []
     done_seeds = []
     unfinished = []         # seeds whose worker was terminated at the hard deadline
@@ -250,6 +270,7 @@ def drive(args):
                 tot[k] += rec[k]
             tot["secs"] += rec.get("secs", 0.0)
             tot["cpu"] += rec.get("cpu", 0.0)
+            tot["maxrss_mb"] = max(tot["maxrss_mb"], rec.get("maxrss_mb", 0))
             tot["skipped"] += "skipped" in rec
             if rec.get("backend"):
                 by_backend[rec["backend"]] = by_backend.get(rec["backend"], 0) + 1
@@ -404,13 +425,15 @@ def drive(args):
             "tracer_errors": {m: c for m, (c, _) in sorted(tracer_errors.items(), key=lambda kv: -kv[1][0])[:50]},
             "python": info.get("python"), "torch": info.get("torch"), "worker_threads": info.get("threads"),
             "driver_python": platform.python_version(), "platform": platform.platform(),
-            "jobs": args.jobs, "cpus": os.cpu_count(), "worker_starts": state["worker_starts"],
+            "jobs": args.jobs, "jobs_requested": getattr(args, "requested_jobs", args.jobs),
+            "mem_available_gb_at_start": round(avail, 1) if avail is not None else None, "cpus": os.cpu_count(), "worker_starts": state["worker_starts"],
             "deadline_s": args.deadline_s, "grace_s": args.grace_s, "timeout_s": args.timeout,
             "wall_s": round(wall, 1),
             "cpu_s": round(children.ru_utime + children.ru_stime + me.ru_utime + me.ru_stime, 1),
             "program_wall_s": round(tot["secs"], 1), "program_cpu_s": round(tot["cpu"], 1),
             "cpu_s_per_program": round(tot["cpu"] / tot["programs"], 4) if tot["programs"] else None,
             "programs_per_s": round(tot["programs"] / max(wall, 1e-9), 2),
+            "worker_max_rss_mb": tot["maxrss_mb"],
         }
         os.makedirs(os.path.dirname(os.path.abspath(args.summary)), exist_ok=True)
         tmp = args.summary + ".tmp"
