@@ -16,7 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = {"runtime_kernel_error_side_effect_lost"}
+OPEN = set()
 
 
 def _cases():
@@ -96,6 +96,35 @@ def test_matmul_of_mixed_dtypes_breaks_the_graph():
     assert (cnt.frame_count, cnt.op_count) == (1, 2)      # .to() of the same dtype is no op
 
 
+def test_inplace_op_on_an_expanded_tensor_is_a_break():
+    """(repro inplace_on_expanded_input_side_effect_lost, fuzz seed 1001196)
+    eager refuses to write an expanded tensor in place; fake tensors do
+    not: the op raised inside the graph and the list append before it was
+    lost. The probe on real tensors of the same strides makes it a break."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x, y, seen):
+        seen.append(1)
+        x = x + 1
+        y.mul_(2)
+        return x
+
+    cnt = CompileCounter()
+    seen = []
+    base = torch.ones(1, 3)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        dynamo.optimize(cnt)(f)(torch.ones(3, 3), base.expand(3, 3), seen)
+    assert seen == [1] and base.tolist() == [[1.0] * 3]
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)        # x + 1; mul_ ran eagerly
+    cnt = CompileCounter()
+    y = torch.ones(3, 3)
+    dynamo.optimize(cnt)(f)(torch.ones(3, 3), y, seen)        # not expanded: in the graph
+    assert y.tolist() == [[2.0] * 3] * 3 and seen == [1, 1]
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
 def test_concatenating_tuple_and_list_raises_as_in_python():
     """tuple + list and list + tuple are TypeErrors; the tracer used to
     build the concatenation (repro tuple_plus_list, fuzz seed 1)."""
@@ -168,30 +197,32 @@ class _AotCounter:
 
 
 def test_aot_input_mutation_before_an_op_failing_at_run_time_is_kept():
-    """(a) y.add_ then an int64 softmax (the fake trace accepts it, the
-    kernel raises): eager has mutated y when the error comes. The
+    """(a) y.add_ then an index_select whose index is out of range (the
+    fake trace and a probe on ones accept it, the kernel raises on the
+    real values): eager has mutated y when the error comes. The
     functionalized forward writes mutations back only at its end, so it
-    is replayed op by op after it raises (repro aot_input_mutation_lost_on_raise)."""
+    is replayed op by op after it raises (repro aot_input_mutation_lost_on_raise,
+    where the failing op was an int64 softmax: now a break, see
+    test_op_the_kernel_rejects_for_its_dtype_or_size_is_a_break)."""
     import torch
     import dynamo
 
-    def f(x, y):
+    def f(x, y, i):
         y.add_(1)
-        return x.softmax(-1) * 2
+        return torch.index_select(x, 0, i) * 2
 
     cnt = _AotCounter()
     opt = dynamo.optimize(cnt)(f)
-    x, y = torch.arange(3), torch.zeros(2, dtype=torch.int64)
-    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
-        opt(x, y)
+    x, y, bad = torch.ones(3), torch.zeros(2), torch.tensor([5])
+    with pytest.raises(IndexError, match="out of range"):
+        opt(x, y, bad)
     assert y.tolist() == [1, 1]                       # eager's mutation, once
-    assert cnt.frame_count == 1 and len(list(cnt.graphs[0].graph.nodes)) >= 4
-    with pytest.raises(RuntimeError):
-        opt(x, y)
+    assert cnt.frame_count == 1 and len(list(cnt.graphs[0].graph.nodes)) >= 5
+    with pytest.raises(IndexError):
+        opt(x, y, bad)
     assert y.tolist() == [2, 2] and cnt.frame_count == 1     # cache hit, same semantics
-    xf = torch.ones(3)
-    assert torch.allclose(opt(xf, y), torch.full((3,), 2 / 3)) and y.tolist() == [3, 3]   # float: no replay, applied once
-    assert cnt.frame_count == 2                       # dtype change: a second graph
+    assert opt(x, y, torch.tensor([1])).tolist() == [2.0] and y.tolist() == [3, 3]   # no replay, applied once
+    assert cnt.frame_count == 1
 
 
 def test_aot_replay_restores_the_rng_of_a_graph_that_draws_random_numbers():
@@ -200,22 +231,66 @@ def test_aot_replay_restores_the_rng_of_a_graph_that_draws_random_numbers():
     import torch
     import dynamo
 
-    def f(x, y):
+    def f(x, y, i):
         y.add_(torch.rand(2))
-        return x.softmax(-1)
+        return torch.index_select(x, 0, i)
 
     cnt = _AotCounter()
-    x = torch.arange(3)
+    x, bad = torch.ones(3), torch.tensor([5])
     ye, yc = torch.zeros(2), torch.zeros(2)
     torch.manual_seed(5)
-    with pytest.raises(RuntimeError):
-        f(x, ye)
+    with pytest.raises(IndexError):
+        f(x, ye, bad)
     after_eager = torch.rand(1)
     torch.manual_seed(5)
-    with pytest.raises(RuntimeError):
-        dynamo.optimize(cnt)(f)(x, yc)
+    with pytest.raises(IndexError):
+        dynamo.optimize(cnt)(f)(x, yc, bad)
     assert torch.equal(torch.rand(1), after_eager)
     assert torch.equal(ye, yc) and cnt.frame_count == 1
+
+
+def test_op_the_kernel_rejects_for_its_dtype_or_size_is_a_break():
+    """(repro runtime_kernel_error_side_effect_lost, fuzz seeds 1000754,
+    1000507, 1000514) fake tensors accept max() of an empty tensor, an
+    int64 softmax or rand_like: captured, the op raised inside the graph
+    and the append before it (written back after the graph) was lost. Such
+    ops are also run on real ones of the example shapes (only for
+    non-float32/64 dtypes, empty or mixed-dtype inputs): a refusal is a break."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    seen = []
+
+    def f(x, seen):
+        x = x * 2
+        seen.append(1)
+        return x.max() + 1
+
+    for bad, err in ((torch.ones(0, 3), "numel\(\) == 0"),):
+        cnt = CompileCounter()
+        with pytest.raises(RuntimeError, match=err):
+            dynamo.optimize(cnt)(f)(bad, seen)
+        assert seen == [1] and (cnt.frame_count, cnt.op_count) == (1, 1)   # x * 2; max() ran eagerly
+        seen.clear()
+        dynamo.reset()
+
+    def g(x, seen):
+        seen.append(1)
+        return torch.rand_like(x) + x.softmax(-1)
+
+    cnt = CompileCounter()
+    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+        dynamo.optimize(cnt)(g)(torch.arange(3), seen)
+    assert seen == [1] and cnt.frame_count == 0
+    seen.clear()
+    cnt = CompileCounter()
+    out = dynamo.optimize(cnt)(f)(torch.ones(2, 3), seen)                  # float32: no probe, one graph
+    assert out.item() == 3.0 and seen == [1] and (cnt.frame_count, cnt.op_count) == (1, 3)
+    dynamo.reset()
+    cnt = CompileCounter()
+    assert dynamo.optimize(cnt)(f)(torch.ones(2, 3, dtype=torch.int64), seen).item() == 3   # probed, accepted
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)
 
 
 def test_aot_input_the_loss_does_not_reach_keeps_grad_none():
