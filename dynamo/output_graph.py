@@ -9,6 +9,10 @@ grad mode, and `compile_graph()` which hands the graph to the backend and
 installs `__compiled_fn_<n>` in the frame's globals. PyCodegen emits the
 instructions that load inputs, call the graph and rebuild values from its
 outputs. Neither decides *where* to break: that is the translator's job.
+An op is captured only if it runs on the fake example values and, where
+fake tensors accept what kernels refuse (unusual dtypes, empty or
+mixed-dtype inputs: OutputGraph._probe), on real ones of their shapes;
+otherwise it is Unsupported (a break: it runs eagerly).
 """
 import contextlib
 import copy
@@ -16,6 +20,7 @@ import itertools
 import logging
 import operator
 import threading
+import warnings
 import types
 import weakref
 
@@ -57,6 +62,78 @@ def _check_inplace_cast(name, ex_args, ex_kw):
         return
     if isinstance(out, torch.Tensor) and not torch.can_cast(out.dtype, this.dtype):
         raise RuntimeError(f"result type {out.dtype} can't be cast to the desired output type {this.dtype}")
+
+
+# Ops whose eager kernels require their tensor arguments to share one
+# dtype (float32 @ float64 raises "expected m1 and m2 to have the same
+# dtype") while their meta kernels accept mixed dtypes: name -> positions
+# of the arguments compared (None: every tensor argument).
+_SAME_DTYPE_OPS = dict.fromkeys(
+    ("matmul", "__matmul__", "__rmatmul__", "mm", "mv", "addmm", "addmm_", "addmv", "addmv_",
+     "cross", "linalg_cross", "cdist", "layer_norm"))
+_SAME_DTYPE_OPS.update(index_add=(0, 3), index_add_=(0, 3))
+
+
+def _check_same_dtypes(name, ex_args, ex_kw, autocast):
+    """Raise eager's error for a _SAME_DTYPE_OPS op on tensors of different
+    dtypes (the fake run would accept it: the graph would then raise at
+    run time, after the frame's earlier side effects were skipped, where
+    eager applied them). Under autocast the op casts: not checked."""
+    if name not in _SAME_DTYPE_OPS or autocast:
+        return
+    where = _SAME_DTYPE_OPS[name]
+    args = ex_args if where is None else [ex_args[i] for i in where if i < len(ex_args)]
+    if where is None:
+        args = [*args, *ex_kw.values()]
+    dtypes = {a.dtype for a in args if isinstance(a, torch.Tensor)}
+    if len(dtypes) > 1:
+        raise RuntimeError(f"{name}: expected tensors of one dtype, got {sorted(map(str, dtypes))}")
+
+
+_PROBE_MAX_NUMEL = 4096
+_PLAIN_FLOATS = (torch.float32, torch.float64)
+
+
+def _probe_inputs(ex_args, ex_kw):
+    """Real stand-ins for a probe of an op on fake examples: ones of each
+    tensor's shape, strides, dtype and requires_grad (top level, or in a
+    list or tuple), or None when the op needs no probe: every tensor a
+    non-empty float32/float64 one of one dtype without internal overlap
+    (an expanded tensor: in-place ops refuse to write it), which fake
+    tensors describe well; a tensor not on the CPU, more than
+    _PROBE_MAX_NUMEL elements, or tensors anywhere else (a dict)."""
+    tensors = []
+
+    def real(v, depth=0):
+        if isinstance(v, torch.Tensor):
+            if v.device.type != "cpu" or v.layout != torch.strided or v.is_quantized or \
+                    not all(type(d) is int for d in (*v.shape, *v.stride())):   # symbolic sizes: no probe
+                raise LookupError
+            tensors.append(v)
+            span = 1 + sum((n - 1) * st for n, st in zip(v.shape, v.stride())) if v.numel() else 0
+            if span > _PROBE_MAX_NUMEL:
+                raise LookupError
+            r = torch.ones(span, dtype=v.dtype).as_strided(v.shape, v.stride())    # the strides too
+            return r.requires_grad_(True) if v.requires_grad and (r.is_floating_point() or r.is_complex()) else r
+        if isinstance(v, (list, tuple)) and depth < 2:
+            items = [real(x, depth + 1) for x in v]
+            return items if isinstance(v, list) else tuple(items)
+        if isinstance(v, dict):
+            if any(isinstance(x, torch.Tensor) for x in v.values()):
+                raise LookupError
+        return v
+    try:
+        args = [real(a) for a in ex_args]
+        kw = {k: real(v) for k, v in ex_kw.items()}
+    except LookupError:
+        return None
+    if not tensors or sum(t.numel() for t in tensors) > _PROBE_MAX_NUMEL:
+        return None
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) == 1 and dtypes <= set(_PLAIN_FLOATS) and all(t.numel() for t in tensors) and \
+            not any(torch._debug_has_internal_overlap(t) == 1 for t in tensors):
+        return None
+    return args, kw
 
 
 def _tensor_args(args, kwargs):
@@ -456,6 +533,37 @@ class OutputGraph:
         return (list(ex_args), tuple(node_args), {k: p[0] for k, p in ex_kw.items()},
                 {k: p[1] for k, p in ex_kw.items()})
 
+    def _autocast_on(self):
+        return any(enabled for _, _, enabled, _ in self.autocast_stack)
+
+    def _probe(self, what, call, ex_args, ex_kw):
+        """Fake tensors accept ops that the kernels reject for a dtype or an
+        empty input (int64 rand_like, bool abs, max() of an empty tensor,
+        float16 kernels missing on the CPU): captured, such an op raised
+        inside the graph at run time, after which the frame's earlier Python
+        side effects (written back after the graph) were lost. For inputs
+        of such dtypes or sizes (see _probe_inputs) the op is also run on
+        real ones of the same shapes (the RNG state restored); if that
+        raises, the op is a break and runs eagerly, raising there. Ones
+        may fail where the real values would not (an index into a dim of
+        size 1): then the op only runs eagerly."""
+        if self._autocast_on():
+            return
+        probe = _probe_inputs(ex_args, ex_kw)
+        if probe is None:
+            return
+        args, kw = probe
+        rng = torch.get_rng_state()
+        try:
+            with _quiet_fake_tensor_log(), torch.set_grad_enabled(self.grad_enabled), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                call(args, kw)
+        except Exception as e:  # noqa: BLE001 - the kernel's refusal: a break
+            raise Unsupported(f"{what} fails on real tensors like the example values "
+                              f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from e
+        finally:
+            torch.set_rng_state(rng)
+
     def _run_fake(self, what, fn):
         try:
             with _quiet_fake_tensor_log(), self.fake_mode, torch.set_grad_enabled(self.grad_enabled), \
@@ -484,7 +592,12 @@ class OutputGraph:
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
         name = getattr(fn, "__name__", str(fn))
         versions = _versions(args, kwargs)
-        example = self._run_fake(name, lambda: fn(*ex_args, **ex_kw))
+
+        def run():
+            _check_same_dtypes(name, ex_args, ex_kw, self._autocast_on())
+            return fn(*ex_args, **ex_kw)
+        example = self._run_fake(name, run)
+        self._probe(name, lambda a, k: fn(*a, **k), ex_args, ex_kw)
         same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
         if same is not None:
             return same
@@ -504,9 +617,11 @@ class OutputGraph:
 
         def run():
             _check_inplace_cast(name, ex_args, ex_kw)
+            _check_same_dtypes(name, ex_args, ex_kw, self._autocast_on())
             return getattr(ex_args[0], name)(*ex_args[1:], **ex_kw)
         versions = _versions(args, kwargs)
         example = self._run_fake(f"Tensor.{name}", run)
+        self._probe(f"Tensor.{name}", lambda a, k: getattr(a[0], name)(*a[1:], **k), ex_args, ex_kw)
         # an in-place method may change no data and still act (detach_())
         same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
         if same is not None:

@@ -218,8 +218,10 @@ decompose_entries(Build *b)
     return 0;
 }
 
-/* Same expected value?  Without running user code: identity, or == of
- * simple constants of the same type. */
+/* Same expected value?  Without running user code: identity, or
+ * value_match of simple constants of the same type (floats bit for bit:
+ * merging the tests of 0.0 and -0.0, which are ==, let a call with -0.0
+ * pass the entry traced with 0.0). */
 static int
 same_expected(const GTree *t, const Test *a, const Test *b)
 {
@@ -231,7 +233,7 @@ same_expected(const GTree *t, const Test *a, const Test *b)
     if (Py_TYPE(a->obj) != Py_TYPE(b->obj) || !a->switchable || !b->switchable
             || a->bits != b->bits)
         return 0;
-    int eq = PyObject_RichCompareBool(a->obj, b->obj, Py_EQ);
+    int eq = value_match(a->obj, b->obj);
     if (eq < 0)
         PyErr_Clear();                              /* simple constants: cannot raise */
     return eq > 0;

@@ -16,7 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = {"aot_inplace_on_aliased_input_returns_copy", "aot_saved_input_written_through_numpy"}
+OPEN = set()
 
 
 def _cases():
@@ -65,6 +65,63 @@ def test_inplace_op_with_uncastable_result_breaks_the_graph():
     cnt = CompileCounter()
     g = dynamo.optimize(cnt)(lambda x: (x * 1).add_(2))
     assert g(torch.arange(4)).tolist() == [2, 3, 4, 5]
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+def test_matmul_of_mixed_dtypes_breaks_the_graph():
+    """float32 @ float64 raises in eager; the fake run accepts it, so the
+    graph raised at run time and the list append before it (written back
+    after the graph) was lost (repro mixed_dtype_matmul_side_effect_lost).
+    Now the op is a break: the graph holds only the .to(), the append is
+    applied, the matmul raises eagerly. Same dtypes stay in the graph."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x, y, lst):
+        lst.append(1)
+        x = x.to(torch.float64)
+        return torch.mm(y, x) + 1
+
+    cnt = CompileCounter()
+    lst = []
+    with pytest.raises(RuntimeError, match="same dtype"):
+        dynamo.optimize(cnt)(f)(torch.ones(2, 2), torch.ones(2, 2), lst)
+    assert lst == [1] and (cnt.frame_count, cnt.op_count) == (1, 1)
+    dynamo.reset()
+    cnt = CompileCounter()
+    lst = []
+    out = dynamo.optimize(cnt)(f)(torch.ones(2, 2, dtype=torch.float64), torch.ones(2, 2, dtype=torch.float64), lst)
+    assert out.tolist() == [[3.0, 3.0]] * 2 and lst == [1]
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)      # .to() of the same dtype is no op
+
+
+def test_inplace_op_on_an_expanded_tensor_is_a_break():
+    """(repro inplace_on_expanded_input_side_effect_lost, fuzz seed 1001196)
+    eager refuses to write an expanded tensor in place; fake tensors do
+    not: the op raised inside the graph and the list append before it was
+    lost. The probe on real tensors of the same strides makes it a break."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x, y, seen):
+        seen.append(1)
+        x = x + 1
+        y.mul_(2)
+        return x
+
+    cnt = CompileCounter()
+    seen = []
+    base = torch.ones(1, 3)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        dynamo.optimize(cnt)(f)(torch.ones(3, 3), base.expand(3, 3), seen)
+    assert seen == [1] and base.tolist() == [[1.0] * 3]
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)        # x + 1; mul_ ran eagerly
+    cnt = CompileCounter()
+    y = torch.ones(3, 3)
+    dynamo.optimize(cnt)(f)(torch.ones(3, 3), y, seen)        # not expanded: in the graph
+    assert y.tolist() == [[2.0] * 3] * 3 and seen == [1, 1]
     assert (cnt.frame_count, cnt.op_count) == (1, 2)
 
 
@@ -140,30 +197,32 @@ class _AotCounter:
 
 
 def test_aot_input_mutation_before_an_op_failing_at_run_time_is_kept():
-    """(a) y.add_ then an int64 softmax (the fake trace accepts it, the
-    kernel raises): eager has mutated y when the error comes. The
+    """(a) y.add_ then an index_select whose index is out of range (the
+    fake trace and a probe on ones accept it, the kernel raises on the
+    real values): eager has mutated y when the error comes. The
     functionalized forward writes mutations back only at its end, so it
-    is replayed op by op after it raises (repro aot_input_mutation_lost_on_raise)."""
+    is replayed op by op after it raises (repro aot_input_mutation_lost_on_raise,
+    where the failing op was an int64 softmax: now a break, see
+    test_op_the_kernel_rejects_for_its_dtype_or_size_is_a_break)."""
     import torch
     import dynamo
 
-    def f(x, y):
+    def f(x, y, i):
         y.add_(1)
-        return x.softmax(-1) * 2
+        return torch.index_select(x, 0, i) * 2
 
     cnt = _AotCounter()
     opt = dynamo.optimize(cnt)(f)
-    x, y = torch.arange(3), torch.zeros(2, dtype=torch.int64)
-    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
-        opt(x, y)
+    x, y, bad = torch.ones(3), torch.zeros(2), torch.tensor([5])
+    with pytest.raises(IndexError, match="out of range"):
+        opt(x, y, bad)
     assert y.tolist() == [1, 1]                       # eager's mutation, once
-    assert cnt.frame_count == 1 and len(list(cnt.graphs[0].graph.nodes)) >= 4
-    with pytest.raises(RuntimeError):
-        opt(x, y)
+    assert cnt.frame_count == 1 and len(list(cnt.graphs[0].graph.nodes)) >= 5
+    with pytest.raises(IndexError):
+        opt(x, y, bad)
     assert y.tolist() == [2, 2] and cnt.frame_count == 1     # cache hit, same semantics
-    xf = torch.ones(3)
-    assert torch.allclose(opt(xf, y), torch.full((3,), 2 / 3)) and y.tolist() == [3, 3]   # float: no replay, applied once
-    assert cnt.frame_count == 2                       # dtype change: a second graph
+    assert opt(x, y, torch.tensor([1])).tolist() == [2.0] and y.tolist() == [3, 3]   # no replay, applied once
+    assert cnt.frame_count == 1
 
 
 def test_aot_replay_restores_the_rng_of_a_graph_that_draws_random_numbers():
@@ -172,22 +231,66 @@ def test_aot_replay_restores_the_rng_of_a_graph_that_draws_random_numbers():
     import torch
     import dynamo
 
-    def f(x, y):
+    def f(x, y, i):
         y.add_(torch.rand(2))
-        return x.softmax(-1)
+        return torch.index_select(x, 0, i)
 
     cnt = _AotCounter()
-    x = torch.arange(3)
+    x, bad = torch.ones(3), torch.tensor([5])
     ye, yc = torch.zeros(2), torch.zeros(2)
     torch.manual_seed(5)
-    with pytest.raises(RuntimeError):
-        f(x, ye)
+    with pytest.raises(IndexError):
+        f(x, ye, bad)
     after_eager = torch.rand(1)
     torch.manual_seed(5)
-    with pytest.raises(RuntimeError):
-        dynamo.optimize(cnt)(f)(x, yc)
+    with pytest.raises(IndexError):
+        dynamo.optimize(cnt)(f)(x, yc, bad)
     assert torch.equal(torch.rand(1), after_eager)
     assert torch.equal(ye, yc) and cnt.frame_count == 1
+
+
+def test_op_the_kernel_rejects_for_its_dtype_or_size_is_a_break():
+    """(repro runtime_kernel_error_side_effect_lost, fuzz seeds 1000754,
+    1000507, 1000514) fake tensors accept max() of an empty tensor, an
+    int64 softmax or rand_like: captured, the op raised inside the graph
+    and the append before it (written back after the graph) was lost. Such
+    ops are also run on real ones of the example shapes (only for
+    non-float32/64 dtypes, empty or mixed-dtype inputs): a refusal is a break."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    seen = []
+
+    def f(x, seen):
+        x = x * 2
+        seen.append(1)
+        return x.max() + 1
+
+    for bad, err in ((torch.ones(0, 3), "numel\(\) == 0"),):
+        cnt = CompileCounter()
+        with pytest.raises(RuntimeError, match=err):
+            dynamo.optimize(cnt)(f)(bad, seen)
+        assert seen == [1] and (cnt.frame_count, cnt.op_count) == (1, 1)   # x * 2; max() ran eagerly
+        seen.clear()
+        dynamo.reset()
+
+    def g(x, seen):
+        seen.append(1)
+        return torch.rand_like(x) + x.softmax(-1)
+
+    cnt = CompileCounter()
+    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+        dynamo.optimize(cnt)(g)(torch.arange(3), seen)
+    assert seen == [1] and cnt.frame_count == 0
+    seen.clear()
+    cnt = CompileCounter()
+    out = dynamo.optimize(cnt)(f)(torch.ones(2, 3), seen)                  # float32: no probe, one graph
+    assert out.item() == 3.0 and seen == [1] and (cnt.frame_count, cnt.op_count) == (1, 3)
+    dynamo.reset()
+    cnt = CompileCounter()
+    assert dynamo.optimize(cnt)(f)(torch.ones(2, 3, dtype=torch.int64), seen).item() == 3   # probed, accepted
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)
 
 
 def test_aot_input_the_loss_does_not_reach_keeps_grad_none():
@@ -365,3 +468,85 @@ def test_aot_mutation_of_aliased_inputs_is_applied_once():
     t0, t1, _ = dynamo.optimize(cnt)(f)(x, torch.ones(2, 3), [7])   # no aliasing: aot's path
     assert t0.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
     assert x[:, 0].tolist() == [3.0, 3.0] and t1.tolist() == [[2.0] * 3] * 2
+
+
+def test_aot_augmented_assignment_on_aliased_input_returns_the_input():
+    """(repro aot_inplace_on_aliased_input_returns_copy, fuzz seed 300804)
+    `y += x` is captured as operator.iadd, which the aot runtime did not
+    count as an in-place op: with y a view of x it took aot's
+    synthetic-base path, which returned a new tensor, not y. Every
+    augmented assignment now counts. The graph compiled on the aliased
+    call is reused for distinct inputs (one graph): aot is traced on
+    unaliased copies, or it wrote that call's `y += x` into x."""
+    import operator
+
+    import torch
+    import dynamo
+    from dynamo.backends import _mutates
+
+    def f(x, y):
+        y += x
+        return x, y
+
+    def g(x, y):
+        y *= x
+        return y
+
+    cnt = _AotCounter()
+    opt = dynamo.optimize(cnt)(f)
+    x = torch.ones(2, 3)
+    y = x.view_as(x)
+    a, b = opt(x, y)
+    assert a is x and b is y and x.tolist() == [[2.0] * 3] * 2      # added once, into x's storage
+    assert cnt.frame_count == 1
+    assert any(n.target is operator.iadd for n in cnt.graphs[0].graph.nodes)
+    assert _mutates(cnt.graphs[0])
+    x, y = torch.ones(2, 3), torch.ones(2, 3)
+    a, b = opt(x, y)                                   # no aliasing: aot's own path, same graph
+    assert b is y and y.tolist() == [[2.0] * 3] * 2 and x.tolist() == [[1.0] * 3] * 2
+    assert cnt.frame_count == 1
+    cnt = _AotCounter()
+    x = torch.full((2, 3), 3.0)
+    y = x.view_as(x)
+    assert dynamo.optimize(cnt)(g)(x, y) is y and x.tolist() == [[9.0] * 3] * 2
+    assert cnt.frame_count == 1 and _mutates(cnt.graphs[0])
+
+
+def test_aot_backward_reads_the_mutated_input_itself():
+    """(repro aot_saved_input_written_through_numpy, fuzz seed 301376) x is
+    mutated in the graph and needed by w's gradient. Eager saves x itself:
+    a later write through numpy (no version bump) shows in the backward,
+    and a version-bumping write makes the backward raise. aot saved a
+    functional copy of x's new value and did neither; it now keeps the
+    mutation in its graph and saves the input."""
+    import torch
+    import dynamo
+
+    w = torch.nn.Parameter(torch.tensor(0.5))
+
+    def f(x):
+        x.sub_(1)
+        return x * w
+
+    def run(fn, write):
+        w.grad = None
+        x = torch.ones(3)
+        out = fn(x)
+        write(x)
+        out.sum().backward()
+        return x, w.grad
+
+    def through_numpy(x):
+        x.detach().numpy()[0] = 7
+
+    cnt = _AotCounter()
+    opt = dynamo.optimize(cnt)(f)
+    for write in (through_numpy, lambda x: None):
+        xe, ge = run(f, write)
+        xc, gc = run(opt, write)
+        assert torch.equal(xe, xc) and torch.equal(ge, gc)
+    assert ge.item() == 0.0 and run(f, through_numpy)[1].item() == 7.0
+    for fn in (f, opt):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run(fn, lambda x: x.add_(1))
+    assert cnt.frame_count == 1

@@ -509,6 +509,28 @@ def test_float_equals_compares_bits_in_c_and_twin():
     assert _agree(ints, {"c": 1}) == 0
 
 
+def test_tests_of_zero_and_negative_zero_are_not_merged():
+    """(fuzz seed 1000160; repro negzero_guard_tests_merged) two entries
+    guard the same float with 0.0 and -0.0 behind a different second
+    guard: the tree's build merged the two tests (0.0 == -0.0), so a call
+    with -0.0 that failed the -0.0 entry's other guard passed the 0.0
+    entry and returned 0.0."""
+    length = 3
+    entries = [([(_EQUALS_MATCH, (_LOCAL, 0), -0.0), (length, (_LOCAL, 1), list, 0)], "neg"),
+               ([(_EQUALS_MATCH, (_LOCAL, 0), 0.0), (length, (_LOCAL, 1), list, 1)], "pos")]
+    assert _agree(entries, {"c": -0.0, "lst": [2]}) == -1
+    assert _agree(entries, {"c": 0.0, "lst": [2]}) == 1
+    assert _agree(entries, {"c": -0.0, "lst": []}) == 0
+
+    def f(x, c, lst):
+        return x + 1, c, len(lst)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    for c, lst in [(0.0, [2]), (-0.0, []), (-0.0, [2])]:
+        assert math.copysign(1.0, opt(T, c, lst)[1]) == math.copysign(1.0, c)
+    assert cnt.frame_count == 3
+
+
 def test_negative_zero_argument_recompiles_and_nan_hits():
     def f(x, c):
         return x * math.copysign(1.0, c) + 1 / (c or math.inf)

@@ -200,10 +200,19 @@ def aot_eager(gm, example_inputs):
 #    forward raises, so the captured graph is then run again op by op
 #    (the torch RNG state restored first when the forward graph draws
 #    random numbers): the user sees eager's mutations and eager's error.
-#    (Not when an input's version moved: aot failed after writing back.)
-#    Graphs with in-place ops called on inputs that share storage run
-#    their captured ops eagerly: aot's synthetic bases for such inputs
-#    have failed after writing back (regenerating an output view).
+#    Input mutations aot keeps in the graph (keep_inference_input_mutations:
+#    trailing copy_ nodes; aot bumps those inputs' versions before running
+#    it) are not written when the graph raises, so a raise inside the
+#    forward graph is always replayed; one outside it only when no input's
+#    version moved (else aot failed after writing back).
+#  - the backward reads what eager's saves: a mutated input's new value is
+#    saved as the input itself, not as a functional copy
+#    (_partition_saving_mutated_inputs).
+#    Graphs with in-place ops (augmented assignments `t += u` included)
+#    called on inputs that share storage run their captured ops eagerly:
+#    aot's synthetic bases for such inputs have failed after writing back
+#    (regenerating an output view) and return a new tensor where eager's
+#    in-place op returns the input object itself.
 #  - one autograd node computes every input's gradient, and an output the
 #    loss never reaches gets a zero gradient, so an input that only feeds
 #    such outputs gets a zero .grad where eager leaves None. Where the
@@ -215,25 +224,105 @@ def _aot(gm, example_inputs, **kw):
     deps = _grad_deps(gm)
     eager_forward = gm.forward
     seeded = []
+    fw_failed = [False]     # set when the forward graph itself raised (see _AotRuntime)
 
     def fw_compiler(g, inputs):
         seeded.append(_draws_random(g))
-        return _nop_compiler(g, inputs)
+        inner = _nop_compiler(g, inputs)
+
+        def forward_graph(*args):
+            try:
+                return inner(*args)
+            except BaseException:
+                fw_failed[0] = True
+                raise
+        return forward_graph
+    mutates = _mutates(gm)
+    if mutates and _share_storage([x for x in example_inputs if _is_tensor(x)]):
+        # aot specializes its compiled function to the aliasing of the inputs
+        # it traced (a synthetic base for mutated aliased inputs): traced on
+        # aliased inputs, it later wrote a call's mutation of y into x. Such
+        # calls run eagerly (the runtime below), so trace it on unaliased copies.
+        example_inputs = [_unaliased(x) if _is_tensor(x) else x for x in example_inputs]
+    kw.setdefault("keep_inference_input_mutations", True)
+    kw.setdefault("partition_fn", _partition_saving_mutated_inputs)
     compiled = aot_module_simplified(gm, _aot_inputs(gm, example_inputs), fw_compiler=fw_compiler,
                                      bw_compiler=_nop_compiler, **kw)
     runtime = _AotRuntime(compiled, eager_forward, any(seeded), deps, _attr_keys(gm))
-    runtime.mutates = _mutates(gm)
+    runtime.mutates = mutates
+    runtime.fw_failed = fw_failed
     return runtime
+
+
+def _partition_saving_mutated_inputs(joint, joint_inputs, **kw):
+    """aot's default partition, then: a value the backward saves that is
+    the new value of an input mutated in the forward graph (its trailing
+    `copy_(input, value)`, kept in the graph by keep_inference_input_mutations)
+    is saved as the input itself. Eager saves the input tensor: a later
+    write to it through numpy (no version bump) shows in eager's backward,
+    and a version-bumping write makes eager's backward raise; a saved
+    functional copy did neither."""
+    import torch
+    from torch._functorch.partitioners import default_partition
+    fw, bw = default_partition(joint, joint_inputs, **kw)
+    nfwd = kw.get("num_fwd_outputs")
+    copied = {}
+    for n in fw.graph.nodes:
+        if n.op == "call_function" and n.target is torch.ops.aten.copy_.default and \
+                n.args[0].op == "placeholder":
+            copied[n.args[1]] = n.args[0]
+    out = next(n for n in reversed(fw.graph.nodes) if n.op == "output")
+    if not copied or nfwd is None or not isinstance(out.args[0], (tuple, list)):
+        return fw, bw
+    values = list(out.args[0])
+    saved = [copied.get(v, v) if isinstance(v, torch.fx.Node) else v for v in values[nfwd:]]
+    if saved != values[nfwd:]:
+        out.args = (type(out.args[0])(values[:nfwd] + saved),)
+        fw.graph.lint()
+        fw.recompile()
+    return fw, bw
+
+
+def _is_tensor(x):
+    import torch
+    return isinstance(x, torch.Tensor)
+
+
+def _unaliased(t):
+    """A tensor like `t` (dtype, size, strides, offset, requires_grad,
+    values) on a copy of its storage; `t` itself when it has no plain
+    storage (a subclass, sparse): aot then traces the aliasing it sees."""
+    import torch
+    if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.layout != torch.strided:
+        return t
+    with torch.no_grad():
+        c = torch.empty(0, dtype=t.dtype, device=t.device)
+        c.set_(t.untyped_storage().clone(), t.storage_offset(), t.size(), t.stride())
+    return c.requires_grad_(t.requires_grad)
+
+
+def _inplace_operators():
+    """operator's in-place functions (`t += u` is captured as operator.iadd)
+    and setitem: each writes into its first argument when it is a tensor."""
+    import operator
+    return (operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+            operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul, operator.iand,
+            operator.ior, operator.ixor, operator.ilshift, operator.irshift)
 
 
 def _mutates(gm):
     """Does the graph hold an in-place op (a method or function named
-    `..._`, or a setitem)? Conservative: it may mutate an input."""
-    import operator
+    `..._`, an augmented assignment (operator.iadd, `__iadd__`), or a
+    setitem)? Conservative: it may mutate an input."""
+    inplace = _inplace_operators()
     for n in gm.graph.nodes:
-        if n.op == "call_method" and n.target.endswith("_") and not n.target.startswith("_"):
+        if n.op == "call_method" and (
+                (n.target.endswith("_") and not n.target.startswith("_")) or
+                n.target == "__setitem__" or
+                (n.target.startswith("__i") and n.target.endswith("__") and
+                 n.target[2:-2] not in ("init", "index", "int", "invert", "iter"))):
             return True
-        if n.op == "call_function" and (n.target is operator.setitem or
+        if n.op == "call_function" and (any(n.target is f for f in inplace) or
                                         getattr(n.target, "__name__", "").endswith("_")):
             return True
     return False
@@ -332,6 +421,7 @@ class _AotRuntime:
         self.attr_keys = attr_keys
 
     mutates = True
+    fw_failed = None        # [bool] cell the forward graph sets when it raises
 
     def __call__(self, *args):
         import torch
@@ -343,10 +433,13 @@ class _AotRuntime:
             return self.eager_forward(*args)
         rng = torch.get_rng_state() if self.seeded else None
         versions = [t._version for t in tensors]
+        if self.fw_failed is not None:
+            self.fw_failed[0] = False
         try:
             outs = self.compiled(*args)
         except Exception:  # noqa: BLE001 - replayed op by op: eager's effects, eager's error
-            if versions != [t._version for t in tensors]:
+            in_graph = self.fw_failed is not None and self.fw_failed[0]
+            if not in_graph and versions != [t._version for t in tensors]:
                 raise           # it failed after writing to an input: a replay would write twice
             if rng is not None:
                 torch.set_rng_state(rng)

@@ -390,12 +390,14 @@ def _edit(body, path, fn):
     return body
 
 
-def minimize(prog, kind, timeout=30, budget=300):
-    """Smaller program with a mismatch of the same kind (greedy, to fixpoint)."""
+def minimize(prog, kind, timeout=30, budget=300, stop_at=None):
+    """Smaller program with a mismatch of the same kind (greedy, to fixpoint;
+    at most `budget` runs, none started after time.time() `stop_at`)."""
+    import time
     runs = [0]
 
     def fails(p):
-        if runs[0] >= budget:
+        if runs[0] >= budget or (stop_at is not None and time.time() >= stop_at):
             return False
         runs[0] += 1
         m = run_program(p, timeout).mismatch
