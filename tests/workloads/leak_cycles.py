@@ -147,9 +147,13 @@ def run_cycles(args, out):
     for i in range(args.cycles):
         cycle()
         if i + 1 == half:
-            marks.append(snapshot())
+            snap = snapshot()
+            marks.append((snap[0] - len(samples),) + snap[1:])
         if i + 1 in sample_at:
             snap = snapshot()
+            # the marks' own dicts (one gc-tracked dict per earlier mark,
+            # kept in `samples`) are the measurement's, not the workload's
+            snap = (snap[0] - len(samples),) + snap[1:]
             samples.append({"cycle": i + 1, "elapsed_s": time.perf_counter() - t0,
                             "absolute": dict(zip(KEYS, snap)),
                             "per_cycle_since_start": growth(marks[0], snap, i + 1),
@@ -157,7 +161,8 @@ def run_cycles(args, out):
             prev = (i + 1, snap)
             print(json.dumps(samples[-1]), file=sys.stderr, flush=True)   # progress of long runs
     elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
-    marks.append(snapshot())
+    snap = snapshot()
+    marks.append((snap[0] - len(samples),) + snap[1:])
     if len(marks) == 2:         # no cycle measured: both halves empty
         marks.insert(1, marks[0])
     halves = [growth(marks[0], marks[1], half),
