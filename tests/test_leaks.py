@@ -155,6 +155,64 @@ def test_reset_leaves_a_user_rebound_name_alone():
         del globals()[name]
 
 
+def _generated_names():
+    return sorted(k for k in globals() if k.startswith(("__compiled_fn", "__resume_at")))
+
+
+def test_reset_numbers_the_generated_names_from_zero_again():
+    """Issue 12: the names compiles install (`__compiled_fn_<n>`,
+    `__resume_at_<offset>_<n>`) are in co_names, so interned, and CPython
+    3.12 makes interned strings immortal: with numbers that only grew, each
+    compile/reset cycle kept its names for ever (7 names, ~450 bytes of RSS
+    a cycle of tests/workloads/leak_cycles.py on 3.12; 7.0 pymalloc blocks a
+    cycle, 0.03 with the numbers restarted).  After a reset() with no
+    compiled code left alive the numbers start over, so every cycle uses
+    the same names."""
+    import torch
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(global_user)
+    dynamo.reset()
+    seen = []
+    for _ in range(3):
+        assert torch.equal(opt(torch.ones(3)), (torch.ones(3) + 1) * 2)
+        seen.append(_generated_names())
+        dynamo.reset()
+    assert cnt.frame_count == 6             # a graph and its resume function each cycle
+    assert len(seen[0]) == 4, seen          # 2 graphs, 2 resume functions (one a branch)
+    assert seen[0] == seen[1] == seen[2], seen
+
+
+def test_generated_names_keep_counting_while_compiled_code_is_alive():
+    """A code compiled before a reset() that is still alive (a frame running
+    it, or held elsewhere) may still load its names: the numbers go on, so
+    no new function is installed under a name that code loads."""
+    import torch
+    from dynamo import convert_frame
+
+    def add(x):
+        return x + 1
+
+    dynamo.reset()
+    opt = dynamo.optimize(CompileCounter())(add)
+    opt(torch.ones(3))
+    first = _installed_names(convert_frame)
+    held = list(convert_frame._made_codes)  # as a running frame would
+    assert len(held) == 1
+    dynamo.reset()
+    opt(torch.ones(3))
+    second = _installed_names(convert_frame)
+    assert first == ["__compiled_fn_0"] and second == ["__compiled_fn_1"], (first, second)
+    del held
+    dynamo.reset()                          # nothing alive: from 0 again
+    opt(torch.ones(3))
+    assert _installed_names(convert_frame) == ["__compiled_fn_0"]
+    dynamo.reset()
+
+
+def _installed_names(convert_frame):
+    return sorted({name for _g, name, _v in convert_frame._installed})
+
+
 CLI = os.path.join(ROOT, "build", "bin", "dynamo-inspect")
 needs_telemetry = pytest.mark.skipif(not _C._telemetry_enabled(),
                                      reason="telemetry is off in this process")
