@@ -794,7 +794,7 @@ t_enabled(PyObject *module, PyObject *unused)
 
 PyDoc_STRVAR(t_info_doc,
 "_telemetry_info() -> dict: enabled, path ('' when anonymous), pid, region_size,\n"
-"blob_used, n_codes, n_entries, n_events, init_errno, redact\n"
+"blob_used, blob_cap, n_codes, n_entries, n_events, events_cap, init_errno, redact\n"
 "(DYNAMO_TELEMETRY_REDACT: string values are left out of the region).");
 
 static PyObject *
@@ -802,12 +802,14 @@ t_info(PyObject *module, PyObject *unused)
 {
     DtHeader empty = {0};
     const DtHeader *h = region != NULL ? region : &empty;
-    return Py_BuildValue("{s:O,s:s,s:i,s:K,s:I,s:I,s:I,s:K,s:I,s:O}",
+    return Py_BuildValue("{s:O,s:s,s:i,s:K,s:I,s:K,s:I,s:I,s:K,s:I,s:I,s:O}",
                          "enabled", region != NULL ? Py_True : Py_False,
                          "path", h->shm_path, "pid", (int)getpid(),
                          "region_size", (unsigned long long)region_len,
-                         "blob_used", h->blob_used, "n_codes", h->n_codes,
+                         "blob_used", h->blob_used, "blob_cap", (unsigned long long)h->blob_cap,
+                         "n_codes", h->n_codes,
                          "n_entries", h->n_entries, "n_events", (unsigned long long)h->n_events,
+                         "events_cap", h->events_cap,
                          "init_errno", dynamo_telemetry_anchor.init_errno,
                          "redact", redact ? Py_True : Py_False);
 }

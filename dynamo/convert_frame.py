@@ -14,11 +14,13 @@ import dis
 import threading
 import traceback
 import types
+import weakref
 from typing import Any, Callable, List, Optional
 
 from .bytecode import HAS_PRECALL, arg_slot_count, assemble, prologue
 from .exc import Unsupported
 from .guards import Guard, SourceError
+from . import output_graph
 from .output_graph import GraphInfo, OutputGraph
 
 MAX_RESTARTS = 3
@@ -152,6 +154,8 @@ def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, 
         new_code = assemble(head + tx.body, code)
     install_globals(f_globals, output.install)
     direct = direct_plan(new_code, f_globals) if new_code is not code else None
+    if new_code is not code:
+        _made_codes.add(new_code)
     return CompileOutput(new_code=new_code, guards=output.final_guards(), graphs=list(output.graphs),
                          break_reasons=reasons, resume_codes=list(tx.resume_codes),
                          original_code=code, direct=direct)
@@ -170,6 +174,31 @@ def install_globals(f_globals, names):
         for name, value in names.items():
             f_globals[name] = value
             _installed.append((f_globals, name, value))
+
+
+# The codes compile_frame made (weakly): they load the generated names.
+_made_codes = weakref.WeakSet()
+
+
+def restart_names():
+    """After reset(), under the compile lock: number the generated global
+    names (`__compiled_fn_<n>`, `__resume_at_<offset>_<n>`,
+    `___new_module_*_<n>`) from 0 again when no code that loads such a name
+    is alive any more (none can run and find a new function under an old
+    name; a frame still running across reset() keeps the numbers going
+    until a later reset).  CPython 3.12 makes every interned string, and so
+    every name in co_names, immortal: with numbers that only grew, each
+    compile/reset cycle kept its names for ever (issue 12: 7 names, ~450
+    bytes of RSS a cycle of the leak workload).  True when restarted."""
+    from . import resume
+    from .tracer.variables import torch as torch_variables
+    with _installed_lock:
+        if _installed or len(_made_codes) != 0:
+            return False
+        output_graph.restart_names()
+        resume.restart_names()
+        torch_variables.restart_names()
+    return True
 
 
 def uninstall_globals():

@@ -491,3 +491,6 @@ def reset():
             resume.clear()
     except ImportError:
         pass
+    from .convert_frame import restart_names
+    with _C.compile_lock:
+        restart_names()             # generated names from 0 again when nothing loads the old

@@ -38,6 +38,14 @@ from .guards import (GLOBAL_STATE, GRAD_MODE, SAME_OBJECT, TENSOR_MATCH, AttrSou
                      ItemSource, LocalSource, NoSource, _rank, global_state_word, ordered, tensor_expected)
 
 _graph_counter = itertools.count()
+
+
+def restart_names():
+    """Number `__compiled_fn_<n>` from 0 again (convert_frame.restart_names)."""
+    global _graph_counter
+    _graph_counter = itertools.count()
+
+
 # torch logs an ERROR with a traceback when a meta kernel fails; for the
 # tracer that failure is an ordinary graph break (or the user's own error)
 _FAKE_TENSOR_LOGGERS = ("torch._subclasses.fake_tensor", "torch._subclasses.fake_impls")

@@ -142,6 +142,12 @@ def make_function(code, f_globals, name):
     return types.FunctionType(code, f_globals, name)
 
 
+def restart_names():
+    """Number `__resume_at_<offset>_<n>` from 0 again (convert_frame.restart_names)."""
+    global _counter
+    _counter = itertools.count()
+
+
 def clear():
     """Forget cached resume codes (dynamo.reset())."""
     with _lock:

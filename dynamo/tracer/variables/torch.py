@@ -580,6 +580,12 @@ def _constant_arg(var):
 _module_counter = __import__("itertools").count()
 
 
+def restart_names():
+    """Number `___new_module_*_<n>` from 0 again (convert_frame.restart_names)."""
+    global _module_counter
+    _module_counter = __import__("itertools").count()
+
+
 def _construct_stateless_module(tx, cls, args, kwargs):
     """`torch.nn.Softmax(dim=-1)` inside the frame: a torch.nn module with
     constant constructor arguments and no parameters or buffers behaves the
