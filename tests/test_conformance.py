@@ -389,3 +389,34 @@ def test_cache_limit_hit_logs_one_warning_record_with_the_failing_guard(caplog):
     # the one recompile below the limit was logged with its reason
     recompiles = [r.getMessage() for r in caplog.records if r.getMessage().startswith("recompiling")]
     assert len(recompiles) == 1 and "L['x'].size()[0]: expected 2, actual 3" in recompiles[0]
+
+
+# ------------------------------------------------ strides of views
+
+def test_stride_of_a_view_of_an_input_is_eagers_not_a_break():
+    """`x.view(...).stride()` over a graph input (Longformer's chunking
+    reads it to build an as_strided): the strides eager gives, replayed
+    on a meta tensor, even for size-1 dims where fake tensors disagree
+    ((2, 1, 3) with strides (1, 2, 2) viewed as (2, 1, 3, 1): eager says
+    (1, 6, 2, 2), a fake tensor (1, 2, 2, 2)). Before: a break there."""
+    def f(x):
+        v = x.view(2, 1, 3, 1)
+        s = v.stride()
+        return v.as_strided((2, 3), (s[0], s[2])) + 1, s, v.stride(1)
+
+    x = torch.randn(3, 1, 2).permute(2, 1, 0)
+    cnt = CompileCounter()
+    out = dynamo.optimize(cnt)(f)(x)
+    expected = f(x)
+    assert out[1] == expected[1] == (1, 6, 2, 2) and out[2] == expected[2] == 6
+    assert torch.equal(out[0], expected[0])
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)      # view, as_strided, add
+
+    def g(x):                                             # not a view: still read eagerly
+        t = x * 1
+        return t + t.stride(0)
+
+    cnt = CompileCounter()
+    x = torch.randn(4, 1).t()
+    assert torch.equal(dynamo.optimize(cnt)(g)(x), g(x))
+    assert cnt.frame_count == 2
