@@ -420,3 +420,43 @@ def test_stride_of_a_view_of_an_input_is_eagers_not_a_break():
     x = torch.randn(4, 1).t()
     assert torch.equal(dynamo.optimize(cnt)(g)(x), g(x))
     assert cnt.frame_count == 2
+
+
+# ------------------------------------------------ a branch on an input tensor
+
+def test_branch_on_an_input_tensor_ends_a_graph_the_backend_sees():
+    """`if check:` with `check` a tensor passed in (or handed to a resume
+    function) and nothing traced before it: the graph that ends at the
+    branch returns the input, and the backend is called with it, as it is
+    when ops precede the branch (torch.compile does the same). Before: no
+    backend call there (2 frames, not 3)."""
+    graphs = []
+    cnt = CompileCounter()
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return cnt(gm, example_inputs)
+
+    def fn(a, b, check):
+        if check:
+            return a + b + 10
+        return a + b - 10
+
+    v1, v2 = torch.randn(10), torch.randn(10)
+    t, f = torch.ones(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    opt = dynamo.optimize(backend)(fn)
+    assert same(opt(v1, v2, t), fn(v1, v2, t)) and same(opt(v1, v2, f), fn(v1, v2, f))
+    assert (cnt.frame_count, cnt.op_count) == (3, 4)
+    first = [n.op for n in graphs[0].graph.nodes]
+    assert first == ["placeholder", "output"]
+
+    def fn2(a, b):                    # `and` keeps the first tensor for the resume function
+        tmp = a.sum() > b.sum() and a.sum() > 0
+        return 1 if tmp else 2
+
+    dynamo.reset()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn2)
+    one, neg = torch.ones(10), torch.ones(10) * -2.0
+    assert (opt(one, neg), opt(neg, one)) == (fn2(one, neg), fn2(neg, one)) == (1, 2)
+    assert (cnt.frame_count, cnt.op_count) == (3, 5)

@@ -187,7 +187,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             elif isinstance(child, VariableTracker):
                 self.collect(child, out, seen)
 
-    def compile_graph(self, roots):
+    def compile_graph(self, roots, branch_on=None):
         found, seen = [], set()
         mutated = list(self.output.mutated_lists.values()) + \
             [value for _, value, _ in self.output.attr_stores.values()] + \
@@ -195,7 +195,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         for var in list(roots) + mutated:
             self.collect(var, found, seen)
         info, index, sources = self.output.compile_graph(
-            [v for v in found if isinstance(v, (TensorVariable, ScalarOutputVariable))])
+            [v for v in found if isinstance(v, (TensorVariable, ScalarOutputVariable))], branch_on)
         if info is not None:
             self.output.graphs.append(info)
         cg = PyCodegen(self.code, (GRAPH_OUT, index))
@@ -503,7 +503,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         named.update(live_taken)
         order = list(self.code.co_varnames + self.code.co_cellvars)
         named = sorted(named.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
-        cg = self.compile_graph([v for _, v in named] + self.stack + [cond])
+        cg = self.compile_graph([v for _, v in named] + self.stack + [cond], branch_on=cond)
         temps = self.materialize(cg, self.stack, named)
         keep = inst.opname in _JUMPS_KEEP_ON_TAKEN
         cond_temp = None
