@@ -460,3 +460,45 @@ def test_branch_on_an_input_tensor_ends_a_graph_the_backend_sees():
     one, neg = torch.ones(10), torch.ones(10) * -2.0
     assert (opt(one, neg), opt(neg, one)) == (fn2(one, neg), fn2(neg, one)) == (1, 2)
     assert (cnt.frame_count, cnt.op_count) == (3, 5)
+
+
+# ------------------------------------------------ set() of constants
+
+class _LayerConfig:
+    def __init__(self, layers):
+        self.attn_layers = layers
+        self.chunk = 64
+
+
+def _min_chunk_len(cfg):
+    kinds = set(cfg.attn_layers)
+    if len(kinds) == 1:
+        return cfg.chunk
+    if kinds == frozenset(["lsh", "local"]):
+        return cfg.chunk // 2
+    raise NotImplementedError
+
+
+def test_set_of_a_config_list_is_folded_and_guarded():
+    """set(cfg.attn_layers) (Reformer's config check) folds to a constant
+    set: one graph, no break; the list's items are guarded, so another
+    list recompiles. Before: `set(...)` was a break (2 graphs)."""
+    def fn(cfg, x):
+        y = x * 1
+        return y + _min_chunk_len(cfg)
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    x = torch.zeros(2)
+    assert opt(_LayerConfig(["local", "lsh", "local"]), x).tolist() == [32.0, 32.0]
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+    assert opt(_LayerConfig(["local", "lsh", "local"]), x).tolist() == [32.0, 32.0]
+    assert cnt.frame_count == 1                         # equal items: the entry is reused
+    assert opt(_LayerConfig(["lsh", "lsh", "lsh"]), x).tolist() == [64.0, 64.0]
+    assert cnt.frame_count == 2
+
+    def unhashable(x, items):                          # TypeError raised where it runs eagerly
+        return x + len(set(items))
+
+    with pytest.raises(TypeError):
+        dynamo.optimize(CompileCounter())(unhashable)(x, [[1], [2]])
