@@ -502,3 +502,65 @@ def test_set_of_a_config_list_is_folded_and_guarded():
 
     with pytest.raises(TypeError):
         dynamo.optimize(CompileCounter())(unhashable)(x, [[1], [2]])
+
+
+# ------------------------------------------------ dicts passed in, mutated
+
+def test_argument_dict_mutations_are_traced_and_written_back():
+    """`d[k] = v`, `del d[k]`, pop/update on a dict argument and on a dict
+    inside it (a nested options dict): traced in one graph and written
+    back in order at its end, also at a break. Before: each mutation was a
+    break ("mutation of a dict passed into the compiled frame")."""
+    def fn(x, d):
+        y = x * 2
+        d["y"] = y
+        d["n"] = d["n"] + 1
+        del d["gone"]
+        d["inner"]["z"] = y + 1
+        d.update(w=3)
+        return y + d.pop("p")
+
+    def make():
+        return {"n": 1, "gone": 0, "p": torch.ones(2), "inner": {"a": 1}}
+
+    x = torch.arange(2.0)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    d1, d2 = make(), make()
+    expected = fn(x, d1)
+    inner = d2["inner"]
+    out = opt(x, d2)
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)        # mul, add, add
+    assert torch.equal(out, expected)
+    assert list(d2) == list(d1) == ["n", "inner", "y", "w"] and d2["inner"] is inner
+    assert d2["n"] == 2 and torch.equal(d2["y"], d1["y"]) and torch.equal(inner["z"], d1["inner"]["z"])
+
+    def with_break(x, d):
+        d["k"] = x + 1
+        unsupported(x, x)                       # the write-back happens before it runs
+        return d["k"] * 2
+
+    cnt = CompileCounter()
+    d = {}
+    out = dynamo.optimize(cnt)(with_break)(x, d)
+    assert torch.equal(d["k"], x + 1) and torch.equal(out, (x + 1) * 2)
+    assert cnt.frame_count == 2
+
+
+def test_nested_dict_written_back_before_its_replaced_slot():
+    """The trace mutates a nested dict after replacing its slot in the
+    outer dict: the nested one is written back first, while the outer
+    still holds it (reloaded through d["inner"])."""
+    def fn(x, d):
+        inner = d["inner"]
+        d["inner"] = {"new": 1}
+        inner["z"] = x + 1
+        return x * 2
+
+    x = torch.ones(2)
+    d = {"inner": {"a": 1}}
+    old = d["inner"]
+    cnt = CompileCounter()
+    dynamo.optimize(cnt)(fn)(x, d)
+    assert cnt.frame_count == 1
+    assert d["inner"] == {"new": 1} and list(old) == ["a", "z"] and torch.equal(old["z"], x + 1)

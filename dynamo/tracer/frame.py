@@ -30,13 +30,14 @@ import dis
 from ..bytecode import COND_JUMP, arg_slot_count, create_instruction, live_locals
 from ..bytecode.instruction import takes_arg
 from ..exc import Unsupported
-from ..guards import ClosureSource, GlobalSource, LocalSource
+from ..guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
 from ..output_graph import PyCodegen
 from .. import resume
 from .translator import InstructionTranslatorBase
 from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, ListIteratorVariable,
                         NullVariable, PassthroughVariable, TensorVariable, TupleVariable)
 from .variables.base import FrameCellOwner, VariableTracker
+from .variables.containers import DictVariable, write_back_dict
 from .variables.tensor import ScalarOutputVariable
 
 GRAPH_OUT = "___graph_out"
@@ -209,7 +210,18 @@ class InstructionTranslator(InstructionTranslatorBase):
         `lst[:] = [items]`, objects passed in their stored attributes, globals
         the trace assigned their last value. Emitted after every other value was rebuilt
         (those may be read from the list through its source); stack-neutral."""
-        for lst in self.output.mutated_lists.values():
+        def nested(var):        # reloaded through a container the trace may also have changed
+            return isinstance(var.source, (AttrSource, ItemSource)) and \
+                isinstance(var.source.base, LocalSource)
+        # nested ones first: their base still holds them then
+        for lst in sorted(self.output.mutated_lists.values(), key=lambda v: not nested(v)):
+            if isinstance(lst, DictVariable):       # write_back_dict(d, {final items})
+                cg.load_const(write_back_dict)
+                cg.load_source(lst.source)
+                cg.reconstruct(DictVariable(lst.items))
+                cg.call(2)
+                cg.emit("POP_TOP")
+                continue
             for item in lst.items:
                 cg.reconstruct(item)
             cg.emit("BUILD_LIST", arg=len(lst.items))
