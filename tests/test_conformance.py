@@ -540,11 +540,21 @@ def test_argument_dict_mutations_are_traced_and_written_back():
         unsupported(x, x)                       # the write-back happens before it runs
         return d["k"] * 2
 
+    def cleared(x, d):
+        d.clear()
+        d.setdefault("s", x)
+        return x + 1
+
     cnt = CompileCounter()
     d = {}
     out = dynamo.optimize(cnt)(with_break)(x, d)
     assert torch.equal(d["k"], x + 1) and torch.equal(out, (x + 1) * 2)
     assert cnt.frame_count == 2
+
+    cnt = CompileCounter()
+    d = {"a": 1, "b": 2}
+    dynamo.optimize(cnt)(cleared)(x, d)
+    assert list(d) == ["s"] and d["s"] is x and cnt.frame_count == 1
 
 
 def test_nested_dict_written_back_before_its_replaced_slot():

@@ -260,6 +260,9 @@ class DictVariable(VariableTracker):
             if k not in self.items:
                 self.items[k] = args[1] if len(args) > 1 else ConstantVariable(None)
             return self.items[k]
+        if name == "clear":
+            self.items.clear()
+            return ConstantVariable(None)
         if name == "copy":
             return DictVariable(self.items)
         raise Unsupported(f"dict.{name}")
