@@ -830,9 +830,14 @@ class OutputGraph:
         return sum(1 for n in self.graph.nodes if n.op.startswith("call_")
                    and n.target is not torch._C._set_grad_enabled)
 
-    def compile_graph(self, output_vars):
+    def compile_graph(self, output_vars, branch_on=None):
         """Finish the graph with the tensors among `output_vars` that must
         come out of it (computed tensors, not inputs) and compile it.
+        `branch_on`: the tensor a data-dependent branch right after the
+        graph tests; when it is an input and the graph would otherwise be
+        empty, the graph is the input returned (the backend sees every
+        graph that ends at a tensor branch, as under torch.compile; the
+        generated code still reads the input from its source).
         Returns (GraphInfo or None, {node: output index}, [input sources])."""
         from .tracer.variables import TensorVariable
         from .tracer.variables.tensor import ScalarOutputVariable
@@ -848,7 +853,9 @@ class OutputGraph:
                 index[var.node] = len(outputs)
                 outputs.append(var.node)
         if self.op_count() == 0 and not outputs:
-            return None, {}, []
+            if not isinstance(branch_on, TensorVariable) or branch_on.source is None:
+                return None, {}, []
+            outputs.append(branch_on.node)        # not in `index`: read from its source
         if self.grad_enabled != self.initial_grad:
             self.graph.call_function(torch._C._set_grad_enabled, (self.initial_grad,))
         self.graph.output(tuple(outputs))

@@ -389,3 +389,188 @@ def test_cache_limit_hit_logs_one_warning_record_with_the_failing_guard(caplog):
     # the one recompile below the limit was logged with its reason
     recompiles = [r.getMessage() for r in caplog.records if r.getMessage().startswith("recompiling")]
     assert len(recompiles) == 1 and "L['x'].size()[0]: expected 2, actual 3" in recompiles[0]
+
+
+# ------------------------------------------------ strides of views
+
+def test_stride_of_a_view_of_an_input_is_eagers_not_a_break():
+    """`x.view(...).stride()` over a graph input (Longformer's chunking
+    reads it to build an as_strided): the strides eager gives, replayed
+    on a meta tensor, even for size-1 dims where fake tensors disagree
+    ((2, 1, 3) with strides (1, 2, 2) viewed as (2, 1, 3, 1): eager says
+    (1, 6, 2, 2), a fake tensor (1, 2, 2, 2)). Before: a break there."""
+    def f(x):
+        v = x.view(2, 1, 3, 1)
+        s = v.stride()
+        return v.as_strided((2, 3), (s[0], s[2])) + 1, s, v.stride(1)
+
+    x = torch.randn(3, 1, 2).permute(2, 1, 0)
+    cnt = CompileCounter()
+    out = dynamo.optimize(cnt)(f)(x)
+    expected = f(x)
+    assert out[1] == expected[1] == (1, 6, 2, 2) and out[2] == expected[2] == 6
+    assert torch.equal(out[0], expected[0])
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)      # view, as_strided, add
+
+    def g(x):                                             # not a view: still read eagerly
+        t = x * 1
+        return t + t.stride(0)
+
+    cnt = CompileCounter()
+    x = torch.randn(4, 1).t()
+    assert torch.equal(dynamo.optimize(cnt)(g)(x), g(x))
+    assert cnt.frame_count == 2
+
+
+# ------------------------------------------------ a branch on an input tensor
+
+def test_branch_on_an_input_tensor_ends_a_graph_the_backend_sees():
+    """`if check:` with `check` a tensor passed in (or handed to a resume
+    function) and nothing traced before it: the graph that ends at the
+    branch returns the input, and the backend is called with it, as it is
+    when ops precede the branch (torch.compile does the same). Before: no
+    backend call there (2 frames, not 3)."""
+    graphs = []
+    cnt = CompileCounter()
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return cnt(gm, example_inputs)
+
+    def fn(a, b, check):
+        if check:
+            return a + b + 10
+        return a + b - 10
+
+    v1, v2 = torch.randn(10), torch.randn(10)
+    t, f = torch.ones(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    opt = dynamo.optimize(backend)(fn)
+    assert same(opt(v1, v2, t), fn(v1, v2, t)) and same(opt(v1, v2, f), fn(v1, v2, f))
+    assert (cnt.frame_count, cnt.op_count) == (3, 4)
+    first = [n.op for n in graphs[0].graph.nodes]
+    assert first == ["placeholder", "output"]
+
+    def fn2(a, b):                    # `and` keeps the first tensor for the resume function
+        tmp = a.sum() > b.sum() and a.sum() > 0
+        return 1 if tmp else 2
+
+    dynamo.reset()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn2)
+    one, neg = torch.ones(10), torch.ones(10) * -2.0
+    assert (opt(one, neg), opt(neg, one)) == (fn2(one, neg), fn2(neg, one)) == (1, 2)
+    assert (cnt.frame_count, cnt.op_count) == (3, 5)
+
+
+# ------------------------------------------------ set() of constants
+
+class _LayerConfig:
+    def __init__(self, layers):
+        self.attn_layers = layers
+        self.chunk = 64
+
+
+def _min_chunk_len(cfg):
+    kinds = set(cfg.attn_layers)
+    if len(kinds) == 1:
+        return cfg.chunk
+    if kinds == frozenset(["lsh", "local"]):
+        return cfg.chunk // 2
+    raise NotImplementedError
+
+
+def test_set_of_a_config_list_is_folded_and_guarded():
+    """set(cfg.attn_layers) (Reformer's config check) folds to a constant
+    set: one graph, no break; the list's items are guarded, so another
+    list recompiles. Before: `set(...)` was a break (2 graphs)."""
+    def fn(cfg, x):
+        y = x * 1
+        return y + _min_chunk_len(cfg)
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    x = torch.zeros(2)
+    assert opt(_LayerConfig(["local", "lsh", "local"]), x).tolist() == [32.0, 32.0]
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+    assert opt(_LayerConfig(["local", "lsh", "local"]), x).tolist() == [32.0, 32.0]
+    assert cnt.frame_count == 1                         # equal items: the entry is reused
+    assert opt(_LayerConfig(["lsh", "lsh", "lsh"]), x).tolist() == [64.0, 64.0]
+    assert cnt.frame_count == 2
+
+    def unhashable(x, items):                          # TypeError raised where it runs eagerly
+        return x + len(set(items))
+
+    with pytest.raises(TypeError):
+        dynamo.optimize(CompileCounter())(unhashable)(x, [[1], [2]])
+
+
+# ------------------------------------------------ dicts passed in, mutated
+
+def test_argument_dict_mutations_are_traced_and_written_back():
+    """`d[k] = v`, `del d[k]`, pop/update on a dict argument and on a dict
+    inside it (a nested options dict): traced in one graph and written
+    back in order at its end, also at a break. Before: each mutation was a
+    break ("mutation of a dict passed into the compiled frame")."""
+    def fn(x, d):
+        y = x * 2
+        d["y"] = y
+        d["n"] = d["n"] + 1
+        del d["gone"]
+        d["inner"]["z"] = y + 1
+        d.update(w=3)
+        return y + d.pop("p")
+
+    def make():
+        return {"n": 1, "gone": 0, "p": torch.ones(2), "inner": {"a": 1}}
+
+    x = torch.arange(2.0)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+    d1, d2 = make(), make()
+    expected = fn(x, d1)
+    inner = d2["inner"]
+    out = opt(x, d2)
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)        # mul, add, add
+    assert torch.equal(out, expected)
+    assert list(d2) == list(d1) == ["n", "inner", "y", "w"] and d2["inner"] is inner
+    assert d2["n"] == 2 and torch.equal(d2["y"], d1["y"]) and torch.equal(inner["z"], d1["inner"]["z"])
+
+    def with_break(x, d):
+        d["k"] = x + 1
+        unsupported(x, x)                       # the write-back happens before it runs
+        return d["k"] * 2
+
+    def cleared(x, d):
+        d.clear()
+        d.setdefault("s", x)
+        return x + 1
+
+    cnt = CompileCounter()
+    d = {}
+    out = dynamo.optimize(cnt)(with_break)(x, d)
+    assert torch.equal(d["k"], x + 1) and torch.equal(out, (x + 1) * 2)
+    assert cnt.frame_count == 2
+
+    cnt = CompileCounter()
+    d = {"a": 1, "b": 2}
+    dynamo.optimize(cnt)(cleared)(x, d)
+    assert list(d) == ["s"] and d["s"] is x and cnt.frame_count == 1
+
+
+def test_nested_dict_written_back_before_its_replaced_slot():
+    """The trace mutates a nested dict after replacing its slot in the
+    outer dict: the nested one is written back first, while the outer
+    still holds it (reloaded through d["inner"])."""
+    def fn(x, d):
+        inner = d["inner"]
+        d["inner"] = {"new": 1}
+        inner["z"] = x + 1
+        return x * 2
+
+    x = torch.ones(2)
+    d = {"inner": {"a": 1}}
+    old = d["inner"]
+    cnt = CompileCounter()
+    dynamo.optimize(cnt)(fn)(x, d)
+    assert cnt.frame_count == 1
+    assert d["inner"] == {"new": 1} and list(old) == ["a", "z"] and torch.equal(old["z"], x + 1)

@@ -30,13 +30,14 @@ import dis
 from ..bytecode import COND_JUMP, arg_slot_count, create_instruction, live_locals
 from ..bytecode.instruction import takes_arg
 from ..exc import Unsupported
-from ..guards import ClosureSource, GlobalSource, LocalSource
+from ..guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
 from ..output_graph import PyCodegen
 from .. import resume
 from .translator import InstructionTranslatorBase
 from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, ListIteratorVariable,
                         NullVariable, PassthroughVariable, TensorVariable, TupleVariable)
 from .variables.base import FrameCellOwner, VariableTracker
+from .variables.containers import DictVariable, write_back_dict
 from .variables.tensor import ScalarOutputVariable
 
 GRAPH_OUT = "___graph_out"
@@ -187,7 +188,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             elif isinstance(child, VariableTracker):
                 self.collect(child, out, seen)
 
-    def compile_graph(self, roots):
+    def compile_graph(self, roots, branch_on=None):
         found, seen = [], set()
         mutated = list(self.output.mutated_lists.values()) + \
             [value for _, value, _ in self.output.attr_stores.values()] + \
@@ -195,7 +196,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         for var in list(roots) + mutated:
             self.collect(var, found, seen)
         info, index, sources = self.output.compile_graph(
-            [v for v in found if isinstance(v, (TensorVariable, ScalarOutputVariable))])
+            [v for v in found if isinstance(v, (TensorVariable, ScalarOutputVariable))], branch_on)
         if info is not None:
             self.output.graphs.append(info)
         cg = PyCodegen(self.code, (GRAPH_OUT, index))
@@ -209,7 +210,18 @@ class InstructionTranslator(InstructionTranslatorBase):
         `lst[:] = [items]`, objects passed in their stored attributes, globals
         the trace assigned their last value. Emitted after every other value was rebuilt
         (those may be read from the list through its source); stack-neutral."""
-        for lst in self.output.mutated_lists.values():
+        def nested(var):        # reloaded through a container the trace may also have changed
+            return isinstance(var.source, (AttrSource, ItemSource)) and \
+                isinstance(var.source.base, LocalSource)
+        # nested ones first: their base still holds them then
+        for lst in sorted(self.output.mutated_lists.values(), key=lambda v: not nested(v)):
+            if isinstance(lst, DictVariable):       # write_back_dict(d, {final items})
+                cg.load_const(write_back_dict)
+                cg.load_source(lst.source)
+                cg.reconstruct(DictVariable(lst.items))
+                cg.call(2)
+                cg.emit("POP_TOP")
+                continue
             for item in lst.items:
                 cg.reconstruct(item)
             cg.emit("BUILD_LIST", arg=len(lst.items))
@@ -503,7 +515,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         named.update(live_taken)
         order = list(self.code.co_varnames + self.code.co_cellvars)
         named = sorted(named.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
-        cg = self.compile_graph([v for _, v in named] + self.stack + [cond])
+        cg = self.compile_graph([v for _, v in named] + self.stack + [cond], branch_on=cond)
         temps = self.materialize(cg, self.stack, named)
         keep = inst.opname in _JUMPS_KEEP_ON_TAKEN
         cond_temp = None

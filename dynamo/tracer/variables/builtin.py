@@ -462,6 +462,23 @@ def _list(tx, iterable=None):
     return ListVariable([] if iterable is None else iterable.unpack(tx))
 
 
+def _to_set(kind):
+    def handler(tx, iterable=None):
+        """set(...) / frozenset(...) of constants (a config's list of layer
+        names): a constant, like `{...}` displays (BUILD_SET); the result is
+        rebuilt as a new set wherever it leaves the trace."""
+        if iterable is None:
+            return ConstantVariable(kind())
+        items = seq_items(tx, iterable)
+        if not all_constant(items):
+            raise Unsupported(f"{kind.__name__}() of values that are not constants")
+        try:
+            return ConstantVariable(kind(i.as_python_constant() for i in items))
+        except TypeError as e:          # an unhashable item: raised where it runs eagerly
+            raise Unsupported(f"{kind.__name__}(): {e}") from None
+    return handler
+
+
 def _dict(tx, arg=None, **kwargs):
     items = {}
     if isinstance(arg, DictVariable):
@@ -709,6 +726,7 @@ _HANDLERS = {
     slice: _slice, sorted: _sorted, any: _any_all(any), all: _any_all(all),
     super: _super, functools.reduce: _reduce, inspect.signature: _signature,
     id: _id, itertools.chain: _chain, itertools.islice: _islice,
+    set: _to_set(set), frozenset: _to_set(frozenset),
 }
 
 BUILTIN_CALLABLES = set(_HANDLERS) | _PURE | {str, repr, format, round, divmod, pow}

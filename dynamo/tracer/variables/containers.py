@@ -135,14 +135,7 @@ class ListVariable(BaseListVariable):
         final items back (OutputGraph.mutated_lists). Any other list: Unsupported."""
         if self.source is None:
             return
-        from ...guards import AttrSource, GlobalSource, ItemSource, LocalSource
-        src = self.source
-        if isinstance(src, AttrSource):     # an argument's attribute (a cache's key list):
-            src = src.base                  # reloaded through it, written back the same way
-        is_global = isinstance(src, GlobalSource) or (
-            isinstance(src, ItemSource) and isinstance(src.base, GlobalSource)
-            and src.base.global_name.startswith("___globals_"))
-        if tx is None or not (isinstance(src, LocalSource) or is_global):
+        if tx is None or not may_write_back(self.source, items_too=False):
             raise Unsupported("mutation of a list passed into the compiled frame")
         tx.output.mutated_lists[id(self)] = self
 
@@ -203,9 +196,16 @@ class DictVariable(VariableTracker):
             raise Unsupported(f"KeyError {k!r} at trace time")
         return self.items[k]
 
-    def check_mutable(self):
-        if self.source is not None:
+    def check_mutable(self, tx=None):
+        """A dict made by the traced code may change freely; a dict passed
+        in (an argument, an argument's attribute or item, a global) too: the
+        generated code gives it its final items, in order, at the end of the
+        graph (OutputGraph.mutated_lists; `write_back_dict`)."""
+        if self.source is None:
+            return
+        if tx is None or not may_write_back(self.source, items_too=True):
             raise Unsupported("mutation of a dict passed into the compiled frame")
+        tx.output.mutated_lists[id(self)] = self
 
     def var_getattr(self, tx, name):
         from .functions import BoundMethodVariable
@@ -213,7 +213,7 @@ class DictVariable(VariableTracker):
 
     def call_method(self, tx, name, args, kwargs):
         if name in ("__setitem__", "update", "pop", "clear", "setdefault", "__delitem__"):
-            self.check_mutable()
+            self.check_mutable(tx)
         if name == "__getitem__":
             return self.getitem(tx, args[0])
         if name == "__len__":
@@ -260,6 +260,9 @@ class DictVariable(VariableTracker):
             if k not in self.items:
                 self.items[k] = args[1] if len(args) > 1 else ConstantVariable(None)
             return self.items[k]
+        if name == "clear":
+            self.items.clear()
+            return ConstantVariable(None)
         if name == "copy":
             return DictVariable(self.items)
         raise Unsupported(f"dict.{name}")
@@ -275,6 +278,31 @@ class DictVariable(VariableTracker):
 
     def __repr__(self):
         return f"DictVariable(keys={list(self.items)!r:.60})"
+
+
+def may_write_back(source, items_too):
+    """May a container read at `source` be mutated by the trace and written
+    back at the end of the graph? It is reloaded through `source` then, so
+    the path must lead to the same object: a local of the frame (every read
+    of it in the trace is one VT), an attribute of one (a cache's key list),
+    with `items_too` an item of one (a nested dict of options), or a global."""
+    from ...guards import AttrSource, GlobalSource, ItemSource, LocalSource
+    src = source
+    if isinstance(src, AttrSource) or items_too and isinstance(src, ItemSource) \
+            and isinstance(src.base, LocalSource):
+        src = src.base
+    is_global = isinstance(src, GlobalSource) or (
+        isinstance(src, ItemSource) and isinstance(src.base, GlobalSource)
+        and src.base.global_name.startswith("___globals_"))
+    return isinstance(src, LocalSource) or is_global
+
+
+def write_back_dict(target, items):
+    """Run time: dict `target` (passed into a compiled frame) gets the items
+    the trace left it, in their order."""
+    if list(target) != list(items) or any(target[k] is not v for k, v in items.items()):
+        target.clear()
+        target.update(items)
 
 
 class ListIteratorVariable(VariableTracker):

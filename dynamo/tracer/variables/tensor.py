@@ -32,6 +32,56 @@ _SHAPE_METHODS = {"size", "dim", "ndimension", "numel", "nelement", "stride",
                   "is_complex", "__len__"}
 
 
+# ops whose output strides follow from the input's sizes and strides alone
+# (views, and reshapes that copy into a contiguous tensor when they must)
+_VIEW_OPS = frozenset({
+    "view", "reshape", "flatten", "unflatten", "transpose", "swapaxes", "swapdims", "permute",
+    "movedim", "unsqueeze", "squeeze", "expand", "t", "select", "narrow", "as_strided",
+    "unfold", "diagonal", "getitem", "contiguous"})
+
+
+def _eager_view_strides(node):
+    """The strides eager gives `node`'s value when it is a chain of _VIEW_OPS
+    with constant arguments over a placeholder or get_attr node: the chain
+    replayed on a meta tensor of the root's sizes and strides; else None."""
+    from torch.fx.node import Node, map_aggregate
+    end = node.meta.get("example_value")
+    chain = []
+    while node.op in ("call_method", "call_function"):
+        if node.op == "call_method":
+            name = node.target
+        elif node.target is operator.getitem:
+            name = "getitem"
+        else:
+            name = getattr(node.target, "__name__", None)
+            if getattr(torch, name or "", None) is not node.target:
+                return None
+        if name not in _VIEW_OPS or not node.args or not isinstance(node.args[0], Node):
+            return None
+        found = []
+        map_aggregate((node.args[1:], node.kwargs),
+                      lambda a: found.append(a) if isinstance(a, Node) else a)
+        if found:
+            return None
+        chain.append((name, node.args[1:], dict(node.kwargs)))
+        node = node.args[0]
+    if node.op not in ("placeholder", "get_attr"):
+        return None
+    root = node.meta.get("example_value")
+    if not isinstance(root, torch.Tensor):
+        return None
+    try:
+        t = torch.empty_strided(tuple(root.shape), root.stride(), dtype=root.dtype, device="meta")
+        for name, args, kwargs in reversed(chain):
+            t = operator.getitem(t, *args) if name == "getitem" else \
+                getattr(torch.Tensor, name)(t, *args, **kwargs)
+    except Exception:           # a replay the meta kernels refuse: not known here
+        return None
+    if not isinstance(end, torch.Tensor) or tuple(t.shape) != tuple(end.shape):
+        return None
+    return tuple(t.stride())
+
+
 def static_shape(example):
     """example.shape as ints; a size computed from the data (nonzero's
     length, an unbacked symbol of the fake run) is not a constant: a break."""
@@ -99,6 +149,9 @@ class TensorVariable(VariableTracker):
         if name in _SHAPE_METHODS:
             tx.output.sizes_read = True
         if name == "stride":
+            known = self._stride_of_view(tx, args)
+            if known is not None:
+                return known
             self._check_stride_known(args)
         if name == "__getitem__":
             return tx.output.call_function(tx, operator.getitem, [self, args[0]], {})
@@ -108,6 +161,27 @@ class TensorVariable(VariableTracker):
             if not name.startswith("__"):
                 raise Unsupported(f"Tensor.{name}()")
         return tx.output.call_method(tx, name, [self, *args], kwargs)
+
+    def _stride_of_view(self, tx, args):
+        """`t.stride()` / `t.stride(d)` of a tensor made from a graph input or
+        parameter by view and reshape ops with constant arguments
+        (`x.view(...)`, `x[0]`, `x.transpose(0, 1)`): the strides eager
+        gives, found by replaying those ops on a meta tensor with the
+        input's sizes and strides (the C++ stride rules every device
+        shares; fake tensors run Python reference kernels, which choose
+        other strides for size-1 dims). None when `t` is not such a view,
+        or when the stride asked for is the same either way."""
+        if self.node.op == "placeholder" or len(args) > 1:
+            return None
+        strides = _eager_view_strides(self.node)
+        if strides is None:
+            return None
+        if not args:
+            return ConstantVariable(tuple(strides))
+        d = args[0].as_python_constant() if args[0].is_python_constant() else None
+        if not isinstance(d, int) or not -len(strides) <= d < len(strides):
+            return None
+        return ConstantVariable(strides[d])
 
     def _check_stride_known(self, args):
         """The stride of a size-0/1 dim of a computed tensor is the
