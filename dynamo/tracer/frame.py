@@ -37,6 +37,7 @@ from .translator import InstructionTranslatorBase
 from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, ListIteratorVariable,
                         NullVariable, PassthroughVariable, TensorVariable, TupleVariable)
 from .variables.base import FrameCellOwner, VariableTracker
+from .variables.containers import DictVariable, write_back_dict
 from .variables.tensor import ScalarOutputVariable
 
 GRAPH_OUT = "___graph_out"
@@ -210,6 +211,16 @@ class InstructionTranslator(InstructionTranslatorBase):
         the trace assigned their last value. Emitted after every other value was rebuilt
         (those may be read from the list through its source); stack-neutral."""
         for lst in self.output.mutated_lists.values():
+            if isinstance(lst, DictVariable):      # write_back_dict(d, {items})
+                cg.load_const(write_back_dict)
+                cg.load_source(lst.source)
+                for k, v in lst.items.items():
+                    cg.load_const(k)
+                    cg.reconstruct(v)
+                cg.emit("BUILD_MAP", arg=len(lst.items))
+                cg.call(2)
+                cg.emit("POP_TOP")
+                continue
             for item in lst.items:
                 cg.reconstruct(item)
             cg.emit("BUILD_LIST", arg=len(lst.items))

@@ -561,7 +561,7 @@ class InstructionTranslatorBase:
     def MAP_ADD(self, inst):
         value, key = self.pop(), self.pop()
         target = self.stack[-inst.arg]
-        target.check_mutable()          # a dict from outside the trace (see LIST_APPEND)
+        target.check_mutable(self)      # a dict from outside the trace (see LIST_APPEND)
         target.items[key.as_python_constant()] = value
 
     def UNPACK_SEQUENCE(self, inst):

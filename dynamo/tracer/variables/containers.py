@@ -120,6 +120,31 @@ class NamedTupleVariable(TupleVariable):
         return super().var_getattr(tx, name)
 
 
+class ObservedKeyError(Unsupported):
+    """d[k] of a key the dict does not have: a probe that catches KeyError
+    (Mapping.__contains__, see builtin.contains) goes on with the answer."""
+
+
+def _writable_source(src):
+    """May a list or dict read at `src` be changed by the trace and written
+    back after the graph: an argument, an argument's attribute (a cache's
+    key list: reloaded through it, written back the same way), a global."""
+    from ...guards import AttrSource, GlobalSource, ItemSource, LocalSource
+    if isinstance(src, AttrSource):
+        src = src.base
+    is_global = isinstance(src, GlobalSource) or (
+        isinstance(src, ItemSource) and isinstance(src.base, GlobalSource)
+        and src.base.global_name.startswith("___globals_"))
+    return isinstance(src, LocalSource) or is_global
+
+
+def write_back_dict(d, items):
+    """Run time: a dict passed in gets the contents (keys in order) the
+    traced code left in it."""
+    d.clear()
+    d.update(items)
+
+
 class ListVariable(BaseListVariable):
     py_type = list
     build_op = "BUILD_LIST"
@@ -135,14 +160,7 @@ class ListVariable(BaseListVariable):
         final items back (OutputGraph.mutated_lists). Any other list: Unsupported."""
         if self.source is None:
             return
-        from ...guards import AttrSource, GlobalSource, ItemSource, LocalSource
-        src = self.source
-        if isinstance(src, AttrSource):     # an argument's attribute (a cache's key list):
-            src = src.base                  # reloaded through it, written back the same way
-        is_global = isinstance(src, GlobalSource) or (
-            isinstance(src, ItemSource) and isinstance(src.base, GlobalSource)
-            and src.base.global_name.startswith("___globals_"))
-        if tx is None or not (isinstance(src, LocalSource) or is_global):
+        if tx is None or not _writable_source(self.source):
             raise Unsupported("mutation of a list passed into the compiled frame")
         tx.output.mutated_lists[id(self)] = self
 
@@ -200,20 +218,26 @@ class DictVariable(VariableTracker):
     def getitem(self, tx, key):
         k = key.as_python_constant()
         if k not in self.items:
-            raise Unsupported(f"KeyError {k!r} at trace time")
+            raise ObservedKeyError(f"KeyError {k!r} at trace time")
         return self.items[k]
 
-    def check_mutable(self):
-        if self.source is not None:
+    def check_mutable(self, tx=None):
+        """As ListVariable.check_mutable: a dict passed in as an argument,
+        an argument's attribute or a global may change; the generated code
+        gives it its final contents (OutputGraph.mutated_lists)."""
+        if self.source is None:
+            return
+        if tx is None or not _writable_source(self.source):
             raise Unsupported("mutation of a dict passed into the compiled frame")
+        tx.output.mutated_lists[id(self)] = self
 
     def var_getattr(self, tx, name):
         from .functions import BoundMethodVariable
         return BoundMethodVariable(self, name)
 
     def call_method(self, tx, name, args, kwargs):
-        if name in ("__setitem__", "update", "pop", "clear", "setdefault", "__delitem__"):
-            self.check_mutable()
+        if name in ("__setitem__", "update", "pop", "clear", "setdefault", "__delitem__", "popitem"):
+            self.check_mutable(tx)
         if name == "__getitem__":
             return self.getitem(tx, args[0])
         if name == "__len__":

@@ -82,6 +82,13 @@ class TensorVariable(VariableTracker):
             raise Unsupported(f"tensor attribute .{name}")
         if callable(getattr(torch.Tensor, name, None)):
             return BoundMethodVariable(self, name)
+        if not hasattr(self.cls, name) and not name.startswith("__"):
+            # neither the tensor's class (TENSOR_MATCH guards it) nor
+            # torch.Tensor has it: AttributeError, which hasattr() and
+            # getattr(t, name, default) fold to a constant (an attribute set
+            # on one tensor object itself is not seen: docs/USER_GUIDE.md)
+            from .builtin import ObservedAttributeError
+            raise ObservedAttributeError(f"{self.cls.__name__} has no attribute {name!r}")
         raise Unsupported(f"tensor attribute .{name}")
 
     def call_method(self, tx, name, args, kwargs):
