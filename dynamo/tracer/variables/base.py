@@ -175,7 +175,11 @@ class ConstantVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         from .functions import ConstantMethodVariable
-        attr = getattr(self.value, name)   # AttributeError is the user's
+        try:
+            attr = getattr(self.value, name)
+        except AttributeError as e:        # hasattr()/getattr(default) fold it; else a break
+            from .builtin import ObservedAttributeError
+            raise ObservedAttributeError(str(e)) from None
         if callable(attr):
             return ConstantMethodVariable(self, name)
         if is_constant_value(attr):
