@@ -281,3 +281,54 @@ def test_hasattr_on_none_is_false():
         return x + 1
 
     run(f, X, None)
+
+
+# ------------------------------------------------------- abc classes
+import abc  # noqa: E402
+
+
+class LayerCacheBase(abc.ABC):
+    """An ABC base (transformers' CacheLayerMixin): its concrete
+    subclasses are plain classes made by object.__new__."""
+
+    def __init__(self):
+        self.keys = None
+
+    @abc.abstractmethod
+    def update(self, k):
+        ...
+
+
+class LayerCache(LayerCacheBase):
+    def update(self, k):
+        self.keys = k if self.keys is None else torch.cat([self.keys, k])
+        return self.keys
+
+
+def test_object_of_an_abc_subclass_made_in_the_frame():
+    def f(x):
+        caches = [LayerCache() for _ in range(2)]
+        for c in caches:
+            c.update(x)
+        return caches[0].update(x * 2), caches
+
+    dynamo.reset()
+    cnt = CompileCounter()
+    start = records.mark()
+    got, caches = dynamo.optimize(cnt)(f)(X)
+    reasons = [b.reason for r in records.records_since(start) for b in r.break_reasons]
+    assert (cnt.frame_count, reasons) == (1, [])
+    assert same(got, torch.cat([X, X * 2]))
+    assert [type(c) for c in caches] == [LayerCache, LayerCache]
+    assert same(caches[0].keys, torch.cat([X, X * 2])) and same(caches[1].keys, X)
+
+
+def test_abstract_class_construction_still_raises():
+    def f(x):
+        LayerCacheBase()
+        return x + 1
+
+    dynamo.reset()
+    import pytest
+    with pytest.raises(TypeError):
+        dynamo.optimize(CompileCounter())(f)(X)

@@ -365,10 +365,14 @@ def is_state_module_class(cls):
 
 def is_plain_user_class(cls):
     """Classes whose construction the tracer can follow: defined in Python
-    by the user (not torch, not a skipped module), made by object.__new__,
+    by the user (not torch, not a skipped module; of metaclass type or
+    abc.ABCMeta, with no abstract method left), made by object.__new__,
     with a plain instance __dict__ and attribute protocol."""
+    import abc
     from .builder import is_skipped_function
-    if not isinstance(cls, type) or type(cls) is not type or cls.__module__ == "builtins":
+    if not isinstance(cls, type) or type(cls) not in (type, abc.ABCMeta) or cls.__module__ == "builtins":
+        return False
+    if getattr(cls, "__abstractmethods__", None):    # cannot be made: eager raises TypeError
         return False
     if (cls.__module__ or "").split(".")[0] in ("torch", "dynamo") or \
             issubclass(cls, torch.nn.Module):
