@@ -26,12 +26,15 @@ def user_getattribute(cls):
     """None when attribute reads of `cls` instances are CPython's generic
     lookup (object's __getattribute__ or a builtin base's, which reads the
     same way); the class's own __getattribute__ when it is a Python function
-    (the tracer inlines it); Unsupported for anything else (a C one)."""
+    outside torch and the skipped libraries (the tracer inlines it);
+    Unsupported for anything else (a C one, a stdlib one)."""
     import inspect
     getattribute = inspect.getattr_static(cls, "__getattribute__")
     if getattribute in GENERIC_GETATTRIBUTE:
         return None
-    if isinstance(getattribute, types.FunctionType):
+    from .builder import is_skipped_function
+    if isinstance(getattribute, types.FunctionType) and not is_skipped_function(getattribute) and \
+            not (getattribute.__module__ or "").startswith("torch."):
         return getattribute
     raise Unsupported(f"{cls.__name__} defines __getattribute__")
 
