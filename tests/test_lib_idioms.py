@@ -332,3 +332,26 @@ def test_abstract_class_construction_still_raises():
     import pytest
     with pytest.raises(TypeError):
         dynamo.optimize(CompileCounter())(f)(X)
+
+
+def test_attribute_set_on_a_tensor_object_is_not_folded_away():
+    # the object itself has it (a library's tag on a parameter or input):
+    # not folded to "missing"; the read runs for real
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(4))
+            self.w.tag = 2
+
+        def forward(self, x, y):
+            a = x * self.w if hasattr(self.w, "tag") else x
+            return a + 1 if hasattr(y, "tag") else a - 1
+
+    y = torch.ones(4)
+    y.tag = 1
+    m = M()
+    with torch.no_grad():
+        expected = m(X, y)
+        dynamo.reset()
+        got = dynamo.optimize(CompileCounter())(m)(X, y)
+    assert same(expected, got)
