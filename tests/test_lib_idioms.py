@@ -355,3 +355,24 @@ def test_attribute_set_on_a_tensor_object_is_not_folded_away():
         dynamo.reset()
         got = dynamo.optimize(CompileCounter())(m)(X, y)
     assert same(expected, got)
+
+
+# ------------------------------------------------------- dataclasses.fields
+import dataclasses  # noqa: E402
+
+
+@dataclasses.dataclass
+class Out:
+    first: torch.Tensor
+    second: int = None
+    scale: float = 2.0
+
+
+def test_dataclasses_fields_folds():
+    # as ModelOutput.__post_init__ / __setattr__ read them
+    def f(x, out):
+        names = [fl.name for fl in dataclasses.fields(out)]
+        n_none = sum(1 for fl in dataclasses.fields(Out)[1:] if fl.default is None)
+        return x * len(names) + n_none + out.scale
+
+    run(f, X, Out(X))

@@ -455,6 +455,19 @@ def _object_getattribute(tx, obj, name):
     raise Unsupported(f"object.__getattribute__ on {obj}")
 
 
+def _dataclass_fields(tx, obj):
+    """dataclasses.fields(obj) of a dataclass instance or class the trace
+    knows the type of (guarded where it came from): its Field objects,
+    fixed when the class was made, as read-only objects."""
+    import dataclasses
+    from .base import ClassVariable
+    from .misc import UserDefinedObjectVariable
+    cls = obj.value if isinstance(obj, ClassVariable) else obj.python_type()
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise Unsupported(f"dataclasses.fields of {obj}")
+    return TupleVariable([UserDefinedObjectVariable(f) for f in dataclasses.fields(cls)])
+
+
 def _range(tx, *args):
     return ConstantVariable(range(*[a.as_python_constant() for a in args]))
 
@@ -750,6 +763,7 @@ _HANDLERS = {
     super: _super, functools.reduce: _reduce, inspect.signature: _signature,
     id: _id, itertools.chain: _chain, itertools.islice: _islice,
     object.__getattribute__: _object_getattribute,
+    __import__("dataclasses").fields: _dataclass_fields,
 }
 
 BUILTIN_CALLABLES = set(_HANDLERS) | _PURE | {str, repr, format, round, divmod, pow}
