@@ -231,6 +231,7 @@ class UserDefinedObjectVariable(VariableTracker):
         on a miss, unless `with_getattr` is False)."""
         from .builder import wrap
         from .builtin import ObservedAttributeError
+        from .functions import UserMethodVariable
         obj, cls = self.value, type(self.value)
         src = AttrSource(self.source, name) if self.source is not None else None
         stored = tx.output.attr_stores.get((id(obj), name))
