@@ -15,37 +15,37 @@ import torch
 from ...exc import Unsupported
 
 
-def is_config_getattribute(fn):
-    """transformers' PretrainedConfig.__getattribute__: a plain read after
-    renaming the key through the class's `attribute_map`."""
-    return (getattr(fn, "__qualname__", None) == "PretrainedConfig.__getattribute__"
-            and (getattr(fn, "__module__", None) or "").startswith("transformers."))
-
-
 # builtin bases whose __getattribute__ slot is CPython's generic lookup, as
 # object's is (a dict or list subclass reads attributes the plain way)
-_GENERIC_GETATTRIBUTE = tuple(t.__dict__["__getattribute__"] for t in (
-    dict, list, tuple, set, frozenset, int, float, str, bytes, BaseException,
+GENERIC_GETATTRIBUTE = tuple(t.__dict__["__getattribute__"] for t in (
+    object, dict, list, tuple, set, frozenset, int, float, str, bytes, BaseException,
     __import__("collections").defaultdict))
 
 
-def require_plain_getattribute(cls, name=None):
-    """Attribute reads of `cls` instances are traced by reading their
-    __dict__ and class: only right while the class keeps object's
-    __getattribute__. Otherwise the read must run for real (a break).
-    Returns the name the plain read uses: `name` itself, or its
-    `attribute_map` entry for a PretrainedConfig (whose __getattribute__
-    does only that renaming)."""
+def user_getattribute(cls):
+    """None when attribute reads of `cls` instances are CPython's generic
+    lookup (object's __getattribute__ or a builtin base's, which reads the
+    same way); the class's own __getattribute__ when it is a Python function
+    outside torch and the skipped libraries (the tracer inlines it);
+    Unsupported for anything else (a C one, a stdlib one)."""
     import inspect
     getattribute = inspect.getattr_static(cls, "__getattribute__")
-    if getattribute is object.__getattribute__ or getattribute in _GENERIC_GETATTRIBUTE:
-        return name
-    if is_config_getattribute(getattribute):
-        amap = inspect.getattr_static(cls, "attribute_map", {})
-        if name != "attribute_map" and isinstance(amap, dict) and name in amap:
-            return amap[name]
-        return name
+    if getattribute in GENERIC_GETATTRIBUTE:
+        return None
+    from .builder import is_skipped_function
+    if isinstance(getattribute, types.FunctionType) and not is_skipped_function(getattribute) and \
+            not (getattribute.__module__ or "").startswith("torch."):
+        return getattribute
     raise Unsupported(f"{cls.__name__} defines __getattribute__")
+
+
+def require_plain_getattribute(cls):
+    """Attribute reads of `cls` instances are traced by reading their
+    __dict__ and class: only right while the class keeps object's
+    __getattribute__. Otherwise the read must run for real (a break)."""
+    import inspect
+    if inspect.getattr_static(cls, "__getattribute__") not in GENERIC_GETATTRIBUTE:
+        raise Unsupported(f"{cls.__name__} defines __getattribute__")
 
 
 class VariableTracker:
@@ -178,7 +178,11 @@ class ConstantVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         from .functions import ConstantMethodVariable
-        attr = getattr(self.value, name)   # AttributeError is the user's
+        try:
+            attr = getattr(self.value, name)
+        except AttributeError as e:        # hasattr()/getattr(default) fold it; else a break
+            from .builtin import ObservedAttributeError
+            raise ObservedAttributeError(str(e)) from None
         if callable(attr):
             return ConstantMethodVariable(self, name)
         if is_constant_value(attr):

@@ -245,6 +245,10 @@ def contains(tx, item, container):
         return item.as_python_constant() in container.value
     if isinstance(container, TensorVariable):
         raise Unsupported("`in` on a tensor needs its data")
+    if _is_user_object(container):
+        found = _user_contains(tx, item, container)
+        if found is not None:
+            return found
     if container.is_python_constant() and item.is_python_constant():
         return item.as_python_constant() in container.as_python_constant()
     for v in container.unpack(tx):
@@ -257,6 +261,28 @@ def contains(tx, item, container):
         if same:
             return True
     return False
+
+
+def _user_contains(tx, item, container):
+    """`item in obj` for a user object: its class's own __contains__ inlined,
+    or, for the one collections.abc.Mapping gives (`try: self[key]` /
+    `except KeyError: False`), its __getitem__ inlined with a missing key
+    answering False. None when neither applies."""
+    import collections.abc
+    import inspect
+    import types
+    from .builder import is_skipped_function
+    method = inspect.getattr_static(container.python_type(), "__contains__", None)
+    if method is collections.abc.Mapping.__contains__:
+        from .containers import ObservedKeyError
+        try:
+            container.call_method(tx, "__getitem__", [item], {})
+        except ObservedKeyError:
+            return False
+        return True
+    if isinstance(method, types.FunctionType) and not is_skipped_function(method):
+        return container.call_method(tx, "__contains__", [item], {}).truth(tx)
+    return None
 
 
 # ---------------------------------------------------------------- builtins
@@ -413,6 +439,33 @@ def _hasattr(tx, obj, name):
         return ConstantVariable(True)
     except ObservedAttributeError:
         return ConstantVariable(False)
+
+
+def _object_getattribute(tx, obj, name):
+    """object.__getattribute__(obj, name): the generic lookup, without the
+    class's own __getattribute__ or __getattr__ (what a user
+    __getattribute__ falls back to)."""
+    from .misc import NewObjectVariable, UserDefinedObjectVariable
+    if not name.is_python_constant() or type(name.as_python_constant()) is not str:
+        raise Unsupported("object.__getattribute__ with a non-constant name")
+    if isinstance(obj, UserDefinedObjectVariable):
+        return obj.generic_getattr(tx, name.as_python_constant(), with_getattr=False)
+    if isinstance(obj, NewObjectVariable):        # a plain class: reads are generic
+        return obj.var_getattr(tx, name.as_python_constant())
+    raise Unsupported(f"object.__getattribute__ on {obj}")
+
+
+def _dataclass_fields(tx, obj):
+    """dataclasses.fields(obj) of a dataclass instance or class the trace
+    knows the type of (guarded where it came from): its Field objects,
+    fixed when the class was made, as read-only objects."""
+    import dataclasses
+    from .base import ClassVariable
+    from .misc import UserDefinedObjectVariable
+    cls = obj.value if isinstance(obj, ClassVariable) else obj.python_type()
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise Unsupported(f"dataclasses.fields of {obj}")
+    return TupleVariable([UserDefinedObjectVariable(f) for f in dataclasses.fields(cls)])
 
 
 def _range(tx, *args):
@@ -727,6 +780,8 @@ _HANDLERS = {
     super: _super, functools.reduce: _reduce, inspect.signature: _signature,
     id: _id, itertools.chain: _chain, itertools.islice: _islice,
     set: _to_set(set), frozenset: _to_set(frozenset),
+    object.__getattribute__: _object_getattribute,
+    __import__("dataclasses").fields: _dataclass_fields,
 }
 
 BUILTIN_CALLABLES = set(_HANDLERS) | _PURE | {str, repr, format, round, divmod, pow}

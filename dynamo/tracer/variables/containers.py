@@ -120,6 +120,11 @@ class NamedTupleVariable(TupleVariable):
         return super().var_getattr(tx, name)
 
 
+class ObservedKeyError(Unsupported):
+    """d[k] of a key the dict does not have: a probe that catches KeyError
+    (Mapping.__contains__, see builtin.contains) goes on with the answer."""
+
+
 class ListVariable(BaseListVariable):
     py_type = list
     build_op = "BUILD_LIST"
@@ -193,7 +198,7 @@ class DictVariable(VariableTracker):
     def getitem(self, tx, key):
         k = key.as_python_constant()
         if k not in self.items:
-            raise Unsupported(f"KeyError {k!r} at trace time")
+            raise ObservedKeyError(f"KeyError {k!r} at trace time")
         return self.items[k]
 
     def check_mutable(self, tx=None):
@@ -212,7 +217,7 @@ class DictVariable(VariableTracker):
         return BoundMethodVariable(self, name)
 
     def call_method(self, tx, name, args, kwargs):
-        if name in ("__setitem__", "update", "pop", "clear", "setdefault", "__delitem__"):
+        if name in ("__setitem__", "update", "pop", "clear", "setdefault", "__delitem__", "popitem"):
             self.check_mutable(tx)
         if name == "__getitem__":
             return self.getitem(tx, args[0])

@@ -327,7 +327,8 @@ class SuperVariable(VariableTracker):
                 break
         else:
             raise ObservedAttributeError(f"'super' object has no attribute {name!r}")
-        from .misc import NewObjectVariable, NoopInitVariable, SkippedFunctionVariable
+        from .misc import (NewObjectVariable, NoopInitVariable, SkippedFunctionVariable,
+                           UserDefinedObjectVariable)
         if name == "__init__" and isinstance(obj, NewObjectVariable) and \
                 (base is object or (base is torch.nn.Module and obj.is_module)):
             # an object the frame made: nothing to do (a module's own state
@@ -353,6 +354,14 @@ class SuperVariable(VariableTracker):
         real = self._real_object()
         if real is None:
             raise Unsupported(f"super().{name} ({type(attr).__name__})")
+        from .base import GENERIC_GETATTRIBUTE
+        from .nn_module import NNModuleVariable
+        if name == "__call__" and attr is torch.nn.Module.__dict__["__call__"] and \
+                isinstance(obj, NNModuleVariable):
+            return SuperModuleCallVariable(getattr(super(self.cls, real), name), self, name)
+        if name == "__getattribute__" and attr in GENERIC_GETATTRIBUTE and \
+                isinstance(obj, UserDefinedObjectVariable):
+            return SuperGenericGetattributeVariable(getattr(super(self.cls, real), name), self, name)
         return SuperBoundVariable(getattr(super(self.cls, real), name), self, name)
 
     def _real_object(self):
@@ -403,6 +412,28 @@ class SuperBoundVariable(VariableTracker):
 
     def __repr__(self):
         return f"SuperBoundVariable({self.name})"
+
+
+class SuperGenericGetattributeVariable(SuperBoundVariable):
+    """super().__getattribute__ of a user object where it is the generic
+    lookup (object's): calling it with a constant name reads the attribute
+    as object.__getattribute__ does (a user __getattribute__ that renames
+    or filters, then defers to its base)."""
+
+    def call(self, tx, args, kwargs):
+        if len(args) != 1 or kwargs or not args[0].is_python_constant() or \
+                type(args[0].as_python_constant()) is not str:
+            return super().call(tx, args, kwargs)
+        return self.sup.obj.generic_getattr(tx, args[0].as_python_constant(), with_getattr=False)
+
+
+class SuperModuleCallVariable(SuperBoundVariable):
+    """super().__call__ of a module whose class overrides __call__ (a
+    layer that checks its flags first), reaching nn.Module's: calling it
+    is the module's ordinary call (hooks, forward inlined)."""
+
+    def call(self, tx, args, kwargs):
+        return self.sup.obj.module_call(tx, args, kwargs)
 
 
 class SignatureVariable(VariableTracker):

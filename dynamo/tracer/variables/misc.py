@@ -8,8 +8,7 @@ import torch
 
 from ...exc import Unsupported
 from ...guards import ID_MATCH, AttrSource, ItemSource, StaticAttrSource
-from .base import (ClassVariable, VariableTracker, reconstruct_source_or_const,
-                   require_plain_getattribute)
+from .base import ClassVariable, VariableTracker, reconstruct_source_or_const, user_getattribute
 
 
 class ModuleVariable(VariableTracker):
@@ -187,16 +186,36 @@ class UserDefinedObjectVariable(VariableTracker):
         return True
 
     def var_getattr(self, tx, name):
-        from .builder import wrap
+        """`obj.name` as Python reads it: the class's own __getattribute__
+        (a Python function: inlined, with `name` as a constant) or the
+        generic lookup, then __getattr__ when that raised AttributeError."""
         from .builtin import ObservedAttributeError
-        from .functions import UserFunctionVariable, UserMethodVariable
-        obj, cls = self.value, type(self.value)
-        src = AttrSource(self.source, name) if self.source is not None else None
-        stored = tx.output.attr_stores.get((id(obj), name))
+        stored = tx.output.attr_stores.get((id(self.value), name))
         if stored is not None:
             return stored[1]
-        name = require_plain_getattribute(cls, name)     # the key a config maps it to
-        user_getattr = None
+        getattribute = user_getattribute(type(self.value))
+        if getattribute is None:
+            return self.generic_getattr(tx, name)
+        from .base import ConstantVariable
+        from .functions import UserMethodVariable
+        fn_src = None
+        if self.source is not None:
+            # replacing the class's __getattribute__ recompiles
+            fn_src = StaticAttrSource(self.source, "__getattribute__")
+            tx.output.add_guard(fn_src, ID_MATCH, getattribute)
+        try:
+            return UserMethodVariable(getattribute, self, fn_source=fn_src).call(
+                tx, [ConstantVariable(name)], {})
+        except ObservedAttributeError:
+            user_getattr = self._user_getattr()
+            if user_getattr is None:
+                raise
+            return UserMethodVariable(user_getattr, self).call(tx, [ConstantVariable(name)], {})
+
+    def _user_getattr(self):
+        """The class's Python __getattr__ (None without one); Unsupported for
+        one the trace cannot follow."""
+        cls, obj = type(self.value), self.value
         if "__getattr__" in dir(cls) and not isinstance(inspect.getattr_static(cls, "__getattr__", None),
                                                         (types.WrapperDescriptorType, type(None))):
             if getattr(cls, "__getattr__", None) is not getattr(object, "__getattr__", None):
@@ -204,6 +223,21 @@ class UserDefinedObjectVariable(VariableTracker):
                 if not isinstance(user_getattr, types.FunctionType) or self.source is None or \
                         not isinstance(getattr(obj, "__dict__", None), dict):
                     raise Unsupported(f"{cls.__name__} defines __getattr__")
+                return user_getattr
+        return None
+
+    def generic_getattr(self, tx, name, with_getattr=True):
+        """object.__getattribute__(obj, name) (then the class's __getattr__
+        on a miss, unless `with_getattr` is False)."""
+        from .builder import wrap
+        from .builtin import ObservedAttributeError
+        from .functions import UserMethodVariable
+        obj, cls = self.value, type(self.value)
+        src = AttrSource(self.source, name) if self.source is not None else None
+        stored = tx.output.attr_stores.get((id(obj), name))
+        if stored is not None:
+            return stored[1]
+        user_getattr = self._user_getattr() if with_getattr else None
         try:
             static = inspect.getattr_static(obj, name)
         except AttributeError:
@@ -332,10 +366,14 @@ def is_state_module_class(cls):
 
 def is_plain_user_class(cls):
     """Classes whose construction the tracer can follow: defined in Python
-    by the user (not torch, not a skipped module), made by object.__new__,
+    by the user (not torch, not a skipped module; of metaclass type or
+    abc.ABCMeta, with no abstract method left), made by object.__new__,
     with a plain instance __dict__ and attribute protocol."""
+    import abc
     from .builder import is_skipped_function
-    if not isinstance(cls, type) or type(cls) is not type or cls.__module__ == "builtins":
+    if not isinstance(cls, type) or type(cls) not in (type, abc.ABCMeta) or cls.__module__ == "builtins":
+        return False
+    if getattr(cls, "__abstractmethods__", None):    # cannot be made: eager raises TypeError
         return False
     if (cls.__module__ or "").split(".")[0] in ("torch", "dynamo") or \
             issubclass(cls, torch.nn.Module):

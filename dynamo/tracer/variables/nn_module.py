@@ -91,6 +91,9 @@ _NATIVE_METHODS = ("modules", "named_modules", "children", "named_children", "pa
                    "named_parameters", "buffers", "named_buffers")
 
 
+_MODULE_CALL = torch.nn.Module.__dict__["__call__"]
+
+
 def _class_has(cls, name):
     try:
         inspect.getattr_static(cls, name)
@@ -217,6 +220,21 @@ class NNModuleVariable(VariableTracker):
                             tuple(self.module._modules))
 
     def call(self, tx, args, kwargs):
+        """`mod(*args)`: the class's own Python __call__ (a subclass that
+        overrides nn.Module's and calls super().__call__) inlined, else
+        nn.Module's call (`module_call`)."""
+        user_call = inspect.getattr_static(type(self.module), "__call__", None)
+        if inspect.isfunction(user_call) and user_call is not _MODULE_CALL and \
+                not (user_call.__module__ or "").startswith("torch."):
+            from .functions import UserMethodVariable
+            call_src = StaticAttrSource(self.source, "__call__")
+            tx.output.add_guard(call_src, ID_MATCH, user_call)
+            return UserMethodVariable(user_call, self, fn_source=call_src).call(tx, args, kwargs)
+        return self.module_call(tx, args, kwargs)
+
+    def module_call(self, tx, args, kwargs):
+        """nn.Module.__call__: hooks (Unsupported), then a leaf module into
+        the graph or forward inlined."""
         mod = self.module
         if has_hooks(mod):
             raise Unsupported(f"calling {type(mod).__name__} with forward/backward hooks")

@@ -132,7 +132,26 @@ class TensorVariable(VariableTracker):
             raise Unsupported(f"tensor attribute .{name}")
         if callable(getattr(torch.Tensor, name, None)):
             return BoundMethodVariable(self, name)
+        if not hasattr(self.cls, name) and not name.startswith("__") and \
+                name not in getattr(self.real_tensor(tx), "__dict__", {}):
+            # neither the tensor's class (TENSOR_MATCH guards it) nor, when
+            # the trace holds it, the tensor object itself has it:
+            # AttributeError, which hasattr() and getattr(t, name, default)
+            # fold to a constant (an attribute set on the object after the
+            # compile is not seen: docs/USER_GUIDE.md, "Known limits")
+            from .builtin import ObservedAttributeError
+            raise ObservedAttributeError(f"{self.cls.__name__} has no attribute {name!r}")
         raise Unsupported(f"tensor attribute .{name}")
+
+    def real_tensor(self, tx):
+        """The real tensor of a graph input or parameter/buffer (None for
+        one the graph computes)."""
+        node = self.node
+        if node.op == "placeholder":
+            return node.meta.get("real")
+        if node.op == "get_attr":
+            return tx.output.root.get(node.target)
+        return None
 
     def call_method(self, tx, name, args, kwargs):
         if name == "__len__":

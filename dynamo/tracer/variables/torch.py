@@ -328,7 +328,12 @@ _PROFILER_CLASSES = _profiler_classes()
 
 def profiler_noop(tx, cls, args, kwargs):
     """ProfilerContextVariable for a profiler context made with constant
-    arguments, else None."""
+    arguments (or a contextlib.nullcontext() whose enter value is None),
+    else None."""
+    import contextlib
+    if cls is contextlib.nullcontext and not kwargs and \
+            all(v.is_python_constant() and v.as_python_constant() is None for v in args):
+        return ProfilerContextVariable()      # `with nullcontext():` changes nothing either
     if cls not in _PROFILER_CLASSES:
         return None
     if not all(v.is_python_constant() for v in list(args) + list(kwargs.values())):
