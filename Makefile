@@ -55,7 +55,7 @@ deps:
 
 venv: $(STAMP)
 $(STAMP): requirements.txt
-	@$(PYTHON) -c "import sys; sys.exit(0 if (3,11) <= sys.version_info[:2] <= (3,12) else 'dynamo needs CPython 3.11 or 3.12, found %s' % sys.version.split()[0])"
+	@$(PYTHON) -c "import sys; sys.exit(0 if (3,11) <= sys.version_info[:2] <= (3,13) else 'dynamo needs CPython 3.11, 3.12 or 3.13, found %s' % sys.version.split()[0])"
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q -r requirements.txt
 	touch $(STAMP)

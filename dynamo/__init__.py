@@ -9,7 +9,7 @@ import sys
 # The CPython versions dynamo runs on.  (3.13: core/pyversion.h builds the
 # extension and the bytecode layer knows its oparg encodings, but the tracer
 # does not yet follow 3.13's call convention: refused below.)
-SUPPORTED_PYTHONS = ((3, 11), (3, 12))
+SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
 
 
 def _refuse_unsupported_python():

@@ -16,7 +16,7 @@ from .instruction import (BACKWARD_JUMPS, CONST_OPS, FREE_OPS,
                           HAVE_ARGUMENT, JUMP_OPS, JUMP_TWIN, LOCAL_OPS,
                           LINETABLE_MERGES, NAME_FLAG_BITS, NAME_OPS, Instruction,
                           binary_op_arg, cache_entries, compare_op_arg,
-                          create_instruction, takes_arg)
+                          create_instruction, opcode_of, takes_arg)
 from .linetable import NO_LOCATION, linetable_encode
 
 _EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
@@ -100,9 +100,9 @@ def _plain_arg(inst: Instruction, consts, names, varnames,
         return names.get(inst.argval)
     if op in LOCAL_OPS:
         if isinstance(inst.argval, tuple):   # 3.13's LOAD_FAST_LOAD_FAST & co: two 4-bit indexes
-            first, second = (varnames.get(n) for n in inst.argval)
+            first, second = (localsplus[n] for n in inst.argval)
             return first << 4 | second
-        return varnames.get(inst.argval)
+        return localsplus[inst.argval]
     if op in FREE_OPS:
         if inst.argval not in localsplus:
             raise ValueError(f"{op} {inst.argval!r}: not a cell or free var")
@@ -176,7 +176,7 @@ def _emit(opnames, args, starts) -> bytes:
         n_ext = size - 1 - cache_entries(op)
         for k in range(n_ext, 0, -1):
             out += bytes((_EXTENDED_ARG, (arg >> (8 * k)) & 0xFF))
-        out += bytes((opcode.opmap[op], arg & 0xFF))
+        out += bytes((opcode_of(op), arg & 0xFF))
         out += bytes(2 * cache_entries(op))
     return bytes(out)
 
@@ -243,11 +243,15 @@ def assemble(instructions: List[Instruction], code_template: types.CodeType,
     consts = _Table(get("co_consts"), _const_key)
     names = _Table(get("co_names"))
     varnames = _Table(get("co_varnames"))
+    cellvars, freevars = get("co_cellvars"), get("co_freevars")
+    # a fast-local op may name a cell or free variable (3.13's LOAD_FAST
+    # builds closures): its index is the localsplus slot, not a new local
+    derefs = set(cellvars) | set(freevars)
     for inst in instructions:                # locals first: they shift cells
         if inst.opname in LOCAL_OPS:
             for name in (inst.argval if isinstance(inst.argval, tuple) else (inst.argval,)):
-                varnames.get(name)
-    cellvars, freevars = get("co_cellvars"), get("co_freevars")
+                if name not in derefs or name in varnames.index:
+                    varnames.get(name)
     plus = localsplus_names(varnames.items, cellvars, freevars)
     localsplus = {name: i for i, name in enumerate(plus)}
 

@@ -24,9 +24,10 @@ def is_config_getattribute(fn):
 
 # builtin bases whose __getattribute__ slot is CPython's generic lookup, as
 # object's is (a dict or list subclass reads attributes the plain way)
+# object's (3.13 drops the copies of some types: they inherit object's)
 _GENERIC_GETATTRIBUTE = tuple(t.__dict__["__getattribute__"] for t in (
     dict, list, tuple, set, frozenset, int, float, str, bytes, BaseException,
-    __import__("collections").defaultdict))
+    __import__("collections").defaultdict) if "__getattribute__" in t.__dict__)
 
 
 def require_plain_getattribute(cls, name=None):
