@@ -710,3 +710,30 @@ def test_313_paired_locals_closures_call_kw_and_function_attributes():
     assert [i.opname for i in mk] == ["MAKE_FUNCTION", "SET_FUNCTION_ATTRIBUTE",
                                       "SET_FUNCTION_ATTRIBUTE"]
     assert [i.arg for i in mk[1:]] == [8, 1]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="3.13 two-local opcodes")
+def test_313_paired_locals_beyond_slot_15_are_split():
+    """A resume code numbers the locals anew: a LOAD_FAST_LOAD_FAST of two
+    locals that land above slot 15 no longer fits its 4-bit halves and is
+    written as two LOAD_FASTs (fuzz seed 40 crashed CPython when the index
+    overflowed into the other half); a jump to it goes to the first."""
+    def f(a, b):
+        c = a + b
+        while c > 100:
+            c = a - b
+            a = b
+        return c
+
+    body = strip_prologue(decode(f.__code__))
+    pairs = [i for i in body if i.opname == "LOAD_FAST_LOAD_FAST"]
+    assert pairs and pairs[0].argval == ("a", "b")
+    pad = [f"p{i}" for i in range(16)]
+    code = code_with_new_body(f.__code__, body, argnames=pad + ["a", "b"])
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code)]
+    assert ("LOAD_FAST_LOAD_FAST", ("a", "b")) not in ops
+    assert ("LOAD_FAST", "a") in ops and ("LOAD_FAST", "b") in ops
+    fn = types.FunctionType(code, {})
+    assert fn(*range(16), 3, 4) == 7 and fn(*range(16), 300, 4) == f(300, 4) == 0
+    # round trip where everything fits: the pair stays one instruction
+    assert assemble(decode(f.__code__), f.__code__).co_code == f.__code__.co_code

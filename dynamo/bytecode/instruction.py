@@ -46,6 +46,11 @@ HAS_CALL_KW = "CALL_KW" in opcode.opmap
 FOR_ITER_EXIT = ("END_FOR", "POP_TOP") if PY313 else ("END_FOR",) if PY312 else ()
 # MAKE_FUNCTION takes no flags: SET_FUNCTION_ATTRIBUTE sets each (3.13)
 HAS_SET_FUNCTION_ATTRIBUTE = "SET_FUNCTION_ATTRIBUTE" in opcode.opmap
+# 3.13's two-local instructions and the one-local pair each stands for
+# (an index above 15 does not fit their 4-bit halves: the assembler splits)
+PAIRED_LOCAL_OPS = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
+                    "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
+                    "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST")}
 # CALL needs PRECALL before it (3.11 only)
 HAS_PRECALL = "PRECALL" in opcode.opmap
 # low bits of the oparg that are flags, not the name index
