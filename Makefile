@@ -2,7 +2,7 @@
 # `make demo` and `make test` do all set-up on a fresh machine (deps, venv, build).
 
 # The interpreter to build and test for: `make test PYTHON=python3.12`.
-# CPython 3.11 and 3.12 are supported.  Each version gets its own
+# CPython 3.11, 3.12 and 3.13 are supported.  Each version gets its own
 # venv (.venv for the default python3, .venv-3.12 for PYTHON=python3.12, or
 # VENV=...; VENV=none uses $(PYTHON) itself, with its own torch, e.g. a
 # machine without network), its own extension (the EXT_SUFFIX names the
@@ -55,7 +55,7 @@ deps:
 
 venv: $(STAMP)
 $(STAMP): requirements.txt
-	@$(PYTHON) -c "import sys; sys.exit(0 if (3,11) <= sys.version_info[:2] <= (3,12) else 'dynamo needs CPython 3.11 or 3.12, found %s' % sys.version.split()[0])"
+	@$(PYTHON) -c "import sys; sys.exit(0 if (3,11) <= sys.version_info[:2] <= (3,13) else 'dynamo needs CPython 3.11, 3.12 or 3.13, found %s' % sys.version.split()[0])"
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q -r requirements.txt
 	touch $(STAMP)
@@ -106,7 +106,7 @@ $(ASAN_TMETA_OBJ): guards/tmeta.cpp guards/tmeta.h $(STAMP)
 test: deps all asan $(MODELS_STAMP)
 	$(VPY) -m pytest -q tests
 
-# The suite once per CPython of the CI matrix (3.11 and 3.12), each with its
+# The suite once per CPython of the CI matrix (3.11, 3.12, 3.13), each with its
 # own venv and extension; .ci/run finds the interpreters.
 test-matrix:
 	.ci/run

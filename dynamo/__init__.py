@@ -6,10 +6,9 @@ and rewritten bytecode calls the result while guards hold.
 """
 import sys
 
-# The CPython versions dynamo runs on.  (3.13: core/pyversion.h builds the
-# extension and the bytecode layer knows its oparg encodings, but the tracer
-# does not yet follow 3.13's call convention: refused below.)
-SUPPORTED_PYTHONS = ((3, 11), (3, 12))
+# The CPython versions dynamo runs on (3.13: the default build; its
+# free-threaded and JIT builds are refused below).
+SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
 
 
 def _refuse_unsupported_python():

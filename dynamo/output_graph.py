@@ -32,7 +32,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from . import config
-from .bytecode import create_call, create_instruction, create_load_method
+from .bytecode import (NULL_ABOVE_CALLABLE, create_call, create_call_function, create_instruction,
+                       create_load_method)
 from .exc import Unsupported
 from .guards import (GLOBAL_STATE, GRAD_MODE, SAME_OBJECT, TENSOR_MATCH, AttrSource, ClosureSource, GlobalSource, Guard,
                      ItemSource, LocalSource, NoSource, _rank, global_state_word, ordered, tensor_expected)
@@ -940,8 +941,16 @@ class PyCodegen:
         self.insts.append(create_load_method(name))
 
     def emit_call(self, nargs):
-        """The call instructions for stack [NULL|self, callable, args]."""
+        """The call instructions for the stack a call takes: [NULL|self,
+        callable, args] (3.13: [callable, NULL|self, args])."""
         self.insts.extend(create_call(nargs))
+
+    def push_call_null(self, loaded):
+        """The NULL of a call, where it goes: under the callable (3.11,
+        3.12: emitted before the callable is loaded, `loaded` False), above
+        it (3.13: emitted right after, `loaded` True)."""
+        if loaded == NULL_ABOVE_CALLABLE:
+            self.emit("PUSH_NULL")
 
     def load_const(self, value):
         self.emit("LOAD_CONST", argval=value)
@@ -966,17 +975,18 @@ class PyCodegen:
         self.temp_names = []
 
     def call(self, nargs):
-        """Call with stack [callable, args...]: a NULL goes under the callable."""
-        self.emit("PUSH_NULL")
-        for i in range(nargs + 2, 1, -1):
-            self.emit("SWAP", arg=i)
-        self.emit_call(nargs)
+        """Call with stack [callable, args...]: a NULL goes into the call's
+        NULL|self slot."""
+        self.insts.extend(create_call_function(nargs, push_null=True))
 
     def call_ex(self):
         """Call with stack [callable, args_tuple]."""
         self.emit("PUSH_NULL")
-        self.emit("SWAP", arg=3)
-        self.emit("SWAP", arg=2)
+        if NULL_ABOVE_CALLABLE:             # 3.13: [callable, NULL, args_tuple]
+            self.emit("SWAP", arg=2)
+        else:                               # [NULL, callable, args_tuple]
+            self.emit("SWAP", arg=3)
+            self.emit("SWAP", arg=2)
         self.emit("CALL_FUNCTION_EX", arg=0)
 
     def load_source(self, source):

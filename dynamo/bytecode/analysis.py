@@ -14,6 +14,10 @@ from .instruction import (JUMP_OPS, TERMINATORS, takes_arg,
 READ_OPS = frozenset({"LOAD_FAST", "DELETE_FAST",   # DELETE needs it bound
                       "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"})   # 3.12
 WRITE_OPS = frozenset({"STORE_FAST", "DELETE_FAST"})
+# 3.13's two-local instructions (argval a pair of names): is each half a
+# read (True) or a write (False)?  The first half runs first.
+PAIRED_OPS = {"LOAD_FAST_LOAD_FAST": (True, True), "STORE_FAST_LOAD_FAST": (False, True),
+              "STORE_FAST_STORE_FAST": (False, False)}
 CELL_READ_OPS = frozenset({"LOAD_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF",
                            "DELETE_DEREF"})
 CELL_WRITE_OPS = frozenset({"STORE_DEREF", "DELETE_DEREF"})
@@ -162,7 +166,20 @@ def _live_bits(instructions, include_cells):
     n = len(instructions)
     gen, kill = [0] * n, [0] * n
     for i, inst in enumerate(instructions):
-        if inst.opname in reads or inst.opname in writes:
+        if inst.opname in PAIRED_OPS:              # 3.13: two locals, first then second
+            first, second = (1 << names.setdefault(n, len(names)) for n in inst.argval)
+            read1, read2 = PAIRED_OPS[inst.opname]
+            done = 0                               # written by the first half
+            if read1:
+                gen[i] |= first
+            else:
+                kill[i] |= first
+                done = first
+            if read2:
+                gen[i] |= second & ~done
+            else:
+                kill[i] |= second
+        elif inst.opname in reads or inst.opname in writes:
             bit = 1 << names.setdefault(inst.argval, len(names))
             gen[i] = bit if inst.opname in reads else 0
             kill[i] = bit if inst.opname in writes else 0

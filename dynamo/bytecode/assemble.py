@@ -5,6 +5,7 @@ jump encoding with EXTENDED_ARG layout, CACHE insertion, the exception and
 location tables, co_stacksize, and the 3.11 prologue / resume-code helpers.
 It never mutates the Instructions it is given.
 """
+import dataclasses
 import dis
 import opcode
 import types
@@ -12,11 +13,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .analysis import max_stack_depth
 from .exntable import RawExnEntry, exntable_encode
-from .instruction import (BACKWARD_JUMPS, CONST_OPS, FREE_OPS,
+from .instruction import (PAIRED_LOCAL_OPS, BACKWARD_JUMPS, ExnTabEntry, CONST_OPS, FREE_OPS,
                           HAVE_ARGUMENT, JUMP_OPS, JUMP_TWIN, LOCAL_OPS,
                           LINETABLE_MERGES, NAME_FLAG_BITS, NAME_OPS, Instruction,
                           binary_op_arg, cache_entries, compare_op_arg,
-                          create_instruction, takes_arg)
+                          create_instruction, opcode_of, takes_arg)
 from .linetable import NO_LOCATION, linetable_encode
 
 _EXTENDED_ARG = opcode.opmap["EXTENDED_ARG"]
@@ -100,9 +101,9 @@ def _plain_arg(inst: Instruction, consts, names, varnames,
         return names.get(inst.argval)
     if op in LOCAL_OPS:
         if isinstance(inst.argval, tuple):   # 3.13's LOAD_FAST_LOAD_FAST & co: two 4-bit indexes
-            first, second = (varnames.get(n) for n in inst.argval)
+            first, second = (localsplus[n] for n in inst.argval)
             return first << 4 | second
-        return varnames.get(inst.argval)
+        return localsplus[inst.argval]
     if op in FREE_OPS:
         if inst.argval not in localsplus:
             raise ValueError(f"{op} {inst.argval!r}: not a cell or free var")
@@ -176,7 +177,7 @@ def _emit(opnames, args, starts) -> bytes:
         n_ext = size - 1 - cache_entries(op)
         for k in range(n_ext, 0, -1):
             out += bytes((_EXTENDED_ARG, (arg >> (8 * k)) & 0xFF))
-        out += bytes((opcode.opmap[op], arg & 0xFF))
+        out += bytes((opcode_of(op), arg & 0xFF))
         out += bytes(2 * cache_entries(op))
     return bytes(out)
 
@@ -224,6 +225,43 @@ def _exception_rows(insts, starts, index) -> List[RawExnEntry]:
     return rows
 
 
+# ---------------------------------------------------------------- wide pairs
+
+def _split_wide_pairs(insts, localsplus):
+    """`insts` with each 3.13 two-local instruction whose slots do not both
+    fit 4 bits (a resume code numbers the locals anew) replaced by its two
+    one-local instructions.  When there is one, every instruction is
+    copied (the input is not mutated) and jumps and handlers that pointed
+    at a split instruction point at its first half."""
+    wide = {id(i) for i in insts if i.opname in PAIRED_LOCAL_OPS
+            and isinstance(i.argval, tuple) and any(localsplus.get(n, 0) > 15 for n in i.argval)}
+    if not wide:
+        return insts
+    new_of, out = {}, []
+    for inst in insts:
+        if id(inst) in wide:
+            halves = [dataclasses.replace(inst, opcode=opcode_of(op), opname=op, arg=None, argval=name,
+                                          starts_line=inst.starts_line if k == 0 else None)
+                      for k, (op, name) in enumerate(zip(PAIRED_LOCAL_OPS[inst.opname], inst.argval))]
+            out += halves
+        else:
+            halves = [dataclasses.replace(inst)]
+            out += halves
+        new_of[id(inst)] = halves[0]
+    entries = {}
+    for c in out:
+        if c.target is not None:
+            c.target = new_of.get(id(c.target), c.target)   # not in the list: reported later
+        e = c.exn_tab_entry
+        if e is not None:
+            if id(e) not in entries:
+                entries[id(e)] = ExnTabEntry(new_of.get(id(e.start), e.start),
+                                             new_of.get(id(e.end), e.end),
+                                             new_of.get(id(e.target), e.target), e.depth, e.lasti)
+            c.exn_tab_entry = entries[id(e)]
+    return out
+
+
 # ---------------------------------------------------------------- assemble
 
 def assemble(instructions: List[Instruction], code_template: types.CodeType,
@@ -243,13 +281,18 @@ def assemble(instructions: List[Instruction], code_template: types.CodeType,
     consts = _Table(get("co_consts"), _const_key)
     names = _Table(get("co_names"))
     varnames = _Table(get("co_varnames"))
+    cellvars, freevars = get("co_cellvars"), get("co_freevars")
+    # a fast-local op may name a cell or free variable (3.13's LOAD_FAST
+    # builds closures): its index is the localsplus slot, not a new local
+    derefs = set(cellvars) | set(freevars)
     for inst in instructions:                # locals first: they shift cells
         if inst.opname in LOCAL_OPS:
             for name in (inst.argval if isinstance(inst.argval, tuple) else (inst.argval,)):
-                varnames.get(name)
-    cellvars, freevars = get("co_cellvars"), get("co_freevars")
+                if name not in derefs or name in varnames.index:
+                    varnames.get(name)
     plus = localsplus_names(varnames.items, cellvars, freevars)
     localsplus = {name: i for i, name in enumerate(plus)}
+    instructions = _split_wide_pairs(instructions, localsplus)
 
     index = {id(inst): i for i, inst in enumerate(instructions)}
     opnames, args, targets = [], [], []

@@ -12,7 +12,7 @@ import weakref
 from typing import Dict, List
 
 from .exntable import exntable_decode
-from .instruction import JUMP_OPS, ExnTabEntry, Instruction
+from .instruction import JUMP_OPS, PSEUDO_OPS, ExnTabEntry, Instruction, line_start
 
 
 def decode(code: types.CodeType) -> List[Instruction]:
@@ -27,17 +27,21 @@ def decode(code: types.CodeType) -> List[Instruction]:
     by_offset: Dict[int, Instruction] = {}   # also maps EXTENDED_ARG offsets
     pending = []                               # EXTENDED_ARG offsets waiting
     carry_line, carry_target = None, False
+    cells = frozenset(code.co_cellvars) | frozenset(code.co_freevars)
     for d in dis.get_instructions(code):
         if d.opname == "EXTENDED_ARG":
             pending.append(d.offset)
-            carry_line = carry_line if d.starts_line is None else d.starts_line
+            carry_line = carry_line if line_start(d) is None else line_start(d)
             carry_target = carry_target or d.is_jump_target
             continue
         argval = d.argval
         if d.opname == "KW_NAMES" and not isinstance(argval, tuple):   # 3.11's dis: UNKNOWN
             argval = code.co_consts[d.arg]
-        inst = Instruction(d.opcode, d.opname, d.arg, argval, d.offset,
-                           d.starts_line if carry_line is None else carry_line,
+        opname = d.opname
+        if opname == "LOAD_FAST" and "LOAD_CLOSURE" in PSEUDO_OPS and argval in cells:
+            opname = "LOAD_CLOSURE"              # 3.13: a cell pushed for a closure
+        inst = Instruction(d.opcode, opname, d.arg, argval, d.offset,
+                           line_start(d) if carry_line is None else carry_line,
                            d.positions, d.is_jump_target or carry_target)
         for off in pending + [d.offset]:
             by_offset[off] = inst

@@ -29,6 +29,28 @@ PY312 = PY_VERSION >= (3, 12)
 PY313 = PY_VERSION >= (3, 13)
 # the compiler merges equal neighbouring locations in co_linetable
 LINETABLE_MERGES = PY312
+# dis.Instruction.starts_line is a bool, the number is line_number (3.13)
+DIS_STARTS_LINE_IS_BOOL = PY313
+# opnames the model keeps although this version encodes them as another
+# opcode: 3.13's compiler turns LOAD_CLOSURE (push a cell, to build a
+# closure) into a LOAD_FAST of the cell's slot; decode() names such a
+# LOAD_FAST LOAD_CLOSURE again and the assembler writes LOAD_FAST
+PSEUDO_OPS = {"LOAD_CLOSURE": "LOAD_FAST"} if PY313 else {}
+# the NULL|self slot of a call is above the callable (3.13: [callable,
+# NULL|self, args]), not below it (3.11/3.12: [NULL|method, callable|self, args])
+NULL_ABOVE_CALLABLE = PY313
+# keyword names of a call: a KW_NAMES before it (3.11/3.12), or a tuple
+# pushed last for CALL_KW (3.13)
+HAS_CALL_KW = "CALL_KW" in opcode.opmap
+# the instructions at a FOR_ITER target that the exhausted loop skips
+FOR_ITER_EXIT = ("END_FOR", "POP_TOP") if PY313 else ("END_FOR",) if PY312 else ()
+# MAKE_FUNCTION takes no flags: SET_FUNCTION_ATTRIBUTE sets each (3.13)
+HAS_SET_FUNCTION_ATTRIBUTE = "SET_FUNCTION_ATTRIBUTE" in opcode.opmap
+# 3.13's two-local instructions and the one-local pair each stands for
+# (an index above 15 does not fit their 4-bit halves: the assembler splits)
+PAIRED_LOCAL_OPS = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
+                    "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
+                    "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST")}
 # CALL needs PRECALL before it (3.11 only)
 HAS_PRECALL = "PRECALL" in opcode.opmap
 # low bits of the oparg that are flags, not the name index
@@ -56,6 +78,21 @@ def compare_op_name(arg: int) -> str:
     return dis.cmp_op[arg >> COMPARE_SHIFT]
 
 
+
+
+def opcode_of(opname: str) -> int:
+    """The opcode number `opname` is encoded as (see PSEUDO_OPS)."""
+    return opcode.opmap[PSEUDO_OPS.get(opname, opname)]
+
+
+def line_start(d: dis.Instruction) -> Optional[int]:
+    """The line a dis.Instruction starts, or None (3.13's dis gives a bool
+    `starts_line` and the number in `line_number`)."""
+    if DIS_STARTS_LINE_IS_BOOL:
+        return d.line_number if d.starts_line else None
+    return d.starts_line
+
+
 # ---------------------------------------------------------------- tables
 
 HAVE_ARGUMENT = opcode.HAVE_ARGUMENT
@@ -69,7 +106,7 @@ def takes_arg(op: int) -> bool:
 CONST_OPS = frozenset(opcode.opname[o] for o in opcode.hasconst)
 NAME_OPS = frozenset(opcode.opname[o] for o in opcode.hasname)
 LOCAL_OPS = frozenset(opcode.opname[o] for o in opcode.haslocal)
-FREE_OPS = frozenset(opcode.opname[o] for o in opcode.hasfree)
+FREE_OPS = frozenset(opcode.opname[o] for o in opcode.hasfree) | frozenset(PSEUDO_OPS)
 JUMP_OPS = frozenset(opcode.opname[o] for o in opcode.hasjrel + opcode.hasjabs)
 BACKWARD_JUMPS = frozenset(n for n in JUMP_OPS if "BACKWARD" in n)
 # no fall-through after these
@@ -191,12 +228,12 @@ def create_instruction(opname: str, *, arg: Optional[int] = None,
     ValueError on an unknown opname, a jump without target, or a name op
     whose argval is not a str.
     """
-    if opname not in opcode.opmap:
+    if opname not in opcode.opmap or opcode_of(opname) > 255:
         raise ValueError(f"unknown opcode {opname!r}")
     if opname in JUMP_OPS:
         if target is None:
             raise ValueError(f"{opname} needs a target instruction")
-        return Instruction(opcode.opmap[opname], opname, None, None,
+        return Instruction(opcode_of(opname), opname, None, None,
                            target=target)
     if argval is dataclasses.MISSING:
         argval = arg
@@ -218,9 +255,9 @@ def create_instruction(opname: str, *, arg: Optional[int] = None,
             opname in CONST_OPS or opname in NAME_OPS
             or opname in LOCAL_OPS or opname in FREE_OPS):
         arg = argval
-    if not takes_arg(opcode.opmap[opname]):
+    if not takes_arg(opcode_of(opname)):
         arg, argval = None, None
-    return Instruction(opcode.opmap[opname], opname, arg, argval)
+    return Instruction(opcode_of(opname), opname, arg, argval)
 
 
 def create_jump(opname: str, target: Instruction) -> Instruction:
@@ -267,13 +304,29 @@ def create_load_method(name: str) -> Instruction:
 
 def create_call_function(nargs: int, push_null: bool) -> List[Instruction]:
     """Call with stack [callable, arg1..argN] (push_null=True: a NULL is
-    pushed and rotated below the callable) or [NULL|self, callable-ish,
-    args] already laid out (push_null=False). Emits [PRECALL n;] CALL n."""
+    pushed and rotated into the NULL|self slot: below the callable, 3.13
+    above it) or the call's layout already there (push_null=False).
+    Emits [PRECALL n;] CALL n."""
     out = []
     if push_null:
         out.append(create_instruction("PUSH_NULL"))
-        out.extend(create_rot_n(nargs + 2))
+        out.extend(create_rot_n(nargs + 1 if NULL_ABOVE_CALLABLE else nargs + 2))
     return out + create_call(nargs)
+
+
+def create_make_function(flags: int) -> List[Instruction]:
+    """MAKE_FUNCTION with the flag-selected values (defaults 0x01,
+    kwdefaults 0x02, annotations 0x04, closure 0x08) under the code object
+    on the stack, in the order MAKE_FUNCTION takes them; 3.13 builds
+    the function, then one SET_FUNCTION_ATTRIBUTE per flag, highest
+    first."""
+    if not HAS_SET_FUNCTION_ATTRIBUTE:
+        return [create_instruction("MAKE_FUNCTION", arg=flags)]
+    out = [create_instruction("MAKE_FUNCTION")]
+    for bit in (0x08, 0x04, 0x02, 0x01):
+        if flags & bit:
+            out.append(create_instruction("SET_FUNCTION_ATTRIBUTE", arg=bit))
+    return out
 
 
 def create_call_method(nargs: int) -> List[Instruction]:
@@ -284,5 +337,8 @@ def create_call_method(nargs: int) -> List[Instruction]:
 def create_call_kw(nargs: int, kw_names: tuple) -> List[Instruction]:
     """Call with keyword arguments: the last len(kw_names) of the `nargs`
     arguments are passed by those names (KW_NAMES; [PRECALL;] CALL). The
-    NULL/self slot must already be below the callable."""
+    NULL/self slot must already be in place. 3.13: the names tuple is
+    pushed for CALL_KW."""
+    if HAS_CALL_KW:
+        return [create_load_const(tuple(kw_names)), create_instruction("CALL_KW", arg=nargs)]
     return [create_instruction("KW_NAMES", argval=tuple(kw_names))] + create_call(nargs)

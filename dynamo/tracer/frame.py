@@ -27,7 +27,8 @@ Non-grad-mode `with` blocks are Unsupported for the whole frame.
 import dataclasses
 import dis
 
-from ..bytecode import COND_JUMP, arg_slot_count, create_instruction, live_locals
+from ..bytecode import (COND_JUMP, NULL_ABOVE_CALLABLE, arg_slot_count,
+                        create_instruction, create_make_function, live_locals)
 from ..bytecode.instruction import takes_arg
 from ..exc import Unsupported
 from ..guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
@@ -41,10 +42,12 @@ from .variables.containers import DictVariable, write_back_dict
 from .variables.tensor import ScalarOutputVariable
 
 GRAPH_OUT = "___graph_out"
+_OPMAP = dis.opmap
 
 # instructions that may run eagerly at a break: opname -> values popped
 _BREAK_POPS = {
     "CALL": lambda arg: arg + 2,
+    "CALL_KW": lambda arg: arg + 3,             # 3.13: the names tuple too
     "CALL_FUNCTION_EX": lambda arg: 3 + (arg & 1),
     "STORE_ATTR": lambda arg: 2, "DELETE_ATTR": lambda arg: 1,
     "STORE_SUBSCR": lambda arg: 3, "DELETE_SUBSCR": lambda arg: 2,
@@ -420,12 +423,16 @@ class InstructionTranslator(InstructionTranslatorBase):
         code, name = resume.resume_code(base, offset, tuple(null_mask), tuple(names), iter_names)
         self.resume_codes.append(code)
         if self.code.co_freevars:
-            cg.emit("PUSH_NULL")
+            if not NULL_ABOVE_CALLABLE:
+                cg.emit("PUSH_NULL")
             for fv in self.code.co_freevars:
                 cg.emit("LOAD_CLOSURE", argval=fv)
             cg.emit("BUILD_TUPLE", arg=len(self.code.co_freevars))
             cg.load_const(code)
-            cg.emit("MAKE_FUNCTION", arg=0x08)
+            for mk in create_make_function(0x08):
+                cg.append(mk)
+            if NULL_ABOVE_CALLABLE:
+                cg.emit("PUSH_NULL")
         else:
             self.output.install[name] = resume.make_function(code, self.frame.f_globals, name)
             cg.emit("LOAD_GLOBAL", argval=name, push_null=True)
@@ -531,6 +538,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         if keep:      # the cond was saved: a popping jump suffices
             jump_name = COND_JUMP["TRUE" if "TRUE" in inst.opname else "FALSE"]
         label = create_instruction("NOP")
+        if "TO_BOOL" in _OPMAP and "NONE" not in jump_name:
+            cg.emit("TO_BOOL")         # 3.13's jumps test an exact bool
         cg.append(create_instruction(jump_name, target=label))
         self.emit_resume_call(cg, self.instructions[fall], temps, [kv for kv in named if kv in live_fall])
         cg.append(label)
@@ -625,7 +634,7 @@ class InstructionTranslator(InstructionTranslatorBase):
                            for g in group)
         deep, operands = self.stack[:len(self.stack) - npop], self.stack[len(self.stack) - npop:]
         named = self.live_values(j + 1)
-        reads_locals = last.opname == "CALL" and any(_reads_frame_locals(v) for v in operands[:2])
+        reads_locals = last.opname in ("CALL", "CALL_KW") and any(_reads_frame_locals(v) for v in operands[:2])
         if reads_locals:
             named = self.all_values()      # locals()/vars()/dir() see dead locals too
         cg = self.compile_graph([v for _, v in named] + self.stack)

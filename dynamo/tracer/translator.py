@@ -1,5 +1,5 @@
 """The symbolic bytecode interpreter: one method per opcode (CPython 3.11
-and 3.12; the 3.12-only opcodes are marked).
+to 3.13; the 3.12- and 3.13-only opcodes are marked).
 
 InstructionTranslatorBase runs a code object over VariableTrackers (its
 stack, locals and cells). InliningTranslator runs a called user function or
@@ -17,7 +17,7 @@ import types
 
 import torch
 
-from ..bytecode import PY312, decode_shared, shared_index
+from ..bytecode import FOR_ITER_EXIT, NULL_ABOVE_CALLABLE, PY312, decode_shared, shared_index
 from ..exc import Unsupported
 from ..guards import ID_MATCH, AttrSource, GlobalSource, ItemSource
 from .variables import (CellVariable, ConstantVariable, DictVariable, GeneratorVariable,
@@ -26,6 +26,7 @@ from .variables import (CellVariable, ConstantVariable, DictVariable, GeneratorV
                         WithExitVariable,
                         wrap, wrap_const)
 from .variables.base import BINARY_OPS, COMPARE_OPS, FrameCellOwner, VariableTracker
+from .variables.tensor import ScalarOutputVariable
 from .variables.builtin import (BuiltinVariable, binary_op, compare_op, contains, getitem,
                                 identical, unary_op)
 
@@ -34,9 +35,20 @@ _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 _CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200
 _CO_GENERATOR = 0x20
 _NB_SYMBOL = [sym for _, sym in opcode._nb_ops]
+# COMPARE_OP's "result to bool" bit (3.13), or 0
+COMPARE_TO_BOOL = 16 if "TO_BOOL" in opcode.opmap else 0
 _INTRINSIC_1 = getattr(dis, "_intrinsic_1_descs", [])     # 3.12
 # exceptions of a folded operation that become a break at its instruction
 _USER_ERRORS = (ArithmeticError, LookupError, ValueError, TypeError)
+
+
+class _Half:
+    """One local of a 3.13 two-local instruction, as the one-local handlers
+    read it."""
+    __slots__ = ("argval",)
+
+    def __init__(self, name):
+        self.argval = name
 
 
 class InstructionTranslatorBase:
@@ -227,6 +239,20 @@ class InstructionTranslatorBase:
 
     LOAD_FAST_CHECK = LOAD_FAST                 # 3.12
 
+    # 3.13: two locals in one instruction (argval: the pair of names), the
+    # first half done before the second
+    def LOAD_FAST_LOAD_FAST(self, inst):        # 3.13
+        for name in inst.argval:
+            self.LOAD_FAST(_Half(name))
+
+    def STORE_FAST_LOAD_FAST(self, inst):       # 3.13
+        self.STORE_FAST(_Half(inst.argval[0]))
+        self.LOAD_FAST(_Half(inst.argval[1]))
+
+    def STORE_FAST_STORE_FAST(self, inst):      # 3.13
+        for name in inst.argval:
+            self.STORE_FAST(_Half(name))
+
     def LOAD_FAST_AND_CLEAR(self, inst):        # 3.12: an inlined comprehension saves a name
         self.push(self.locals.pop(inst.argval, None) or NullVariable())
 
@@ -244,9 +270,21 @@ class InstructionTranslatorBase:
         self.push(wrap_const(inst.argval))
 
     def LOAD_GLOBAL(self, inst):
-        if inst.arg & 1:
+        if inst.arg & 1:                        # the NULL of a call: under the global (3.13: above)
+            self._load_global(inst.argval)
+            self.push_call_null()
+        else:
+            self._load_global(inst.argval)
+
+    def push_call_null(self):
+        """Push the NULL of a call whose callable is on top: under it on
+        3.11/3.12 ([NULL, callable]), above it on 3.13 ([callable, NULL])."""
+        if NULL_ABOVE_CALLABLE:
             self.push(NullVariable())
-        name = inst.argval
+        else:
+            self.stack.insert(len(self.stack) - 1, NullVariable())
+
+    def _load_global(self, name):
         stored = self.output.global_stores.get((id(self.f_globals), name))
         if stored is not None:              # assigned earlier in the trace
             self.push(stored[1])
@@ -330,21 +368,21 @@ class InstructionTranslatorBase:
     # ------------------------------------------------------------ attributes
     def LOAD_ATTR(self, inst):
         obj = self.pop()
-        if PY312 and inst.arg & 1:              # 3.12: the method form (3.11's LOAD_METHOD)
-            self.push(NullVariable())
         self.push(obj.var_getattr(self, inst.argval))
+        if PY312 and inst.arg & 1:              # 3.12: the method form (3.11's LOAD_METHOD)
+            self.push_call_null()
 
     def LOAD_SUPER_ATTR(self, inst):            # 3.12: super().name with class and self pushed
         self_var, cls, fn = self.pop(), self.pop(), self.pop()
         sup = fn.call(self, [cls, self_var] if inst.arg & 2 else [], {})
-        if inst.arg & 1:
-            self.push(NullVariable())
         self.push(sup.var_getattr(self, inst.argval))
+        if inst.arg & 1:
+            self.push_call_null()
 
     def LOAD_METHOD(self, inst):
         obj = self.pop()
-        self.push(NullVariable())
         self.push(obj.var_getattr(self, inst.argval))
+        self.push_call_null()
 
     def STORE_ATTR(self, inst):
         obj, value = self.pop(), self.pop()
@@ -360,12 +398,16 @@ class InstructionTranslatorBase:
     # ------------------------------------------------------------ calls
     def CALL(self, inst):
         args = self.popn(inst.arg)
-        self_or_fn = self.pop()
-        fn = self.pop()
-        if isinstance(fn, NullVariable):
-            fn = self_or_fn
+        upper, lower = self.pop(), self.pop()
+        if NULL_ABOVE_CALLABLE:                 # 3.13: [callable, NULL|self, args]
+            fn = lower
+            if not isinstance(upper, NullVariable):
+                args = [upper, *args]
+        elif isinstance(lower, NullVariable):   # 3.11/3.12: [NULL|method, callable|self, args]
+            fn = upper
         else:
-            args = [self_or_fn, *args]
+            fn = lower
+            args = [upper, *args]
         kwargs = {}
         if self.kw_names:
             n = len(self.kw_names)
@@ -374,11 +416,16 @@ class InstructionTranslatorBase:
             self.kw_names = ()
         self.push(fn.call(self, args, kwargs))
 
+    def CALL_KW(self, inst):                    # 3.13: the keyword names pushed last
+        self.kw_names = tuple(self.pop().as_python_constant())
+        self.CALL(inst)
+
     def CALL_FUNCTION_EX(self, inst):
         kwargs = self.pop() if inst.arg & 1 else None
         args = self.pop()
-        fn = self.pop()
-        null = self.pop()
+        fn, null = self.pop(), self.pop()
+        if NULL_ABOVE_CALLABLE:                 # 3.13: [callable, NULL, args[, kwargs]]
+            fn, null = null, fn
         if not isinstance(null, NullVariable):
             raise Unsupported("CALL_FUNCTION_EX without NULL")
         arg_list = args.unpack(self)
@@ -390,7 +437,7 @@ class InstructionTranslatorBase:
         self.push(fn.call(self, arg_list, kw))
 
     def MAKE_FUNCTION(self, inst):
-        flags = inst.arg
+        flags = inst.arg or 0                   # 3.13: none, SET_FUNCTION_ATTRIBUTE adds each
         code = self.pop().as_python_constant()
         closure = self.pop().items if flags & 0x08 else []
         annotations = self.pop() if flags & 0x04 else None
@@ -402,6 +449,22 @@ class InstructionTranslatorBase:
         self.push(NestedFunctionVariable(code, self.f_globals, globals_source, defaults, kwdefaults,
                                          closure, annotations))
 
+    def SET_FUNCTION_ATTRIBUTE(self, inst):     # 3.13: one MAKE_FUNCTION flag, on the new function
+        fn, value = self.pop(), self.pop()
+        if not isinstance(fn, NestedFunctionVariable):
+            raise Unsupported(f"SET_FUNCTION_ATTRIBUTE on {fn}")
+        if inst.arg == 0x08:
+            fn.closure = value.items
+        elif inst.arg == 0x04:
+            fn.annotations = value
+        elif inst.arg == 0x02:
+            fn.kwdefaults = value.items
+        elif inst.arg == 0x01:
+            fn.defaults = value.unpack(self)
+        else:
+            raise Unsupported(f"SET_FUNCTION_ATTRIBUTE {inst.arg}")
+        self.push(fn)
+
     # ------------------------------------------------------------ operators
     def BINARY_OP(self, inst):
         b, a = self.pop(), self.pop()
@@ -410,6 +473,16 @@ class InstructionTranslatorBase:
     def COMPARE_OP(self, inst):
         b, a = self.pop(), self.pop()
         self.push(compare_op(self, COMPARE_OPS[inst.argval], a, b))
+        if COMPARE_TO_BOOL and inst.arg & COMPARE_TO_BOOL:     # 3.13: the result made a bool
+            self.TO_BOOL(inst)
+
+    def TO_BOOL(self, inst):                    # 3.13: before a conditional jump or `not`
+        v = self.stack[-1]
+        if isinstance(v, (TensorVariable, ScalarOutputVariable)):
+            return            # a graph value: the jump after it breaks the graph on it
+        if isinstance(v, ConstantVariable) and type(v.value) is bool:
+            return
+        self.stack[-1] = ConstantVariable(bool(v.truth(self)))
 
     def IS_OP(self, inst):
         b, a = self.pop(), self.pop()
@@ -501,6 +574,17 @@ class InstructionTranslatorBase:
     def BUILD_STRING(self, inst):
         parts = self.popn(inst.arg)
         self.push(ConstantVariable("".join(p.as_python_constant() for p in parts)))
+
+    def CONVERT_VALUE(self, inst):              # 3.13: str/repr/ascii before formatting
+        conv = {1: str, 2: repr, 3: ascii}[inst.arg]
+        self.push(ConstantVariable(conv(self.pop().as_python_constant())))
+
+    def FORMAT_SIMPLE(self, inst):              # 3.13
+        self.push(ConstantVariable(format(self.pop().as_python_constant(), "")))
+
+    def FORMAT_WITH_SPEC(self, inst):           # 3.13
+        spec = self.pop().as_python_constant()
+        self.push(ConstantVariable(format(self.pop().as_python_constant(), spec)))
 
     def FORMAT_VALUE(self, inst):
         flags = inst.arg
@@ -602,8 +686,8 @@ class InstructionTranslatorBase:
         else:
             self.push(item)
 
-    def END_FOR(self, inst):                    # 3.12
-        self.popn(2)
+    def END_FOR(self, inst):                    # 3.12; 3.13: pops one, a POP_TOP follows
+        self.popn(3 - len(FOR_ITER_EXIT))      # the iterator and the None FOR_ITER left
 
     # ------------------------------------------------------------ jumps
     def JUMP_FORWARD(self, inst):

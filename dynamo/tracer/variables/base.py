@@ -17,9 +17,10 @@ from ...exc import Unsupported
 
 # builtin bases whose __getattribute__ slot is CPython's generic lookup, as
 # object's is (a dict or list subclass reads attributes the plain way)
+# object's (3.13 drops the copies of some types: they inherit object's)
 GENERIC_GETATTRIBUTE = tuple(t.__dict__["__getattribute__"] for t in (
     object, dict, list, tuple, set, frozenset, int, float, str, bytes, BaseException,
-    __import__("collections").defaultdict))
+    __import__("collections").defaultdict) if "__getattribute__" in t.__dict__)
 
 
 def user_getattribute(cls):

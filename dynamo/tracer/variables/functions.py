@@ -9,6 +9,7 @@ import types
 
 import torch
 
+from ...bytecode import create_make_function
 from ...exc import Unsupported
 from ...guards import AttrSource, ItemSource
 from .base import ConstantVariable, VariableTracker
@@ -170,7 +171,8 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
             cg.emit("BUILD_TUPLE", arg=len(self.closure))
             flags |= 0x08
         cg.load_const(self.code)
-        cg.emit("MAKE_FUNCTION", arg=flags)
+        for inst in create_make_function(flags):
+            cg.append(inst)
 
     def _reconstruct_foreign(self, cg):
         if self.kwdefaults:

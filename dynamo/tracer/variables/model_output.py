@@ -182,8 +182,9 @@ class ModelOutputVariable(VariableTracker):
         if self.source is not None:
             cg.load_source(self.source)
             return
-        cg.emit("PUSH_NULL")
+        cg.push_call_null(loaded=False)
         cg.load_const(builder())
+        cg.push_call_null(loaded=True)
         cg.load_const(self.cls)
         keys = self._init_keys
         for k in keys:
