@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -196,7 +197,7 @@ def test_generated_names_keep_counting_while_compiled_code_is_alive():
     opt = dynamo.optimize(CompileCounter())(add)
     opt(torch.ones(3))
     first = _installed_names(convert_frame)
-    held = list(convert_frame._made_codes)  # as a running frame would
+    held = convert_frame.live_made_codes()  # as a running frame would
     assert len(held) == 1
     dynamo.reset()
     opt(torch.ones(3))
@@ -324,3 +325,31 @@ def test_reset_inside_a_running_entry_reclaims_at_the_next_reset():
     assert _fill()[:2] == (0, 0)
     assert torch.equal(opt(x), x + 1)       # compiles again
     assert len(calls) == 3 and _fill()[:2] == (1, 1)
+
+
+def test_a_generated_code_with_a_slice_constant_compiles():
+    """A generated code can hold a slice among its constants (unhashable
+    on 3.11): keeping it weakly for reset()'s name numbering must not hash
+    it (it did, through a WeakSet, and the frame ran eagerly with a
+    warning instead of compiling: found with an expanded in-place input)."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x, y, seen):
+        seen.append(1)
+        x = x + 1
+        y.mul_(2)
+        return x
+
+    dynamo.reset()
+    cnt = CompileCounter()
+    seen = []
+    with pytest.raises(RuntimeError):
+        dynamo.optimize(cnt)(f)(torch.ones(3, 3), torch.ones(1, 3).expand(3, 3), seen)
+    y = torch.ones(3, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dynamo.optimize(cnt)(f)(torch.ones(3, 3), y, seen)
+    assert cnt.frame_count == 2 and seen == [1, 1]
+    dynamo.reset()
