@@ -155,7 +155,7 @@ def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, 
     install_globals(f_globals, output.install)
     direct = direct_plan(new_code, f_globals) if new_code is not code else None
     if new_code is not code:
-        _made_codes.add(new_code)
+        _note_made_code(new_code)
     return CompileOutput(new_code=new_code, guards=output.final_guards(), graphs=list(output.graphs),
                          break_reasons=reasons, resume_codes=list(tx.resume_codes),
                          original_code=code, direct=direct)
@@ -176,8 +176,15 @@ def install_globals(f_globals, names):
             _installed.append((f_globals, name, value))
 
 
-# The codes compile_frame made (weakly): they load the generated names.
-_made_codes = weakref.WeakSet()
+# The codes compile_frame made that are still alive: they load the
+# generated names.  id -> weak reference whose callback drops the entry (a
+# WeakSet would hash the code: its co_consts may hold a slice).
+_made_codes = {}
+
+
+def _note_made_code(code):
+    key = id(code)
+    _made_codes[key] = weakref.ref(code, lambda _ref, key=key: _made_codes.pop(key, None))
 
 
 def restart_names():

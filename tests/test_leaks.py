@@ -196,7 +196,7 @@ def test_generated_names_keep_counting_while_compiled_code_is_alive():
     opt = dynamo.optimize(CompileCounter())(add)
     opt(torch.ones(3))
     first = _installed_names(convert_frame)
-    held = list(convert_frame._made_codes)  # as a running frame would
+    held = [ref() for ref in convert_frame._made_codes.values()]   # as a running frame would
     assert len(held) == 1
     dynamo.reset()
     opt(torch.ones(3))
