@@ -155,8 +155,7 @@ def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, 
     install_globals(f_globals, output.install)
     direct = direct_plan(new_code, f_globals) if new_code is not code else None
     if new_code is not code:
-        key = id(new_code)
-        _made_codes[key] = weakref.ref(new_code, lambda ref: _forget_made_code(key, ref))
+        _note_made_code(new_code)
     return CompileOutput(new_code=new_code, guards=output.final_guards(), graphs=list(output.graphs),
                          break_reasons=reasons, resume_codes=list(tx.resume_codes),
                          original_code=code, direct=direct)
@@ -177,20 +176,15 @@ def install_globals(f_globals, names):
             _installed.append((f_globals, name, value))
 
 
-# The codes compile_frame made (weakly, by id: a code object's hash hashes
-# its constants, and a generated code may hold an unhashable one, a slice on
-# 3.11): they load the generated names.
+# The codes compile_frame made that are still alive: they load the
+# generated names.  id -> weak reference whose callback drops the entry (a
+# WeakSet would hash the code: its co_consts may hold a slice).
 _made_codes = {}
 
 
-def _forget_made_code(key, ref):
-    if _made_codes.get(key) is ref:
-        del _made_codes[key]
-
-
-def live_made_codes():
-    """The codes compile_frame made that are still alive."""
-    return [c for c in (r() for r in list(_made_codes.values())) if c is not None]
+def _note_made_code(code):
+    key = id(code)
+    _made_codes[key] = weakref.ref(code, lambda _ref, key=key: _made_codes.pop(key, None))
 
 
 def restart_names():

@@ -156,11 +156,36 @@ def test_reset_leaves_a_user_rebound_name_alone():
         del globals()[name]
 
 
+def _in_fresh_interpreter(name):
+    """Run function `name` of this file in a new interpreter (telemetry on):
+    it counts process-wide state (the generated names' numbers, the
+    telemetry region) that other tests' leftovers would hold (a stored
+    traceback keeps a compiled frame's code alive; a held entry defers the
+    region's reclaim to a later reset)."""
+    env = dict(os.environ)
+    env.pop("DYNAMO_TELEMETRY", None)
+    proc = subprocess.run([sys.executable, "-c", f"import tests.test_leaks as t; t.{name}()"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_reset_numbers_the_generated_names_from_zero_again():
+    _in_fresh_interpreter("_names_from_zero_again")
+
+
+def test_generated_names_keep_counting_while_compiled_code_is_alive():
+    _in_fresh_interpreter("_names_count_on_while_code_is_alive")
+
+
+def test_event_texts_stop_growing_once_the_event_ring_is_full():
+    _in_fresh_interpreter("_ring_texts_bounded")
+
+
 def _generated_names():
     return sorted(k for k in globals() if k.startswith(("__compiled_fn", "__resume_at")))
 
 
-def test_reset_numbers_the_generated_names_from_zero_again():
+def _names_from_zero_again():
     """Issue 12: the names compiles install (`__compiled_fn_<n>`,
     `__resume_at_<offset>_<n>`) are in co_names, so interned, and CPython
     3.12 makes interned strings immortal: with numbers that only grew, each
@@ -183,7 +208,7 @@ def test_reset_numbers_the_generated_names_from_zero_again():
     assert seen[0] == seen[1] == seen[2], seen
 
 
-def test_generated_names_keep_counting_while_compiled_code_is_alive():
+def _names_count_on_while_code_is_alive():
     """A code compiled before a reset() that is still alive (a frame running
     it, or held elsewhere) may still load its names: the numbers go on, so
     no new function is installed under a name that code loads."""
@@ -197,7 +222,7 @@ def test_generated_names_keep_counting_while_compiled_code_is_alive():
     opt = dynamo.optimize(CompileCounter())(add)
     opt(torch.ones(3))
     first = _installed_names(convert_frame)
-    held = convert_frame.live_made_codes()  # as a running frame would
+    held = [ref() for ref in convert_frame._made_codes.values()]   # as a running frame would
     assert len(held) == 1
     dynamo.reset()
     opt(torch.ones(3))
@@ -258,8 +283,7 @@ def test_reset_gives_the_telemetry_region_back(tmp_path):
     assert ("reset", "dynamo.reset(): every cache entry dropped") in kinds
 
 
-@needs_telemetry
-def test_event_texts_stop_growing_once_the_event_ring_is_full():
+def _ring_texts_bounded():
     """Issue 12: events keep their texts across reset() (the blob area), in
     a ring of events_cap events.  Once the ring has wrapped, each reset()
     drops the texts of the events it overwrote, so a process that keeps
