@@ -16,6 +16,7 @@ from dynamo.convert_frame import compile_frame
 from dynamo.exc import Unsupported
 from dynamo.testing import CompileCounter, same
 from seed_examples import toy_example
+import guard_ref  # the plain-Python guard evaluator (a test oracle)
 
 
 # ---------------------------------------------------------------- helpers
@@ -586,13 +587,13 @@ def test_every_reached_submodule_has_one_id_guard():
     assert (G.DICT_KEYS, (3, (4, (3, (0, 0), "_modules"), "layers"), "_modules"), ("0", "1")) in lowered
     assert [n.target for n in cc.graphs[0].graph.nodes if n.op == "call_module"][0] == "self_lin"
     args = ({"self": mod, "x": x}, Tree.forward.__globals__)
-    assert G.evaluate(out.guards, *args, builtins.__dict__, None) == -1
+    assert guard_ref.evaluate(out.guards, *args, builtins.__dict__, None) == -1
     for replace in (lambda: setattr(mod, "lin", torch.nn.Linear(3, 3)),
                     lambda: mod.layers.__setitem__(1, torch.nn.Sigmoid()),
                     lambda: mod.layers.append(torch.nn.ReLU())):
         saved = (mod.lin, list(mod.layers))
         replace()
-        failed = out.guards[G.evaluate(out.guards, *args, builtins.__dict__, None)]
+        failed = out.guards[guard_ref.evaluate(out.guards, *args, builtins.__dict__, None)]
         assert failed.kind in (G.ID_MATCH, G.DICT_KEYS), failed
         mod.lin, mod.layers = saved[0], torch.nn.ModuleList(saved[1])
         out, cc, _ = call_compiled(Tree.forward, mod, x)
@@ -623,7 +624,7 @@ def test_builtins_get_a_global_function_match():
     assert (G.FUNCTION_MATCH, (1, "isinstance"), isinstance) in lowered
     assert " - global 'len' FUNCTION_MATCH" in [g.describe() for g in out.guards]
     shadowed = dict(uses_builtins.__globals__, len=lambda v: 10)
-    idx = G.evaluate(out.guards, {"x": x}, shadowed, builtins.__dict__, None)
+    idx = guard_ref.evaluate(out.guards, {"x": x}, shadowed, builtins.__dict__, None)
     assert out.guards[idx].source.name() == "G['len']"
 
 
