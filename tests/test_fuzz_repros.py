@@ -16,7 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = set()
+OPEN = {"aot_grad_lost_through_setitem_of_returned_input"}
 
 
 def _cases():
