@@ -230,12 +230,14 @@ def _aot(gm, example_inputs, **kw):
         seeded.append(_draws_random(g))
         inner = _nop_compiler(g, inputs)
 
-        def forward_graph(*args):
+        def forward_graph(args):        # aot's boxed convention: one list of inputs
             try:
-                return inner(*args)
+                return inner(args) if boxed else inner(*args)
             except BaseException:
                 fw_failed[0] = True
                 raise
+        boxed = getattr(inner, "_boxed_call", False)
+        forward_graph._boxed_call = True
         return forward_graph
     mutates = _mutates(gm)
     if mutates and _share_storage([x for x in example_inputs if _is_tensor(x)]):

@@ -12,7 +12,9 @@ one seed at a time, in order, to J persistent worker subprocesses (torch
 imported once per worker; dynamo.reset() between programs; a worker is
 replaced after B programs, default 2000). Worker starts are staggered
 (--stagger-s apart) and workers run with one intra-op thread
-(OMP_NUM_THREADS=1 unless set) and DYNAMO_TELEMETRY=0 unless --telemetry.
+(OMP_NUM_THREADS=1 unless set) and DYNAMO_TELEMETRY=0 unless --telemetry;
+-j is lowered to the CPU count and to the memory available (--worker-gb
+per worker).
 A worker that crashes or hangs past the per-program alarm (--timeout)
 costs only the program it died on: the seed is recorded and a new worker
 goes on. Each mismatch is minimized in the worker and written to
@@ -210,11 +212,15 @@ def _available_gb():
 def drive(args):
     parse_features(args.features)   # reject bad names before starting workers
     avail = _available_gb()
+    cpus = os.cpu_count() or 1
+    if args.jobs > cpus:        # more workers than cores: more memory and warm-up, no more programs
+        print(f"fuzz: -j {args.jobs} lowered to {cpus} (CPU cores)", file=sys.stderr, flush=True)
+        args.requested_jobs, args.jobs = args.jobs, cpus
     if avail is not None and args.worker_gb > 0 and args.jobs * args.worker_gb > avail:
         fit = max(1, int(avail / args.worker_gb))
         print(f"fuzz: -j {args.jobs} lowered to {fit}: {avail:.0f} GB available, "
               f"{args.worker_gb:g} GB reserved per worker (--worker-gb)", file=sys.stderr, flush=True)
-        args.requested_jobs, args.jobs = args.jobs, fit
+        args.requested_jobs, args.jobs = getattr(args, "requested_jobs", args.jobs), fit
     end = args.start + args.n
     t0 = time.time()
     deadline = t0 + args.deadline_s if args.deadline_s is not None else None
