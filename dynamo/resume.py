@@ -16,6 +16,7 @@ import itertools
 import threading
 import types
 
+from .bytecode.instruction import PAIRED_LOCAL_OPS
 from .bytecode import (code_with_new_body, create_call, create_instruction, create_load_method,
                        decode, strip_prologue)
 
@@ -88,7 +89,12 @@ def resume_code(code, offset, null_mask, local_names, iter_locals=()):
     rest = [n for n in local_names if n not in lead]
     new = code_with_new_body(code, head + body, argnames=lead + argnames + rest, name=name)
     copied = strip_prologue(decode(new))[len(head):]
-    offsets = {c.offset: b.offset for c, b in zip(copied, body)}
+    offsets, j = {}, 0
+    for b in body:
+        offsets[copied[j].offset] = b.offset
+        if b.opname in PAIRED_LOCAL_OPS and copied[j].opname != b.opname:
+            j += 1          # 3.13: split in two by the assembler (slots above 15)
+        j += 1
     with _lock:
         hit = _cache.setdefault(key, (new, name))
         _origin.setdefault(hit[0], (code, offsets))

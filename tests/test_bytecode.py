@@ -737,3 +737,34 @@ def test_313_paired_locals_beyond_slot_15_are_split():
     assert fn(*range(16), 3, 4) == 7 and fn(*range(16), 300, 4) == f(300, 4) == 0
     # round trip where everything fits: the pair stays one instruction
     assert assemble(decode(f.__code__), f.__code__).co_code == f.__code__.co_code
+
+
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="3.13 two-local opcodes")
+def test_313_resume_offsets_map_back_across_a_split_pair():
+    """resume.origin maps a resume code's instructions back to the
+    original's: after a two-local instruction the assembler split, the
+    instructions still map to their own originals (fuzz seed 22: a second
+    break inside a resume function resumed at the wrong offset with the
+    wrong stack and CPython crashed)."""
+    from dynamo import resume
+
+    def f(a, b):
+        c = a + b
+        d = c * 2
+        return d
+
+    insts = decode(f.__code__)
+    start = next(i for i in insts if i.opname == "LOAD_FAST_LOAD_FAST")
+    names = tuple(f"p{i}" for i in range(16)) + ("a", "b")
+    code, _ = resume.resume_code(f.__code__, start.offset, (), names)
+    new = decode(code)
+    assert "LOAD_FAST_LOAD_FAST" not in [i.opname for i in new if i.argval == ("a", "b")]
+    orig_by_offset = {i.offset: i for i in insts}
+    after = [i for i in new if i.opname in ("BINARY_OP", "STORE_FAST", "RETURN_VALUE")
+             and i.offset > new[0].offset]
+    for inst in after:
+        base, off = resume.origin(code, inst.offset)
+        assert base is f.__code__
+        assert orig_by_offset[off].opname == inst.opname, (inst, orig_by_offset[off])
+    fn = types.FunctionType(code, {})
+    assert fn(*range(16), 3, 4) == f(3, 4)
