@@ -16,7 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = {"aot_grad_lost_through_setitem_of_returned_input"}
+OPEN = set()
 
 
 def _cases():
@@ -587,3 +587,47 @@ def test_aot_backward_reads_the_mutated_input_itself():
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             run(fn, lambda x: x.add_(1))
     assert cnt.frame_count == 1 and replays == []        # aot's own forward and backward
+
+
+def test_aot_gradient_brought_in_by_an_inplace_op_is_not_gated():
+    """(repros aot_grad_lost_through_inplace_op_on_clone,
+    aot_grad_lost_through_setitem_of_returned_input; fuzz seeds 5000619,
+    5000068, 5011328, 5011475, 5014143, 5018527) `t.add_(y)` / `t[:, 0] = y`
+    make the clone t depend on y, which the gating's per-node input sets
+    did not see: y's gradient through t was dropped (None or too small).
+    Such a graph is not gated; an in-place op that brings in no new
+    input (under no_grad, of a constant) still is."""
+    import torch
+    import dynamo
+    from dynamo.backends import _grad_deps
+
+    def f(x, y):
+        t = x.clone()
+        t.add_(y)
+        return (t,)
+
+    def g(x, y):
+        t = x.clone()
+        t[:, 0] = y[:, -1]
+        return t, y
+
+    for fn, want_y in ((f, [1.0] * 3), (g, [1.0, 1.0, 2.0])):
+        cnt = _AotCounter()
+        opt = dynamo.optimize(cnt)(fn)
+        x, y = torch.ones(2, 3, requires_grad=True), torch.ones(2, 3, requires_grad=True)
+        sum(o.sum() for o in opt(x, y)).backward()
+        assert y.grad[0].tolist() == want_y and x.grad is not None
+        assert cnt.frame_count == 1 and _grad_deps(cnt.graphs[0]) is None
+        dynamo.reset()
+
+    def h(x, y):
+        t = x.clone()
+        t.add_(1)
+        return t * 2, y + 1
+
+    cnt = _AotCounter()
+    x, y = torch.ones(3, requires_grad=True), torch.ones(3, requires_grad=True)
+    a, _ = dynamo.optimize(cnt)(h)(x, y)
+    a.sum().backward()
+    assert x.grad.tolist() == [2.0] * 3 and y.grad is None          # still gated
+    assert cnt.frame_count == 1 and _grad_deps(cnt.graphs[0]) is not None

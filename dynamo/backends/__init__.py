@@ -317,16 +317,18 @@ def _mutates(gm):
     `..._`, an augmented assignment (operator.iadd, `__iadd__`), or a
     setitem)? Conservative: it may mutate an input."""
     inplace = _inplace_operators()
-    for n in gm.graph.nodes:
-        if n.op == "call_method" and (
-                (n.target.endswith("_") and not n.target.startswith("_")) or
+    return any(_is_inplace(n, inplace) for n in gm.graph.nodes)
+
+
+def _is_inplace(n, inplace):
+    """Is node `n` an in-place op (it writes its first argument)?"""
+    if n.op == "call_method":
+        return ((n.target.endswith("_") and not n.target.startswith("_")) or
                 n.target == "__setitem__" or
                 (n.target.startswith("__i") and n.target.endswith("__") and
-                 n.target[2:-2] not in ("init", "index", "int", "invert", "iter"))):
-            return True
-        if n.op == "call_function" and (any(n.target is f for f in inplace) or
-                                        getattr(n.target, "__name__", "").endswith("_")):
-            return True
+                 n.target[2:-2] not in ("init", "index", "int", "invert", "iter")))
+    if n.op == "call_function":
+        return any(n.target is f for f in inplace) or getattr(n.target, "__name__", "").endswith("_")
     return False
 
 
@@ -350,6 +352,7 @@ def _grad_deps(gm):
     import torch.fx
     deps, nargs = {}, 0
     out = None
+    inplace = _inplace_operators()
     for n in gm.graph.nodes:
         ex = n.meta.get("example_value")
         grad = not isinstance(ex, torch.Tensor) or ex.requires_grad
@@ -369,6 +372,12 @@ def _grad_deps(gm):
                 acc.update(("attr", f"{n.target}.{k}") for k, p in
                            gm.get_submodule(n.target).named_parameters() if p.requires_grad)
             deps[n] = frozenset(acc)
+            # an in-place op writes its first argument: a value it brings in
+            # (y in `t.add_(y)`, `t[i] = y`) reaches t and every view of t,
+            # which these per-node sets do not follow. Then no gating.
+            if _is_inplace(n, inplace) and n.args and isinstance(n.args[0], torch.fx.Node) \
+                    and not acc <= deps.get(n.args[0], frozenset()):
+                return None
     if not isinstance(out, (tuple, list)):
         return None
     per_out = [deps.get(o, frozenset()) if isinstance(o, torch.fx.Node) else frozenset() for o in out]
