@@ -631,3 +631,31 @@ def test_aot_gradient_brought_in_by_an_inplace_op_is_not_gated():
     a.sum().backward()
     assert x.grad.tolist() == [2.0] * 3 and y.grad is None          # still gated
     assert cnt.frame_count == 1 and _grad_deps(cnt.graphs[0]) is not None
+
+
+def test_aot_graph_no_gradient_reaches_gives_its_inputs_none():
+    """(repro aot_zero_grad_through_earlier_graph_of_unreached_input, fuzz
+    seeds 5015440, 5012450) the first graph has one output, so it was never
+    gated; the second graph's gate dropped t0's gradient, yet the first
+    graph's backward still ran on the missing gradient and gave x zeros."""
+    import random
+
+    import torch
+    import dynamo
+
+    def f(x, y):
+        t0 = x.to(torch.float64)
+        random.randint(0, 3)                   # a break: two graphs
+        t1 = y * 3
+        t0 = t0.float()
+        with torch.inference_mode():
+            t0 = t0 + 1
+        return t0, t1
+
+    cnt = _AotCounter()
+    x, y = torch.ones(2, 3, requires_grad=True), torch.ones(2, 3, requires_grad=True)
+    t0, t1 = dynamo.optimize(cnt)(f)(x, y)
+    assert not t0.requires_grad
+    t1.sum().backward()
+    assert x.grad is None and y.grad.tolist() == [[3.0] * 3] * 2
+    assert cnt.frame_count == 2

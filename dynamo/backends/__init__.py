@@ -455,7 +455,7 @@ class _AotRuntime:
             if rng is not None:
                 torch.set_rng_state(rng)
             return self.eager_forward(*args)
-        if self.deps is not None and torch.is_grad_enabled():
+        if torch.is_grad_enabled():
             self._gate(args, outs)
         return outs
 
@@ -481,6 +481,12 @@ class _AotRuntime:
         deps = self.deps
 
         def drop_unreached(grad_inputs, grad_outputs):
+            if all(g is None for g in grad_outputs):
+                # no output reached (only an input's path from a later
+                # graph whose gate dropped it): eager's inputs get no grad
+                return tuple(None for _ in grad_inputs)
+            if deps is None:
+                return None
             reached = set()
             for f, g in enumerate(grad_outputs):
                 if g is None:
