@@ -40,10 +40,10 @@ def test_cudagraphs_is_a_backend_name():
 
 def test_cudagraphs_runs_cpu_graphs_plainly():
     cg.reset_stats()
-    m = MLP().eval()
+    m = MLP().eval().to("cpu")      # CPU even under DYNAMO_TEST_DEVICE=cuda
     cnt, backend = counted("cudagraphs")
     opt = dynamo.optimize(backend)(m)
-    x = torch.randn(4, 16)
+    x = torch.randn(4, 16, device="cpu")
     with torch.no_grad():
         for _ in range(3):
             torch.testing.assert_close(opt(x), m(x))
