@@ -666,3 +666,41 @@ def test_aot_graph_no_gradient_reaches_gives_its_inputs_none():
     t1.sum().backward()
     assert x.grad is None and y.grad.tolist() == [[3.0] * 3] * 2
     assert cnt.frame_count == 2
+
+
+def test_comprehension_in_an_eagerly_run_try_loop_does_not_crash():
+    """(fuzz seed 5107254, a segfault on 3.12 and 3.13) an inlined
+    comprehension (LOAD_FAST_AND_CLEAR v ... STORE_FAST v puts back a NULL
+    when v was unbound) in a loop inside a try that runs eagerly, with a
+    break in the loop: the exit to the resume function passed v, a NULL,
+    by LOAD_FAST. A store that restores a cleared name no longer counts as
+    binding it, so such a try is not cut out with v passed on. Run in a
+    subprocess: before the fix the interpreter died."""
+    import subprocess
+    import textwrap
+    src = textwrap.dedent('''
+        import torch, dynamo
+        from dynamo.testing import CompileCounter
+        def g(t0, l0):
+            try:
+                w1 = 0
+                while w1 < 2:
+                    w1 += 1
+                    s_ = {v % 3 for v in l0}
+                    print("lb")
+                    t0 = t0 + len(s_)
+            except Exception:
+                pass
+            return t0
+        cnt = CompileCounter()
+        x = torch.ones(2)
+        want = g(x, [1, 3])
+        got = dynamo.optimize(cnt)(g)(x, [1, 3])
+        assert torch.equal(want, got), (want, got)
+        print("frames", cnt.frame_count)
+    ''')
+    root = os.path.dirname(HERE)
+    out = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=120,
+                         cwd=root, env=dict(os.environ, PYTHONPATH=root))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "frames 0" in out.stdout, out.stdout      # the try runs eagerly: no graph

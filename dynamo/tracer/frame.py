@@ -694,6 +694,10 @@ def eager_island(insts, start, bound, freevars=()):
     if k >= len(insts):
         return None
     index_of = {id(inst): i for i, inst in enumerate(insts)}
+    # 3.12+ inlined comprehensions: LOAD_FAST_AND_CLEAR saves a name that may
+    # be unbound (NULL) and a later STORE_FAST puts that back, so a store to
+    # such a name binds it only if it was bound at `start`
+    cleared = {inst.argval for inst in insts if inst.opname == "LOAD_FAST_AND_CLEAR"} - set(bound)
     state = {start: (0, frozenset(bound))}
     work = [start]
     region, exits = set(), {}
@@ -706,7 +710,7 @@ def eager_island(insts, start, bound, freevars=()):
             continue
         region.add(n)
         after = names
-        if inst.opname in _STORE_OPS:
+        if inst.opname in _STORE_OPS and inst.argval not in cleared:
             after = names | {inst.argval}
         elif inst.opname in _DEL_OPS:
             after = names - {inst.argval}
