@@ -1,6 +1,6 @@
 """float16 matmul under aot_eager: the gradient differs from eager's in
-one float16 step (about 8.5e-4 relative); torch.compile(backend=
-"aot_eager") gives the same bits as ours, eager is deterministic, and ours
+one float16 step (about 8.5e-4 relative); torch's own compiler with the
+aot_eager backend gives the same bits as ours, eager is deterministic, and ours
 is the closer of the two to a float64 reference. Numerics, not a bug: the
 fuzzer compares half-precision tensors with torch.testing's default rtol
 for their dtype. Found by fuzz seed 5000038 (device run, Python 3.12.3)."""
