@@ -203,6 +203,17 @@ class _AotCounter:
         return self.aot(gm, example_inputs)
 
 
+def _replay_counting(cnt, replays):
+    """A backend: `cnt`'s aot_eager, each eager replay of its forward
+    appended to `replays`."""
+    def counting(gm, example_inputs):
+        runtime = cnt(gm, example_inputs)
+        eager = runtime.eager_forward
+        runtime.eager_forward = lambda *a: replays.append(1) or eager(*a)
+        return runtime
+    return counting
+
+
 def test_aot_input_mutation_before_an_op_failing_at_run_time_is_kept():
     """(a) y.add_ then an index_select whose index is out of range (the
     fake trace and a probe on ones accept it, the kernel raises on the
@@ -316,13 +327,7 @@ def test_aot_forward_runs_compiled_not_replayed():
     def f(x, y):
         return x, y * 0.9 + 3
 
-    def counting(gm, example_inputs):
-        runtime = cnt(gm, example_inputs)
-        eager = runtime.eager_forward
-        runtime.eager_forward = lambda *a: replays.append(1) or eager(*a)
-        return runtime
-
-    opt = dynamo.optimize(counting)(f)
+    opt = dynamo.optimize(_replay_counting(cnt, replays))(f)
     for shape in ((1, 1), (3, 2)):
         y = torch.randn(shape)
         assert torch.allclose(opt(torch.ones(2), y)[1], y * 0.9 + 3)
@@ -579,12 +584,7 @@ def test_aot_backward_reads_the_mutated_input_itself():
     cnt = _AotCounter()
     replays = []
 
-    def counting(gm, example_inputs):
-        runtime = cnt(gm, example_inputs)
-        eager = runtime.eager_forward
-        runtime.eager_forward = lambda *a: replays.append(1) or eager(*a)
-        return runtime
-    opt = dynamo.optimize(counting)(f)
+    opt = dynamo.optimize(_replay_counting(cnt, replays))(f)
     for write in (through_numpy, lambda x: None):
         xe, ge = run(f, write)
         xc, gc = run(opt, write)
