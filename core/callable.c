@@ -4,7 +4,7 @@
  * whose mode is not OFF (which decides whether the eval-frame hook is
  * installed at all), and the C type that sets the state around one call:
  * __call__ swaps (mode, callback) in, vectorcalls fn, and swaps the old
- * state back whatever the outcome.  It adds no Python frame.  It must not
+ * state back whatever the outcome (then, if fn raised, calls on_error).  It adds no Python frame.  It must not
  * inspect frames or caches.
  */
 #include "callable.h"
@@ -108,6 +108,9 @@ typedef struct {
     PyObject *what;         /* strong: str naming fn in that check's error, or NULL */
     PyObject *after_first;  /* strong: called with no arguments once, after the first
                              * call that returns normally; then NULL (NULL: none) */
+    PyObject *on_error;     /* strong: called with no arguments after a call of fn that
+                             * raised, the exception kept (a graph that failed inside
+                             * a no_grad block puts the grad mode back), or NULL */
     vectorcallfunc vectorcall;
 } OptimizedCallable;
 
@@ -145,6 +148,15 @@ oc_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *k
     PyObject *result = self->mode != MODE_OFF ? hook_vectorcall(st, self->fn, args, nargsf, kwnames)
                                               : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
     state_restore(st, prev_mode, prev_callback);
+    if (result == NULL && self->on_error != NULL) {
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        PyObject *r = PyObject_CallNoArgs(self->on_error);
+        if (r == NULL)                          /* the graph's error is the one raised */
+            PyErr_WriteUnraisable(self->on_error);
+        Py_XDECREF(r);
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+    }
     if (self->after_first != NULL && result != NULL) {     /* the first call only */
         PyObject *after = self->after_first;
         self->after_first = NULL;
@@ -162,15 +174,23 @@ oc_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *k
 static PyObject *
 oc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"fn", "callback", "mode", "outputs", "what", "after_first", NULL};
-    PyObject *fn, *callback, *what = NULL, *after_first = NULL;
+    static char *kwlist[] = {"fn", "callback", "mode", "outputs", "what", "after_first",
+                             "on_error", NULL};
+    PyObject *fn, *callback, *what = NULL, *after_first = NULL, *on_error = NULL;
     int mode;
     Py_ssize_t outputs = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOi|nUO:OptimizedCallable", kwlist,
-                                     &fn, &callback, &mode, &outputs, &what, &after_first))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOi|nUOO:OptimizedCallable", kwlist,
+                                     &fn, &callback, &mode, &outputs, &what, &after_first,
+                                     &on_error))
         return NULL;
     if (after_first == Py_None)
         after_first = NULL;
+    if (on_error == Py_None)
+        on_error = NULL;
+    if (on_error != NULL && !PyCallable_Check(on_error)) {
+        PyErr_SetString(PyExc_TypeError, "OptimizedCallable: on_error must be callable");
+        return NULL;
+    }
     if (after_first != NULL && !PyCallable_Check(after_first)) {
         PyErr_SetString(PyExc_TypeError, "OptimizedCallable: after_first must be callable");
         return NULL;
@@ -196,6 +216,7 @@ oc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->outputs = outputs < 0 ? -1 : outputs;
     self->what = Py_XNewRef(what);
     self->after_first = Py_XNewRef(after_first);
+    self->on_error = Py_XNewRef(on_error);
     self->vectorcall = oc_vectorcall;
     /* __wrapped__ lives in __dict__ so functools.update_wrapper can set it. */
     self->dict = PyDict_New();
@@ -213,6 +234,7 @@ oc_traverse(OptimizedCallable *self, visitproc visit, void *arg)
     Py_VISIT(self->callback);
     Py_VISIT(self->dict);
     Py_VISIT(self->after_first);
+    Py_VISIT(self->on_error);
     return 0;
 }
 
@@ -224,6 +246,7 @@ oc_clear(OptimizedCallable *self)
     Py_CLEAR(self->dict);
     Py_CLEAR(self->what);
     Py_CLEAR(self->after_first);
+    Py_CLEAR(self->on_error);
     return 0;
 }
 

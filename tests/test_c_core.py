@@ -129,6 +129,32 @@ def test_callback_exception_propagates_and_state_restored():
     assert C.get_mode() == (OFF, None)
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # on_error's own failure
+def test_on_error_runs_once_per_raising_call_and_keeps_the_exception():
+    """on_error (a graph that raised inside a no_grad block puts the grad
+    mode back with it) runs after a call that raised, not after one that
+    returned; the caller sees fn's exception, also when on_error fails."""
+    calls = []
+
+    def div(a, b):
+        return a / b
+    oc = C.OptimizedCallable(div, None, OFF, on_error=lambda: calls.append(1))
+    assert oc(6, 3) == 2 and calls == []
+    with pytest.raises(ZeroDivisionError):
+        oc(1, 0)
+    assert calls == [1]
+
+    def fails():
+        calls.append(2)
+        raise ValueError("on_error failed")
+    oc = C.OptimizedCallable(div, None, OFF, 1, "div", on_error=fails)
+    with pytest.raises(ZeroDivisionError):
+        oc(1, 0)
+    assert calls == [1, 2]
+    with pytest.raises(TypeError, match="on_error must be callable"):
+        C.OptimizedCallable(div, None, OFF, on_error=3)
+
+
 def test_run_mode_never_calls_callback():
     cb = replace_with(mul)
     C.OptimizedCallable(add, cb, COMPILE)(2, 3)

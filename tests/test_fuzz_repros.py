@@ -17,8 +17,6 @@ REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
 OPEN = {
-    "aot_view_under_no_grad_returned_with_grad_fn",
-    "aot_inplace_on_view_of_leaf_not_refused",
     "method_of_class_instantiated_in_frame_replaced",
     "list_del_slice_lost_with_aliased_input_copy",
     "index_error_in_try_after_list_ops_swallowed",
@@ -704,3 +702,119 @@ def test_comprehension_in_an_eagerly_run_try_loop_does_not_crash():
                          cwd=root, env=dict(os.environ, PYTHONPATH=root))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "frames 0" in out.stdout, out.stdout      # the try runs eagerly: no graph
+
+
+def test_aot_graph_switching_grad_mode_as_aot_cannot_runs_its_ops_eagerly():
+    """aot's compiled function is one autograd node, recorded or not by the
+    grad mode of the call. (a) grad on, a view of the leaf y made under
+    no_grad and returned: eager's has no grad_fn (aot gave it a
+    ViewBackward to y: repro aot_view_under_no_grad_returned_with_grad_fn).
+    (b) grad off, an enable_grad block: eager's result has a grad_fn (aot
+    ran it as inference: repros aot_enable_grad_block_in_graph_entered_without_grad,
+    aot_inplace_on_view_of_leaf_not_refused). Both graphs run their ops
+    eagerly; a no_grad block whose results are no views still goes
+    through aot (a CompiledFunctionBackward)."""
+    import torch
+    import dynamo
+
+    def view_under_no_grad(x, y):
+        with torch.no_grad():
+            v = y.view(-1)
+        return x * 2, v
+
+    def enable_grad_inside(x, y):
+        with torch.enable_grad():
+            return x * y
+
+    def no_grad_values(x, y):
+        with torch.no_grad():
+            s = y.sum() * 2
+        return x * y + s
+
+    x, y = torch.ones(2, 2, requires_grad=True), torch.ones(2, 2, requires_grad=True)
+    cnt = _AotCounter()
+    a, v = dynamo.optimize(cnt)(view_under_no_grad)(x, y)
+    assert cnt.frame_count == 1
+    assert v.requires_grad and v.grad_fn is None and v._base is y       # eager's no_grad view
+    assert type(a.grad_fn).__name__ == "MulBackward0"                   # the graph ran op by op
+    dynamo.reset()
+    cnt = _AotCounter()
+    with torch.no_grad():
+        r = dynamo.optimize(cnt)(enable_grad_inside)(x, y)
+    assert cnt.frame_count == 1 and type(r.grad_fn).__name__ == "MulBackward0"
+    r.sum().backward()
+    assert x.grad.tolist() == [[1.0, 1.0]] * 2
+    dynamo.reset()
+    cnt = _AotCounter()
+    r = dynamo.optimize(cnt)(no_grad_values)(x, y)
+    assert cnt.frame_count == 1 and type(r.grad_fn).__name__ == "CompiledFunctionBackward"
+    assert r.tolist() == [[9.0, 9.0]] * 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_graph_raising_inside_a_no_grad_block_restores_the_grad_mode(backend):
+    """An op failing at run time inside a no_grad block of a graph (an
+    index out of range, which the fake run accepts): eager's `with` puts
+    grad mode back as the error leaves the block; the graph's
+    _set_grad_enabled(True) after the block never ran, so the caller went
+    on with grad off. The compiled graph's wrapper restores the entry mode
+    when it raises (aot_eager also before its op-by-op replay)."""
+    import torch
+    import dynamo
+    from dynamo.backends import lookup
+
+    def f(x, i):
+        y = x * 2
+        with torch.no_grad():
+            z = torch.index_select(y, 0, i)
+        return z + y
+
+    compiles = []
+
+    def counting(gm, example_inputs):
+        compiles.append(gm)
+        return lookup(backend)[1](gm, example_inputs)
+    opt = dynamo.optimize(counting)(f)
+    x = torch.ones(3, requires_grad=True)
+    try:
+        for _ in range(2):
+            with pytest.raises(IndexError):
+                opt(x, torch.tensor([5]))
+            assert torch.is_grad_enabled()
+        assert len(compiles) == 1                   # the grad-mode guard still holds: no recompile
+        assert opt(x, torch.tensor([1])).requires_grad
+    finally:
+        torch.set_grad_enabled(True)
+
+
+def test_backend_failing_inside_a_grad_mode_block_does_not_leak_grad_mode():
+    """A backend that runs the graph while compiling (aot's trace) and
+    fails inside its enable_grad block left grad mode on: the frame,
+    entered with grad off, then ran the graph's ops before the block with
+    grad on (repro aot_no_grad_view_mutated_then_used_with_grad, where an
+    add_ meant for no_grad then raised)."""
+    import torch
+    import dynamo
+
+    compiles = []
+
+    def fails_in_block(gm, example_inputs):
+        compiles.append(gm)
+        torch._C._set_grad_enabled(True)        # as a trace stopped inside the block
+        raise RuntimeError("backend failed")
+
+    def f(x):
+        y = x * 2
+        with torch.enable_grad():
+            z = x * 3
+        return y, z
+
+    x = torch.ones(2, requires_grad=True)
+    try:
+        with torch.no_grad(), pytest.warns(RuntimeWarning, match="backend failed"):
+            y, z = dynamo.optimize(fails_in_block)(f)(x)
+            assert not torch.is_grad_enabled()
+        assert len(compiles) == 1
+        assert not y.requires_grad and type(z.grad_fn).__name__ == "MulBackward0"
+    finally:
+        torch.set_grad_enabled(True)

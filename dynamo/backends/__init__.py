@@ -54,6 +54,7 @@ def wrap(name, fn):
     def compile_with_policy(gm, example_inputs):
         outputs = graph_outputs(gm)         # read before the backend: it may rewrite gm
         reference = _reference_copy(gm) if config.verify_correctness else None
+        grad = _grad_enabled()
         try:
             compiled = fn(gm, example_inputs)
             if compiled is None or not callable(compiled):
@@ -73,6 +74,11 @@ def wrap(name, fn):
             warnings.warn(f"dynamo: backend {name!r} failed ({type(e).__name__}: {e}); "
                           f"running the graph eagerly", RuntimeWarning, stacklevel=2)
             compiled = gm.forward
+        finally:
+            # a backend that runs the graph (aot's trace) and fails inside a
+            # no_grad/enable_grad region of it leaves that mode set: the
+            # frame would go on (and run the graph eagerly) in the wrong mode
+            _set_grad_enabled(grad)
         # The compiled graph and whatever code the backend generated run
         # without the hook: they are ours, not the user's, to compile.
         # An fx GraphModule's own forward only needs its code skip-marked
@@ -81,15 +87,43 @@ def wrap(name, fn):
         # its results are checked to have one item per graph output (the
         # calling code indexes them: a wrong count is a TypeError naming
         # the backend, not an IndexError in the user's frame).
+        # A graph that switches grad mode (a no_grad block) and raises inside
+        # the block would leave the block's mode set for the caller, where
+        # eager's `with` puts the entry mode back: on_error restores it.
         code = _fx_forward_code(compiled)
-        if code is not None and not _calls_user_code(gm):
+        on_error = _restore_grad_mode(grad) if _switches_grad_mode(gm) else None
+        if code is not None and not _calls_user_code(gm) and on_error is None:
             _C.set_skip(code)
             return compiled
         if outputs is None:
-            return _C.OptimizedCallable(compiled, None, 0)
-        return _C.OptimizedCallable(compiled, None, 0, outputs, f"backend {name!r}")
+            return _C.OptimizedCallable(compiled, None, 0, on_error=on_error)
+        return _C.OptimizedCallable(compiled, None, 0, outputs, f"backend {name!r}", on_error=on_error)
     compile_with_policy.backend_name = name
     return compile_with_policy
+
+
+def _grad_enabled():
+    import torch
+    return torch.is_grad_enabled()
+
+
+def _set_grad_enabled(mode):
+    import torch
+    torch._C._set_grad_enabled(mode)
+
+
+def _switches_grad_mode(gm):
+    """Does the fx graph of `gm` call torch._C._set_grad_enabled?"""
+    import torch
+    import torch.fx
+    return isinstance(gm, torch.fx.GraphModule) and any(
+        n.op == "call_function" and n.target is torch._C._set_grad_enabled for n in gm.graph.nodes)
+
+
+def _restore_grad_mode(mode):
+    """A no-argument callable setting grad mode `mode` (no Python frame)."""
+    import torch
+    return functools.partial(torch._C._set_grad_enabled, mode)
 
 
 def graph_outputs(gm):
@@ -213,6 +247,16 @@ def aot_eager(gm, example_inputs):
 #    aot's synthetic bases for such inputs have failed after writing back
 #    (regenerating an output view) and return a new tensor where eager's
 #    in-place op returns the input object itself.
+#  - its compiled function is one autograd node, recorded or not by the
+#    grad mode of the call: it cannot give eager's autograd metadata where
+#    the graph itself switches grad mode. A graph entered with grad off
+#    that turns it on (an enable_grad block, or a resume function that
+#    leaves a no_grad block) ran as inference: its outputs lost their
+#    grad_fn, and views of inputs came back as no_grad views. A view made
+#    under no_grad of a tensor that requires grad is, in eager, a leaf-like
+#    tensor without grad_fn; returned, or used by an op with grad on, aot
+#    gave it a grad_fn to its base (or failed to trace). Such graphs run
+#    their captured ops eagerly (_grad_mode_hazard).
 #  - one autograd node computes every input's gradient, and an output the
 #    loss never reaches gets a zero gradient, so an input that only feeds
 #    such outputs gets a zero .grad where eager leaves None. Where the
@@ -221,6 +265,10 @@ def aot_eager(gm, example_inputs):
 
 def _aot(gm, example_inputs, **kw):
     from torch._functorch.aot_autograd import aot_module_simplified
+    hazard = _grad_mode_hazard(gm)
+    if hazard is not None:
+        log.debug("aot: %s; the graph's ops run eagerly", hazard)
+        return gm.forward
     deps = _grad_deps(gm)
     eager_forward = gm.forward
     seeded = []
@@ -254,6 +302,36 @@ def _aot(gm, example_inputs, **kw):
     runtime.mutates = mutates
     runtime.fw_failed = fw_failed
     return runtime
+
+
+def _grad_mode_hazard(gm):
+    """Why aot's compiled function cannot reproduce eager's autograd
+    metadata for graph `gm` (see above), or None. The graph is entered in
+    the current grad mode (a guard of its frame). A no_grad view is a node
+    whose example is a view that requires grad, made with grad off or from
+    such a view; a hazard when returned or used with grad on."""
+    import torch
+    entry = mode = torch.is_grad_enabled()
+    nograd_views = set()
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target is torch._C._set_grad_enabled:
+            mode = bool(n.args[0])
+            if mode and not entry:
+                return "the graph, entered with grad mode off, turns it on"
+            continue
+        used = []
+        torch.fx.node.map_arg((n.args, n.kwargs), used.append)
+        if n.op == "output":
+            if nograd_views.intersection(used):
+                return "the graph returns a view made under no_grad"
+            continue
+        if mode and nograd_views.intersection(used):
+            return "an op with grad mode on uses a view made under no_grad"
+        ex = n.meta.get("example_value")
+        if isinstance(ex, torch.Tensor) and ex.requires_grad and ex._is_view() and \
+                (not mode or nograd_views.intersection(used)):
+            nograd_views.add(n)
+    return None
 
 
 def _partition_saving_mutated_inputs(joint, joint_inputs, **kw):
@@ -446,9 +524,11 @@ class _AotRuntime:
         versions = [t._version for t in tensors]
         if self.fw_failed is not None:
             self.fw_failed[0] = False
+        grad = torch.is_grad_enabled()
         try:
             outs = self.compiled(*args)
         except Exception:  # noqa: BLE001 - replayed op by op: eager's effects, eager's error
+            torch._C._set_grad_enabled(grad)    # the graph may have failed inside a no_grad region
             in_graph = self.fw_failed is not None and self.fw_failed[0]
             if not in_graph and versions != [t._version for t in tensors]:
                 raise           # it failed after writing to an input: a replay would write twice
