@@ -20,7 +20,6 @@ OPEN = {
     "method_of_class_instantiated_in_frame_replaced",
     "list_del_slice_lost_with_aliased_input_copy",
     "index_error_in_try_after_list_ops_swallowed",
-    "swapped_locals_nonlocal_after_manual_seed",
 }
 
 
@@ -818,3 +817,33 @@ def test_backend_failing_inside_a_grad_mode_block_does_not_leak_grad_mode():
         assert not y.requires_grad and type(z.grad_fn).__name__ == "MulBackward0"
     finally:
         torch.set_grad_enabled(True)
+
+
+def test_argument_cell_rebound_before_a_break_keeps_the_other_arguments_value():
+    """f(a, a): y's variable and x's are one, with one source. y is a cell
+    (g writes it with `nonlocal`); the trace rebinds it, then g's tensor
+    branch breaks the graph: the code rebuilding g's closure stored y's
+    new value in its cell before g's argument x was loaded from y's
+    source, so g got y * 2 (repro argument_cell_rebound_before_break_read_through_alias,
+    fuzz seed 5109758). The argument's entry value is kept first."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x, y):
+        y = y * 2
+        def g(t):
+            nonlocal y
+            if t.sum() > 0:
+                y = y * 3
+            return t - 1
+        return g(x), y
+
+    a = -torch.ones(2)
+    cnt = CompileCounter()
+    r, y = dynamo.optimize(cnt)(f)(a, a)
+    assert r.tolist() == [-2.0, -2.0] and y.tolist() == [-2.0, -2.0]
+    assert (cnt.frame_count, cnt.op_count) == (3, 4)
+    b = torch.ones(2)
+    r, y = dynamo.optimize(cnt)(f)(b, b)          # the other branch: its own resume frame
+    assert r.tolist() == [0.0, 0.0] and y.tolist() == [6.0, 6.0]

@@ -323,6 +323,7 @@ class CellVariable(VariableTracker):
         if name is not None:
             if self.value is not None and (self.source is None or getattr(self, "written", False)):
                 cg.reconstruct(self.value)
+                cg.keep_entry_value(name)
                 cg.emit("STORE_DEREF", argval=name)
             cg.emit("LOAD_CLOSURE", argval=name)
             return
