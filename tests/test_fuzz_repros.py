@@ -847,3 +847,27 @@ def test_argument_cell_rebound_before_a_break_keeps_the_other_arguments_value():
     b = torch.ones(2)
     r, y = dynamo.optimize(cnt)(f)(b, b)          # the other branch: its own resume frame
     assert r.tolist() == [0.0, 0.0] and y.tolist() == [6.0, 6.0]
+
+
+def test_aot_boolean_mask_of_an_empty_tensor_compiles():
+    """x[x > 0] of an empty x: the capture's fake run knew the mask's
+    result has size 0, so aot traced with the real inputs, where its fake
+    nonzero raised DynamicOutputShapeException: the backend failed and
+    warned (fuzz seed 7300583, a backend fallback). aot now traces such a
+    graph again with a shape env."""
+    import warnings
+
+    import torch
+    import dynamo
+
+    def f(x):
+        return x + x[x > 0].sum()
+
+    cnt = _AotCounter()
+    opt = dynamo.optimize(cnt)(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no "backend failed" fallback
+        for shape in ((0, 3), (2, 3)):
+            x = torch.randn(shape)
+            assert torch.equal(opt(x), f(x))
+    assert cnt.frame_count == 2                 # one graph per shape, both through aot

@@ -201,14 +201,15 @@ def _nop_compiler(gm, example_inputs):
     return nop(gm, example_inputs)
 
 
-def _aot_inputs(gm, example_inputs):
+def _aot_inputs(gm, example_inputs, dynamic=False):
     """The inputs AOT autograd traces with: the real ones, unless a node's
     size depends on data (nonzero, torch.where(mask); an unbacked symbol of
-    the capture): then fakes of them (same sizes) from a fake mode with a
+    the capture; `dynamic`: such an op whose size the capture knew, on an
+    empty input): then fakes of them (same sizes) from a fake mode with a
     shape env, which AOT adopts and which lets such ops keep a symbolic size."""
     import torch
-    dynamic = any(isinstance(v, torch.Tensor) and any(type(d) is not int for d in v.shape)
-                  for v in (n.meta.get("example_value") for n in gm.graph.nodes))
+    dynamic = dynamic or any(isinstance(v, torch.Tensor) and any(type(d) is not int for d in v.shape)
+                             for v in (n.meta.get("example_value") for n in gm.graph.nodes))
     if not dynamic:
         return example_inputs
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -296,8 +297,15 @@ def _aot(gm, example_inputs, **kw):
         example_inputs = [_unaliased(x) if _is_tensor(x) else x for x in example_inputs]
     kw.setdefault("keep_inference_input_mutations", True)
     kw.setdefault("partition_fn", _partition_saving_mutated_inputs)
-    compiled = aot_module_simplified(gm, _aot_inputs(gm, example_inputs), fw_compiler=fw_compiler,
-                                     bw_compiler=_nop_compiler, **kw)
+    from torch._subclasses.fake_tensor import DynamicOutputShapeException
+    try:
+        compiled = aot_module_simplified(gm, _aot_inputs(gm, example_inputs), fw_compiler=fw_compiler,
+                                         bw_compiler=_nop_compiler, **kw)
+    except DynamicOutputShapeException:
+        # a boolean mask or nonzero of an empty tensor: the capture's
+        # example had a known size 0, aot's fakes need a shape env
+        compiled = aot_module_simplified(gm, _aot_inputs(gm, example_inputs, dynamic=True),
+                                         fw_compiler=fw_compiler, bw_compiler=_nop_compiler, **kw)
     runtime = _AotRuntime(compiled, eager_forward, any(seeded), deps, _attr_keys(gm))
     runtime.mutates = mutates
     runtime.fw_failed = fw_failed
