@@ -974,6 +974,7 @@ class PyCodegen:
         for name in self.temp_names:
             self.emit("DELETE_FAST", argval=name)
         self.temp_names = []
+        self.entry_values = {}           # their temporaries are gone
 
     def call(self, nargs):
         """Call with stack [callable, args...]: a NULL goes into the call's
