@@ -738,6 +738,11 @@ def test_aot_graph_switching_grad_mode_as_aot_cannot_runs_its_ops_eagerly():
     assert type(a.grad_fn).__name__ == "MulBackward0"                   # the graph ran op by op
     dynamo.reset()
     cnt = _AotCounter()
+    leaf_view = torch.ones(4, 1).t().requires_grad_()                   # a leaf, viewing a base without grad
+    a, v = dynamo.optimize(cnt)(view_under_no_grad)(x, leaf_view)
+    assert cnt.frame_count == 1 and not v.requires_grad                 # as eager's (repro ..._of_leaf_view_...)
+    dynamo.reset()
+    cnt = _AotCounter()
     with torch.no_grad():
         r = dynamo.optimize(cnt)(enable_grad_inside)(x, y)
     assert cnt.frame_count == 1 and type(r.grad_fn).__name__ == "MulBackward0"

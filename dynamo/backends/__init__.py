@@ -315,9 +315,11 @@ def _aot(gm, example_inputs, **kw):
 def _grad_mode_hazard(gm):
     """Why aot's compiled function cannot reproduce eager's autograd
     metadata for graph `gm` (see above), or None. The graph is entered in
-    the current grad mode (a guard of its frame). A no_grad view is a node
-    whose example is a view that requires grad, made with grad off or from
-    such a view; a hazard when returned or used with grad on."""
+    the current grad mode (a guard of its frame). A no_grad view is a view
+    made with grad off of a tensor that requires grad (its own
+    requires_grad follows its base's: False for a leaf that is a view of a
+    tensor that does not), or a view of such a view; a hazard when
+    returned or used with grad on."""
     import torch
     entry = mode = torch.is_grad_enabled()
     nograd_views = set()
@@ -336,10 +338,24 @@ def _grad_mode_hazard(gm):
         if mode and nograd_views.intersection(used):
             return "an op with grad mode on uses a view made under no_grad"
         ex = n.meta.get("example_value")
-        if isinstance(ex, torch.Tensor) and ex.requires_grad and ex._is_view() and \
-                (not mode or nograd_views.intersection(used)):
+        if isinstance(ex, torch.Tensor) and ex._is_view() and (
+                nograd_views.intersection(used) or
+                (not mode and any(_example_requires_grad(gm, u) for u in used))):
             nograd_views.add(n)
     return None
+
+
+def _example_requires_grad(gm, node):
+    """Does the value of fx node `node` require grad (its example; a
+    get_attr: the tensor itself)?"""
+    import torch
+    if node.op == "get_attr":
+        obj = gm
+        for part in node.target.split("."):
+            obj = getattr(obj, part, None)
+        return isinstance(obj, torch.Tensor) and obj.requires_grad
+    ex = node.meta.get("example_value")
+    return isinstance(ex, torch.Tensor) and ex.requires_grad
 
 
 def _partition_saving_mutated_inputs(joint, joint_inputs, **kw):
