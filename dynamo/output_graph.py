@@ -335,6 +335,7 @@ class OutputGraph:
         # graph writes to none of its inputs (mutates_inputs)
         self.deopt = False
         self.mutates_inputs = False
+        self.uses_autocast = False
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
         # deterministic algorithms, default dtype, autocast, backend flags,
         # inference mode (docs/USER_GUIDE.md, "Global state")
@@ -605,23 +606,37 @@ class OutputGraph:
         if not config.trace_try_regions:
             raise Unsupported("tensor operation inside a try block (the try runs eagerly "
                               "so that its handlers see the operation's exceptions)")
-        if self.mutates_inputs:
+        if self.mutates_inputs or self.uses_autocast:
             raise Unsupported("tensor operation inside a try block of a graph that writes to "
-                              "its inputs (the try runs eagerly: a graph that raised could not "
-                              "be re-run eagerly after the write)")
+                              "its inputs or enters torch.autocast (the try runs eagerly: a "
+                              "graph that raised could not be re-run eagerly after that)")
         self.deopt = True
+
+    def note_autocast(self, tx):
+        """An autocast block enters the graph: a graph that raised inside
+        it leaves autocast on, so it cannot be re-run (check_not_in_try)."""
+        if self.deopt or (tx is not None and tx.in_try_region()):
+            raise Unsupported("torch.autocast block in a graph with operations inside a try "
+                              "block (the try runs eagerly)")
+        self.uses_autocast = True
 
     def note_input_writes(self, args, kwargs, versions):
         """After an op's fake run: did it write to a graph input (a tensor
-        argument, or a view of one, whose version moved)? Such a graph
+        argument whose version moved and which shares its storage with an
+        input, a parameter or a buffer: a view, a detach())? Such a graph
         cannot be re-run eagerly after it raised (check_not_in_try)."""
         tensors = _tensor_args(args, kwargs)
         changed = [a.example for a, v in zip(tensors, versions) if a.example._version != v]
         if not changed:
             return
-        ins = {id(v.example) for v in self.inputs.values()} | \
-            {id(v.example) for v in self.attr_nodes.values()} | {id(t) for t in self.fake_params.values()}
-        if any(id(t if t._base is None else t._base) in ins for t in changed):
+        ins = [v.example for v in self.inputs.values()] + \
+            [v.example for v in self.attr_nodes.values()] + list(self.fake_params.values())
+        try:
+            stores = {t.untyped_storage()._cdata for t in ins}
+            written = any(t.untyped_storage()._cdata in stores for t in changed)
+        except Exception:  # noqa: BLE001 - no storage to compare: count it as a write
+            written = True
+        if written:
             self.input_written()
 
     def input_written(self):

@@ -266,3 +266,43 @@ def test_trace_try_regions_off_runs_the_try_eagerly(monkeypatch):
     # x * 3 before the try, + 1 after it (a resume function)
     assert cnt.frame_count == 2 and cnt.op_count == 2
     assert counters["frames"][RERUN] == 0
+
+
+def detached_write_in_try(x, idx):
+    try:
+        x.detach().mul_(2)          # no view (_base is None), same storage as x
+        y = torch.gather(x, 0, idx)
+    except RuntimeError:
+        y = x + 0
+    return y
+
+
+def test_write_through_a_detached_alias_keeps_the_try_eager():
+    a, b = torch.ones(4), torch.ones(4)
+    exp = detached_write_in_try(a, BAD)
+    cnt = CompileCounter()
+    got = dynamo.optimize(cnt)(detached_write_in_try)(b, BAD)
+    assert same(got, exp) and same(a, b) and float(b[0]) == 2.0      # doubled once
+    assert cnt.frame_count == 0 and counters["frames"][RERUN] == 0
+
+
+def autocast_in_try(x, idx):
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = torch.gather(x @ x.t(), 0, idx)
+    except RuntimeError:
+        y = torch.is_autocast_cpu_enabled() + x.sum().reshape(1, 1)
+    return y
+
+
+def test_autocast_block_keeps_the_try_eager():
+    # a graph raising inside its autocast block would leave autocast on for
+    # the re-run: such a try runs eagerly
+    x, good, bad = torch.randn(2, 2), torch.tensor([[0, 1]]), torch.tensor([[0, 5]])
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(autocast_in_try)
+    assert same(opt(x, good), autocast_in_try(x, good))
+    assert same(opt(x, bad), autocast_in_try(x, bad))
+    assert not torch.is_autocast_cpu_enabled()
+    assert counters["frames"][RERUN] == 0
+    assert any("inside a try block" in r for r in counters["graph_break"])

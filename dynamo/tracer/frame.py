@@ -12,9 +12,12 @@ the rewritten code:
   just before that instruction, compiles the graph so far, runs the
   instruction eagerly in the rewritten code and calls the resume function
   for the next instruction.
-Breaks inside try blocks cannot cut the block: a graph op inside a try
-block is Unsupported (its exception must reach the handler, which the graph
-runs outside of), and any break inside one restarts the analysis to stop
+Graph ops inside try blocks are traced (config.trace_try_regions): the graph
+runs outside the handler, so its call gets a handler of its own that re-runs
+the frame eagerly from its start when it raises (emit_guarded_graph_call);
+a graph that writes to its inputs cannot be re-run and keeps such ops
+Unsupported (output_graph.check_not_in_try). Breaks inside try blocks
+cannot cut the block: any break inside one restarts the analysis to stop
 before the statement instead, at the last instruction with an empty stack
 outside every try/with: the graph so far, then the statement's own
 instructions copied as they are (eager_island: exception table included,
