@@ -23,6 +23,11 @@ _DEFAULTS = {
     "log_level": logging.WARNING,
     # log the generated code of every compile at INFO level
     "output_code": False,
+    # tensor ops inside try/finally and try/except blocks go into the graph;
+    # when such a graph raises at run time the frame re-runs its original
+    # code eagerly from the start (handlers see the op's exception as in
+    # eager). False: the try block runs eagerly (the graph ends before it)
+    "trace_try_regions": True,
     # raise BackendCompilerFailed instead of warning and running eagerly
     "raise_on_backend_error": False,
     # --- TorchDynamo-compatible names (docs/USER_GUIDE.md, "TorchDynamo-compatible API")

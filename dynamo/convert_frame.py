@@ -151,7 +151,7 @@ def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, 
     else:
         head = prologue(code.co_varnames, code.co_cellvars, code.co_freevars,
                         firstlineno=code.co_firstlineno)
-        new_code = assemble(head + tx.body, code)
+        new_code = assemble(head + tx.body + tx.deopt_tail, code)
     install_globals(f_globals, output.install)
     direct = direct_plan(new_code, f_globals) if new_code is not code else None
     if new_code is not code:

@@ -329,6 +329,13 @@ class OutputGraph:
         # trace assigned (STORE_GLOBAL), read back by later loads and written
         # to the real dict after the graph
         self.global_stores = {}
+        # a graph op ran where a user handler (try/except/finally) covers it:
+        # the rewritten code re-runs the frame eagerly if the graph raises
+        # (tracer/frame.py, emit_guarded_graph_call); sound only while the
+        # graph writes to none of its inputs (mutates_inputs)
+        self.deopt = False
+        self.mutates_inputs = False
+        self.uses_autocast = False
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
         # deterministic algorithms, default dtype, autocast, backend flags,
         # inference mode (docs/USER_GUIDE.md, "Global state")
@@ -586,15 +593,58 @@ class OutputGraph:
             raise Unsupported(f"{what} cannot run on example values "
                               f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from e
 
-    @staticmethod
-    def check_not_in_try(tx):
-        """A graph op must not run where a handler could see its exception:
-        the graph runs outside the try (an op that fails at run time, or
-        whose failure differs on example values, would skip the handler and
-        the locals it would see). Unsupported makes the try run eagerly."""
-        if tx is not None and tx.in_try_region():
+    def check_not_in_try(self, tx):
+        """A graph op where a handler could see its exception (a try
+        block, of this frame or of a caller being inlined). The graph runs
+        outside the try, so such an op is traced only when the frame can be
+        re-run eagerly from its start if the graph raises (config.
+        trace_try_regions, and a graph that writes to none of its inputs:
+        a re-run would see the write). Otherwise Unsupported, and the try
+        runs eagerly (its handlers see the operation's exceptions)."""
+        if tx is None or not tx.in_try_region():
+            return
+        if not config.trace_try_regions:
             raise Unsupported("tensor operation inside a try block (the try runs eagerly "
                               "so that its handlers see the operation's exceptions)")
+        if self.mutates_inputs or self.uses_autocast:
+            raise Unsupported("tensor operation inside a try block of a graph that writes to "
+                              "its inputs or enters torch.autocast (the try runs eagerly: a "
+                              "graph that raised could not be re-run eagerly after that)")
+        self.deopt = True
+
+    def note_autocast(self, tx):
+        """An autocast block enters the graph: a graph that raised inside
+        it leaves autocast on, so it cannot be re-run (check_not_in_try)."""
+        if self.deopt or (tx is not None and tx.in_try_region()):
+            raise Unsupported("torch.autocast block in a graph with operations inside a try "
+                              "block (the try runs eagerly)")
+        self.uses_autocast = True
+
+    def note_input_writes(self, args, kwargs, versions):
+        """After an op's fake run: did it write to a graph input (a tensor
+        argument whose version moved and which shares its storage with an
+        input, a parameter or a buffer: a view, a detach())? Such a graph
+        cannot be re-run eagerly after it raised (check_not_in_try)."""
+        tensors = _tensor_args(args, kwargs)
+        changed = [a.example for a, v in zip(tensors, versions) if a.example._version != v]
+        if not changed:
+            return
+        ins = [v.example for v in self.inputs.values()] + \
+            [v.example for v in self.attr_nodes.values()] + list(self.fake_params.values())
+        try:
+            stores = {t.untyped_storage()._cdata for t in ins}
+            written = any(t.untyped_storage()._cdata in stores for t in changed)
+        except Exception:  # noqa: BLE001 - no storage to compare: count it as a write
+            written = True
+        if written:
+            self.input_written()
+
+    def input_written(self):
+        """The graph writes to one of its inputs (see note_input_writes)."""
+        if self.deopt:
+            raise Unsupported("in-place write to a graph input in a graph with operations "
+                              "inside a try block (the write runs eagerly)")
+        self.mutates_inputs = True
 
     def call_function(self, tx, fn, args, kwargs):
         self.check_not_in_try(tx)
@@ -606,6 +656,7 @@ class OutputGraph:
             _check_same_dtypes(name, ex_args, ex_kw, self._autocast_on())
             return fn(*ex_args, **ex_kw)
         example = self._run_fake(name, run)
+        self.note_input_writes(args, kwargs, versions)
         self._probe(name, lambda a, k: fn(*a, **k), ex_args, ex_kw)
         same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
         if same is not None:
@@ -630,6 +681,7 @@ class OutputGraph:
             return getattr(ex_args[0], name)(*ex_args[1:], **ex_kw)
         versions = _versions(args, kwargs)
         example = self._run_fake(f"Tensor.{name}", run)
+        self.note_input_writes(args, kwargs, versions)
         self._probe(f"Tensor.{name}", lambda a, k: getattr(a[0], name)(*a[1:], **k), ex_args, ex_kw)
         # an in-place method may change no data and still act (detach_())
         same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
@@ -699,6 +751,8 @@ class OutputGraph:
         fake_module = self._fake_module(module)
         versions = _versions(args, kwargs)
         example = self._run_fake(type(module).__name__, lambda: fake_module(*ex_args, **ex_kw))
+        if module.training and next(module.buffers(), None) is not None:
+            self.input_written()            # may update its buffers (BatchNorm)
         same = _returned_input(args, kwargs, example, versions)
         if same is not None:
             return same

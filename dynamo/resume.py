@@ -12,6 +12,7 @@ co_firstlineno as the original. Codes are cached per (code, offset, stack
 shape, locals) so repeated compiles reuse the same code object and the
 hook's cache entries for it. Nothing here traces or compiles graphs.
 """
+import inspect
 import itertools
 import threading
 import types
@@ -24,6 +25,50 @@ _lock = threading.Lock()
 _cache = {}                      # key -> (code, name)
 _origin = {}                     # resume code -> (original code, {its offset: original offset})
 _counter = itertools.count()
+
+
+# code -> its copy that is never traced (run_original), made on the first
+# re-run (a plain dict: its lookups start no Python frame)
+_eager_copies = {}
+
+
+def run_original(code, f_globals, closure, grad_mode, rng_state, args):
+    """Run `code` (a frame's original code, or a resume code) eagerly from
+    its start with the argument slot values `args`, the closure cells
+    `closure` (a tuple or None) and the globals of its frame: what the
+    rewritten code does when a graph that a user handler covers raises at
+    run time (a "deopt": the graph had no effect the caller can see, so
+    the handlers, finally blocks and side effects happen as in eager).
+    `grad_mode` and `rng_state` (None: the graph draws no random numbers)
+    are put back first: the graph may have stopped between an op that set
+    them and the one restoring them. The code runs as an uncompiled copy
+    (skip-marked: the hook does not trace it; the functions it calls are
+    compiled as usual). Returns what the code returns; raises what it
+    raises."""
+    import torch
+    from . import _C
+    from .utils import counters
+    # no lock here, and no Python-level call while one is held: any Python
+    # frame started now goes through the hook's callback, which takes _lock
+    copy = _eager_copies.get(code)
+    if copy is None:
+        copy = _eager_copies.setdefault(code, code.replace())
+    _C.set_skip(copy)            # again each time: dynamo.reset() drops the mark
+    torch._C._set_grad_enabled(grad_mode)
+    if rng_state is not None:
+        torch.random.set_rng_state(rng_state)
+    counters["frames"]["graph_raised_rerun_eagerly"] += 1
+    fn = types.FunctionType(copy, f_globals, code.co_name, None, closure)
+    fn.__qualname__ = code.co_qualname
+    n, k = code.co_argcount, code.co_kwonlyargcount
+    pos, kw = tuple(args[:n]), dict(zip(code.co_varnames[n:n + k], args[n:n + k]))
+    i = n + k
+    if code.co_flags & inspect.CO_VARARGS:
+        pos += tuple(args[i])
+        i += 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        kw.update(args[i])
+    return fn(*pos, **kw)
 
 
 ITER = "iter"      # null_mask entry: the argument is a tuple standing for an iterator

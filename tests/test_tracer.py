@@ -494,9 +494,10 @@ def test_break_inside_try_runs_the_try_statement_eagerly():
     x = torch.randn(3)
     out, cc, res = call_compiled(in_try_block, x)
     assert same(res, x + 1) and cc.frame_count == 0
-    assert len(out.break_reasons) == 1 and "inside a try block" in out.break_reasons[0].reason
+    # the break is the print (x + 1 alone could be traced: config.trace_try_regions)
+    assert len(out.break_reasons) == 1 and "print" in out.break_reasons[0].reason
     assert len(out.resume_codes) == 2     # where the body ends, where the handler ends
-    with pytest.raises(Unsupported, match="inside a try block"):
+    with pytest.raises(Unsupported, match="print"):
         call_compiled(in_try_block, x, nopython=True)
 
 

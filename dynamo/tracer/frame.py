@@ -12,9 +12,12 @@ the rewritten code:
   just before that instruction, compiles the graph so far, runs the
   instruction eagerly in the rewritten code and calls the resume function
   for the next instruction.
-Breaks inside try blocks cannot cut the block: a graph op inside a try
-block is Unsupported (its exception must reach the handler, which the graph
-runs outside of), and any break inside one restarts the analysis to stop
+Graph ops inside try blocks are traced (config.trace_try_regions): the graph
+runs outside the handler, so its call gets a handler of its own that re-runs
+the frame eagerly from its start when it raises (emit_guarded_graph_call);
+a graph that writes to its inputs cannot be re-run and keeps such ops
+Unsupported (output_graph.check_not_in_try). Breaks inside try blocks
+cannot cut the block: any break inside one restarts the analysis to stop
 before the statement instead, at the last instruction with an empty stack
 outside every try/with: the graph so far, then the statement's own
 instructions copied as they are (eager_island: exception table included,
@@ -29,7 +32,7 @@ import dis
 
 from ..bytecode import (COND_JUMP, NULL_ABOVE_CALLABLE, arg_slot_count,
                         create_instruction, create_make_function, live_locals)
-from ..bytecode.instruction import takes_arg
+from ..bytecode.instruction import ExnTabEntry, takes_arg
 from ..exc import Unsupported
 from ..guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
 from ..output_graph import PyCodegen
@@ -69,6 +72,36 @@ _TENSOR_JUMPS = {"POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
                  "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE",
                  "POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE",
                  "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"}
+
+
+_seeded = {}
+
+
+def graph_draws_random(gm):
+    """Does the torch-level graph `gm` call a function, method or module
+    whose aten namesake draws random numbers (tagged nondeterministic_seeded:
+    rand, dropout, bernoulli_, nn.Dropout, ...)? A name-based reading, so
+    a torch function named unlike its aten op is missed."""
+    import torch
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            name = getattr(node.target, "__name__", "")
+        elif node.op == "call_method":
+            name = node.target
+        elif node.op == "call_module":
+            name = type(gm.get_submodule(node.target)).__name__.lower()
+        else:
+            continue
+        if name not in _seeded:
+            try:
+                op = getattr(torch.ops.aten, name.lstrip("_"), None)
+            except Exception:  # noqa: BLE001 - no such op
+                op = None
+            _seeded[name] = op is not None and any(
+                torch.Tag.nondeterministic_seeded in getattr(op, o).tags for o in op.overloads())
+        if _seeded[name]:
+            return True
+    return False
 
 
 def _reads_frame_locals(var):
@@ -128,6 +161,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.break_before = break_before
         self.safe_point = None         # (offset, op count): last point a try can be cut off at
         self.body = None
+        self.deopt_tail = []           # emit_guarded_graph_call's handler, after the body
         self.break_info = None
         self.resume_codes = []
         self.iter_temps = {}           # stack temporary holding an iterator -> resume mask kind
@@ -204,9 +238,74 @@ class InstructionTranslator(InstructionTranslatorBase):
             self.output.graphs.append(info)
         cg = PyCodegen(self.code, (GRAPH_OUT, index))
         cg.f_globals = self.f_globals        # nested functions are rebuilt only with these
-        if info is not None:
+        if info is not None and self.output.deopt:
+            self.emit_guarded_graph_call(cg, info, sources)
+        elif info is not None:
             cg.call_graph(info, sources, GRAPH_OUT)
         return cg
+
+    def emit_guarded_graph_call(self, cg, info, sources):
+        """The graph call for a graph with ops a user handler covers
+        (output.deopt): an exception (Exception, not BaseException) from it
+        leaves the handler-less try the rewritten code puts around the call
+        and re-runs this code eagerly from its start (resume.run_original),
+        returning what that returns. Nothing Python-visible happened before
+        the call (the traced side effects are replayed after it) and the
+        graph writes to none of its inputs (check_not_in_try), so the
+        re-run sees what the original call saw; a graph drawing random
+        numbers saves the CPU RNG state before the call for it. The
+        handler goes in `deopt_tail`, after the body."""
+        import torch
+        rng = None
+        if graph_draws_random(info.gm):
+            rng = cg.new_temp("___rng")
+            cg.load_const(torch.random.get_rng_state)
+            cg.call(0)
+            cg.store_local(rng)
+        start = len(cg.insts)
+        cg.call_graph(info, sources, GRAPH_OUT)
+        handler = create_instruction("PUSH_EXC_INFO")
+        entry = ExnTabEntry(cg.insts[start], cg.insts[-1], handler, 0, False)
+        for inst in cg.insts[start:]:
+            inst.exn_tab_entry = entry
+        tail = PyCodegen(self.code)
+        reraise = create_instruction("RERAISE", arg=0)
+        cleanup = create_instruction("COPY", arg=3)
+        tail.append(handler)                     # [prev exc, exc]
+        tail.load_const(Exception)
+        tail.emit("CHECK_EXC_MATCH")
+        tail.append(create_instruction(COND_JUMP["FALSE"], target=reraise))
+        tail.emit("POP_TOP")
+        in_handler = ExnTabEntry(handler, tail.insts[-1], cleanup, 1, True)
+        for inst in tail.insts:
+            inst.exn_tab_entry = in_handler
+        tail.emit("POP_EXCEPT")                  # out of the handler: no __context__
+        tail.load_const(resume.run_original)
+        tail.load_const(self.code)
+        tail.load_const(self.f_globals)
+        if self.code.co_freevars:
+            for fv in self.code.co_freevars:
+                tail.emit("LOAD_CLOSURE", argval=fv)
+            tail.emit("BUILD_TUPLE", arg=len(self.code.co_freevars))
+        else:
+            tail.load_const(None)
+        tail.load_const(self.output.initial_grad)
+        if rng is None:
+            tail.load_const(None)
+        else:
+            tail.load_local(rng)
+        nargs = arg_slot_count(self.code)
+        for name in self.code.co_varnames[:nargs]:
+            tail.load_local(name)
+        tail.emit("BUILD_TUPLE", arg=nargs)
+        tail.call(6)
+        tail.emit("RETURN_VALUE")
+        reraise.exn_tab_entry = in_handler
+        tail.append(reraise)
+        tail.append(cleanup)
+        tail.emit("POP_EXCEPT")
+        tail.emit("RERAISE", arg=1)
+        self.deopt_tail = tail.insts
 
     def write_back_lists(self, cg):
         """Argument lists the trace changed get their final items:

@@ -365,7 +365,7 @@ class AutocastVariable(VariableTracker):
     def enter(self, tx):
         import torch.amp.autocast_mode as am
         out = tx.output
-        out.check_not_in_try(tx)
+        out.note_autocast(tx)
         self.node = out.graph.call_function(am._enter_autocast, self.vals)
         out._tag(self.node)
         out.autocast_stack.append(self.vals)

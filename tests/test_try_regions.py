@@ -1,0 +1,308 @@
+"""Tensor ops inside try blocks are traced (config.trace_try_regions): one
+graph for the frame, and when that graph raises at run time the frame's
+original code re-runs eagerly from its start (resume.run_original), so the
+exception, the finally blocks and the handlers act as in eager. Each test
+counts graphs, compiles and re-runs (counters["frames"]
+["graph_raised_rerun_eagerly"])."""
+import pytest
+import torch
+
+import dynamo
+from dynamo.testing import CompileCounter, same
+from dynamo.utils import counters
+
+RERUN = "graph_raised_rerun_eagerly"
+log = []
+state = {"is_causal": True}
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    dynamo.reset()
+    counters.clear()
+    log.clear()
+    yield
+    dynamo.reset()
+
+
+def outcome(fn, *args):
+    try:
+        return ("ok", fn(*args))
+    except Exception as e:  # noqa: BLE001 - compared with eager
+        return ("raise", type(e), str(e))
+
+
+def same_outcome(a, b):
+    if a[0] != b[0]:
+        return False
+    return same(a[1], b[1]) if a[0] == "ok" else a[1:] == b[1:]
+
+
+GOOD = torch.tensor([0, 2])
+BAD = torch.tensor([0, 9])          # out of range: only the real kernel sees it
+
+
+def gather_finally(x, idx):
+    global flag
+    try:
+        y = torch.gather(x.sin() + 1, 0, idx)
+        log.append("body")
+    finally:
+        flag = x.shape[0]           # a global write in the finally block
+        log.append("finally")
+    return y * 2
+
+
+def test_try_finally_is_one_graph_with_finally_effects():
+    x = torch.randn(4)
+    exp = gather_finally(x, GOOD)
+    eager_log = list(log)
+    log.clear()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(gather_finally)
+    assert same(opt(x, GOOD), exp)
+    assert log == eager_log == ["body", "finally"]
+    assert flag == 4
+    assert cnt.frame_count == 1 and cnt.op_count == 4      # sin, add, gather, mul
+    assert counters["frames"][RERUN] == 0
+
+
+def test_try_finally_graph_failing_at_run_time_reruns_eagerly():
+    x = torch.randn(4)
+    exp = outcome(gather_finally, x, BAD)
+    eager_log = list(log)
+    log.clear()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(gather_finally)
+    opt(x, GOOD)
+    log.clear()
+    got = outcome(opt, x, BAD)
+    assert exp[0] == "raise" and exp[1] is RuntimeError
+    assert same_outcome(exp, got)
+    assert log == eager_log == ["finally"]           # finally ran once, the body's append never
+    assert cnt.frame_count == 1                       # same entry: no recompile
+    assert counters["frames"][RERUN] == 1
+    assert same(opt(x, GOOD), gather_finally(x, GOOD))
+    assert counters["frames"][RERUN] == 1
+
+
+def gather_or_handler(x, idx):
+    global handled
+    y = x * 3
+    try:
+        y = torch.gather(y, 0, idx)
+    except RuntimeError as e:
+        handled = type(e).__name__
+        y = y.sum().reshape(1)
+    return y + 1
+
+
+def test_try_except_handler_runs_when_graph_raises():
+    global handled
+    x = torch.randn(4)
+    exp = gather_or_handler(x, BAD)
+    assert handled == "RuntimeError"
+    handled = None
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(gather_or_handler)
+    assert same(opt(x, GOOD), gather_or_handler(x, GOOD))
+    assert cnt.frame_count == 1 and cnt.op_count == 3
+    handled = None
+    assert same(opt(x, BAD), exp)
+    assert handled == "RuntimeError"
+    assert cnt.frame_count == 1 and counters["frames"][RERUN] == 1
+
+
+class Config:
+    is_causal = True
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = Config()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x, idx):
+        h = self.lin(x)
+        return torch.gather(h, 1, idx) if self.config.is_causal else h
+
+
+def with_config_defaults(fn):
+    """The shape of transformers 5's merge_with_config_defaults: set a
+    config attribute, call the forward, restore it in a finally block."""
+    def wrapper(self, x, idx, is_causal=False):
+        old = self.config.is_causal
+        self.config.is_causal = is_causal
+        try:
+            out = fn(self, x, idx)
+        finally:
+            self.config.is_causal = old
+        return out
+    return wrapper
+
+
+Block.forward = with_config_defaults(Block.forward)
+
+
+def test_inlined_try_finally_wrapper_one_graph_and_restores_attribute():
+    torch.manual_seed(0)
+    m = Block()
+    x, idx = torch.randn(2, 4), torch.tensor([[0], [3]])
+    exp = m(x, idx, is_causal=True)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(m)
+    assert same(opt(x, idx, is_causal=True), exp)
+    assert m.config.is_causal is True
+    assert cnt.frame_count == 1 and counters["graph_break"] == {}
+    # a run-time failure inside the inlined forward: the attribute is
+    # restored by the eager re-run's finally, the error is eager's
+    bad = torch.tensor([[0], [7]])
+    exp = outcome(m, x, bad, True)
+    got = outcome(opt, x, bad, True)
+    assert exp[0] == "raise" and same_outcome(exp, got)
+    assert m.config.is_causal is True
+    # the re-run calls the inner forward, compiled as a frame of its own
+    # (the functions a re-run calls compile as usual); its graph raises
+    # with no handler of its own frame: no second re-run
+    assert cnt.frame_count == 2 and counters["frames"][RERUN] == 1
+
+
+def inplace_in_try(x, idx):
+    try:
+        x.add_(1)
+        y = torch.gather(x, 0, idx)
+    except RuntimeError:
+        y = x * 0
+    return y
+
+
+def test_inplace_write_to_input_keeps_the_try_eager():
+    # a graph that wrote to x and then raised could not be re-run: the try
+    # runs eagerly as before, x is incremented once
+    a, b = torch.zeros(4), torch.zeros(4)
+    exp = inplace_in_try(a, BAD)
+    cnt = CompileCounter()
+    got = dynamo.optimize(cnt)(inplace_in_try)(b, BAD)
+    assert same(got, exp) and same(a, b) and float(b[0]) == 1.0
+    assert cnt.frame_count == 0 and counters["frames"][RERUN] == 0
+    assert any("write to a graph input" in r for r in counters["graph_break"])
+
+
+def random_in_try(x, idx):
+    try:
+        r = torch.rand(4)
+        y = torch.gather(x + r, 0, idx)
+    except RuntimeError:
+        y = torch.rand(2) + r.sum()
+    return y
+
+
+def test_random_graph_restores_rng_before_rerun():
+    x = torch.randn(4)
+    torch.manual_seed(1)
+    exp = random_in_try(x, BAD)
+    after_eager = torch.rand(1)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(random_in_try)
+    opt(x, GOOD)
+    torch.manual_seed(1)
+    got = opt(x, BAD)
+    assert same(got, exp) and same(torch.rand(1), after_eager)
+    assert cnt.frame_count == 1 and counters["frames"][RERUN] == 1
+
+
+def test_rerun_passes_closure_varargs_and_keyword_only_arguments():
+    scale = torch.tensor(2.0)
+
+    def f(x, *rest, idx, **kw):
+        try:
+            y = torch.gather(x * scale + rest[0], 0, idx) * kw["k"]
+        finally:
+            log.append(("finally", len(rest), sorted(kw)))
+        return y
+    x = torch.randn(4)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    assert same(opt(x, 1.0, 5, idx=GOOD, k=3.0), f(x, 1.0, 5, idx=GOOD, k=3.0))
+    log.clear()                     # the trace guards len(log): empty at each call
+    exp = outcome(lambda: f(x, 1.0, 5, idx=BAD, k=3.0))
+    assert log == [("finally", 2, ["k"])]
+    log.clear()
+    got = outcome(lambda: opt(x, 1.0, 5, idx=BAD, k=3.0))
+    assert exp[0] == "raise" and same_outcome(exp, got)
+    assert log == [("finally", 2, ["k"])]
+    assert cnt.frame_count == 1 and counters["frames"][RERUN] == 1
+
+
+def break_then_try(x, idx):
+    y = x + 1
+    print("", end="")               # a graph break: the rest is a resume function
+    try:
+        y = torch.gather(y, 0, idx)
+    except RuntimeError:
+        log.append("handler")
+        y = y * 0
+    return y
+
+
+def test_resume_function_graph_reruns_the_resume_code():
+    x = torch.randn(4)
+    exp = break_then_try(x, BAD)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(break_then_try)
+    assert same(opt(x, GOOD), break_then_try(x, GOOD))
+    log.clear()
+    assert same(opt(x, BAD), exp) and log == ["handler"]
+    assert cnt.frame_count == 2 and counters["frames"][RERUN] == 1
+
+
+def test_trace_try_regions_off_runs_the_try_eagerly(monkeypatch):
+    monkeypatch.setattr(dynamo.config, "trace_try_regions", False)
+    x = torch.randn(4)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(gather_or_handler)
+    assert same(opt(x, BAD), gather_or_handler(x, BAD))
+    # x * 3 before the try, + 1 after it (a resume function)
+    assert cnt.frame_count == 2 and cnt.op_count == 2
+    assert counters["frames"][RERUN] == 0
+
+
+def detached_write_in_try(x, idx):
+    try:
+        x.detach().mul_(2)          # no view (_base is None), same storage as x
+        y = torch.gather(x, 0, idx)
+    except RuntimeError:
+        y = x + 0
+    return y
+
+
+def test_write_through_a_detached_alias_keeps_the_try_eager():
+    a, b = torch.ones(4), torch.ones(4)
+    exp = detached_write_in_try(a, BAD)
+    cnt = CompileCounter()
+    got = dynamo.optimize(cnt)(detached_write_in_try)(b, BAD)
+    assert same(got, exp) and same(a, b) and float(b[0]) == 2.0      # doubled once
+    assert cnt.frame_count == 0 and counters["frames"][RERUN] == 0
+
+
+def autocast_in_try(x, idx):
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = torch.gather(x @ x.t(), 0, idx)
+    except RuntimeError:
+        y = torch.is_autocast_cpu_enabled() + x.sum().reshape(1, 1)
+    return y
+
+
+def test_autocast_block_keeps_the_try_eager():
+    # a graph raising inside its autocast block would leave autocast on for
+    # the re-run: such a try runs eagerly
+    x, good, bad = torch.randn(2, 2), torch.tensor([[0, 1]]), torch.tensor([[0, 5]])
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(autocast_in_try)
+    assert same(opt(x, good), autocast_in_try(x, good))
+    assert same(opt(x, bad), autocast_in_try(x, bad))
+    assert not torch.is_autocast_cpu_enabled()
+    assert counters["frames"][RERUN] == 0
+    assert any("inside a try block" in r for r in counters["graph_break"])
