@@ -11,6 +11,7 @@ the frame's globals (remembered: dynamo.reset() removes them). It does not decid
 import builtins
 import dataclasses
 import dis
+import sys
 import threading
 import traceback
 import types
@@ -212,16 +213,38 @@ def uninstall_globals():
     """Remove every name compile_frame installed in user globals and still
     bound to what it installed, and the generated source torch.fx kept for
     the graph modules made while compiling (dynamo.reset(): the compiled
-    code that loads them is dropped too)."""
+    code that loads them is dropped too).  A name that a frame running now
+    (on any thread's stack: reset() called from inside a compiled frame,
+    say, whose rewritten code calls a resume function after the call) may
+    still load stays installed and remembered: the next uninstall takes it
+    back once no such frame is left."""
+    running = _running_frames()
     with _installed_lock:
-        doomed = list(_installed)
-        _installed.clear()
+        doomed = [item for item in _installed if not _loaded_by(running, item)]
+        _installed[:] = [item for item in _installed if _loaded_by(running, item)]
         fx_ids = list(_fx_sources)
         _fx_sources.clear()
     for f_globals, name, value in doomed:
         if f_globals.get(name, None) is value:
             del f_globals[name]
     _forget_fx_sources(fx_ids)
+
+
+def _running_frames():
+    """(globals dict, co_names) of every frame on every thread's stack."""
+    out = []
+    for top in sys._current_frames().values():
+        frame = top
+        while frame is not None:
+            out.append((frame.f_globals, frame.f_code.co_names))
+            frame = frame.f_back
+    return out
+
+
+def _loaded_by(running, item):
+    """Does a running frame load the installed (globals, name, value) item?"""
+    f_globals, name, _ = item
+    return any(g is f_globals and name in names for g, names in running)
 
 
 # torch.fx keeps the source of every GraphModule it generates, for ever
