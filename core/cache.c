@@ -227,6 +227,42 @@ cache_clear(PyObject *code)
     cache_entry_decref(entries);
 }
 
+PyObject *
+cache_drop_unused(PyObject *code)
+{
+    PyObject *dropped = PyList_New(0);
+    CodeCache *c = cache_get(code);
+    if (dropped == NULL || c == NULL)
+        return dropped;
+    CacheEntry *doomed = NULL, **link = &c->entries, *e;
+    while ((e = *link) != NULL) {
+        if (e->hits != 0 || e->guards->dead) {     /* used, or pruned at the next lookup */
+            link = &e->next;
+            continue;
+        }
+        if (PyList_Append(dropped, e->payload) < 0) {
+            Py_CLEAR(dropped);
+            break;
+        }
+        *link = e->next;            /* the reference e held moves to the link */
+        e->next = doomed;           /* e's link reference now comes from doomed */
+        doomed = e;
+    }
+    if (doomed != NULL) {
+        /* A lookup still holding one of these entries sees the generation
+         * change and stops walking, so it never follows the new links. */
+        cache_generation++;
+        GTree *tree = c->tree;
+        c->tree = NULL;
+        gtree_decref(tree);         /* entries still hold what the tree holds */
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        cache_entry_decref(doomed); /* may run Python code: last */
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+    }
+    return dropped;
+}
+
 void
 cache_reset_all(void)
 {

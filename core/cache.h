@@ -43,6 +43,8 @@ typedef struct CacheEntry {
     GirSet *guards;             /* owned */
     DirectCall *direct;         /* owned (PyMem), or NULL: run `code` in a shadow frame */
     DtEntry *tele;              /* borrowed: telemetry slot (shared region), or NULL */
+    uint64_t hits;              /* lookups that picked this entry, count (not the
+                                   call that compiled it) */
 } CacheEntry;
 
 /* The co_extra record of one code object. */
@@ -104,6 +106,12 @@ GTree *cache_tree(CodeCache *cache, GirRuntime *rt /* borrowed */);
 
 /* Drop all entries of one code object (its skip mark stays). */
 void cache_clear(PyObject *code /* borrowed */);
+
+/* Drop the entries of code that no lookup has picked yet (hits == 0): the
+ * cache-limit policy of dynamo/eval_frame.py.  New list of their payloads,
+ * newest first (empty when none or code has no cache), or NULL with an
+ * exception (the entries unlinked until then are dropped all the same). */
+PyObject *cache_drop_unused(PyObject *code /* borrowed */);
 
 /* Drop every entry and every skip mark the module ever set. */
 void cache_reset_all(void);

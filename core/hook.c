@@ -160,8 +160,10 @@ lookup(CallableState *st, CodeCache *cache, GevalFrame *gf, CacheEntry **hit, Py
     st->guard_depth++;                          /* Python code run by checks: not ours */
     Py_ssize_t r = gtree_lookup(tree, gf, failures);
     st->guard_depth--;
-    if (r >= 0 && cache_generation == gf->generation0)     /* tags still valid? */
+    if (r >= 0 && cache_generation == gf->generation0) {   /* tags still valid? */
         *hit = cache_entry_incref(gtree_tag(tree, r));
+        (*hit)->hits++;
+    }
     else if (r == GTREE_ABORTED && failures != NULL)
         *failures = PyList_New(0);
     gtree_decref(tree);

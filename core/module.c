@@ -140,6 +140,19 @@ clear_cache(PyObject *module, PyObject *code)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(drop_unused_doc,
+"drop_unused(code) -> list of payloads: drop the entries of code that no lookup\n"
+"has picked since they were added (the call that compiled one is not a pick),\n"
+"newest first.");
+
+static PyObject *
+drop_unused(PyObject *module, PyObject *code)
+{
+    if (require_code(code) < 0)
+        return NULL;
+    return cache_drop_unused(code);
+}
+
 PyDoc_STRVAR(reset_doc, "reset(): drop every cache entry and skip mark ever set.");
 
 static PyObject *
@@ -404,6 +417,7 @@ static PyMethodDef module_methods[] = {
     {"cache_entries", cache_entries, METH_O, cache_entries_doc},
     {"cache_direct", cache_direct, METH_O, cache_direct_doc},
     {"clear_cache", clear_cache, METH_O, clear_cache_doc},
+    {"drop_unused", drop_unused, METH_O, drop_unused_doc},
     {"reset", reset, METH_NOARGS, reset_doc},
     {"eval_guards", (PyCFunction)(void (*)(void))eval_guards, METH_FASTCALL, eval_guards_doc},
     {"_hook_installed", hook_installed_py, METH_NOARGS, hook_installed_doc},

@@ -11,6 +11,7 @@ the frame's globals (remembered: dynamo.reset() removes them). It does not decid
 import builtins
 import dataclasses
 import dis
+import sys
 import threading
 import traceback
 import types
@@ -152,13 +153,18 @@ def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, 
         head = prologue(code.co_varnames, code.co_cellvars, code.co_freevars,
                         firstlineno=code.co_firstlineno)
         new_code = assemble(head + tx.body + tx.deopt_tail, code)
-    install_globals(f_globals, output.install)
-    direct = direct_plan(new_code, f_globals) if new_code is not code else None
+    install_globals(f_globals, output.install, owner=new_code)
+    # The tracer's objects and this frame form cycles (tracebacks of the
+    # exceptions tracing caught) that only the cycle collector frees: no
+    # compiled graph may stay reachable from them (not even from a local
+    # here), or dropping an entry at the cache limit would not free it.
+    output.install = {}
     if new_code is not code:
         _note_made_code(new_code)
     return CompileOutput(new_code=new_code, guards=output.final_guards(), graphs=list(output.graphs),
                          break_reasons=reasons, resume_codes=list(tx.resume_codes),
-                         original_code=code, direct=direct)
+                         original_code=code,
+                         direct=direct_plan(new_code, f_globals) if new_code is not code else None)
 
 
 # What compile_frame put into user globals, for reset() to take back:
@@ -166,14 +172,73 @@ def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, 
 # compiled graphs and resume functions the installed code calls).
 _installed = []
 _installed_lock = threading.Lock()
+# The same items by the code whose compile installed them (the entry's
+# new_code, for release_globals): id(code) -> (weak ref to code, [items]).
+# Records keep those codes alive until reset(), so the ids stay theirs.
+_installed_by = {}
 
 
-def install_globals(f_globals, names):
-    """f_globals.update(names), remembered for uninstall_globals()."""
+def install_globals(f_globals, names, owner=None):
+    """f_globals.update(names), remembered for uninstall_globals() and, when
+    `owner` (the code that loads them) is given, for release_globals()."""
     with _installed_lock:
-        for name, value in names.items():
-            f_globals[name] = value
-            _installed.append((f_globals, name, value))
+        items = [(f_globals, name, value) for name, value in names.items()]
+        for f_globals_, name, value in items:
+            f_globals_[name] = value
+        _installed.extend(items)
+        if owner is not None and items:
+            _installed_by.setdefault(id(owner), (weakref.ref(owner), []))[1].extend(items)
+
+
+def drop_unused_entries(code):
+    """Drop the cache entries of `code` that served no call since their
+    compile, with what holds their graphs: the globals their compiles
+    installed (release_globals) and the backend's callable in their records
+    (the records stay, for explain() and the tools).  With no entry left,
+    skip-mark `code`.  Returns (dropped records, entries kept)."""
+    from . import _C
+    dropped = _C.drop_unused(code)
+    release_globals([r.new_code for r in dropped if getattr(r, "new_code", None) is not None])
+    for record in dropped:
+        for info in getattr(record, "graphs", ()):
+            info.compiled_fn = None
+    kept = len(_C.cache_entries(code))
+    if kept == 0:
+        _C.set_skip(code)
+    return dropped, kept
+
+
+def release_globals(codes):
+    """The cache entries of `codes` (their new_code) were dropped: remove the
+    names their compiles installed (the compiled graphs they hold) unless
+    another compile installed the same binding too, or a frame running now
+    loads the name (those stay until reset()).  Returns the names removed."""
+    running = _running_frames()
+    removed = []
+    with _installed_lock:
+        doomed = []
+        for code in codes:
+            ref, items = _installed_by.get(id(code), (None, ()))
+            if ref is not None and ref() is code:
+                del _installed_by[id(code)]
+                doomed.extend(items)
+        shared = {(id(g), name, id(v)) for _ref, items in _installed_by.values()
+                  for g, name, v in items}
+        for item in doomed:
+            f_globals, name, value = item
+            if (id(f_globals), name, id(value)) in shared or _loaded_by(running, item):
+                continue
+            for i, other in enumerate(_installed):
+                if other[0] is f_globals and other[1] == name and other[2] is value:
+                    del _installed[i]
+                    break
+            removed.append(item)
+    names = []
+    for f_globals, name, value in removed:     # frees graphs: user code may run
+        if f_globals.get(name, None) is value:
+            del f_globals[name]
+            names.append(name)
+    return names
 
 
 # The codes compile_frame made that are still alive: they load the
@@ -212,16 +277,40 @@ def uninstall_globals():
     """Remove every name compile_frame installed in user globals and still
     bound to what it installed, and the generated source torch.fx kept for
     the graph modules made while compiling (dynamo.reset(): the compiled
-    code that loads them is dropped too)."""
+    code that loads them is dropped too).  A name that a frame running now
+    (on any thread's stack: reset() called from inside a compiled frame,
+    say, whose rewritten code calls a resume function after the call) may
+    still load stays installed and remembered: the next uninstall takes it
+    back once no such frame is left."""
+    running = _running_frames()
     with _installed_lock:
-        doomed = list(_installed)
-        _installed.clear()
+        doomed = [item for item in _installed if not _loaded_by(running, item)]
+        _installed[:] = [item for item in _installed if _loaded_by(running, item)]
+        _installed_by.clear()
         fx_ids = list(_fx_sources)
         _fx_sources.clear()
     for f_globals, name, value in doomed:
         if f_globals.get(name, None) is value:
             del f_globals[name]
     _forget_fx_sources(fx_ids)
+
+
+def _running_frames():
+    """(globals dict, co_names) of every frame on every thread's stack."""
+    out = []
+    for top in sys._current_frames().values():
+        frame = top
+        while frame is not None:
+            out.append((frame.f_globals, frame.f_code.co_names))
+            frame = frame.f_back
+    del top, frame          # this frame's own object: no cycle through its locals
+    return out
+
+
+def _loaded_by(running, item):
+    """Does a running frame load the installed (globals, name, value) item?"""
+    f_globals, name, _ = item
+    return any(g is f_globals and name in names for g, names in running)
 
 
 # torch.fx keeps the source of every GraphModule it generates, for ever

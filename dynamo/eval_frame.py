@@ -39,8 +39,8 @@ def _add_record(record):
     count_record(record)
 
 
-# Codes whose cache_size_limit warning was given; one warning per code until
-# reset(), whichever optimize() wrapper reached the limit.
+# Codes that reached cache_size_limit: they compile nothing more until
+# reset() (one warning per code, whichever optimize() wrapper reached it).
 _limit_warned = set()
 # Entry codes (handed to optimize()) that could not be compiled at all and
 # were reported once; until reset().
@@ -157,8 +157,9 @@ class _Callback:
             skipfiles.note(code, "no tensor, module or torch name in its arguments, "
                                  "globals or closure")
             return None
-        if len(failures) >= config.cache_size_limit:
-            self._warn_limit(code, failures, f_locals, f_globals, f_builtins, func)
+        if code in _limit_warned or len(failures) >= config.cache_size_limit:
+            if code not in _limit_warned:
+                self._reach_limit(code, failures, f_locals, f_globals, f_builtins, func)
             _eager_warned.add(code)     # the cache-limit warning said why it runs eagerly
             return None
         from .convert_frame import compile_frame
@@ -230,7 +231,12 @@ class _Callback:
                      br.reason)
         if config.debug or config.output_code:
             debug.report_compile(record)
-        return out.new_code, [g.lower() for g in out.guards], record, out.direct
+        # This call's frame object may outlive it (torch's first-use imports
+        # leave frames in reference cycles, reaching this one by f_back): its
+        # locals must not keep the compiled graph (out.direct) once the entry
+        # is dropped at the cache limit.
+        box, out = [out], None
+        return _entry_of(box.pop(), record)
 
     def _timed_compiler(self, record):
         compiler_fn = self.compiler_fn
@@ -244,29 +250,47 @@ class _Callback:
         compile_graph.backend_name = self.backend_name
         return compile_graph
 
-    def _warn_limit(self, code, failures, f_locals, f_globals, f_builtins, func):
-        if code in _limit_warned:
-            return
+    def _reach_limit(self, code, failures, f_locals, f_globals, f_builtins, func):
+        """The limit policy (docs/USER_GUIDE.md, "Guards and recompiles"):
+        `code` compiles nothing more until reset(); its entries that served
+        a call since their compile keep serving, the others (made for values
+        seen once: the churn that reached the limit) are dropped with the
+        graphs they hold; with none left the frame is skip-marked (no lookup
+        at all from then on).  One record, one warning."""
         _limit_warned.add(code)
         if not failures:        # cache_size_limit 0: asked for, so recorded but not warned
             why = "config.cache_size_limit is 0: nothing new is compiled"
         else:
             why = describe_failure(failures[0], f_locals, f_globals, f_builtins, func)
+        from .convert_frame import drop_unused_entries
+        dropped, kept = drop_unused_entries(code)
         record = records.new_record(code)
         record.status, record.recompile_reason = "limit", why
         record.backend = self.backend_name
         _add_record(record)
         if not failures:
             return
+        if kept:
+            now = (f"it runs eagerly when none of its {kept} compiled "
+                   f"entr{'y' if kept == 1 else 'ies'} that served calls matches")
+        else:
+            now = "it runs eagerly from now on"
+        gone = (f"; {len(dropped)} entr{'y' if len(dropped) == 1 else 'ies'} that served no "
+                f"call since compiled dropped") if dropped else ""
         text = (f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
-                f"config.cache_size_limit={config.cache_size_limit}; running it eagerly "
-                f"from now on when no compiled entry matches. Last failing guard: {why}")
+                f"config.cache_size_limit={config.cache_size_limit} and compiles no more until "
+                f"dynamo.reset(): {now}{gone}. Last failing guard: {why}")
         warnings.warn(text, RuntimeWarning)
         if log.hasHandlers():
             # also a WARNING record for whoever configured logging (the
             # warning above already reaches stderr: not printed twice when
             # nobody did)
             log.warning("%s", text)
+
+
+def _entry_of(out, record):
+    """The hook's cache entry for CompileOutput `out` and its record."""
+    return out.new_code, [g.lower() for g in out.guards], record, out.direct
 
 
 def describe_failure(failure, f_locals, f_globals, f_builtins, func):

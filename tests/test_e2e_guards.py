@@ -416,6 +416,7 @@ def test_cache_size_limit_runs_eagerly_and_warns():
     opt = dynamo.optimize(cnt)(mul)
     for n in range(3):
         assert same(opt(T, n), T * n)
+        assert same(opt(T, n), T * n)       # each entry serves a call: kept at the limit
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         for n in range(3, 6):
@@ -428,6 +429,70 @@ def test_cache_size_limit_runs_eagerly_and_warns():
     for n in range(3):  # the cached entries still serve
         assert same(opt(T, n), T * n)
     assert cnt.frame_count == 3
+
+
+def _counting_backend(calls, made):
+    """A backend whose compiled callables count their calls in `calls`; weak
+    references to them go to `made`."""
+    import weakref
+
+    def backend(gm, example_inputs):
+        def run(*args):
+            calls.append(1)
+            return gm.forward(*args)
+        made.append(weakref.ref(run))
+        return run
+    return backend
+
+
+def test_cache_size_limit_drops_the_entries_that_served_no_call():
+    """At the limit the entries made for values seen once (here the only
+    one) are dropped with their compiled graph, and a frame left with none
+    runs with no lookup at all (skip-marked) until reset()."""
+    dynamo.config.cache_size_limit = 1
+    calls, made = [], []
+    opt = dynamo.optimize(_counting_backend(calls, made))(mul)
+    assert same(opt(T, 0), T * 0) and len(calls) == 1
+    assert len(dynamo._C.cache_entries(mul.__code__)) == 1
+    installed = [k for k in globals() if k.startswith("__compiled_fn")]
+    assert len(installed) == 1
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert same(opt(T, 1), T * 1)
+    (msg,) = [str(m.message) for m in w if "cache_size_limit" in str(m.message)]
+    assert "1 entry that served no call since compiled dropped" in msg
+    assert dynamo._C.cache_entries(mul.__code__) == [] and dynamo._C.is_skip(mul.__code__)
+    assert made[0]() is None            # the backend's callable is freed at once
+    assert not any(k.startswith("__compiled_fn") for k in globals())
+    assert same(opt(T, 0), T * 0)       # eager now: no call of a compiled graph
+    assert len(made) == 1 and len(calls) == 1
+    assert [r.status for r in dynamo.records.all_records()] == ["ok", "limit"]
+    dynamo.reset()                      # and compiled again after reset()
+    assert same(opt(T, 0), T * 0) and len(made) == 2 and len(calls) == 2
+
+
+def test_cache_size_limit_keeps_the_entries_that_served_calls():
+    """Entries hit since their compile keep serving after the limit; the
+    frame compiles nothing more (even below the limit after the drop)."""
+    dynamo.config.cache_size_limit = 2
+    calls, made = [], []
+    opt = dynamo.optimize(_counting_backend(calls, made))(mul)
+    opt(T, 0)
+    opt(T, 0)                           # a hit: entry for 0 served a call
+    opt(T, 1)                           # compiled, never hit
+    assert len(made) == 2 and len(calls) == 3
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert same(opt(T, 2), T * 2)   # the limit
+    (msg,) = [str(m.message) for m in w if "cache_size_limit" in str(m.message)]
+    assert "none of its 1 compiled entry that served calls matches" in msg
+    entries = dynamo._C.cache_entries(mul.__code__)
+    assert [r.id for r in entries] == ["[0/0]"] and not dynamo._C.is_skip(mul.__code__)
+    assert made[0]() is not None and made[1]() is None
+    assert same(opt(T, 0), T * 0) and len(calls) == 4      # still a hit
+    for n in (1, 3):                    # eager: one entry left, yet no compile
+        assert same(opt(T, n), T * n)
+    assert len(made) == 2 and len(calls) == 4
 
 
 def test_cache_size_limit_warns_again_after_reset():

@@ -605,6 +605,28 @@ def test_exception_traceback_has_only_user_frames():
     assert names[-2:] == eager_names[-2:] == ["f", "raise_in_helper"]
 
 
+def test_traceback_through_an_eagerly_run_try_has_the_frames_line():
+    """The call of the resume function at the exit of a try statement run
+    eagerly (an island) had no location: an exception raised after it showed
+    the compiled frame at `line None` (pytest's report crashed on it); it
+    reads as the line the exit leaves to, as a break's resume call does."""
+    def f(x):
+        y = x + 1
+        try:
+            print("in try")
+        except KeyError:
+            pass
+        return raise_in_helper(y)
+
+    cnt = CompileCounter()
+    with pytest.raises(ValueError, match="bad 4") as info:
+        dynamo.optimize(cnt)(f)(X)
+    assert cnt.frame_count == 2          # f up to the try, the resume function after it
+    lines = [fr[2] for fr in _frames_of(info.value) if fr[0] == __file__ and fr[1] == "f"]
+    first = f.__code__.co_firstlineno
+    assert lines and all(isinstance(n, int) and first < n <= first + 6 for n in lines), lines
+
+
 def test_torch_error_traceback_line_numbers():
     def f(x):
         y = x + 1

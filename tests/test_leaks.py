@@ -156,6 +156,38 @@ def test_reset_leaves_a_user_rebound_name_alone():
         del globals()[name]
 
 
+def resets_in_a_try(x):
+    y = x + 1
+    try:                            # run eagerly: the exit calls a resume function
+        dynamo.reset()
+    except KeyError:
+        pass
+    return y * 2
+
+
+def test_reset_inside_a_running_compiled_frame_keeps_the_names_it_still_loads():
+    """Issue 12: reset() called from inside a compiled frame whose rewritten
+    code still calls a resume function after the call deleted that
+    `__resume_at_*` global under the running frame (NameError).  The names
+    a running frame loads stay until a reset() that no such frame sees."""
+    import torch
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(resets_in_a_try)
+    x = torch.ones(3)
+    assert torch.equal(opt(x), (x + 1) * 2)
+    # f's graph before the try, then (after the reset dropped every entry)
+    # the resume function's graph, compiled when the running frame called it
+    assert cnt.frame_count == 2 and len(cnt.graphs) == 2
+    kept = [k for k in globals() if k.startswith("__resume_at")]
+    assert kept, "the resume function the running frame called was kept"
+    # the running frame's graph function and the resume function's graph
+    assert sum(k.startswith("__compiled_fn") for k in globals()) == 2
+    assert torch.equal(opt(x), (x + 1) * 2)     # compiles again, resets again
+    assert cnt.frame_count == 4
+    dynamo.reset()                  # no compiled frame runs now: all go
+    assert [k for k in globals() if k.startswith(("__compiled_fn", "__resume_at"))] == []
+
+
 def _in_fresh_interpreter(name):
     """Run function `name` of this file in a new interpreter (telemetry on):
     it counts process-wide state (the generated names' numbers, the

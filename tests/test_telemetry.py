@@ -45,7 +45,10 @@ f = dynamo.optimize("eager")(toy)
 for sign in (1, -1, 1):                    # both sides of the break
     f(torch.ones(10), sign * torch.ones(10))
 g = dynamo.optimize("eager")(add)
-for n in range(2, 8):                      # 3 compiles, then the limit
+for n in range(2, 5):                      # 3 compiles, each entry then used once
+    g(torch.randn(n), torch.randn(n))
+    g(torch.randn(n), torch.randn(n))
+for n in range(5, 8):                      # the limit (used entries stay)
     g(torch.randn(n), torch.randn(n))
 for i in range(5):
     g(torch.randn(3), torch.randn(3))      # hits of [F/1]
@@ -169,12 +172,12 @@ def check_workload_dump(d, pid):
 
     add = frame(d, "add")
     assert add["limit_hit"] == 1 and add["compiles"] == 4 and len(add["entries"]) == 3
-    assert (add["calls"], add["hits"], add["misses"]) == (11, 5, 6)
+    assert (add["calls"], add["hits"], add["misses"]) == (14, 8, 6)
     statuses = [r["status"] for r in add["records"]]
     assert statuses == ["ok", "ok", "ok", "limit"]
     second = add["records"][1]
     assert second["recompile_reason"].startswith("L['a'].size()[0]: expected 2, actual 3")
-    assert second["entry"]["hits"] == 5
+    assert second["entry"]["hits"] == 6
     # per-guard failure counts and the last failure of the newest entry
     newest = add["records"][2]
     assert newest["guards"][0]["fail_count"] == 3 and newest["guards"][0]["last_failed"] == 1
@@ -184,7 +187,8 @@ def check_workload_dump(d, pid):
     tree = add["tree"]
     assert tree[0]["switch"] == "L['a'].size()[0]"
     assert sorted(n["via"] for n in tree[1:]) == ["= 2", "= 3", "= 4"]
-    # node counters as of the last publish (forward's compile): after the 5 hits
+    # node counters as of the last publish (forward's compile): the 5 hits
+    # after the limit (the one before went through the 2-entry tree)
     assert {n["via"]: n["evaluations"] for n in tree[1:]}["= 3"] == 5
     assert tree[0]["failures"] == 3 and add["tree_counters_ns"] > 0
 

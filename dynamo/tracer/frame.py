@@ -683,7 +683,9 @@ class InstructionTranslator(InstructionTranslatorBase):
             copies[n] = dataclasses.replace(self.instructions[n], offset=None, target=None,
                                             exn_tab_entry=None, is_jump_target=False)
         for n, names in exits.items():
+            # the exit's resume call reads, in tracebacks, as the line it leaves to
             stubs[n] = create_instruction("NOP")
+            stubs[n].positions = self.instructions[n].positions
         entries = {}
 
         def mapped(n):

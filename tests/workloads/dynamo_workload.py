@@ -79,6 +79,7 @@ def warm_up():
     mlp_step(torch.randn(7, 8), w)                       # recompile: size()[0] 5 -> 7
     for n in range(1, CACHE_LIMIT + 3):                  # one entry per size, then eager
         churn(torch.randn(n))
+        churn(torch.randn(n))       # a hit: an entry that served a call stays at the limit
     with torch.no_grad():
         net(torch.randn(2, 4))
 
