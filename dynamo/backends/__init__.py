@@ -170,13 +170,19 @@ def _nop_compiler(gm, example_inputs):
 def _aot_inputs(gm, example_inputs):
     """The inputs AOT autograd traces with: the real ones, unless a node's
     size depends on data (nonzero, torch.where(mask); an unbacked symbol of
-    the capture): then fakes of them (same sizes) from a fake mode with a
-    shape env, which AOT adopts and which lets such ops keep a symbolic size."""
+    the capture): then fakes of them (_fake_inputs), which AOT adopts and
+    which let such ops keep a symbolic size."""
     import torch
     dynamic = any(isinstance(v, torch.Tensor) and any(type(d) is not int for d in v.shape)
                   for v in (n.meta.get("example_value") for n in gm.graph.nodes))
-    if not dynamic:
-        return example_inputs
+    return _fake_inputs(example_inputs) if dynamic else example_inputs
+
+
+def _fake_inputs(example_inputs):
+    """Fakes of the tensor inputs (same sizes, strides, dtype, device;
+    static shapes) from one fake mode with a shape env; other inputs as
+    they are."""
+    import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
     mode = FakeTensorMode(shape_env=ShapeEnv(allow_scalar_outputs=False))
@@ -509,12 +515,16 @@ class _AotRuntime:
 
 @register_backend("inductor")
 def inductor(gm, example_inputs):
-    """TorchInductor through its public fx-graph entry point. The module's
-    parameters and buffers, which AOT autograd lifts into leading inputs
-    of the forward graph, reach Inductor marked static (fixed addresses),
-    as torch.compile's do (see _static_lifted_inputs)."""
+    """TorchInductor through its public fx-graph entry point, called as
+    torch.compile calls it: with fake example inputs from a fake mode with
+    a shape env (real ones make Inductor and AOT autograd bypass their
+    on-disk caches, so every process compiled every graph again), and with
+    the module's parameters and buffers, which AOT autograd lifts into
+    leading inputs of the forward graph, marked static (see
+    _static_lifted_inputs)."""
     from torch._inductor.compile_fx import compile_fx
-    return compile_fx(gm, example_inputs, inner_compile=_static_lifted_inputs(len(example_inputs)))
+    return compile_fx(gm, _fake_inputs(example_inputs),
+                      inner_compile=_static_lifted_inputs(len(example_inputs)))
 
 
 def _static_lifted_inputs(num_graph_inputs):
