@@ -8,7 +8,12 @@ Per model (batch 2, small configs from hf_zoo, weights and inputs on `cuda`):
   * one training step with aot_eager: loss and every gradient equal to eager;
   * steady state per call (median of `--repeat` runs of `--calls` calls,
     synchronized): eager, dynamo(inductor), torch.compile(inductor),
-    dynamo(cudagraphs), torch.compile(cudagraphs); speedups over eager.
+    dynamo(cudagraphs), torch.compile(cudagraphs); speedups over eager;
+  * what one steady call runs, for dynamo and torch.compile (inductor and
+    cudagraphs): host CPU ms per call (wall well above it: the host waits
+    for the device), and from torch.profiler per call: kernel launches,
+    memcpys, synchronizations, aten ops (second table; `profile` in the
+    JSON).
 Only bench/ may import torch's own compiler, and only to compare against it.
 Prints a table and writes --out (JSON).
 
@@ -60,6 +65,45 @@ def steady_ms(fn, inputs, calls, repeat):
     return statistics.median(runs)
 
 
+_LAUNCH = ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC",
+           "cudaGraphLaunch")
+_SYNC = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
+
+
+def per_call_profile(fn, inputs, calls=10):
+    """What one steady call runs: host CPU ms per call (time.process_time,
+    unprofiled) and, from torch.profiler, launches / memcpys / syncs /
+    aten ops per call."""
+    from torch.profiler import ProfilerActivity, profile
+    for _ in range(3):
+        fn(**inputs)
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    sync()
+    c0 = time.process_time()
+    for _ in range(calls):
+        fn(**inputs)
+    sync()
+    row = {"cpu_ms": (time.process_time() - c0) / calls * 1e3}
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profile(activities=acts) as prof:
+        for _ in range(calls):
+            fn(**inputs)
+        sync()
+    counts = {"launches": 0, "memcpys": 0, "syncs": 0, "aten_ops": 0}
+    for e in prof.events():
+        name = e.name
+        if name.startswith(_LAUNCH):
+            counts["launches"] += 1
+        elif name.startswith(("cudaMemcpy", "cuMemcpy")):
+            counts["memcpys"] += 1
+        elif name.startswith(_SYNC):
+            counts["syncs"] += 1
+        elif name.startswith("aten::"):
+            counts["aten_ops"] += 1
+    row.update({k: v / calls for k, v in counts.items()})
+    return row
+
+
 def loss_of(out):
     return sum(t.float().pow(2).mean() for t in hf_zoo.tensor_leaves(out))
 
@@ -105,12 +149,14 @@ def bench_model(name, args):
             if backend in ("inductor", "cudagraphs"):
                 row[f"ours_{backend}_ms"] = steady_ms(ours, inputs, args.calls, args.repeat)
                 row[f"equal_{backend}_steady"] = equal(ref, ours(**inputs))
+                row.setdefault("profile", {})[f"ours_{backend}"] = per_call_profile(ours, inputs)
         dynamo.reset()
         for backend in ("inductor", "cudagraphs"):
             torch_dynamo.reset()
             theirs = torch.compile(model, backend=backend)
             row[f"tc_equal_{backend}"] = equal(ref, theirs(**inputs))
             row[f"tc_{backend}_ms"] = steady_ms(theirs, inputs, args.calls, args.repeat)
+            row.setdefault("profile", {})[f"tc_{backend}"] = per_call_profile(theirs, inputs)
         torch_dynamo.reset()
     if name in args.train.split(","):
         row["train_loss_equal"], row["train_grads_equal"], row["train_graphs"] = training_step_equal(name)
@@ -154,6 +200,12 @@ def main():
                                              "tc_cudagraphs_ms")]
         print(f"| {r['model']} | {r['graphs']} | {r['breaks']} | {eq} | {tr} | {r['eager_ms']:.2f} | "
               + " | ".join(f"{s:.2f}" for s in sp) + " |")
+    head = ("model", "run", "wall ms", "host CPU ms", "launches", "memcpys", "syncs", "aten ops")
+    print("\nper steady call:\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    for r in rows:
+        for who, p in r.get("profile", {}).items():
+            print(f"| {r['model']} | {who} | {r.get(who + '_ms', float('nan')):.3f} | {p['cpu_ms']:.3f} | "
+                  f"{p['launches']:.0f} | {p['memcpys']:.0f} | {p['syncs']:.0f} | {p['aten_ops']:.0f} |")
     with open(args.out, "w") as f:
         json.dump({"device": dev, "torch": torch.__version__, "python": sys.version.split()[0],
                    "rows": rows}, f, indent=1)

@@ -143,3 +143,37 @@ def test_cudagraphs_training_step_gradients_equal_eager():
             torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=name)
     assert cg.stats["captures"] == 2          # the forward graph and the backward graph
     assert cg.stats["replays"] == 6
+
+
+class ConvBN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3)
+        self.bn = torch.nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return self.bn(self.conv(x)).relu()
+
+
+@cuda
+def test_cudagraphs_reads_buffers_in_place_and_copies_only_user_inputs():
+    # BatchNorm's running statistics are buffers, not nn.Parameters: they
+    # were copied into the graph's memory on every replay (3 per BatchNorm)
+    cg.reset_stats()
+    torch.manual_seed(0)
+    m = ConvBN().cuda().eval()
+    cnt, compile_ = counted("cudagraphs")
+    opt = dynamo.optimize(compile_)(m)
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(2, 3, 8, 8, device="cuda")
+            torch.testing.assert_close(opt(x), m(x), rtol=1e-4, atol=1e-5)
+        m.bn.running_mean.add_(0.5)         # in place: the replay reads the new values
+        x = torch.randn(2, 3, 8, 8, device="cuda")
+        torch.testing.assert_close(opt(x), m(x), rtol=1e-4, atol=1e-5)
+        m.bn.running_var.data = m.bn.running_var * 2     # moved: captured again
+        torch.testing.assert_close(opt(x), m(x), rtol=1e-4, atol=1e-5)
+    assert cnt.frame_count == 1
+    assert cg.stats["captures"] == 1 and cg.stats["recaptures"] == 1
+    assert cg.stats["replays"] == 5
+    assert cg.stats["input_copies"] == 5          # x alone, once per replay

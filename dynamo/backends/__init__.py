@@ -205,13 +205,19 @@ def _aot_inputs(gm, example_inputs, dynamic=False):
     """The inputs AOT autograd traces with: the real ones, unless a node's
     size depends on data (nonzero, torch.where(mask); an unbacked symbol of
     the capture; `dynamic`: such an op whose size the capture knew, on an
-    empty input): then fakes of them (same sizes) from a fake mode with a
-    shape env, which AOT adopts and which lets such ops keep a symbolic size."""
+    empty input): then fakes of them (_fake_inputs), which AOT adopts and
+    which let such ops keep a symbolic size."""
     import torch
     dynamic = dynamic or any(isinstance(v, torch.Tensor) and any(type(d) is not int for d in v.shape)
                              for v in (n.meta.get("example_value") for n in gm.graph.nodes))
-    if not dynamic:
-        return example_inputs
+    return _fake_inputs(example_inputs) if dynamic else example_inputs
+
+
+def _fake_inputs(example_inputs):
+    """Fakes of the tensor inputs (same sizes, strides, dtype, device;
+    static shapes) from one fake mode with a shape env; other inputs as
+    they are."""
+    import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
     mode = FakeTensorMode(shape_env=ShapeEnv(allow_scalar_outputs=False))
@@ -613,9 +619,37 @@ class _AotRuntime:
 
 @register_backend("inductor")
 def inductor(gm, example_inputs):
-    """TorchInductor through its public fx-graph entry point."""
+    """TorchInductor through its public fx-graph entry point, called as
+    torch.compile calls it: with fake example inputs from a fake mode with
+    a shape env (real ones make Inductor and AOT autograd bypass their
+    on-disk caches, so every process compiled every graph again), and with
+    the module's parameters and buffers, which AOT autograd lifts into
+    leading inputs of the forward graph, marked static (see
+    _static_lifted_inputs)."""
     from torch._inductor.compile_fx import compile_fx
-    return compile_fx(gm, example_inputs)
+    return compile_fx(gm, _fake_inputs(example_inputs),
+                      inner_compile=_static_lifted_inputs(len(example_inputs)))
+
+
+def _static_lifted_inputs(num_graph_inputs):
+    """Inductor's inner compiler, told that the forward graph's leading
+    inputs (the parameters and buffers AOT autograd lifted out of the
+    captured graph: every input before the captured graph's own
+    `num_graph_inputs`) are static. AOT reports no static inputs for a
+    graph it does not know as torch's own capture, and Inductor then
+    treats every parameter as a user input: on a GPU each one gets an
+    alignment check (and a clone when misaligned) on every call, and with
+    Inductor's CUDA graphs a copy into the graph's memory per call. The
+    backward graph keeps what Inductor computes for it."""
+    def inner_compile(gm, example_inputs, **kwargs):
+        from torch._inductor import compile_fx as cfx
+        from torch._inductor.utils import num_fw_fixed_arguments
+        if not kwargs.get("is_backward", False):
+            fixed = num_fw_fixed_arguments(num_graph_inputs, len(example_inputs))
+            kwargs["static_input_idxs"] = sorted(set(kwargs.get("static_input_idxs") or ())
+                                                 | set(range(max(fixed, 0))))
+        return cfx.compile_fx_inner(gm, example_inputs, **kwargs)
+    return inner_compile
 
 
 @register_backend("ts")
