@@ -563,8 +563,10 @@ class InstructionTranslator(InstructionTranslatorBase):
             raise err or Unsupported("graph break before a try block")
         cg = self.compile_graph([v for _, v in named])
         # an island runs user code on the real locals: iterators stay real
+        # materialize wrote the traced mutations back (before the stores: a
+        # local rebound since may have named the list; writing again after
+        # them wrote the argument list's items into the new value)
         temps = self.materialize(cg, [], named, iter_locals=island is None)
-        self.write_back_lists(cg)          # the statement run eagerly sees the traced mutations
         self.set_run_time_grad_mode(cg)
         if island is None:
             self.emit_resume_call(cg, inst, temps, named)
