@@ -19,7 +19,6 @@ REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 OPEN = {
     "aot_view_under_no_grad_returned_with_grad_fn",
     "aot_inplace_on_view_of_leaf_not_refused",
-    "swapped_locals_nonlocal_after_manual_seed",
 }
 
 
