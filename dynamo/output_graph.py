@@ -112,7 +112,8 @@ def _probe_inputs(ex_args, ex_kw, wrote=False):
     dtype without internal overlap (an expanded tensor: in-place ops refuse
     to write it) and, for an op that `wrote` an argument, no two sharing a
     storage (a write that partly overlaps another argument is refused),
-    which fake tensors describe well; a
+    and no Python bool operand (`t - True` is refused), which fake tensors
+    describe well; a
     tensor not on the CPU, more than _PROBE_MAX_NUMEL elements, or tensors
     anywhere else (a dict)."""
     tensors = []
@@ -160,7 +161,8 @@ def _probe_inputs(ex_args, ex_kw, wrote=False):
     dtypes = {t.dtype for t in tensors}
     if len(dtypes) == 1 and dtypes <= set(_PLAIN_FLOATS) and all(t.numel() for t in tensors) and \
             not any(torch._debug_has_internal_overlap(t) == 1 for t in tensors) and \
-            (not wrote or len(storages) == len({id(t) for t in tensors})):
+            (not wrote or len(storages) == len({id(t) for t in tensors})) and \
+            not any(type(a) is bool for a in ex_args):
         return None
     return args, kw
 

@@ -164,6 +164,35 @@ def test_write_partly_overlapping_another_argument_is_a_break():
     assert (cnt.frame_count, cnt.op_count) == (1, 2)                      # same strides: allowed
 
 
+def test_tensor_minus_a_python_bool_is_a_break():
+    """(repro sub_python_bool_side_effect_lost, fuzz seed 5221378) eager
+    refuses `t - True`; the fake run accepts it, so the op raised inside
+    the graph and the append before it was lost. A Python bool operand
+    makes the op probed: a break, the append applied. `t + True` and
+    `t - 1` stay in the graph."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x, c, seen):
+        x = x * 2
+        seen.append(1)
+        return x - c
+
+    cnt, seen = CompileCounter(), []
+    with pytest.raises(RuntimeError, match="bool"):
+        dynamo.optimize(cnt)(f)(torch.ones(2), True, seen)
+    assert seen == [1] and (cnt.frame_count, cnt.op_count) == (1, 1)      # x * 2; the - ran eagerly
+    dynamo.reset()
+    cnt = CompileCounter()
+    assert dynamo.optimize(cnt)(f)(torch.ones(2), 1, seen).tolist() == [1.0, 1.0]
+    assert seen == [1, 1] and (cnt.frame_count, cnt.op_count) == (1, 2)
+    dynamo.reset()
+    cnt = CompileCounter()
+    assert dynamo.optimize(cnt)(lambda x: x * 2 + True)(torch.ones(2)).tolist() == [3.0, 3.0]
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
 def test_concatenating_tuple_and_list_raises_as_in_python():
     """tuple + list and list + tuple are TypeErrors; the tracer used to
     build the concatenation (repro tuple_plus_list, fuzz seed 1)."""
