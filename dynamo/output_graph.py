@@ -113,9 +113,8 @@ def _probe_inputs(ex_args, ex_kw, wrote=False):
     to write it) and, for an op that `wrote` an argument, no two sharing a
     storage (a write that partly overlaps another argument is refused),
     and no Python bool operand (`t - True` is refused), which fake tensors
-    describe well; a
-    tensor not on the CPU, more than _PROBE_MAX_NUMEL elements, or tensors
-    anywhere else (a dict)."""
+    describe well; a tensor not on the CPU, more than _PROBE_MAX_NUMEL
+    elements, or tensors anywhere else (a dict)."""
     tensors = []
 
     def walk(v, fn, depth=0):
@@ -137,23 +136,21 @@ def _probe_inputs(ex_args, ex_kw, wrote=False):
         span = 1 + sum((n - 1) * st for n, st in zip(v.shape, v.stride())) if v.numel() else 0
         if span > _PROBE_MAX_NUMEL:
             raise LookupError
-        key = v.untyped_storage()._cdata
-        lo, hi, dtype = storages.get(key, (v.storage_offset(), 0, v.dtype))
-        if dtype != v.dtype:
-            raise LookupError                   # views of one storage as two dtypes
-        storages[key] = (min(lo, v.storage_offset()), max(hi, v.storage_offset() + span), v.dtype)
+        key = (v.untyped_storage()._cdata, v.dtype)     # views as two dtypes: two buffers
+        lo, hi = storages.get(key, (v.storage_offset(), 0))
+        storages[key] = (min(lo, v.storage_offset()), max(hi, v.storage_offset() + span))
 
     def real(v):
-        lo, _, _ = storages[v.untyped_storage()._cdata]
-        r = buffers[v.untyped_storage()._cdata].as_strided(v.shape, v.stride(), v.storage_offset() - lo)
+        key = (v.untyped_storage()._cdata, v.dtype)
+        r = buffers[key].as_strided(v.shape, v.stride(), v.storage_offset() - storages[key][0])
         return r.requires_grad_(True) if v.requires_grad and (r.is_floating_point() or r.is_complex()) else r
     storages = {}
     try:
         for a in (*ex_args, *ex_kw.values()):
             walk(a, extent)
-        if not tensors or sum(hi - lo for lo, hi, _ in storages.values()) > _PROBE_MAX_NUMEL:
+        if not tensors or sum(hi - lo for lo, hi in storages.values()) > _PROBE_MAX_NUMEL:
             return None
-        buffers = {k: torch.ones(hi - lo, dtype=dt) for k, (lo, hi, dt) in storages.items()}
+        buffers = {k: torch.ones(hi - lo, dtype=k[1]) for k, (lo, hi) in storages.items()}
         args = [walk(a, real) for a in ex_args]
         kw = {k: walk(v, real) for k, v in ex_kw.items()}
     except LookupError:
