@@ -103,44 +103,63 @@ _PROBE_MAX_NUMEL = 4096
 _PLAIN_FLOATS = (torch.float32, torch.float64)
 
 
-def _probe_inputs(ex_args, ex_kw):
+def _probe_inputs(ex_args, ex_kw, wrote=False):
     """Real stand-ins for a probe of an op on fake examples: ones of each
     tensor's shape, strides, dtype and requires_grad (top level, or in a
-    list or tuple), or None when the op needs no probe: every tensor a
-    non-empty float32/float64 one of one dtype without internal overlap
-    (an expanded tensor: in-place ops refuse to write it), which fake
-    tensors describe well; a tensor not on the CPU, more than
-    _PROBE_MAX_NUMEL elements, or tensors anywhere else (a dict)."""
+    list or tuple), tensors that share a storage (a view of another
+    argument) sharing one buffer at the same offsets, or None when the op
+    needs no probe: every tensor a non-empty float32/float64 one of one
+    dtype without internal overlap (an expanded tensor: in-place ops refuse
+    to write it) and, for an op that `wrote` an argument, no two sharing a
+    storage (a write that partly overlaps another argument is refused),
+    and no Python bool operand (`t - True` is refused), which fake tensors
+    describe well; a tensor not on the CPU, more than _PROBE_MAX_NUMEL
+    elements, or tensors anywhere else (a dict)."""
     tensors = []
 
-    def real(v, depth=0):
+    def walk(v, fn, depth=0):
         if isinstance(v, torch.Tensor):
-            if v.device.type != "cpu" or v.layout != torch.strided or v.is_quantized or \
-                    not all(type(d) is int for d in (*v.shape, *v.stride())):   # symbolic sizes: no probe
-                raise LookupError
-            tensors.append(v)
-            span = 1 + sum((n - 1) * st for n, st in zip(v.shape, v.stride())) if v.numel() else 0
-            if span > _PROBE_MAX_NUMEL:
-                raise LookupError
-            r = torch.ones(span, dtype=v.dtype).as_strided(v.shape, v.stride())    # the strides too
-            return r.requires_grad_(True) if v.requires_grad and (r.is_floating_point() or r.is_complex()) else r
+            return fn(v)
         if isinstance(v, (list, tuple)) and depth < 2:
-            items = [real(x, depth + 1) for x in v]
+            items = [walk(x, fn, depth + 1) for x in v]
             return items if isinstance(v, list) else tuple(items)
         if isinstance(v, dict):
             if any(isinstance(x, torch.Tensor) for x in v.values()):
                 raise LookupError
         return v
+
+    def extent(v):
+        if v.device.type != "cpu" or v.layout != torch.strided or v.is_quantized or \
+                not all(type(d) is int for d in (*v.shape, *v.stride(), v.storage_offset())):
+            raise LookupError                   # symbolic sizes: no probe
+        tensors.append(v)
+        span = 1 + sum((n - 1) * st for n, st in zip(v.shape, v.stride())) if v.numel() else 0
+        if span > _PROBE_MAX_NUMEL:
+            raise LookupError
+        key = (v.untyped_storage()._cdata, v.dtype)     # views as two dtypes: two buffers
+        lo, hi = storages.get(key, (v.storage_offset(), 0))
+        storages[key] = (min(lo, v.storage_offset()), max(hi, v.storage_offset() + span))
+
+    def real(v):
+        key = (v.untyped_storage()._cdata, v.dtype)
+        r = buffers[key].as_strided(v.shape, v.stride(), v.storage_offset() - storages[key][0])
+        return r.requires_grad_(True) if v.requires_grad and (r.is_floating_point() or r.is_complex()) else r
+    storages = {}
     try:
-        args = [real(a) for a in ex_args]
-        kw = {k: real(v) for k, v in ex_kw.items()}
+        for a in (*ex_args, *ex_kw.values()):
+            walk(a, extent)
+        if not tensors or sum(hi - lo for lo, hi in storages.values()) > _PROBE_MAX_NUMEL:
+            return None
+        buffers = {k: torch.ones(hi - lo, dtype=k[1]) for k, (lo, hi) in storages.items()}
+        args = [walk(a, real) for a in ex_args]
+        kw = {k: walk(v, real) for k, v in ex_kw.items()}
     except LookupError:
-        return None
-    if not tensors or sum(t.numel() for t in tensors) > _PROBE_MAX_NUMEL:
         return None
     dtypes = {t.dtype for t in tensors}
     if len(dtypes) == 1 and dtypes <= set(_PLAIN_FLOATS) and all(t.numel() for t in tensors) and \
-            not any(torch._debug_has_internal_overlap(t) == 1 for t in tensors):
+            not any(torch._debug_has_internal_overlap(t) == 1 for t in tensors) and \
+            (not wrote or len(storages) == len({id(t) for t in tensors})) and \
+            not any(type(a) is bool for a in ex_args):
         return None
     return args, kw
 
@@ -552,20 +571,21 @@ class OutputGraph:
     def _autocast_on(self):
         return any(enabled for _, _, enabled, _ in self.autocast_stack)
 
-    def _probe(self, what, call, ex_args, ex_kw):
+    def _probe(self, what, call, ex_args, ex_kw, wrote=False):
         """Fake tensors accept ops that the kernels reject for a dtype or an
         empty input (int64 rand_like, bool abs, max() of an empty tensor,
         float16 kernels missing on the CPU): captured, such an op raised
         inside the graph at run time, after which the frame's earlier Python
         side effects (written back after the graph) were lost. For inputs
-        of such dtypes or sizes (see _probe_inputs) the op is also run on
-        real ones of the same shapes (the RNG state restored); if that
+        of such dtypes or sizes, or a write to an argument sharing a storage
+        with another (see _probe_inputs), the op is also run on real ones
+        of the same shapes (the RNG state restored); if that
         raises, the op is a break and runs eagerly, raising there. Ones
         may fail where the real values would not (an index into a dim of
         size 1): then the op only runs eagerly."""
         if self._autocast_on():
             return
-        probe = _probe_inputs(ex_args, ex_kw)
+        probe = _probe_inputs(ex_args, ex_kw, wrote)
         if probe is None:
             return
         args, kw = probe
@@ -657,7 +677,7 @@ class OutputGraph:
             return fn(*ex_args, **ex_kw)
         example = self._run_fake(name, run)
         self.note_input_writes(args, kwargs, versions)
-        self._probe(name, lambda a, k: fn(*a, **k), ex_args, ex_kw)
+        self._probe(name, lambda a, k: fn(*a, **k), ex_args, ex_kw, _versions(args, kwargs) != versions)
         same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
         if same is not None:
             return same
@@ -682,7 +702,8 @@ class OutputGraph:
         versions = _versions(args, kwargs)
         example = self._run_fake(f"Tensor.{name}", run)
         self.note_input_writes(args, kwargs, versions)
-        self._probe(f"Tensor.{name}", lambda a, k: getattr(a[0], name)(*a[1:], **k), ex_args, ex_kw)
+        self._probe(f"Tensor.{name}", lambda a, k: getattr(a[0], name)(*a[1:], **k), ex_args, ex_kw,
+                    _versions(args, kwargs) != versions)
         # an in-place method may change no data and still act (detach_())
         same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
         if same is not None:

@@ -111,6 +111,57 @@ def test_closure_nonlocal_write_is_compiled():
     assert cnt.frame_count >= 1
 
 
+def test_cell_swapped_with_a_local_after_a_break_keeps_both_values():
+    """(fuzz seed 5007189, repro swapped_locals_nonlocal_after_manual_seed)
+    in the resume function after the break, `b` is a cell of the frame
+    holding its argument; `a, b = b, a` then a closure over b whose call
+    breaks: rebuilding the closure stored the new b in the cell before the
+    argument of the call, read through that cell, was loaded (g got x
+    instead of y). The cell is now stored with the write-back, after
+    every load."""
+    def f(x, y):
+        a, b = x, y
+        torch.manual_seed(0)              # a break: the rest is a resume function
+
+        a, b = b, a
+
+        def g(t):
+            nonlocal b
+            if t.sum() > 0:               # a break inside the inlined call
+                b = b * 2
+            return t - 1
+        a = g(a)
+        return a, b
+
+    x, y = torch.full((3,), -1.0), torch.ones(3)
+    cnt = check(f, x, y)
+    assert cnt.frame_count == 2           # f before the seed; the resume function up to g's call
+    # the seed; the branch in g inlined; the same branch in g's own frame
+    explain(f, x, y, graphs=2, breaks=3)
+
+
+def test_two_free_variables_swapped_by_a_compiled_closure():
+    """`p, q = q, p` on two cells of the compiled function's closure: the
+    write-back loaded q, stored p, then loaded p (already q) for q, so
+    both held q. Now every value is loaded before the first store."""
+    def make():
+        p, q = torch.ones(2), torch.zeros(2)
+
+        def f(x):
+            nonlocal p, q
+            p, q = q, p
+            return x + 1
+        return f, lambda: (p, q)
+
+    f_e, get_e = make()
+    f_o, get_o = make()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f_o)
+    for _ in range(3):
+        assert same(f_e(X), opt(X)) and same(get_e(), get_o())
+    assert cnt.frame_count == 1 and cnt.op_count == 1
+
+
 def test_nested_closure_created_inside():
     def f(x):
         scale = 2

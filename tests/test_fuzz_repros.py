@@ -16,11 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = {
-    "method_of_class_instantiated_in_frame_replaced",
-    "list_del_slice_lost_with_aliased_input_copy",
-    "index_error_in_try_after_list_ops_swallowed",
-}
+OPEN = set()
 
 
 def _cases():
@@ -126,6 +122,71 @@ def test_inplace_op_on_an_expanded_tensor_is_a_break():
     y = torch.ones(3, 3)
     dynamo.optimize(cnt)(f)(torch.ones(3, 3), y, seen)        # not expanded: in the graph
     assert y.tolist() == [[2.0] * 3] * 3 and seen == [1, 1]
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+def test_write_partly_overlapping_another_argument_is_a_break():
+    """(repro list_del_slice_lost_with_aliased_input_copy, fuzz seed
+    5010386) y = x.view_as(x) with other strides: x.copy_(y) raises in
+    eager (partial overlap); fake tensors do not check overlap, so the op
+    was captured, raised inside the graph and `del lst[:1]` before it
+    (written back after the graph) was lost. The probe's stand-ins now
+    share one buffer where the examples share a storage: the refusal makes
+    the op a break. The same write between distinct tensors, or a tensor
+    written from itself, stays in the graph."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x, y, lst):
+        x = x.t()
+        del lst[:1]
+        x.copy_(y)
+        return x
+
+    cnt = CompileCounter()
+    base, lst = torch.ones(4, 1), [0, 1]
+    with pytest.raises(RuntimeError, match="single memory location"):
+        dynamo.optimize(cnt)(f)(base, base.t().view(1, 4), lst)
+    assert lst == [1] and (cnt.frame_count, cnt.op_count) == (1, 1)     # t(); copy_ ran eagerly
+    dynamo.reset()
+    cnt, lst = CompileCounter(), [0, 1]
+    out = dynamo.optimize(cnt)(f)(torch.ones(4, 1), torch.full((1, 4), 2.0), lst)
+    assert out.tolist() == [[2.0] * 4] and lst == [1]
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)                      # t() and copy_
+    dynamo.reset()
+    cnt = CompileCounter()
+    g = dynamo.optimize(cnt)(lambda x: x.mul_(x.view_as(x)))
+    assert g(torch.full((2, 2), 3.0)).tolist() == [[9.0] * 2] * 2
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)                      # same strides: allowed
+
+
+def test_tensor_minus_a_python_bool_is_a_break():
+    """(repro sub_python_bool_side_effect_lost, fuzz seed 5221378) eager
+    refuses `t - True`; the fake run accepts it, so the op raised inside
+    the graph and the append before it was lost. A Python bool operand
+    makes the op probed: a break, the append applied. `t + True` and
+    `t - 1` stay in the graph."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x, c, seen):
+        x = x * 2
+        seen.append(1)
+        return x - c
+
+    cnt, seen = CompileCounter(), []
+    with pytest.raises(RuntimeError, match="bool"):
+        dynamo.optimize(cnt)(f)(torch.ones(2), True, seen)
+    assert seen == [1] and (cnt.frame_count, cnt.op_count) == (1, 1)      # x * 2; the - ran eagerly
+    dynamo.reset()
+    cnt = CompileCounter()
+    assert dynamo.optimize(cnt)(f)(torch.ones(2), 1, seen).tolist() == [1.0, 1.0]
+    assert seen == [1, 1] and (cnt.frame_count, cnt.op_count) == (1, 2)
+    dynamo.reset()
+    cnt = CompileCounter()
+    assert dynamo.optimize(cnt)(lambda x: x * 2 + True)(torch.ones(2)).tolist() == [3.0, 3.0]
     assert (cnt.frame_count, cnt.op_count) == (1, 2)
 
 

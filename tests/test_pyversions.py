@@ -170,6 +170,33 @@ def test_statement_run_eagerly_sees_list_mutations_traced_before():
     assert cnt.frame_count >= 1
 
 
+def test_list_rebound_before_a_statement_run_eagerly_keeps_its_value():
+    # (fuzz seed 5015966, repro index_error_in_try_after_list_ops_swallowed)
+    # the argument list is mutated, then its local rebound to a slice of it:
+    # the write-back before the try ran again after the locals were stored,
+    # and wrote the argument's items into the slice (n read the wrong item;
+    # the fuzz program's IndexError was not raised)
+    def f(x, lst, i):
+        y = x * 2
+        lst.append(5)
+        lst = lst[1:]
+        try:                               # a tensor op inside: run eagerly
+            n = y.sum() * 0 + lst[i]
+        except RuntimeError:
+            n = -1
+        return y + n, lst
+
+    opt, cnt = compile_count(f)
+    x = torch.randn(2)
+    arg_e, arg_c = [1, 2], [1, 2]
+    want, got = f(x, arg_e, 0), opt(x, arg_c, 0)
+    assert got[1] == want[1] == [2, 5] and arg_c == arg_e == [1, 2, 5]
+    assert same(got[0], want[0])
+    with pytest.raises(IndexError):
+        opt(x, [1, 2], 2)                  # lst[1:] has two items
+    assert cnt.frame_count == 2            # y = x * 2 (once per i); the try runs eagerly
+
+
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring (PEP 669) is 3.12+")
 def test_sys_monitoring_sees_every_call_of_a_compiled_function():
     # a frame captured whole is called without its frame (a direct call)

@@ -489,6 +489,56 @@ def test_method_replaced_on_class_recompiles_with_static_attr_guard():
     assert cnt.frame_count == 2
 
 
+def test_class_of_an_instance_made_in_the_frame_is_guarded():
+    """(repro method_of_class_instantiated_in_frame_replaced, fuzz seed
+    5009938) `A(k).m(x)`: the instance is new on every call, but its class
+    is not; replacing the method, a base class's method, a property, a
+    static or class method or __init__ on the class recompiles instead of
+    running the traced one (one new entry per change, none when the same
+    class runs again)."""
+    class Base:
+        def b(self, x):
+            return x + 100
+
+    class A(Base):
+        def __init__(self, k):
+            self.k = k
+
+        def m(self, x):
+            return x * self.k
+
+        @property
+        def p(self):
+            return self.k + 1
+
+        @staticmethod
+        def s(x):
+            return x - 1
+
+        @classmethod
+        def c(cls, x):
+            return x - 2
+
+    def f(x):
+        o = A(2.0)
+        return o.m(x) + o.p + o.s(x) + o.c(x) + o.b(x)
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    changes = [("m", lambda self, x: x * 0), ("p", property(lambda self: 1000.0)),
+               ("s", staticmethod(lambda x: x * 3)), ("c", classmethod(lambda cls, x: x * 5)),
+               ("b", lambda self, x: x - 100)]
+    assert same(opt(T), f(T)) and cnt.frame_count == 1
+    for k, (name, value) in enumerate(changes):
+        setattr(A, name, value)
+        assert same(opt(T), f(T)) and same(opt(T), f(T))
+        assert cnt.frame_count == 2 + k, name
+    A.__init__ = lambda self, k: setattr(self, "k", -k)
+    assert same(opt(T), f(T)) and cnt.frame_count == 2 + len(changes)
+    guards = [g.describe() for g in dynamo.explain(f)(T).out_guards]
+    assert any("'m')" in g and "ID_MATCH" in g for g in guards), guards
+
+
 def test_float_equals_compares_bits_in_c_and_twin():
     """EQUALS_MATCH: 0.0 and -0.0 are different values (1/x, copysign tell
     them apart); a NaN matches a NaN of the same bits (no recompile on every

@@ -310,7 +310,8 @@ class InstructionTranslator(InstructionTranslatorBase):
     def write_back_lists(self, cg):
         """Argument lists the trace changed get their final items:
         `lst[:] = [items]`, objects passed in their stored attributes, globals
-        the trace assigned their last value. Emitted after every other value was rebuilt
+        the trace assigned their last value, cells of the frame that closures
+        made by `cg` hold their value. Emitted after every other value was rebuilt
         (those may be read from the list through its source); stack-neutral."""
         def nested(var):        # reloaded through a container the trace may also have changed
             return isinstance(var.source, (AttrSource, ItemSource)) and \
@@ -330,21 +331,35 @@ class InstructionTranslator(InstructionTranslatorBase):
             cg.load_source(lst.source)
             cg.load_const(slice(None))
             cg.emit("STORE_SUBSCR")
+        # every value (and target) is loaded before the first store: a value
+        # may be read through a cell or global stored here (`a, b = b, a`
+        # on two cells of the frame)
+        stores = []
+        closed = {inst.argval for inst in cg.insts if inst.opname == "LOAD_CLOSURE"}
+        for name, cell in self.cells.items():
+            # a cell of the frame a closure made here holds: the value the
+            # trace gave it (a cell with a source is in attr_stores if written)
+            if name in closed and getattr(cell, "frame_name", None) == name and \
+                    cell.source is None and cell.value is not None:
+                cg.reconstruct(cell.value)
+                stores.append(create_instruction("STORE_DEREF", argval=name))
         for (_, name), (owner, value, _) in self.output.attr_stores.items():
             cg.reconstruct(value)           # obj.name = value
             if isinstance(owner, FrameCellOwner):
-                cg.emit("STORE_DEREF", argval=owner.name)
+                stores.append(create_instruction("STORE_DEREF", argval=owner.name))
                 continue
             cg.load_source(owner.source)
-            cg.emit("STORE_ATTR", argval=name)
+            stores.append(create_instruction("STORE_ATTR", argval=name))
         for (_, name), (f_globals, value) in self.output.global_stores.items():
             cg.reconstruct(value)           # the global = value, in its module
             if f_globals is self.output.frame.f_globals:
-                cg.emit("STORE_GLOBAL", argval=name)
+                stores.append(create_instruction("STORE_GLOBAL", argval=name))
             else:
                 cg.load_source(GlobalSource(self.output.globals_alias(f_globals)))
                 cg.load_const(name)
-                cg.emit("STORE_SUBSCR")
+                stores.append(create_instruction("STORE_SUBSCR"))
+        for inst in reversed(stores):
+            cg.append(inst)
 
     def live_values(self, index):
         """(name, VT) of the locals live at instruction `index` that have a
@@ -662,8 +677,10 @@ class InstructionTranslator(InstructionTranslatorBase):
             raise err or Unsupported("graph break before a try block")
         cg = self.compile_graph([v for _, v in named])
         # an island runs user code on the real locals: iterators stay real
+        # materialize wrote the traced mutations back (before the stores: a
+        # local rebound since may have named the list; writing again after
+        # them wrote the argument list's items into the new value)
         temps = self.materialize(cg, [], named, iter_locals=island is None)
-        self.write_back_lists(cg)          # the statement run eagerly sees the traced mutations
         self.set_run_time_grad_mode(cg)
         if island is None:
             self.emit_resume_call(cg, inst, temps, named)

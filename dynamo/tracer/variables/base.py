@@ -314,17 +314,17 @@ class CellVariable(VariableTracker):
         self.value = value
 
     def reconstruct(self, cg):
-        """Push the run-time cell object: the frame's own cell (LOAD_CLOSURE,
-        after storing the value the trace put in it), the real cell of a
+        """Push the run-time cell object: the frame's own cell (LOAD_CLOSURE;
+        its value stored by the write-back), the real cell of a
         function passed in (from its source), or a new cell holding the
         value for a cell made by inlined code (PyCodegen.reconstruct builds
         it once per codegen, so every closure sharing it shares the new one)."""
         name = getattr(self, "frame_name", None)
         if name is not None:
-            if self.value is not None and (self.source is None or getattr(self, "written", False)):
-                cg.reconstruct(self.value)
-                cg.keep_entry_value(name)
-                cg.emit("STORE_DEREF", argval=name)
+            # the value the trace put in it is stored by the write-back
+            # (InstructionTranslator.write_back_lists), after every value was
+            # loaded: one read through this cell (`t0, t1 = t1, t0`) must
+            # see its old contents
             cg.emit("LOAD_CLOSURE", argval=name)
             return
         if getattr(self, "cell", None) is not None:

@@ -415,11 +415,15 @@ class NewObjectVariable(VariableTracker):
         from .functions import UserMethodVariable
         obj = cls(cls_vt.value, cls_vt)
         init = cls_vt.value.__init__
+        init_src = AttrSource(cls_vt.source, "__init__") if cls_vt.source is not None else None
+        if init_src is not None:
+            # __init__ replaced (or added) on the class recompiles
+            tx.output.add_guard(init_src, ID_MATCH, init)
         if init is object.__init__:
             if args or kwargs:
                 raise Unsupported(f"{cls_vt.value.__name__}() takes no arguments")
         else:
-            UserMethodVariable(init, obj).call(tx, args, kwargs)
+            UserMethodVariable(init, obj, fn_source=init_src).call(tx, args, kwargs)
         return obj
 
     def python_type(self):
@@ -446,16 +450,39 @@ class NewObjectVariable(VariableTracker):
             static = inspect.getattr_static(self.cls, name)
         except AttributeError:
             raise ObservedAttributeError(f"{self.cls.__name__} has no attribute {name!r}") from None
-        if isinstance(static, staticmethod):
-            return UserFunctionVariable(static.__func__)
-        if isinstance(static, classmethod):
-            return UserMethodVariable(static.__func__, self.cls_vt)
-        if isinstance(static, property):
-            return UserFunctionVariable(static.fget).call(tx, [self], {})
-        if isinstance(static, types.FunctionType):
-            return UserMethodVariable(static, self)
         src = AttrSource(self.cls_vt.source, name) if self.cls_vt.source is not None else None
+        fn = self._class_function(tx, static, src)
+        if isinstance(static, staticmethod):
+            return UserFunctionVariable(static.__func__, fn)
+        if isinstance(static, classmethod):
+            return UserMethodVariable(static.__func__, self.cls_vt, fn_source=fn)
+        if isinstance(static, property):
+            return UserFunctionVariable(static.fget, fn).call(tx, [self], {})
+        if isinstance(static, types.FunctionType):
+            return UserMethodVariable(static, self, fn_source=fn)
         return wrap(tx, getattr(self.cls, name), src)
+
+    @staticmethod
+    def _class_function(tx, static, src):
+        """The source of the function a class attribute found as `static`
+        runs (a method, staticmethod, classmethod or property getter),
+        guarded by identity: the instance is new on every call but its
+        class is not, so replacing the method (or property, ...) on the
+        class, or on a base class under it, recompiles. None without a
+        source (a class the trace made) or for another kind of attribute."""
+        if src is None:
+            return None
+        if isinstance(static, (types.FunctionType, staticmethod)):
+            fn, fn_src = getattr(static, "__func__", static), src     # A.m is the function
+        elif isinstance(static, classmethod):
+            fn, fn_src = static.__func__, AttrSource(src, "__func__")  # A.m is a new bound method
+        elif isinstance(static, property):
+            tx.output.add_guard(src, ID_MATCH, static)                 # A.p is the property,
+            return AttrSource(src, "fget")                             # its fget read-only
+        else:
+            return None
+        tx.output.add_guard(fn_src, ID_MATCH, fn)
+        return fn_src
 
     def store_attr(self, tx, name, value):
         if self.is_module:

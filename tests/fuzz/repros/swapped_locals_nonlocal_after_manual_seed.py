@@ -2,7 +2,12 @@
 closure rebinding t1 with `nonlocal` called on t0. Eager returns
 t0 == y - 1 (the swapped value); compiled returns another value (about
 90 for y ~ N(0, 1)). Needs all three: without the manual_seed or the
-swap it agrees. Found by fuzz seed 5007189 on 3.12 (with a randn)."""
+swap it agrees. Found by fuzz seed 5007189 on 3.12 (with a randn).
+Cause: in the resume function after the seed's break t1 is a cell holding
+its argument; rebuilding the closure stored the swapped value in the cell
+before the call's argument, read through that cell, was loaded. Fixed:
+frame cells are stored by the write-back after every load
+(test_cell_swapped_with_a_local_after_a_break_keeps_both_values)."""
 REASON = "tuple swap + nonlocal closure after torch.manual_seed: wrong result"
 BACKEND = "eager"
 BODY = """
