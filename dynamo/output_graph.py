@@ -32,7 +32,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from . import config
-from .bytecode import (NULL_ABOVE_CALLABLE, arg_slot_count, create_call, create_call_function,
+from .bytecode import (NULL_ABOVE_CALLABLE, create_call, create_call_function,
                        create_instruction, create_load_method)
 from .exc import Unsupported
 from .guards import (GLOBAL_STATE, GRAD_MODE, SAME_OBJECT, TENSOR_MATCH, AttrSource, ClosureSource, GlobalSource, Guard,
@@ -1002,7 +1002,6 @@ class PyCodegen:
         self.temps = itertools.count()
         self.temp_names = []             # temporaries stored, in creation order
         self.cells = set(code.co_cellvars) | set(code.co_freevars)
-        self.entry_values = {}           # argument cell -> temp holding its value at entry
 
     def emit(self, opname, **kw):
         inst = create_instruction(opname, **kw)
@@ -1049,7 +1048,6 @@ class PyCodegen:
         for name in self.temp_names:
             self.emit("DELETE_FAST", argval=name)
         self.temp_names = []
-        self.entry_values = {}           # their temporaries are gone
 
     def call(self, nargs):
         """Call with stack [callable, args...]: a NULL goes into the call's
@@ -1066,23 +1064,9 @@ class PyCodegen:
             self.emit("SWAP", arg=2)
         self.emit("CALL_FUNCTION_EX", arg=0)
 
-    def keep_entry_value(self, name):
-        """Before a STORE_DEREF giving the frame's cell `name` the value the
-        trace put in it while values are still being loaded (a closure
-        rebuilt at a break): when `name` is an argument, its value at entry
-        into a temporary, which load_source reads from then on (a tensor
-        passed as two arguments has the other's source: `nonlocal t1;
-        t1 = ...` then gave `t0` t1's new value)."""
-        if name in self.entry_values or name not in self.code.co_varnames[:arg_slot_count(self.code)]:
-            return
-        temp = self.new_temp("___entry")
-        self.load_local(name)
-        self.store_local(temp)
-        self.entry_values[name] = temp
-
     def load_source(self, source):
         if isinstance(source, LocalSource):
-            self.load_local(self.entry_values.get(source.local_name, source.local_name))
+            self.load_local(source.local_name)
         elif isinstance(source, GlobalSource):
             self.emit("LOAD_GLOBAL", argval=source.global_name)
         elif isinstance(source, ClosureSource):
