@@ -462,24 +462,14 @@ def ordered(guards: List[Guard]) -> List[Guard]:
 
 
 # How each guard-tree property (_C.TREE_PROPERTIES, guards/tree.c) of a
-# source reads to a user; "{}" is the source's text.
-PROPERTY_FORMS = {
-    "type": "type({})", "id": "id({})", "is_none": "{} is None",
-    "grad_mode": "torch.is_grad_enabled()", "global_state": "global torch state",
-    "same_object": "{}.same_object", "len": "len({})", "dtype": "{}.dtype",
-    "device": "{}.device", "requires_grad": "{}.requires_grad",
-    "dispatch_keys": "{}.dispatch_keys", "ndim": "{}.ndim", "size()": "{}.size()",
-    "stride()": "{}.stride()", "value": "{}", "keys": "{}.keys()",
-}
+# source reads to a user; "{}" is the source's text (guards/tree_py.c).
+PROPERTY_FORMS = dict(_C.TREE_PROPERTY_FORMS)
 
 
 def property_text(src: str, prop: str) -> str:
     """How a guard-tree property of source text `src` reads to a user:
     ("L['a']", "size()[0]") -> "L['a'].size()[0]", ("L['f']", "id") -> "id(L['f'])".
     `prop` is one of _C.TREE_PROPERTIES, with "[dim]" after "size()" and
-    "stride()" as the miss report gives them."""
-    name, bracket, dim = prop.partition("[")
-    form = PROPERTY_FORMS.get(name)
-    if form is None:
-        return f"{src}.{prop}"
-    return form.format(src) + bracket + dim
+    "stride()" as the miss report gives them.  The C function the published
+    guard trees use."""
+    return _C.tree_property_text(src, prop)

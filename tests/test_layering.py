@@ -66,19 +66,20 @@ def test_guard_vocabulary_is_the_c_modules():
     # telemetry names sources by the same numbers
     code = (lambda x: x).__code__
     src = guards.StaticAttrSource(guards.LocalSource("x", 0), "f").lower()
-    assert telemetry._source_text(code, src) == "getattr_static(L['x'], 'f')"
+    assert _C._telemetry_source_text(code, src) == "getattr_static(L['x'], 'f')"
     assert _C.TREE_NODE_COUNTERS == ("evaluations", "failures")
 
 
 def test_tree_counter_order_is_the_c_trees():
     """tree_info names a node's counters as TREE_NODE_COUNTERS, and the
-    counters blob telemetry encodes follows that order (one walk counted)."""
+    counters blob telemetry publishes (core/teletext.c) follows that order
+    (one walk counted)."""
     import struct
 
     import torch
 
     import dynamo
-    from dynamo import _C, telemetry
+    from dynamo import _C
 
     def f(x):
         return x + 1
@@ -88,7 +89,7 @@ def test_tree_counter_order_is_the_c_trees():
     opt(torch.ones(2))
     root = _C.tree_info(f.__code__)["root"]
     assert set(_C.TREE_NODE_COUNTERS) <= set(root)
-    first = struct.unpack_from("<QQ", telemetry.tree_counters(f.__code__))
+    first = struct.unpack_from("<QQ", _C._telemetry_tree(f.__code__)[1])
     assert first == tuple(root[c] for c in _C.TREE_NODE_COUNTERS)
     assert first[0] >= 1                    # the second call walked the root
 
