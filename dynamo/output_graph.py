@@ -36,6 +36,7 @@ from .exc import Unsupported
 from .codegen import PyCodegen  # noqa: F401  (moved to codegen.py; re-exported)
 from .guards import (GLOBAL_STATE, GRAD_MODE, SAME_OBJECT, TENSOR_MATCH, AttrSource, ClosureSource, GlobalSource, Guard,
                      ItemSource, LocalSource, NoSource, _rank, global_state_word, ordered, tensor_expected)
+from .guards import _identifier, _mangle, module_path  # noqa: F401  (moved to guards.py; re-exported)
 
 _graph_counter = itertools.count()
 
@@ -232,52 +233,6 @@ def _weak_or_strong(obj):
         return weakref.ref(obj)
     except TypeError:
         return lambda: obj
-
-
-def _mangle(source):
-    """A Python identifier naming `source`: L['self'].layer[0] -> self_layer_0."""
-    if isinstance(source, LocalSource):
-        return source.local_name
-    if isinstance(source, GlobalSource):
-        return source.global_name.lstrip("_") or "g"
-    if isinstance(source, ClosureSource):
-        return source.var_name
-    if isinstance(source, AttrSource):
-        return f"{_mangle(source.base)}_{source.attr}"
-    if isinstance(source, ItemSource):
-        key = "".join(c if c.isalnum() else "_" for c in str(source.key))
-        base = source.base
-        if isinstance(base, AttrSource) and base.attr == "_modules":
-            base = base.base        # self._modules['lin'] reads as self_lin
-        return f"{_mangle(base)}_{key}"
-    return "v"
-
-
-def module_path(source):
-    """Qualified nn.Module path of the module (or attribute) at `source`:
-    L['self']._modules['layer1']._modules['0'] -> "layer1.0"; a root other
-    than the frame's `self` keeps its name (G['model']._modules['fc'] ->
-    "model.fc"); "" for `self` itself or a source it cannot name."""
-    if isinstance(source, LocalSource):
-        return "" if source.local_name == "self" else source.local_name
-    if isinstance(source, GlobalSource):
-        return source.global_name
-    if isinstance(source, ClosureSource):
-        return source.var_name
-    if isinstance(source, AttrSource):
-        if source.attr in ("_modules", "_parameters", "_buffers"):
-            return module_path(source.base)     # the table; its item names the child
-        base = module_path(source.base)
-        return f"{base}.{source.attr}" if base else source.attr
-    if isinstance(source, ItemSource):
-        base = module_path(source.base)
-        return f"{base}.{source.key}" if base else str(source.key)
-    return ""
-
-
-def _identifier(name):
-    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "v"
-    return name if not name[0].isdigit() else "_" + name
 
 
 class OutputGraph:
