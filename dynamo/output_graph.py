@@ -807,10 +807,20 @@ class OutputGraph:
                     or var.node.op == "get_attr" and var.source is None):
                 index[var.node] = len(outputs)
                 outputs.append(var.node)
+        branch_node = (branch_on.node if isinstance(branch_on, TensorVariable)
+                       and branch_on.source is not None else None)
+        return self.compile_nodes(outputs, index, branch_node)
+
+    def compile_nodes(self, outputs, index, branch_node=None):
+        """compile_graph's fx half: finish the graph with output nodes
+        `outputs` ({node: position} in `index`) and compile it; with no op
+        and no output, `branch_node` (an input read from its source, or None)
+        becomes the graph's output (a graph ending at a tensor branch).
+        Returns (GraphInfo or None, {node: output index}, [input sources])."""
         if self.op_count() == 0 and not outputs:
-            if not isinstance(branch_on, TensorVariable) or branch_on.source is None:
+            if branch_node is None:
                 return None, {}, []
-            outputs.append(branch_on.node)        # not in `index`: read from its source
+            outputs.append(branch_node)        # not in `index`: read from its source
         if self.grad_enabled != self.initial_grad:
             self.graph.call_function(torch._C._set_grad_enabled, (self.initial_grad,))
         self.graph.output(tuple(outputs))
