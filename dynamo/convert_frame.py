@@ -132,11 +132,12 @@ def compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *,
 
 def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, nopython):
     from .tracer.frame import InstructionTranslator, RestartAnalysis
+    from .tracer.variables.builder import GraphBuilder
     closure = getattr(func, "__closure__", None) if func is not None else None
     frame = FrameInfo(code, f_locals, f_globals, f_builtins, closure)
     break_offset, break_error, break_before = None, None, False
     for _ in range(MAX_RESTARTS):
-        output = OutputGraph(frame, compiler_fn)
+        output = GraphBuilder(frame, compiler_fn)
         tx = InstructionTranslator(output, frame, nopython=nopython,
                                    break_offset=break_offset, break_error=break_error,
                                    break_before=break_before)
