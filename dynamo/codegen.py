@@ -120,11 +120,6 @@ class PyCodegen:
 
     def reconstruct(self, var):
         """Leave `var`'s run-time value on the stack."""
-        from .tracer.variables import DictVariable, ListVariable, TupleVariable
-        from .tracer.variables.containers import ListIteratorVariable
-        from .tracer.variables.misc import NewObjectVariable
-        from .tracer.variables.base import CellVariable
-        from .tracer.variables.functions import NestedFunctionVariable
         temp = self.built.get(id(var))
         if temp is not None:
             self.load_local(temp)
@@ -133,15 +128,12 @@ class PyCodegen:
         # mutable values made by the traced code are built once: every
         # reference (a call's argument, a local passed to a resume
         # function) must be the same object
-        if isinstance(var, (ListVariable, DictVariable, NewObjectVariable, CellVariable,
-                            NestedFunctionVariable, ListIteratorVariable)) and var.source is None:
+        if var.built_once and var.source is None:
             temp = self.new_temp()
             self.emit("COPY", arg=1)
             self.store_local(temp)
             self.built[id(var)] = temp
             self.keep.append(var)
-        elif isinstance(var, TupleVariable):
-            pass
 
     def call_graph(self, info, input_sources, out_name):
         """__compiled_fn_<n>(*inputs) -> local `out_name`."""
