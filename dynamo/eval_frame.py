@@ -11,11 +11,12 @@ import logging
 
 import torch
 
-from . import _C, backends, config, records, resume, skipfiles
+from . import _C, backends, records, resume, skipfiles
+from .testing import unsupported  # noqa: F401  (dynamo.eval_frame.unsupported, as in TorchDynamo)
 
 log = logging.getLogger("dynamo")
 
-MODE_OFF, MODE_COMPILE, MODE_RUN = 0, 1, 2
+from .modes import MODE_COMPILE, MODE_OFF, MODE_RUN, ModeContext  # noqa: E402,F401
 
 
 # ---------------------------------------------------------------- filtering
@@ -28,27 +29,8 @@ from .convert_frame import (_Callback, _add_record, _eager_warned, _limit_warned
 
 # ---------------------------------------------------------------- wrappers
 
-class _ModeContext:
+class _ModeContext(ModeContext):
     """Context manager and decorator that sets the thread's hook mode."""
-
-    def __init__(self, mode, callback):
-        self.mode, self.callback = mode, callback
-        self._saved = []
-
-    def __enter__(self):
-        if self.mode == MODE_COMPILE:
-            if config.raise_on_ctx_manager_usage:
-                raise RuntimeError("dynamo.optimize(...) used as a context manager while "
-                                   "config.raise_on_ctx_manager_usage is set; decorate the "
-                                   "function or module instead: dynamo.optimize(backend)(fn)")
-            from . import mutation_guard
-            mutation_guard.new_generation()
-        self._saved.append(_C.set_mode(self.mode, self.callback))
-        return self
-
-    def __exit__(self, *exc):
-        _C.set_mode(*self._saved.pop())
-        return False
 
     def __call__(self, fn):
         return _wrap(fn, self.mode, self.callback)
@@ -175,14 +157,6 @@ def disable(fn=None):
     neither compiled nor looked up."""
     ctx = _ModeContext(MODE_OFF, None)
     return ctx if fn is None else ctx(fn)
-
-
-def unsupported(a, b):
-    """Returns `b` (its second argument, as TorchDynamo's helper of the same
-    name does), run where the tracer cannot follow it: a call of it inside a
-    compiled frame always breaks the graph (it lives in dynamo's own code,
-    which is never inlined nor compiled). Tests use it to force a break."""
-    return b
 
 
 def reset():

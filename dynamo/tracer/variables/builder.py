@@ -17,6 +17,7 @@ from ...exc import Unsupported
 from ...guards import (DICT_KEYS, EQUALS_MATCH, FUNCTION_MATCH, ID_MATCH, LENGTH, SAME_OBJECT,
                        TENSOR_MATCH, TYPE_MATCH, Guard, ItemSource, _identifier, _mangle, _rank,
                        module_path)
+from ...modes import hook_off
 from ...output_graph import OutputGraph, _check_inplace_cast, _check_same_dtypes, _has_node
 from .base import ClassVariable, ConstantVariable, OpaqueVariable, is_constant_value
 from .builtin import BuiltinVariable, is_builtin_callable
@@ -559,8 +560,7 @@ class GraphBuilder(OutputGraph):
             live = {n.name for n in graph.nodes if n.op == "placeholder"}
             reals = [r for n, r in zip([n for n in self.graph.nodes if n.op == "placeholder"],
                                        reals) if n.name in live]
-            from ...eval_frame import disable
-            with disable(), torch.set_grad_enabled(torch.is_grad_enabled()):
+            with hook_off(), torch.set_grad_enabled(torch.is_grad_enabled()):
                 torch._C._set_grad_enabled(self.initial_grad)
                 return gm(*reals)
         if isinstance(var, (TupleVariable, ListVariable)):
@@ -584,10 +584,9 @@ class GraphBuilder(OutputGraph):
         becomes a get_attr of the GraphModule)."""
         from . import ConstantVariable
         from .base import is_constant_value
-        from ...eval_frame import disable
         real_args = [self.real_value(a) for a in args]
         real_kw = {k: self.real_value(v) for k, v in kwargs.items()}
-        with disable():
+        with hook_off():
             result = fn(*real_args, **real_kw)
         if is_constant_value(result):
             return ConstantVariable(result)
