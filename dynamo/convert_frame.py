@@ -420,7 +420,6 @@ class _Callback:
             self._warn_limit(code, failures, f_locals, f_globals, f_builtins, func)
             _eager_warned.add(code)     # the cache-limit warning said why it runs eagerly
             return None
-        from .convert_frame import compile_frame
         from . import debug
         record = records.new_record(code)
         record.backend = self.backend_name
