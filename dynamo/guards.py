@@ -1,7 +1,9 @@
 """Guards recorded while tracing and their lowering to the C guard IR.
 
 Owns the Source classes (how to reach a value from a frame: local, global,
-closure cell, attribute, item), the Guard record (source + kind + expected
+closure cell, attribute, item) and the names graph code gives them
+(`_mangle`: a Python identifier, `module_path`: the qualified nn.Module
+path, `_identifier`), the Guard record (source + kind + expected
 values), `Guard.lower()` (the tuple IR of ARCHITECTURE.md contract 1) and
 `Guard.describe()` (the " - local 'a' TENSOR_MATCH" line of the seeds).
 The kind numbers are the C module's (_C.GUARD_KINDS, _C.SOURCE_KINDS); the
