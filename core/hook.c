@@ -547,6 +547,23 @@ run_hit(PyThreadState *tstate, CacheEntry *hit, PyFunctionObject *func, PyObject
     return result;
 }
 
+/* An entry was pushed to cache: where telemetry publishes the code, build
+ * the new guard tree now (the next lookup would build it), while the
+ * thread mode is still OFF, and publish it.  Reports its own errors. */
+static void
+publish_new_tree(CodeCache *cache)
+{
+    if (cache == NULL || cache->tele == NULL)
+        return;
+    GTree *tree = cache_tree(cache, runtime);
+    if (tree == NULL && PyErr_Occurred()) {
+        PyErr_WriteUnraisable(cache->code);     /* the next lookup builds it again */
+        return;
+    }
+    gtree_decref(tree);
+    telemetry_entry_added(cache);
+}
+
 /* COMPILE-mode miss: call the callback with the thread mode OFF.
  * Returns the code to run (strong), Py_None (strong) to run the frame
  * normally, or NULL with the callback's exception; internal errors are
@@ -577,7 +594,7 @@ ask_callback(_PyInterpreterFrame *frame, PyObject *failures /* borrowed */)
     else if ((todo = add_entry(frame, result)) == NULL)     /* guards compile while OFF */
         internal = 1;
     else
-        telemetry_entry_added(cache_get((PyObject *)dyn_frame_code(frame)));
+        publish_new_tree(cache_get((PyObject *)dyn_frame_code(frame)));
 done:
     if (internal) {                             /* reported while still OFF */
         PyErr_WriteUnraisable((PyObject *)dyn_frame_code(frame));

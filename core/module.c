@@ -409,6 +409,21 @@ hook_installed_py(PyObject *module, PyObject *unused)
     return PyBool_FromLong(hook_installed());
 }
 
+PyDoc_STRVAR(tree_property_text_doc,
+"tree_property_text(src, prop) -> str\n\n"
+"How guard-tree property `prop` (one of TREE_PROPERTIES, with \"[dim]\" after\n"
+"\"size()\" and \"stride()\") of the source written `src` reads to a user:\n"
+"(\"L['a']\", \"size()[0]\") -> \"L['a'].size()[0]\" (TREE_PROPERTY_FORMS).");
+
+static PyObject *
+tree_property_text(PyObject *module, PyObject *args)
+{
+    PyObject *src, *prop;
+    if (!PyArg_ParseTuple(args, "UU:tree_property_text", &src, &prop))
+        return NULL;
+    return gtree_property_text(src, prop);
+}
+
 static PyMethodDef module_methods[] = {
     {"set_mode", (PyCFunction)(void (*)(void))set_mode, METH_FASTCALL, set_mode_doc},
     {"get_mode", get_mode, METH_NOARGS, get_mode_doc},
@@ -423,6 +438,7 @@ static PyMethodDef module_methods[] = {
     {"_hook_installed", hook_installed_py, METH_NOARGS, hook_installed_doc},
     {"tree_info", tree_info, METH_O, tree_info_doc},
     {"tree_stats", tree_stats, METH_O, tree_stats_doc},
+    {"tree_property_text", tree_property_text, METH_VARARGS, tree_property_text_doc},
     {"_tree_new", tree_new, METH_O, tree_new_doc},
     {"_tree_lookup", (PyCFunction)(void (*)(void))tree_lookup, METH_FASTCALL, tree_lookup_doc},
     {"_tree_info", tree_view, METH_VARARGS, tree_view_doc},

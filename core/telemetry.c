@@ -27,6 +27,7 @@
 #include "telemetry.h"
 #include "../inspect/image.h"  /* image_capture, image_save */
 #include "cache.h"          /* CodeCache, CacheEntry: slots hang off them */
+#include "teletext.h"       /* the published texts: a guard tree's TREE payload */
 
 /* Found by readers through the dynamic symbol table (layout.h). */
 __attribute__((visibility("default"), used))
@@ -52,8 +53,7 @@ typedef struct {
     uint32_t cap;               /* bytes reserved, 0 = none */
 } BlobRes;
 static BlobRes (*code_res)[2];  /* owned array: code slot -> {tree, counters} reservations */
-static PyObject *tree_fn;       /* strong: code -> (DT_BLOB_TREE payload, counters), or NULL */
-static PyObject *counters_fn;   /* strong: code -> tree node counters (u64 pairs), or NULL */
+static int tree_broken;         /* encoding a tree failed once: trees are no longer published */
 static int redact;              /* DYNAMO_TELEMETRY_REDACT=1: no string values in the region */
 Py_ssize_t telemetry_entries_held;  /* telemetry.h */
 
@@ -452,6 +452,7 @@ telemetry_init(void)
         return;
     const char *rv = getenv("DYNAMO_TELEMETRY_REDACT");
     redact = rv != NULL && *rv != '\0' && strcmp(rv, "0") != 0;
+    teletext_configure(redact, NULL);
     size_t len = DT_HEADER_SIZE + (size_t)DT_CODES_CAP * sizeof(DtCode)
                  + (size_t)DT_ENTRIES_CAP * sizeof(DtEntry)
                  + (size_t)DT_EVENTS_CAP * sizeof(DtEvent) + DT_BLOB_CAP;
@@ -586,22 +587,29 @@ telemetry_note_failure(CodeCache *cache, PyObject *failures)
     PyErr_Restore(exc_type, exc_value, exc_tb);
 }
 
-/* Publish cache's guard tree through tree_fn: a TREE blob and a fresh
- * COUNTERS blob for its node counters.  0, or -1 with an exception. */
+/* "[F/C]" of entry i of a cache's current tree, from its slot; NULL
+ * (no exception) for an entry without one. */
+static PyObject *
+entry_name(const GTree *t, Py_ssize_t i)
+{
+    const CacheEntry *e = gtree_tag(t, i);
+    if (e == NULL || e->tele == NULL)
+        return NULL;
+    return PyUnicode_FromFormat("[%u/%u]", e->tele->frame_id, e->tele->compile_id);
+}
+
+/* Publish cache's guard tree as it is built (never building it): a TREE
+ * blob and a COUNTERS blob its node counters then live in.  A cache whose
+ * tree is not built (entries changed since) keeps what was published.  0,
+ * or -1 with an exception. */
 static int
 publish_tree(CodeCache *cache)
 {
-    if (region == NULL || tree_fn == NULL || cache->tele == NULL || cache->entries == NULL)
+    if (region == NULL || tree_broken || cache->tele == NULL || cache->tree == NULL)
         return 0;
-    PyObject *pair = PyObject_CallOneArg(tree_fn, cache->code);
-    if (pair == NULL)
-        return -1;
     PyObject *tree, *counters;
-    if (!PyArg_ParseTuple(pair, "SS;tree_fn must return (tree bytes, counters bytes)",
-                          &tree, &counters)) {
-        Py_DECREF(pair);
+    if (teletext_tree(cache->tree, cache->code, entry_name, &tree, &counters) < 0)
         return -1;
-    }
     DtCode *d = cache->tele;
     BlobRes *res = code_res[code_index(d)];
     seq_begin();
@@ -616,13 +624,14 @@ publish_tree(CodeCache *cache)
          * are never freed or moved while the region exists). */
         uint64_t *slots = blob_counters(d->tree_counters);
         size_t npairs = (size_t)PyBytes_GET_SIZE(counters) / 16;
-        if (cache->tree != NULL && gtree_bind_counters(cache->tree, slots, npairs))
+        if (gtree_bind_counters(cache->tree, slots, npairs))
             __atomic_fetch_or(&d->flags, DT_C_LIVE_TREE, __ATOMIC_RELAXED);
         else
             __atomic_fetch_and(&d->flags, ~DT_C_LIVE_TREE, __ATOMIC_RELAXED);
     }
     seq_end();
-    Py_DECREF(pair);
+    Py_DECREF(tree);
+    Py_DECREF(counters);
     return 0;
 }
 
@@ -633,46 +642,20 @@ telemetry_tree_built(CodeCache *cache)
         __atomic_fetch_and(&cache->tele->flags, ~DT_C_LIVE_TREE, __ATOMIC_RELAXED);
 }
 
-/* Copy cache's current tree node counters (counters_fn) over its COUNTERS
- * blob in place; republish the tree when its shape changed.  Counters are
- * stored word by word, like the hook's bumps: no seqlock.  0, or -1 with an
- * exception. */
+/* Make the region's node counters of cache current: a live tree only gets
+ * its time stamp; a tree rebuilt since its publish (counting in the
+ * process) is published again, which makes its counters live.  0, or -1
+ * with an exception. */
 static int
 refresh_tree_counters(CodeCache *cache)
 {
     DtCode *d = cache->tele;
-    if (counters_fn == NULL || d == NULL || d->tree.len == 0)
-        return publish_tree(cache);
-    if (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & DT_C_LIVE_TREE) {
+    if (d != NULL && d->tree.len != 0
+            && (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & DT_C_LIVE_TREE)) {
         __atomic_store_n(&d->counters_ns, now_ns(), __ATOMIC_RELAXED);  /* live already */
         return 0;
     }
-    PyObject *counters = PyObject_CallOneArg(counters_fn, cache->code);
-    if (counters == NULL)
-        return -1;
-    if (!PyBytes_Check(counters)) {
-        Py_DECREF(counters);
-        PyErr_SetString(PyExc_TypeError, "counters_fn must return bytes");
-        return -1;
-    }
-    uint64_t *dst = blob_counters(d->tree_counters);
-    size_t len = (size_t)PyBytes_GET_SIZE(counters);
-    int rc = 0;
-    if (dst == NULL)
-        ;                                   /* the region had no room for them */
-    else if (len == d->tree_counters.len - sizeof(DtBlob) && len % 8 == 0) {
-        const char *src = PyBytes_AS_STRING(counters);
-        for (size_t i = 0; i < len / 8; i++) {
-            uint64_t v;
-            memcpy(&v, src + 8 * i, 8);
-            __atomic_store_n(&dst[i], v, __ATOMIC_RELAXED);
-        }
-        __atomic_store_n(&d->counters_ns, now_ns(), __ATOMIC_RELAXED);
-    }
-    else
-        rc = publish_tree(cache);           /* the tree changed shape since */
-    Py_DECREF(counters);
-    return rc;
+    return publish_tree(cache);
 }
 
 void
@@ -680,10 +663,9 @@ telemetry_entry_added(CodeCache *cache)
 {
     if (cache == NULL || publish_tree(cache) == 0)
         return;
-    /* A broken serializer: say so once and stop publishing trees. */
-    PyErr_WriteUnraisable(tree_fn);
-    Py_CLEAR(tree_fn);
-    Py_CLEAR(counters_fn);
+    /* A tree that cannot be described: say so once and stop publishing trees. */
+    PyErr_WriteUnraisable(cache->code);
+    tree_broken = 1;
 }
 
 void
@@ -815,27 +797,24 @@ t_info(PyObject *module, PyObject *unused)
 }
 
 PyDoc_STRVAR(t_set_info_doc,
-"_telemetry_set_info(torch_version, dynamo_version, tree_fn, counters_fn)\n\n"
-"Identity strings for the header; tree_fn: code -> (DT_BLOB_TREE payload,\n"
-"node counters), called after each new cache entry; counters_fn: code ->\n"
-"node counters (u64 evaluations, failures per node, in TREE order), called\n"
-"by _telemetry_refresh.  Either may be None.");
+"_telemetry_set_info(torch_version, dynamo_version, module_type=None)\n\n"
+"Identity strings for the header; module_type: the class whose instances\n"
+"published texts describe by class and address, not by repr\n"
+"(torch.nn.Module: its repr walks every submodule).");
 
 static PyObject *
 t_set_info(PyObject *module, PyObject *args)
 {
     const char *torch_version, *dynamo_version;
-    PyObject *fn, *cfn = Py_None;
-    if (!PyArg_ParseTuple(args, "ssO|O:_telemetry_set_info", &torch_version, &dynamo_version,
-                          &fn, &cfn))
+    PyObject *mtype = Py_None;
+    if (!PyArg_ParseTuple(args, "ss|O:_telemetry_set_info", &torch_version, &dynamo_version,
+                          &mtype))
         return NULL;
-    if ((fn != Py_None && !PyCallable_Check(fn)) || (cfn != Py_None && !PyCallable_Check(cfn))) {
-        PyErr_SetString(PyExc_TypeError,
-                        "_telemetry_set_info: tree_fn and counters_fn must be callable or None");
+    if (mtype != Py_None && !PyType_Check(mtype)) {
+        PyErr_SetString(PyExc_TypeError, "_telemetry_set_info: module_type must be a class or None");
         return NULL;
     }
-    Py_XSETREF(tree_fn, fn == Py_None ? NULL : Py_NewRef(fn));
-    Py_XSETREF(counters_fn, cfn == Py_None ? NULL : Py_NewRef(cfn));
+    teletext_configure(redact, mtype == Py_None ? NULL : mtype);
     if (region != NULL) {
         seq_begin();
         snprintf(region->torch_version, sizeof region->torch_version, "%s", torch_version);
@@ -1078,6 +1057,62 @@ t_counters(PyObject *module, PyObject *code)
                          "frame_id", d->frame_id, "entries", entries);
 }
 
+PyDoc_STRVAR(t_redact_doc,
+"_telemetry_redact(text) -> str: text with its quoted string literals\n"
+"replaced when DYNAMO_TELEMETRY_REDACT=1 (names from the code kept), else text.");
+
+static PyObject *
+t_redact(PyObject *module, PyObject *text)
+{
+    return teletext_redact(text);
+}
+
+PyDoc_STRVAR(t_value_text_doc,
+"_telemetry_value_text(value, limit) -> str: the short text telemetry\n"
+"publishes for a guard value (types by qualified name, modules by class).");
+
+static PyObject *
+t_value_text(PyObject *module, PyObject *args)
+{
+    PyObject *v;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "On:_telemetry_value_text", &v, &limit))
+        return NULL;
+    return teletext_value(v, limit);
+}
+
+PyDoc_STRVAR(t_source_text_doc,
+"_telemetry_source_text(code, source) -> str: how telemetry writes the\n"
+"lowered guard source tuple `source` of code (\"L['x'].weight\").");
+
+static PyObject *
+t_source_text(PyObject *module, PyObject *args)
+{
+    PyObject *code, *spec;
+    if (!PyArg_ParseTuple(args, "O!O:_telemetry_source_text", &PyCode_Type, &code, &spec))
+        return NULL;
+    return teletext_source(code, spec);
+}
+
+PyDoc_STRVAR(t_tree_doc,
+"_telemetry_tree(code) -> (tree payload, counters payload) or None\n\n"
+"What a publish of code's guard tree writes (DT_BLOB_TREE, DT_BLOB_COUNTERS),\n"
+"from the tree as built; None when code has no built tree (nothing is built).");
+
+static PyObject *
+t_tree(PyObject *module, PyObject *code)
+{
+    if (!PyCode_Check(code))
+        return PyErr_Format(PyExc_TypeError, "_telemetry_tree: a code object expected");
+    CodeCache *cache = cache_get(code);
+    if (cache == NULL || cache->tree == NULL)
+        Py_RETURN_NONE;
+    PyObject *tree, *counters;
+    if (teletext_tree(cache->tree, code, entry_name, &tree, &counters) < 0)
+        return NULL;
+    return Py_BuildValue("(NN)", tree, counters);
+}
+
 static PyMethodDef telemetry_methods[] = {
     {"_telemetry_enabled", t_enabled, METH_NOARGS, t_enabled_doc},
     {"_telemetry_info", t_info, METH_NOARGS, t_info_doc},
@@ -1086,6 +1121,10 @@ static PyMethodDef telemetry_methods[] = {
     {"_telemetry_refresh", t_refresh, METH_NOARGS, t_refresh_doc},
     {"_telemetry_save", t_save, METH_O, t_save_doc},
     {"_telemetry_counters", t_counters, METH_O, t_counters_doc},
+    {"_telemetry_redact", t_redact, METH_O, t_redact_doc},
+    {"_telemetry_value_text", t_value_text, METH_VARARGS, t_value_text_doc},
+    {"_telemetry_source_text", t_source_text, METH_VARARGS, t_source_text_doc},
+    {"_telemetry_tree", t_tree, METH_O, t_tree_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -56,8 +56,10 @@ telemetry_count_lookup(DtCode *code, DtEntry *entry, int hit)
  * Allocates (repr) but never leaves an exception set. */
 void telemetry_note_failure(struct CodeCache *cache, PyObject *failures);
 
-/* An entry was pushed to cache (after a publish): publish its guard tree.
- * Runs Python (the registered tree serializer); never leaves an exception. */
+/* An entry was pushed to cache (after a publish): publish its guard tree
+ * as built (core/hook.c builds it first; nothing is built here).  Runs no
+ * Python function of dynamo, only repr() of guarded values (core/teletext.c);
+ * never leaves an exception. */
 void telemetry_entry_added(struct CodeCache *cache);
 
 /* cache's guard tree was rebuilt (core/cache.c): its node counters are

@@ -1,7 +1,9 @@
 """Guards recorded while tracing and their lowering to the C guard IR.
 
 Owns the Source classes (how to reach a value from a frame: local, global,
-closure cell, attribute, item), the Guard record (source + kind + expected
+closure cell, attribute, item) and the names graph code gives them
+(`_mangle`: a Python identifier, `module_path`: the qualified nn.Module
+path, `_identifier`), the Guard record (source + kind + expected
 values), `Guard.lower()` (the tuple IR of ARCHITECTURE.md contract 1) and
 `Guard.describe()` (the " - local 'a' TENSOR_MATCH" line of the seeds).
 The kind numbers are the C module's (_C.GUARD_KINDS, _C.SOURCE_KINDS); the
@@ -245,6 +247,54 @@ class NoSource(Source):
         return None
 
 
+# ---------------------------------------------------------------- source names
+
+def _mangle(source):
+    """A Python identifier naming `source`: L['self'].layer[0] -> self_layer_0."""
+    if isinstance(source, LocalSource):
+        return source.local_name
+    if isinstance(source, GlobalSource):
+        return source.global_name.lstrip("_") or "g"
+    if isinstance(source, ClosureSource):
+        return source.var_name
+    if isinstance(source, AttrSource):
+        return f"{_mangle(source.base)}_{source.attr}"
+    if isinstance(source, ItemSource):
+        key = "".join(c if c.isalnum() else "_" for c in str(source.key))
+        base = source.base
+        if isinstance(base, AttrSource) and base.attr == "_modules":
+            base = base.base        # self._modules['lin'] reads as self_lin
+        return f"{_mangle(base)}_{key}"
+    return "v"
+
+
+def module_path(source):
+    """Qualified nn.Module path of the module (or attribute) at `source`:
+    L['self']._modules['layer1']._modules['0'] -> "layer1.0"; a root other
+    than the frame's `self` keeps its name (G['model']._modules['fc'] ->
+    "model.fc"); "" for `self` itself or a source it cannot name."""
+    if isinstance(source, LocalSource):
+        return "" if source.local_name == "self" else source.local_name
+    if isinstance(source, GlobalSource):
+        return source.global_name
+    if isinstance(source, ClosureSource):
+        return source.var_name
+    if isinstance(source, AttrSource):
+        if source.attr in ("_modules", "_parameters", "_buffers"):
+            return module_path(source.base)     # the table; its item names the child
+        base = module_path(source.base)
+        return f"{base}.{source.attr}" if base else source.attr
+    if isinstance(source, ItemSource):
+        base = module_path(source.base)
+        return f"{base}.{source.key}" if base else str(source.key)
+    return ""
+
+
+def _identifier(name):
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "v"
+    return name if not name[0].isdigit() else "_" + name
+
+
 # ---------------------------------------------------------------- global state
 
 # Bit layout of the GLOBAL_STATE word: guards/tmeta.h (TMETA_GS_*).
@@ -462,24 +512,14 @@ def ordered(guards: List[Guard]) -> List[Guard]:
 
 
 # How each guard-tree property (_C.TREE_PROPERTIES, guards/tree.c) of a
-# source reads to a user; "{}" is the source's text.
-PROPERTY_FORMS = {
-    "type": "type({})", "id": "id({})", "is_none": "{} is None",
-    "grad_mode": "torch.is_grad_enabled()", "global_state": "global torch state",
-    "same_object": "{}.same_object", "len": "len({})", "dtype": "{}.dtype",
-    "device": "{}.device", "requires_grad": "{}.requires_grad",
-    "dispatch_keys": "{}.dispatch_keys", "ndim": "{}.ndim", "size()": "{}.size()",
-    "stride()": "{}.stride()", "value": "{}", "keys": "{}.keys()",
-}
+# source reads to a user; "{}" is the source's text (guards/tree_py.c).
+PROPERTY_FORMS = dict(_C.TREE_PROPERTY_FORMS)
 
 
 def property_text(src: str, prop: str) -> str:
     """How a guard-tree property of source text `src` reads to a user:
     ("L['a']", "size()[0]") -> "L['a'].size()[0]", ("L['f']", "id") -> "id(L['f'])".
     `prop` is one of _C.TREE_PROPERTIES, with "[dim]" after "size()" and
-    "stride()" as the miss report gives them."""
-    name, bracket, dim = prop.partition("[")
-    form = PROPERTY_FORMS.get(name)
-    if form is None:
-        return f"{src}.{prop}"
-    return form.format(src) + bracket + dim
+    "stride()" as the miss report gives them.  The C function the published
+    guard trees use."""
+    return _C.tree_property_text(src, prop)

@@ -1,14 +1,18 @@
 """The fx graph under construction for one compile, its inputs, guards and
-example values, and the bytecode that calls the compiled graph.
+example values.
 
 OutputGraph owns: the torch.fx.Graph, the FakeTensorMode that computes
 example values, graph inputs (placeholders, each with the Source to load it
 from at run time), parameters/buffers/leaf modules (get_attr / call_module
 targets on the GraphModule), the guards recorded while tracing, the traced
-grad mode, and `compile_graph()` which hands the graph to the backend and
-installs `__compiled_fn_<n>` in the frame's globals. PyCodegen emits the
-instructions that load inputs, call the graph and rebuild values from its
-outputs. Neither decides *where* to break: that is the translator's job.
+grad mode, and `compile_nodes()` which hands the graph to the backend and
+installs `__compiled_fn_<n>` in the frame's globals. It handles fx nodes
+and example values only and imports nothing of the tracer: the ops and
+inputs as VariableTrackers (add_input, call_function, compile_graph, ...)
+are tracer/variables/builder.py's GraphBuilder, the OutputGraph subclass
+the translator works with. codegen.PyCodegen
+emits the instructions that load inputs, call the graph and rebuild values
+from its outputs. Neither decides *where* to break: that is the translator's job.
 An op is captured only if it runs on the fake example values and, where
 fake tensors accept what kernels refuse (unusual dtypes, empty or
 mixed-dtype inputs: OutputGraph._probe), on real ones of their shapes;
@@ -18,10 +22,8 @@ import contextlib
 import copy
 import itertools
 import logging
-import operator
 import threading
 import warnings
-import types
 import weakref
 
 import traceback
@@ -32,11 +34,11 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from . import config
-from .bytecode import (NULL_ABOVE_CALLABLE, create_call, create_call_function,
-                       create_instruction, create_load_method)
 from .exc import Unsupported
-from .guards import (GLOBAL_STATE, GRAD_MODE, SAME_OBJECT, TENSOR_MATCH, AttrSource, ClosureSource, GlobalSource, Guard,
-                     ItemSource, LocalSource, NoSource, _rank, global_state_word, ordered, tensor_expected)
+from .codegen import PyCodegen  # noqa: F401  (moved to codegen.py; re-exported)
+from .guards import (GLOBAL_STATE, GRAD_MODE, SAME_OBJECT, TENSOR_MATCH, Guard, NoSource,
+                     global_state_word, ordered, tensor_expected)
+from .guards import _identifier, _mangle, module_path  # noqa: F401  (moved to guards.py; re-exported)
 
 _graph_counter = itertools.count()
 
@@ -164,37 +166,6 @@ def _probe_inputs(ex_args, ex_kw, wrote=False):
     return args, kw
 
 
-def _tensor_args(args, kwargs):
-    from .tracer.variables import TensorVariable
-    return [a for a in (*args, *kwargs.values()) if isinstance(a, TensorVariable)]
-
-
-def _versions(args, kwargs):
-    """Version counters of the tensor arguments' examples (an in-place op
-    on a fake tensor, or on a view of it, bumps them)."""
-    return [a.example._version for a in _tensor_args(args, kwargs)]
-
-
-def _returned_input(args, kwargs, example, versions):
-    """The argument variable the op returned as its result, when it is a
-    pure identity: the fake run returned that very argument object
-    (dropout(training=False), contiguous() of a contiguous tensor, .to()
-    of the same dtype, nn.Identity, Dropout in eval) and wrote to none of
-    the arguments. Eager returns the same object, so the traced value is
-    that variable and no node is recorded: a backend that rebuilds the
-    graph (aot_eager decomposes dropout into a clone) cannot turn the
-    object into a copy. None otherwise (in-place ops keep their node)."""
-    if not isinstance(example, torch.Tensor):
-        return None
-    tensors = _tensor_args(args, kwargs)
-    if [a.example._version for a in tensors] != versions:
-        return None
-    for a in tensors:
-        if a.example is example:
-            return a
-    return None
-
-
 class _ProbeFilter(logging.Filter):
     """Drops the fake-tensor loggers' records while this thread probes an op
     (installed once; setting the loggers' levels per op cleared every
@@ -252,52 +223,6 @@ def _weak_or_strong(obj):
         return weakref.ref(obj)
     except TypeError:
         return lambda: obj
-
-
-def _mangle(source):
-    """A Python identifier naming `source`: L['self'].layer[0] -> self_layer_0."""
-    if isinstance(source, LocalSource):
-        return source.local_name
-    if isinstance(source, GlobalSource):
-        return source.global_name.lstrip("_") or "g"
-    if isinstance(source, ClosureSource):
-        return source.var_name
-    if isinstance(source, AttrSource):
-        return f"{_mangle(source.base)}_{source.attr}"
-    if isinstance(source, ItemSource):
-        key = "".join(c if c.isalnum() else "_" for c in str(source.key))
-        base = source.base
-        if isinstance(base, AttrSource) and base.attr == "_modules":
-            base = base.base        # self._modules['lin'] reads as self_lin
-        return f"{_mangle(base)}_{key}"
-    return "v"
-
-
-def module_path(source):
-    """Qualified nn.Module path of the module (or attribute) at `source`:
-    L['self']._modules['layer1']._modules['0'] -> "layer1.0"; a root other
-    than the frame's `self` keeps its name (G['model']._modules['fc'] ->
-    "model.fc"); "" for `self` itself or a source it cannot name."""
-    if isinstance(source, LocalSource):
-        return "" if source.local_name == "self" else source.local_name
-    if isinstance(source, GlobalSource):
-        return source.global_name
-    if isinstance(source, ClosureSource):
-        return source.var_name
-    if isinstance(source, AttrSource):
-        if source.attr in ("_modules", "_parameters", "_buffers"):
-            return module_path(source.base)     # the table; its item names the child
-        base = module_path(source.base)
-        return f"{base}.{source.attr}" if base else source.attr
-    if isinstance(source, ItemSource):
-        base = module_path(source.base)
-        return f"{base}.{source.key}" if base else str(source.key)
-    return ""
-
-
-def _identifier(name):
-    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "v"
-    return name if not name[0].isdigit() else "_" + name
 
 
 class OutputGraph:
@@ -404,36 +329,6 @@ class OutputGraph:
         return out
 
     # ------------------------------------------------------------ inputs
-    def add_input(self, source, value):
-        """A graph input for tensor `value` at `source` (one per source).
-        A tensor already read from another source is the same variable
-        (aliasing is guarded: SAME_OBJECT(source, first source, True))."""
-        key = source.name()
-        if key in self.inputs:
-            return self.inputs[key]
-        seen = self.input_objs.get(id(value))
-        if seen is not None and seen[0] is value:
-            self.add_guard(source, SAME_OBJECT, seen[1].source, True)
-            self.inputs[key] = seen[1]
-            return seen[1]
-        from .tracer.variables import TensorVariable
-        self.guards.append(Guard(source, TENSOR_MATCH, (value,)))   # lowered in final_guards
-        rank = (_rank(source), next(self.input_order))
-        before = None
-        for node in self.graph.nodes:
-            if node.op != "placeholder" or node.meta["rank"] > rank:
-                before = node
-                break
-        with self.graph.inserting_before(before):
-            node = self.graph.placeholder(_identifier(_mangle(source)))
-        node.meta.update(rank=rank, source=source, real=value)
-        example = self.fake_mode.from_tensor(value, static_shapes=True)
-        node.meta["example_value"] = example
-        var = TensorVariable(node, example, source, cls=type(value))
-        self.inputs[key] = var
-        self.input_objs[id(value)] = (value, var)
-        return var
-
     def known_container(self, source, value):
         """The variable of list/dict `value` if the trace already holds it
         from another source (two names for one list: a mutation through one
@@ -458,21 +353,6 @@ class OutputGraph:
             if type(other) is type(value) and other_var.source is not None:
                 self.add_guard(source, SAME_OBJECT, other_var.source, False)
         self.container_objs[id(value)] = (value, var)
-
-    def get_attr(self, tensor, source):
-        """A parameter/buffer reached from a module: a get_attr node on the
-        GraphModule (shared object), reloadable from `source` if needed."""
-        var = self.attr_nodes.get(id(tensor))
-        if var is not None:
-            return var
-        from .tracer.variables import TensorVariable
-        target = self._target(_mangle(source), tensor)
-        node = self.graph.get_attr(target)
-        self._tag(node)
-        node.meta["example_value"] = example = self._fake(tensor)
-        var = TensorVariable(node, example, source, cls=type(tensor))
-        self.attr_nodes[id(tensor)] = var
-        return var
 
     def _target(self, base, obj):
         name = _identifier(base)
@@ -543,31 +423,6 @@ class OutputGraph:
             self.grad_enabled = mode
 
     # ------------------------------------------------------------ ops
-    def _examples(self, value):
-        from .tracer.variables import (ConstantVariable, DictVariable, TensorVariable,
-                                       TupleVariable, ListVariable)
-        if isinstance(value, TensorVariable):
-            return value.example, value.node
-        if isinstance(value, (TupleVariable, ListVariable)):
-            pairs = [self._examples(v) for v in value.items]
-            t = value.python_type()
-            if t is torch.Size:
-                t = tuple
-            return t(p[0] for p in pairs), t(p[1] for p in pairs)
-        if isinstance(value, DictVariable):
-            pairs = {k: self._examples(v) for k, v in value.items.items()}
-            return {k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()}
-        if isinstance(value, ConstantVariable) or value.is_python_constant():
-            c = value.as_python_constant()
-            return c, c
-        raise Unsupported(f"argument {value} to a graph operation")
-
-    def _prepare(self, args, kwargs):
-        ex_args, node_args = zip(*[self._examples(a) for a in args]) if args else ((), ())
-        ex_kw = {k: self._examples(v) for k, v in kwargs.items()}
-        return (list(ex_args), tuple(node_args), {k: p[0] for k, p in ex_kw.items()},
-                {k: p[1] for k, p in ex_kw.items()})
-
     def _autocast_on(self):
         return any(enabled for _, _, enabled, _ in self.autocast_stack)
 
@@ -640,25 +495,6 @@ class OutputGraph:
                               "block (the try runs eagerly)")
         self.uses_autocast = True
 
-    def note_input_writes(self, args, kwargs, versions):
-        """After an op's fake run: did it write to a graph input (a tensor
-        argument whose version moved and which shares its storage with an
-        input, a parameter or a buffer: a view, a detach())? Such a graph
-        cannot be re-run eagerly after it raised (check_not_in_try)."""
-        tensors = _tensor_args(args, kwargs)
-        changed = [a.example for a, v in zip(tensors, versions) if a.example._version != v]
-        if not changed:
-            return
-        ins = [v.example for v in self.inputs.values()] + \
-            [v.example for v in self.attr_nodes.values()] + list(self.fake_params.values())
-        try:
-            stores = {t.untyped_storage()._cdata for t in ins}
-            written = any(t.untyped_storage()._cdata in stores for t in changed)
-        except Exception:  # noqa: BLE001 - no storage to compare: count it as a write
-            written = True
-        if written:
-            self.input_written()
-
     def input_written(self):
         """The graph writes to one of its inputs (see note_input_writes)."""
         if self.deopt:
@@ -666,272 +502,22 @@ class OutputGraph:
                               "inside a try block (the write runs eagerly)")
         self.mutates_inputs = True
 
-    def call_function(self, tx, fn, args, kwargs):
-        self.check_not_in_try(tx)
-        ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
-        name = getattr(fn, "__name__", str(fn))
-        versions = _versions(args, kwargs)
-
-        def run():
-            _check_same_dtypes(name, ex_args, ex_kw, self._autocast_on())
-            return fn(*ex_args, **ex_kw)
-        example = self._run_fake(name, run)
-        self.note_input_writes(args, kwargs, versions)
-        self._probe(name, lambda a, k: fn(*a, **k), ex_args, ex_kw, _versions(args, kwargs) != versions)
-        same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
-        if same is not None:
-            return same
-        if isinstance(example, types.FunctionType) and not _has_node((n_args, n_kw)):
-            # a torch helper that makes a function from constants
-            # (nn.modules.utils._ntuple(3)): the function itself, called
-            # like its maker when it is graphable too
-            from .tracer.variables.torch import TorchFunctionVariable, is_graphable_torch_callable
-            if is_graphable_torch_callable(example):
-                return TorchFunctionVariable(example)
-        return self._wrap_result("call_function", fn, n_args, n_kw, example,
-                                 effect=fn is operator.setitem or name.endswith("_"))
-
-    def call_method(self, tx, name, args, kwargs):
-        self.check_not_in_try(tx)
-        ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
-
-        def run():
-            _check_inplace_cast(name, ex_args, ex_kw)
-            _check_same_dtypes(name, ex_args, ex_kw, self._autocast_on())
-            return getattr(ex_args[0], name)(*ex_args[1:], **ex_kw)
-        versions = _versions(args, kwargs)
-        example = self._run_fake(f"Tensor.{name}", run)
-        self.note_input_writes(args, kwargs, versions)
-        self._probe(f"Tensor.{name}", lambda a, k: getattr(a[0], name)(*a[1:], **k), ex_args, ex_kw,
-                    _versions(args, kwargs) != versions)
-        # an in-place method may change no data and still act (detach_())
-        same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
-        if same is not None:
-            return same
-        return self._wrap_result("call_method", name, n_args, n_kw, example,
-                                 effect=name.endswith("_") or name == "__setitem__")
-
-    def capture_item(self, tx, tensor):
-        """`tensor.item()` as a node (config.capture_scalar_outputs): its
-        value is a graph output, read by the rewritten code."""
-        from .tracer.variables.tensor import ScalarOutputVariable
-        self.check_not_in_try(tx)
-        node = self.graph.create_node("call_method", "item", (tensor.node,), {})
-        self._tag(node)
-        node.meta["example_value"] = None        # known only when the graph runs
-        node.meta["scalar_output"] = True         # a Python number (export reads this)
-        from .tracer.variables.tensor import _item_type
-        return ScalarOutputVariable(node, _item_type(tensor.example.dtype))
-
-    def scalar_op(self, tx, fn, a, b):
-        """`a fn b` where an operand is a captured Tensor.item() number
-        (ScalarOutputVariable): a node. Only arithmetic and comparisons,
-        whose result (a number of a kind known from the operands' kinds, or
-        a tensor shaped like the tensor operand) does not depend on the
-        number's value; the example values use a stand-in of the right kind."""
-        from .tracer.variables import ConstantVariable, TensorVariable
-        from .tracer.variables.tensor import ScalarOutputVariable
-        fn = _INPLACE_NUMBER_OPS.get(fn, fn)     # numbers have no in-place forms
-        if fn not in _SCALAR_OPS:
-            raise Unsupported(f"{getattr(fn, '__name__', fn)} on a captured Tensor.item() value")
-        nodes, examples = [], []
-        for v in (a, b):
-            if isinstance(v, ScalarOutputVariable):
-                nodes.append(v.node)
-                examples.append(v.cls(1))
-            elif isinstance(v, TensorVariable):
-                nodes.append(v.node)
-                examples.append(v.example)
-            elif isinstance(v, ConstantVariable) and type(v.value) in (int, float, bool, complex):
-                nodes.append(v.value)
-                examples.append(v.value)
-            else:
-                raise Unsupported(f"{getattr(fn, '__name__', fn)} of a captured Tensor.item() "
-                                  f"value and {v}")
-        self.check_not_in_try(tx)
-        if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
-            example = self._run_fake(fn.__name__, lambda: fn(*examples))
-            return self._wrap_result("call_function", fn, tuple(nodes), {}, example)
-        try:
-            kind = type(fn(*examples))
-        except Exception as e:  # noqa: BLE001 - e.g. a constant zero divisor: let it run eagerly
-            raise Unsupported(f"{fn.__name__} on a captured Tensor.item() value "
-                              f"({type(e).__name__})") from e
-        node = self.graph.call_function(fn, tuple(nodes))
-        self._tag(node)
-        node.meta["example_value"] = None
-        node.meta["scalar_output"] = True
-        return ScalarOutputVariable(node, kind)
-
-    def call_module(self, tx, module, source, args, kwargs):
-        self.check_not_in_try(tx)
-        target = self.module_targets.get(id(module))
-        if target is None:
-            target = self.module_targets[id(module)] = self._target(_mangle(source), module)
-        ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
-        fake_module = self._fake_module(module)
-        versions = _versions(args, kwargs)
-        example = self._run_fake(type(module).__name__, lambda: fake_module(*ex_args, **ex_kw))
-        if module.training and next(module.buffers(), None) is not None:
-            self.input_written()            # may update its buffers (BatchNorm)
-        same = _returned_input(args, kwargs, example, versions)
-        if same is not None:
-            return same
-        return self._wrap_result("call_module", target, n_args, n_kw, example,
-                                 called=(module_path(source), type(module).__name__))
-
-    def _wrap_result(self, op, target, n_args, n_kw, example, effect=False, called=None):
-        from .tracer.variables import ConstantVariable, TensorVariable, TupleVariable, ListVariable
-        from .tracer.variables.containers import NamedTupleVariable
-        from .tracer.variables.base import is_constant_value
-        if isinstance(example, torch.Tensor):
-            node = self.graph.create_node(op, target, n_args, n_kw)
-            self._tag(node, called)
-            node.meta["example_value"] = example
-            return TensorVariable(node, example)
-        if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
-            node = self.graph.create_node(op, target, n_args, n_kw)
-            self._tag(node, called)
-            node.meta["example_value"] = example
-            items = []
-            for i, e in enumerate(example):
-                if isinstance(e, torch.Tensor):
-                    item = self.graph.call_function(operator.getitem, (node, i))
-                    self._tag(item)
-                    item.meta["example_value"] = e
-                    items.append(TensorVariable(item, e))
-                elif is_constant_value(e):
-                    items.append(ConstantVariable(e))
-                else:
-                    raise Unsupported(f"{target} returned a {type(e).__name__} item")
-            fields = getattr(type(example), "_fields", None) or _structseq_fields(example)
-            if not fields:
-                # split/unbind/chunk/...: how many tensors come out depends
-                # on the input sizes, and the trace bakes that count in
-                self.sizes_read = True
-            if isinstance(example, list):
-                return ListVariable(items)
-            return TupleVariable(items) if not fields else NamedTupleVariable(items, fields)
-        if effect or example is None and op == "call_method":
-            self._tag(self.graph.create_node(op, target, n_args, n_kw), called)
-            return ConstantVariable(example) if is_constant_value(example) else ConstantVariable(None)
-        if is_constant_value(example):
-            return ConstantVariable(example)
-        raise Unsupported(f"{getattr(target, '__name__', target)} returned {type(example).__name__}")
-
     # ------------------------------------------------------------ constants
-    def real_value(self, var):
-        """The real value of traced value `var` for this frame's inputs: a
-        graph tensor is computed by running the graph so far on the real
-        inputs (hook off, grad mode restored); containers item by item."""
-        from .tracer.variables import (DictVariable, ListVariable, TensorVariable,
-                                       TupleVariable)
-        if isinstance(var, TensorVariable):
-            if var.node.op == "placeholder":
-                return var.node.meta["real"]
-            if var.node.op == "get_attr":
-                return self.root[var.node.target]
-            graph = torch.fx.Graph()
-            env = {}
-            for node in self.graph.nodes:
-                env[node] = graph.node_copy(node, lambda n: env[n])
-                if node is var.node:
-                    break
-            graph.output(env[var.node])
-            gm = torch.fx.GraphModule(self.root, graph)
-            reals = [n.meta["real"] for n in self.graph.nodes if n.op == "placeholder"]
-            live = {n.name for n in graph.nodes if n.op == "placeholder"}
-            reals = [r for n, r in zip([n for n in self.graph.nodes if n.op == "placeholder"],
-                                       reals) if n.name in live]
-            from .eval_frame import disable
-            with disable(), torch.set_grad_enabled(torch.is_grad_enabled()):
-                torch._C._set_grad_enabled(self.initial_grad)
-                return gm(*reals)
-        if isinstance(var, (TupleVariable, ListVariable)):
-            t = var.python_type()
-            return (list if t is list else tuple)(self.real_value(v) for v in var.items)
-        if isinstance(var, DictVariable):
-            return {k: self.real_value(v) for k, v in var.items.items()}
-        if var.is_python_constant():
-            return var.as_python_constant()
-        value = getattr(var, "value", None)
-        if value is not None:
-            return value
-        module = getattr(var, "module", None)
-        if module is not None:
-            return module
-        raise Unsupported(f"no real value for {var}")
-
-    def fold_constant_call(self, tx, fn, args, kwargs):
-        """dynamo.assume_constant_result: call `fn` now on the real values of
-        `args` and put its result into the graph as a constant (a tensor
-        becomes a get_attr of the GraphModule)."""
-        from .tracer.variables import ConstantVariable
-        from .tracer.variables.base import is_constant_value
-        from .eval_frame import disable
-        real_args = [self.real_value(a) for a in args]
-        real_kw = {k: self.real_value(v) for k, v in kwargs.items()}
-        with disable():
-            result = fn(*real_args, **real_kw)
-        if is_constant_value(result):
-            return ConstantVariable(result)
-        if isinstance(result, torch.Tensor):
-            return self.constant_tensor(result, getattr(fn, "__name__", "constant"))
-        from .tracer.variables import DictVariable, ListVariable, TupleVariable
-
-        def item(r):
-            if is_constant_value(r):
-                return ConstantVariable(r)
-            if isinstance(r, torch.Tensor):
-                return self.constant_tensor(r, "constant")
-            raise Unsupported(f"assume_constant_result: a {type(r).__name__} in the result")
-        if type(result) in (list, tuple):
-            return (ListVariable if type(result) is list else TupleVariable)([item(r) for r in result])
-        if type(result) is dict and all(is_constant_value(k) for k in result):
-            return DictVariable({k: item(v) for k, v in result.items()})
-        raise Unsupported(f"assume_constant_result: {type(result).__name__} result")
-
-    def constant_tensor(self, tensor, base):
-        """A tensor constant of the graph: a get_attr node on a detached copy."""
-        from .tracer.variables import TensorVariable
-        value = tensor.detach().clone()
-        target = self._target(f"_const_{_identifier(base)}_{len(self.root)}", value)
-        node = self.graph.get_attr(target)
-        self._tag(node)
-        node.meta["example_value"] = example = self._fake(value)
-        return TensorVariable(node, example)
-
     # ------------------------------------------------------------ compile
     def op_count(self):
         return sum(1 for n in self.graph.nodes if n.op.startswith("call_")
                    and n.target is not torch._C._set_grad_enabled)
 
-    def compile_graph(self, output_vars, branch_on=None):
-        """Finish the graph with the tensors among `output_vars` that must
-        come out of it (computed tensors, not inputs) and compile it.
-        `branch_on`: the tensor a data-dependent branch right after the
-        graph tests; when it is an input and the graph would otherwise be
-        empty, the graph is the input returned (the backend sees every
-        graph that ends at a tensor branch, as under torch.compile; the
-        generated code still reads the input from its source).
+    def compile_nodes(self, outputs, index, branch_node=None):
+        """compile_graph's fx half: finish the graph with output nodes
+        `outputs` ({node: position} in `index`) and compile it; with no op
+        and no output, `branch_node` (an input read from its source, or None)
+        becomes the graph's output (a graph ending at a tensor branch).
         Returns (GraphInfo or None, {node: output index}, [input sources])."""
-        from .tracer.variables import TensorVariable
-        from .tracer.variables.tensor import ScalarOutputVariable
-        outputs, index = [], {}
-        for var in output_vars:
-            # a get_attr without a source is a constant of the graph (assume_constant_result)
-            if isinstance(var, ScalarOutputVariable) and var.node not in index:
-                index[var.node] = len(outputs)
-                outputs.append(var.node)
-            elif isinstance(var, TensorVariable) and var.node not in index and (
-                    var.node.op not in ("placeholder", "get_attr")
-                    or var.node.op == "get_attr" and var.source is None):
-                index[var.node] = len(outputs)
-                outputs.append(var.node)
         if self.op_count() == 0 and not outputs:
-            if not isinstance(branch_on, TensorVariable) or branch_on.source is None:
+            if branch_node is None:
                 return None, {}, []
-            outputs.append(branch_on.node)        # not in `index`: read from its source
+            outputs.append(branch_node)        # not in `index`: read from its source
         if self.grad_enabled != self.initial_grad:
             self.graph.call_function(torch._C._set_grad_enabled, (self.initial_grad,))
         self.graph.output(tuple(outputs))
@@ -947,15 +533,6 @@ class OutputGraph:
         self.install[name] = compiled
         info = GraphInfo(name, gm, compiled, example_inputs, self.op_count())
         return info, index, [n.meta["source"] for n in placeholders]
-
-
-_SCALAR_OPS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
-               operator.mod, operator.pow, operator.lt, operator.le, operator.gt, operator.ge,
-               operator.eq, operator.ne}
-_INPLACE_NUMBER_OPS = {operator.iadd: operator.add, operator.isub: operator.sub,
-                       operator.imul: operator.mul, operator.itruediv: operator.truediv,
-                       operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
-                       operator.ipow: operator.pow}
 
 
 def _has_node(args):
@@ -975,156 +552,3 @@ def _could_be_one_tensor(a, b):
                 p is not None and q is not None and p != q for p, q in zip(x, y)):
             return False
     return True
-
-
-def _structseq_fields(value):
-    """Field names of a torch.return_types structseq, else None."""
-    cls = type(value)
-    if hasattr(cls, "n_fields") and hasattr(cls, "n_sequence_fields"):
-        members = [k for k, v in cls.__dict__.items() if type(v).__name__ == "member_descriptor"]
-        return tuple(members[:len(value)]) or None
-    return None
-
-
-# ---------------------------------------------------------------- codegen
-
-class PyCodegen:
-    """Instruction emitter for rewritten code: loads by source, rebuilds
-    values from graph outputs, keeps containers' identity (each traced
-    container is built once and reloaded from a temporary)."""
-
-    def __init__(self, code, graph_out=None):
-        self.code = code
-        self.insts = []
-        self.graph_out = graph_out       # (local name, {node: index}) or None
-        self.built = {}                  # id(var) -> temp local holding it
-        self.keep = []                   # vars referenced by `built`
-        self.temps = itertools.count()
-        self.temp_names = []             # temporaries stored, in creation order
-        self.cells = set(code.co_cellvars) | set(code.co_freevars)
-
-    def emit(self, opname, **kw):
-        inst = create_instruction(opname, **kw)
-        self.insts.append(inst)
-        return inst
-
-    def append(self, inst):
-        self.insts.append(inst)
-
-    def load_method(self, name):
-        """[obj] -> [method, self] or [NULL, attribute], for emit_call."""
-        self.insts.append(create_load_method(name))
-
-    def emit_call(self, nargs):
-        """The call instructions for the stack a call takes: [NULL|self,
-        callable, args] (3.13: [callable, NULL|self, args])."""
-        self.insts.extend(create_call(nargs))
-
-    def push_call_null(self, loaded):
-        """The NULL of a call, where it goes: under the callable (3.11,
-        3.12: emitted before the callable is loaded, `loaded` False), above
-        it (3.13: emitted right after, `loaded` True)."""
-        if loaded == NULL_ABOVE_CALLABLE:
-            self.emit("PUSH_NULL")
-
-    def load_const(self, value):
-        self.emit("LOAD_CONST", argval=value)
-
-    def load_local(self, name):
-        self.emit("LOAD_DEREF" if name in self.cells else "LOAD_FAST", argval=name)
-
-    def store_local(self, name):
-        self.emit("STORE_DEREF" if name in self.cells else "STORE_FAST", argval=name)
-
-    def new_temp(self, prefix="___tmp"):
-        name = f"{prefix}_{next(self.temps)}"
-        self.temp_names.append(name)
-        return name
-
-    def delete_temps(self):
-        """DELETE_FAST every temporary stored so far (the graph output
-        included), so user code run in this frame afterwards (a call run
-        eagerly at a break) sees only its own names in locals()."""
-        for name in self.temp_names:
-            self.emit("DELETE_FAST", argval=name)
-        self.temp_names = []
-
-    def call(self, nargs):
-        """Call with stack [callable, args...]: a NULL goes into the call's
-        NULL|self slot."""
-        self.insts.extend(create_call_function(nargs, push_null=True))
-
-    def call_ex(self):
-        """Call with stack [callable, args_tuple]."""
-        self.emit("PUSH_NULL")
-        if NULL_ABOVE_CALLABLE:             # 3.13: [callable, NULL, args_tuple]
-            self.emit("SWAP", arg=2)
-        else:                               # [NULL, callable, args_tuple]
-            self.emit("SWAP", arg=3)
-            self.emit("SWAP", arg=2)
-        self.emit("CALL_FUNCTION_EX", arg=0)
-
-    def load_source(self, source):
-        if isinstance(source, LocalSource):
-            self.load_local(source.local_name)
-        elif isinstance(source, GlobalSource):
-            self.emit("LOAD_GLOBAL", argval=source.global_name)
-        elif isinstance(source, ClosureSource):
-            self.emit("LOAD_DEREF", argval=source.var_name)
-        elif isinstance(source, AttrSource):
-            self.load_source(source.base)
-            self.emit("LOAD_ATTR", argval=source.attr)
-        elif isinstance(source, ItemSource):
-            self.load_source(source.base)
-            self.load_const(source.key)
-            self.emit("BINARY_SUBSCR")
-        else:
-            raise Unsupported(f"cannot load {source.name()}")
-
-    def load_tensor(self, var):
-        if self.graph_out is not None:
-            name, index = self.graph_out
-            i = index.get(var.node)
-            if i is not None:
-                self.load_local(name)
-                self.load_const(i)
-                self.emit("BINARY_SUBSCR")
-                return
-        if var.source is not None:
-            self.load_source(var.source)
-            return
-        raise Unsupported("a tensor that is neither a graph input nor a graph output")
-
-    def reconstruct(self, var):
-        """Leave `var`'s run-time value on the stack."""
-        from .tracer.variables import DictVariable, ListVariable, TupleVariable
-        from .tracer.variables.containers import ListIteratorVariable
-        from .tracer.variables.misc import NewObjectVariable
-        from .tracer.variables.base import CellVariable
-        from .tracer.variables.functions import NestedFunctionVariable
-        temp = self.built.get(id(var))
-        if temp is not None:
-            self.load_local(temp)
-            return
-        var.reconstruct(self)
-        # mutable values made by the traced code are built once: every
-        # reference (a call's argument, a local passed to a resume
-        # function) must be the same object
-        if isinstance(var, (ListVariable, DictVariable, NewObjectVariable, CellVariable,
-                            NestedFunctionVariable, ListIteratorVariable)) and var.source is None:
-            temp = self.new_temp()
-            self.emit("COPY", arg=1)
-            self.store_local(temp)
-            self.built[id(var)] = temp
-            self.keep.append(var)
-        elif isinstance(var, TupleVariable):
-            pass
-
-    def call_graph(self, info, input_sources, out_name):
-        """__compiled_fn_<n>(*inputs) -> local `out_name`."""
-        self.emit("LOAD_GLOBAL", argval=info.name, push_null=True)
-        for src in input_sources:
-            self.load_source(src)
-        self.emit_call(len(input_sources))
-        self.store_local(out_name)
-        self.temp_names.append(out_name)

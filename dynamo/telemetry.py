@@ -2,10 +2,11 @@
 
 Owns the Python half of the telemetry writer: the DtValue encoding of a
 CompileRecord (graphs with fx nodes and tensor metadata, guards, break
-reasons with user stacks, both bytecode listings) and of a code's guard tree
-(inspect/layout.h, "RECORD" and "TREE") with the node counters of the
-tree, the events of a compile, `refresh` and `save_snapshot`. The region,
-the counters and the snapshot format are C (core/telemetry.c).
+reasons with user stacks, both bytecode listings; inspect/layout.h,
+"RECORD"), the events of a compile, `refresh` and `save_snapshot`. The
+region, the counters, the snapshot format, the published guard trees
+("TREE", encoded from the built tree in C: core/teletext.c) and the texts of
+values and redaction (the same C functions) are C (core/telemetry.c).
 `publish` never raises: a telemetry failure must never break compiling.
 
 Guard constants are user data: a `str` argument a guard specializes on
@@ -22,12 +23,9 @@ the application calls it).
 """
 import logging
 import os
-import re
 import struct
 
 from . import _C, config
-from . import guards
-from .guards import property_text
 
 log = logging.getLogger("dynamo")
 
@@ -38,23 +36,14 @@ _TEXT_MAX = 2000          # args text per fx node, bytes
 failures = 0              # publishes that failed (tests, diagnostics)
 REDACT = bool(_C._telemetry_info().get("redact"))   # DYNAMO_TELEMETRY_REDACT=1
 
-# A subscript key or a local/global name (kept: names from the code), or a
-# quoted string literal (redacted).
-_LITERAL = re.compile(r"""(?P<keep>(?:\[|\blocal |\bglobal |device\(type=)(?:'[^'\\]*'|"[^"\\]*"))"""
-                      r"""|[bB]?(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
-
-
-def _redact_literal(m):
-    if m.group("keep"):
-        return m.group(0)
-    return f"<redacted str, {len(m.group(0)) - 2} chars>"
-
 
 def redact_text(text):
-    """text with every quoted string literal replaced (when REDACT)."""
+    """text with every quoted string literal replaced (when REDACT); a
+    subscript key, `local '...'`, `global '...'` and `device(type='...')`
+    are kept (names from the code).  core/teletext.c does it."""
     if not REDACT or not text:
         return text
-    return _LITERAL.sub(_redact_literal, text)
+    return _C._telemetry_redact(text)
 
 
 def enabled():
@@ -144,21 +133,9 @@ def _encode(value, out):
 
 
 def _short(value, limit=120):
-    if value is getattr(_C, "MISSING", object()):
-        return "<missing>"
-    if isinstance(value, type):
-        return value.__qualname__
-    if REDACT and isinstance(value, (str, bytes)):
-        return f"<redacted {type(value).__name__}, {len(value)} chars>"
-    if _is_module(value):      # its repr walks every submodule: the class says enough
-        return f"<{type(value).__qualname__} module at {id(value):#x}>"
-    text = redact_text(repr(value))
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _is_module(value):
-    import torch
-    return isinstance(value, torch.nn.Module)
+    """The short text of a guard value, as the published guard trees write
+    it (core/teletext.c)."""
+    return _C._telemetry_value_text(value, limit)
 
 
 # ---------------------------------------------------------------- records
@@ -237,80 +214,6 @@ def _break(b):
     return [redact_text(str(b.reason)), b.filename or "", b.lineno or 0, stack]
 
 
-# ---------------------------------------------------------------- guard trees
-
-def _source_text(code, src):
-    kind = src[0]
-    if kind == guards.SRC_LOCAL:
-        names = code.co_varnames
-        return f"L[{names[src[1]]!r}]" if src[1] < len(names) else f"L[{src[1]}]"
-    if kind == guards.SRC_GLOBAL:
-        return f"G[{src[1]!r}]"
-    if kind == guards.SRC_CLOSURE:
-        names = code.co_freevars
-        return f"C[{names[src[1]]!r}]" if src[1] < len(names) else f"C[{src[1]}]"
-    if kind == guards.SRC_ATTR:
-        return f"{_source_text(code, src[1])}.{src[2]}"
-    if kind == guards.SRC_ITEM:
-        return f"{_source_text(code, src[1])}[{src[2]!r}]"
-    if kind == guards.SRC_STATIC_ATTR:
-        return f"getattr_static({_source_text(code, src[1])}, {src[2]!r})"
-    return "global state"
-
-
-def _test_text(code, test):
-    src, prop, expected = test
-    return f"{property_text(_source_text(code, src), prop)} == {_short(expected, 60)}"
-
-
-_DEFAULT = object()      # _tree_walk: the default branch (no switch value)
-
-
-def _tree_walk(code):
-    """(node dict, parent index, depth, switch value or _DEFAULT or None for
-    the root) of code's guard tree (_C.tree_info), depth-first: the TREE
-    node order, which the counters blob follows too."""
-    info = _C.tree_info(code)
-    stack = [(info["root"], -1, 0, None)] if info and info.get("root") else []
-    index = 0
-    while stack:
-        node, parent, depth, via = stack.pop()
-        yield node, parent, depth, via
-        children = list(node.get("branches", []))
-        if node.get("default") is not None:
-            children.append((_DEFAULT, node["default"]))
-        for value, child in reversed(children):
-            stack.append((child, index, depth + 1, value))
-        index += 1
-
-
-def _counters(nodes):
-    """DT_BLOB_COUNTERS payload: u64 (evaluations, failures) per node."""
-    first, second = _C.TREE_NODE_COUNTERS      # the C tree's pair order
-    return b"".join(struct.pack("<QQ", n[first], n[second]) for n in nodes)
-
-
-def encode_tree(code):
-    """(DT_BLOB_TREE payload, node counters payload) of code's guard tree."""
-    nodes, raw = [], []
-    for index, (node, parent, depth, via) in enumerate(_tree_walk(code)):
-        via_text = "" if via is None else "default" if via is _DEFAULT else f"= {_short(via, 40)}"
-        switch = node.get("switch")
-        switch_text = (property_text(_source_text(code, switch[0]), switch[1])
-                       if switch else "")
-        leaf = [" ".join([getattr(payload, "id", "?")] + [_test_text(code, t) for t in tests])
-                for payload, _index, tests in (node.get("leaf") or [])]
-        nodes.append([index, parent, depth, via_text, [_test_text(code, t) for t in node["tests"]],
-                      switch_text, leaf, *(node[c] for c in _C.TREE_NODE_COUNTERS), node["newest"]])
-        raw.append(node)
-    return encode([0, nodes]), _counters(raw)
-
-
-def tree_counters(code):
-    """The node counters payload of code's guard tree (see encode_tree)."""
-    return _counters(node for node, _parent, _depth, _via in _tree_walk(code))
-
-
 def _init():
     import torch
     try:
@@ -318,7 +221,7 @@ def _init():
         dynamo_version = version("dynamo")
     except Exception:  # noqa: BLE001 - not installed as a distribution
         dynamo_version = "0.1.0"
-    _C._telemetry_set_info(torch.__version__, dynamo_version, encode_tree, tree_counters)
+    _C._telemetry_set_info(torch.__version__, dynamo_version, torch.nn.Module)
 
 
 _init()

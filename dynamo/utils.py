@@ -2,7 +2,7 @@
 
 Owns `counters`, a process-wide tally of what the compiler did, kept as
 `counters[group][key] -> int` (a defaultdict of collections.Counter, so
-unknown keys read as 0). The hook callback (eval_frame._add_record) feeds
+unknown keys read as 0). The hook callback (convert_frame._add_record) feeds
 it from each compile record via `count_record`; nothing here runs on a
 cache hit. Groups:
   frames:        total (compile attempts), ok (an entry was installed)

@@ -87,7 +87,8 @@ PyObject *gtree_payload(const GTree *t, Py_ssize_t i);
 int gtree_bind_counters(GTree *t, uint64_t *slots, size_t npairs);
 
 /* Add TREE_PROPERTIES (the property names a miss report and tree_info
- * use, in evaluation-cost order) and TREE_NODE_COUNTERS (the names of a
+ * use, in evaluation-cost order), TREE_PROPERTY_FORMS (name -> the
+ * str.format pattern gtree_property_text fills) and TREE_NODE_COUNTERS (the names of a
  * node's two counters, in the order of their u64 pair) to the module.
  * 0, or -1 with an exception. */
 int gtree_add_vocabulary(PyObject *module);
@@ -99,6 +100,37 @@ extern Py_ssize_t gtree_bound_alive;
 /* New nested dict describing the tree (nodes, tests, switches, counters,
  * leaves with payloads), or NULL with an exception. */
 PyObject *gtree_info(const GTree *t);
+
+/* One node of a tree as gtree_visit shows it; every object is borrowed
+ * for the duration of the visit. */
+typedef struct {
+    int index;                  /* depth-first position (root 0): gtree_bind_counters' order */
+    int parent;                 /* the parent's index, -1 for the root */
+    int depth;                  /* 0 for the root */
+    int via_default;            /* reached through the parent's default branch */
+    PyObject *via;              /* the parent's switch value leading here, or NULL
+                                   (the root, or a default branch) */
+    PyObject *tests;            /* list of (source, property, expected): the shared tests */
+    PyObject *switch_on;        /* (source, property) the node switches on, or NULL at a leaf */
+    PyObject *leaf;             /* list of (payload, entry index, tests), or NULL */
+    uint64_t counters[2];       /* TREE_NODE_COUNTERS, in that order */
+    int newest;                 /* lowest entry index in the subtree */
+} GtreeNodeView;
+
+/* Called once per node; nonzero stops the walk (-1: with an exception). */
+typedef int (*GtreeVisitor)(void *ctx, const GtreeNodeView *node);
+
+/* Show every node of t to visit, depth-first (root, each branch in switch
+ * order, then the default): the order of gtree_bind_counters and
+ * gtree_info.  Builds nothing and reads no frame.  Returns 0, visit's first
+ * nonzero result, or -1 with an exception (allocation). */
+int gtree_visit(const GTree *t, GtreeVisitor visit, void *ctx);
+
+/* The text a user reads for property `prop` (one of TREE_PROPERTIES, with
+ * "[dim]" after "size()" and "stride()") of the source written `src`:
+ * ("L['a']", "size()[0]") -> "L['a'].size()[0]", ("L['f']", "id") ->
+ * "id(L['f'])".  New str, or NULL with an exception. */
+PyObject *gtree_property_text(PyObject *src, PyObject *prop);
 
 /* New dict of lookup statistics: nodes visited on the last lookup, totals. */
 PyObject *gtree_stats(const GTree *t);

@@ -1,5 +1,7 @@
 /* guards/tree_py.c — the guard tree seen from outside the walk: its Python
  * views (_C.tree_info / tree_stats through gtree_info, gtree_stats), the
+ * depth-first visit telemetry publishes it with (gtree_visit), the user
+ * text of a property (gtree_property_text), the
  * MISSING marker object, and the binding of node counters to the telemetry
  * region (gtree_bind_counters).  Nothing here runs per call.
  */
@@ -101,6 +103,132 @@ gtree_info(const GTree *t)
         PyList_SET_ITEM(payloads, i, Py_NewRef(t->entries[i].payload));
     return Py_BuildValue("{s:N,s:i,s:N}", "entries", payloads, "nodes", t->nnodes,
                          "root", node_info(t, t->root));
+}
+
+/* ---- visit ------------------------------------------------------------------ */
+
+typedef struct {
+    const Node *node;
+    const Node *parent;     /* NULL for the root */
+    int parent_index, depth;
+    int branch;             /* the parent's branch leading here; -1: its default */
+} Pending;
+
+/* The view of p's node into *v (new references in v's object fields), or
+ * -1 with an exception. */
+static int
+node_view(const GTree *t, const Pending *p, GtreeNodeView *v)
+{
+    const Node *n = p->node;
+    *v = (GtreeNodeView){.parent = p->parent_index, .depth = p->depth,
+                         .via_default = p->parent != NULL && p->branch < 0,
+                         .counters = {ctr_read(&n->ctr[0]), ctr_read(&n->ctr[1])},
+                         .newest = n->newest};
+    if (p->parent != NULL && p->branch >= 0) {
+        Test probe = {.key = p->parent->key, .bits = p->parent->bits[p->branch],
+                      .obj = p->parent->vals[p->branch]};
+        if ((v->via = expected_obj(t, &probe)) == NULL)
+            return -1;
+    }
+    if ((v->tests = test_list(t, n->tests, n->ntests)) == NULL)
+        return -1;
+    if (n->key >= 0) {
+        Test probe = {.key = n->key};
+        v->switch_on = Py_BuildValue("(ON)", t->sources[t->keys[n->key].src].spec,
+                                     property_text(t, &probe));
+        return v->switch_on != NULL ? 0 : -1;
+    }
+    if ((v->leaf = PyList_New(n->nleaf)) == NULL)
+        return -1;
+    for (int j = 0; j < n->nleaf; j++) {
+        PyObject *item = Py_BuildValue("(OiN)", t->entries[n->leaf[j]].payload, n->leaf[j],
+                                       test_list(t, n->leaf_tests + n->leaf_off[j],
+                                                 n->leaf_off[j + 1] - n->leaf_off[j]));
+        if (item == NULL)
+            return -1;
+        PyList_SET_ITEM(v->leaf, j, item);
+    }
+    return 0;
+}
+
+int
+gtree_visit(const GTree *t, GtreeVisitor visit, void *ctx)
+{
+    if (t->root == NULL)
+        return 0;
+    /* Each node is pushed once: nnodes bounds the stack (no recursion). */
+    Pending *stack = PyMem_Malloc((size_t)(t->nnodes > 0 ? t->nnodes : 1) * sizeof(Pending));
+    if (stack == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int top = 0, index = 0, rc = 0;
+    stack[top++] = (Pending){.node = t->root, .parent_index = -1};
+    while (top > 0 && rc == 0) {
+        Pending p = stack[--top];
+        GtreeNodeView v;
+        rc = node_view(t, &p, &v);
+        v.index = index;
+        if (rc == 0)
+            rc = visit(ctx, &v);
+        Py_XDECREF(v.via);
+        Py_XDECREF(v.tests);
+        Py_XDECREF(v.switch_on);
+        Py_XDECREF(v.leaf);
+        const Node *n = p.node;
+        if (rc != 0 || n->key < 0) {
+            index++;
+            continue;
+        }
+        /* pushed last-first, so the first branch comes out next */
+        int nchild = n->nbranch + (n->deflt != NULL);
+        if (top + nchild > t->nnodes) {
+            PyErr_SetString(PyExc_SystemError, "guard tree: more nodes than counted");
+            rc = -1;
+            break;
+        }
+        if (n->deflt != NULL)
+            stack[top++] = (Pending){n->deflt, n, index, p.depth + 1, -1};
+        for (int b = n->nbranch - 1; b >= 0; b--)
+            stack[top++] = (Pending){n->child[b], n, index, p.depth + 1, b};
+        index++;
+    }
+    PyMem_Free(stack);
+    return rc;
+}
+
+/* ---- property texts ------------------------------------------------------------ */
+
+/* How property p of a source reads to a user: "{}" stands for the source
+ * (exported as TREE_PROPERTY_FORMS; prop_names' order). */
+static const char *const prop_forms[NPROPS] = {
+    "type({})", "id({})", "{} is None", "torch.is_grad_enabled()", "global torch state",
+    "{}.same_object", "len({})", "{}.dtype", "{}.device", "{}.requires_grad",
+    "{}.dispatch_keys", "{}.ndim", "{}.size()", "{}.stride()", "{}", "{}.keys()",
+};
+
+PyObject *
+gtree_property_text(PyObject *src, PyObject *prop)
+{
+    Py_ssize_t len;
+    const char *text = PyUnicode_AsUTF8AndSize(prop, &len);
+    if (text == NULL || !PyUnicode_Check(src))
+        return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_TypeError, "source text must be str");
+    const char *bracket = strchr(text, '[');
+    size_t name_len = bracket != NULL ? (size_t)(bracket - text) : (size_t)len;
+    const char *rest = text + name_len;
+    for (int p = 0; p < NPROPS; p++) {
+        if (strlen(prop_names[p]) != name_len || memcmp(prop_names[p], text, name_len) != 0)
+            continue;
+        const char *hole = strstr(prop_forms[p], "{}");
+        if (hole == NULL)
+            return PyUnicode_FromFormat("%s%s", prop_forms[p], rest);
+        PyObject *pre = PyUnicode_FromStringAndSize(prop_forms[p], hole - prop_forms[p]);
+        PyObject *out = pre ? PyUnicode_FromFormat("%U%U%s%s", pre, src, hole + 2, rest) : NULL;
+        Py_XDECREF(pre);
+        return out;
+    }
+    return PyUnicode_FromFormat("%U.%U", src, prop);       /* a name of no table */
 }
 
 PyObject *
@@ -207,10 +335,19 @@ gtree_add_vocabulary(PyObject *module)
 {
     PyObject *props = str_tuple(prop_names, NPROPS);
     PyObject *ctrs = str_tuple(ctr_names, 2);
-    int rc = props != NULL && ctrs != NULL
+    PyObject *forms = PyDict_New();
+    for (int p = 0; forms != NULL && p < NPROPS; p++) {
+        PyObject *form = PyUnicode_FromString(prop_forms[p]);
+        if (form == NULL || PyDict_SetItemString(forms, prop_names[p], form) < 0)
+            Py_CLEAR(forms);
+        Py_XDECREF(form);
+    }
+    int rc = props != NULL && ctrs != NULL && forms != NULL
              && PyModule_AddObjectRef(module, "TREE_PROPERTIES", props) == 0
+             && PyModule_AddObjectRef(module, "TREE_PROPERTY_FORMS", forms) == 0
              && PyModule_AddObjectRef(module, "TREE_NODE_COUNTERS", ctrs) == 0 ? 0 : -1;
     Py_XDECREF(props);
     Py_XDECREF(ctrs);
+    Py_XDECREF(forms);
     return rc;
 }

@@ -1,8 +1,13 @@
 """The import picture of the tree: #include edges between the C folders
 (core/ guards/ inspect/ tui/ viz/) and import edges between the Python
-packages under dynamo/ (the top-level modules count as the folder
-`dynamo`).  `python tests/layering.py` prints the folder graph and any
-cycle; tests/test_layering.py asserts the picture (issue 11).
+rooms of dynamo/.  A room is a package under dynamo/ (bytecode, tracer,
+backends, optimizations: everything inside it counts as the package) or
+one top-level module of dynamo/ (convert_frame, output_graph, guards, ...;
+dynamo/__init__.py is the room `dynamo`).  Every import statement counts,
+function-level ones too; `from pkg import mod` is an import of mod (pkg is
+loading already), `from pkg import name` of pkg.  `python tests/layering.py`
+prints the graph and any cycle; tests/test_layering.py asserts the picture
+(issue 11).
 
 Only folder-to-folder edges are kept: a file including or importing a
 file of its own folder is no edge.  An include is resolved against the
@@ -69,12 +74,11 @@ def c_edges():
     return edges
 
 
-def _py_package_of(module):
-    """dynamo.tracer.variables.base -> 'dynamo/tracer'; dynamo.guards -> 'dynamo'."""
+def _py_room_of(module):
+    """dynamo.tracer.variables.base -> 'dynamo/tracer'; dynamo.guards ->
+    'dynamo/guards'; dynamo (the package's __init__) -> 'dynamo'."""
     parts = module.split(".")
-    if len(parts) >= 2 and os.path.isdir(os.path.join(ROOT, parts[0], parts[1])):
-        return f"{parts[0]}/{parts[1]}"
-    return parts[0]
+    return f"{parts[0]}/{parts[1]}" if len(parts) >= 2 else parts[0]
 
 
 def _py_modules():
@@ -92,8 +96,16 @@ def _py_modules():
                 yield path, ".".join(rel), is_pkg
 
 
+def _is_ours(module):
+    """Is the dotted name a module or package of the tree (dynamo._C, the
+    built extension, counts)?"""
+    path = os.path.join(ROOT, *module.split("."))
+    return (os.path.isdir(path) or os.path.exists(path + ".py")
+            or module == "dynamo._C")
+
+
 def py_edges():
-    """{(from package, to package): [(module, imported module)]} over every
+    """{(from room, to room): [(module, imported module)]} over every
     import statement (function-level ones too: they are edges all the same)."""
     edges = {}
     for path, module, is_pkg in _py_modules():
@@ -112,19 +124,21 @@ def py_edges():
                     mod = f"{prefix}.{node.module}" if node.module else prefix
                 else:
                     mod = node.module or ""
-                targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
+                # `from pkg import mod` imports mod (pkg is already loading); a
+                # name that is no module of ours is an import of pkg itself
+                targets = [f"{mod}.{a.name}" if _is_ours(f"{mod}.{a.name}") else mod
+                           for a in node.names]
             for t in targets:
                 if not t.startswith("dynamo"):
                     continue
                 # the longest prefix that is a module or package of ours
                 parts = t.split(".")
-                while parts and not (os.path.isdir(os.path.join(ROOT, *parts))
-                                     or os.path.exists(os.path.join(ROOT, *parts) + ".py")):
+                while parts and not _is_ours(".".join(parts)):
                     parts.pop()
                 if not parts:
                     continue
                 t = ".".join(parts)
-                src, dst = _py_package_of(module), _py_package_of(t)
+                src, dst = _py_room_of(module), _py_room_of(t)
                 if src != dst:
                     edges.setdefault((src, dst), []).append((module, t))
     return edges
@@ -176,7 +190,7 @@ def picture(edges):
 
 def main():
     for title, edges in (("C #include edges between folders", c_edges()),
-                         ("Python import edges between dynamo/ packages", py_edges())):
+                         ("Python import edges between dynamo/ rooms", py_edges())):
         print(title + ":")
         print(picture(edges))
         found = cycles(edges)

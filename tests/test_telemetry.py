@@ -565,3 +565,81 @@ def test_counter_cost_is_printed(tmp_path):
     print(f"\ntelemetry cost: add(a,b) {res['0']:.0f} ns/call off, {res['1']:.0f} ns/call on "
           f"(eager {eager:.0f}); delta {res['1'] - res['0']:+.1f} ns = "
           f"{100 * (res['1'] - res['0']) / max(overhead, 1):+.1f}% of dispatch overhead")
+
+
+# ---------------------------------------------------------------- guard trees published in C
+
+TREE_IN_C = r'''
+import json, sys
+import torch, dynamo
+from dynamo import _C, telemetry
+
+def f(x, n):
+    return x + n
+
+opt = dynamo.optimize("eager")(f)
+callback = opt._callback.__call__.__func__.__code__
+events, window = [], [False]
+
+def profile(frame, event, arg):
+    code = frame.f_code
+    if event == "return" and code is callback:
+        window[0] = True            # the hook now pushes the entry and publishes the tree
+    elif event == "call" and code.co_name == "f":
+        window[0] = False           # ... until the compiled code runs
+    elif event == "call" and window[0]:
+        events.append(f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_name}")
+
+sys.setprofile(profile)
+opt(torch.ones(2), 1)
+opt(torch.ones(2), 2)
+sys.setprofile(None)
+pair = _C._telemetry_tree(f.__code__)
+print(json.dumps([events, pair is not None, hasattr(telemetry, "encode_tree"),
+                  _C.tree_stats(f.__code__)["nodes"]]))
+'''
+
+
+def test_tree_is_published_without_python(tmp_path):
+    """Publishing a guard tree after a compile runs no Python function
+    (core/teletext.c encodes it from the built tree): between the callback's
+    return and the compiled code's first call no Python frame starts (before,
+    the hook called telemetry.encode_tree, which read _C.tree_info back)."""
+    out = subprocess.run([PY, "-c", TREE_IN_C], capture_output=True, text=True, env=env(),
+                         cwd=str(tmp_path), timeout=300)
+    assert out.returncode == 0, out.stderr
+    events, published, python_encoder, nodes = json.loads(out.stdout.splitlines()[-1])
+    assert events == []
+    assert published and not python_encoder and nodes >= 2      # two entries: a switch on n
+
+
+NO_BUILD = r'''
+import json
+import torch, dynamo
+from dynamo import _C
+
+def f(x):
+    return x + 1
+
+opt = dynamo.optimize("eager")(f)
+opt(torch.ones(2))
+before = _C._telemetry_tree(f.__code__)     # telemetry off: no tree built after the push
+_C._telemetry_refresh()
+still = _C._telemetry_tree(f.__code__)
+opt(torch.ones(2))                          # the lookup builds it
+after = _C._telemetry_tree(f.__code__)
+print(json.dumps([before is None, still is None, after is not None,
+                  _C.tree_stats(f.__code__)["lookups"]]))
+'''
+
+
+def test_tree_encoding_never_builds_a_tree(tmp_path):
+    """The published form is read off the tree as built: with no tree built
+    (DYNAMO_TELEMETRY=0: the hook does not build it after the push) neither
+    the encoder nor refresh() builds one; the next lookup does."""
+    out = subprocess.run([PY, "-c", NO_BUILD], capture_output=True, text=True,
+                         env=env(DYNAMO_TELEMETRY="0"), cwd=str(tmp_path), timeout=300)
+    assert out.returncode == 0, out.stderr
+    before_none, still_none, after_built, lookups = json.loads(out.stdout.splitlines()[-1])
+    assert before_none and still_none and after_built
+    assert lookups == 1

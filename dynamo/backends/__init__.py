@@ -165,8 +165,8 @@ def _verify(name, reference, compiled, example_inputs):
 
 
 def _no_hook():
-    from ..eval_frame import disable
-    return disable()
+    from ..modes import hook_off
+    return hook_off()
 
 
 def _calls_user_code(gm):

@@ -35,7 +35,7 @@ from ..bytecode import (COND_JUMP, NULL_ABOVE_CALLABLE, arg_slot_count,
 from ..bytecode.instruction import ExnTabEntry, takes_arg
 from ..exc import Unsupported
 from ..guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
-from ..output_graph import PyCodegen
+from ..codegen import PyCodegen
 from .. import resume
 from .translator import InstructionTranslatorBase
 from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, ListIteratorVariable,

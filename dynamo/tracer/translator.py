@@ -357,7 +357,7 @@ class InstructionTranslatorBase:
         module = sys.modules[name.split(".")[0] if top else name]
         # the module is reached through a global of the frame bound to it, so
         # what the trace reads from it is guarded like any global's attribute
-        from ..output_graph import _identifier
+        from ..guards import _identifier
         alias = "___module_" + _identifier(module.__name__)
         self.output.install[alias] = module
         self.push(wrap(self, module, GlobalSource(alias)))

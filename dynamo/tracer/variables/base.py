@@ -54,6 +54,12 @@ class VariableTracker:
     where the value lives in the frame; values without a source were made by
     the traced code."""
 
+    # A mutable value the traced code makes is built once by the rewritten
+    # code and reloaded from a temporary for every other reference
+    # (codegen.PyCodegen.reconstruct): lists, dicts, new objects, cells,
+    # nested functions, list iterators.
+    built_once = False
+
     def __init__(self, source=None):
         self.source = source
 
@@ -308,6 +314,7 @@ class CellVariable(VariableTracker):
     empty. A cell of the compiled frame itself (its cellvars, and its
     freevars, which carry a source) has `frame_name`; a real cell of a
     function passed in has `cell` (and a source through that function)."""
+    built_once = True
 
     def __init__(self, value=None, source=None):
         super().__init__(source)

@@ -7,14 +7,18 @@ dicts DICT_KEYS plus per-value guards, modules and functions
 FUNCTION_MATCH/ID_MATCH, nn.Modules ID_MATCH plus `training`, other objects
 TYPE_MATCH. Values without a source (made by traced code) get no guard.
 """
+import operator
 import sys
 import types
 
 import torch
 
 from ...exc import Unsupported
-from ...guards import (DICT_KEYS, EQUALS_MATCH, FUNCTION_MATCH, ID_MATCH, LENGTH, TYPE_MATCH,
-                       ItemSource)
+from ...guards import (DICT_KEYS, EQUALS_MATCH, FUNCTION_MATCH, ID_MATCH, LENGTH, SAME_OBJECT,
+                       TENSOR_MATCH, TYPE_MATCH, Guard, ItemSource, _identifier, _mangle, _rank,
+                       module_path)
+from ...modes import hook_off
+from ...output_graph import OutputGraph, _check_inplace_cast, _check_same_dtypes, _has_node
 from .base import ClassVariable, ConstantVariable, OpaqueVariable, is_constant_value
 from .builtin import BuiltinVariable, is_builtin_callable
 from .containers import DictVariable, ListVariable, TupleVariable, wrap_sequence_items
@@ -274,3 +278,410 @@ def wrap_const(value):
 
 
 __all__ = ["wrap", "wrap_torch_attr", "wrap_const", "is_skipped_function", "sys"]
+
+
+# ---------------------------------------------------------------- graph values
+# (moved from output_graph.py: the OutputGraph as the tracer uses it, fx
+# nodes and example values in, VariableTrackers out)
+
+def _tensor_args(args, kwargs):
+    from . import TensorVariable
+    return [a for a in (*args, *kwargs.values()) if isinstance(a, TensorVariable)]
+
+
+def _versions(args, kwargs):
+    """Version counters of the tensor arguments' examples (an in-place op
+    on a fake tensor, or on a view of it, bumps them)."""
+    return [a.example._version for a in _tensor_args(args, kwargs)]
+
+
+def _returned_input(args, kwargs, example, versions):
+    """The argument variable the op returned as its result, when it is a
+    pure identity: the fake run returned that very argument object
+    (dropout(training=False), contiguous() of a contiguous tensor, .to()
+    of the same dtype, nn.Identity, Dropout in eval) and wrote to none of
+    the arguments. Eager returns the same object, so the traced value is
+    that variable and no node is recorded: a backend that rebuilds the
+    graph (aot_eager decomposes dropout into a clone) cannot turn the
+    object into a copy. None otherwise (in-place ops keep their node)."""
+    if not isinstance(example, torch.Tensor):
+        return None
+    tensors = _tensor_args(args, kwargs)
+    if [a.example._version for a in tensors] != versions:
+        return None
+    for a in tensors:
+        if a.example is example:
+            return a
+    return None
+
+
+class GraphBuilder(OutputGraph):
+    """OutputGraph for the tracer: graph inputs, attributes, ops and
+    constants as VariableTrackers (output_graph.py holds only fx nodes)."""
+
+    def add_input(self, source, value):
+        """A graph input for tensor `value` at `source` (one per source).
+        A tensor already read from another source is the same variable
+        (aliasing is guarded: SAME_OBJECT(source, first source, True))."""
+        key = source.name()
+        if key in self.inputs:
+            return self.inputs[key]
+        seen = self.input_objs.get(id(value))
+        if seen is not None and seen[0] is value:
+            self.add_guard(source, SAME_OBJECT, seen[1].source, True)
+            self.inputs[key] = seen[1]
+            return seen[1]
+        from . import TensorVariable
+        self.guards.append(Guard(source, TENSOR_MATCH, (value,)))   # lowered in final_guards
+        rank = (_rank(source), next(self.input_order))
+        before = None
+        for node in self.graph.nodes:
+            if node.op != "placeholder" or node.meta["rank"] > rank:
+                before = node
+                break
+        with self.graph.inserting_before(before):
+            node = self.graph.placeholder(_identifier(_mangle(source)))
+        node.meta.update(rank=rank, source=source, real=value)
+        example = self.fake_mode.from_tensor(value, static_shapes=True)
+        node.meta["example_value"] = example
+        var = TensorVariable(node, example, source, cls=type(value))
+        self.inputs[key] = var
+        self.input_objs[id(value)] = (value, var)
+        return var
+
+    def get_attr(self, tensor, source):
+        """A parameter/buffer reached from a module: a get_attr node on the
+        GraphModule (shared object), reloadable from `source` if needed."""
+        var = self.attr_nodes.get(id(tensor))
+        if var is not None:
+            return var
+        from . import TensorVariable
+        target = self._target(_mangle(source), tensor)
+        node = self.graph.get_attr(target)
+        self._tag(node)
+        node.meta["example_value"] = example = self._fake(tensor)
+        var = TensorVariable(node, example, source, cls=type(tensor))
+        self.attr_nodes[id(tensor)] = var
+        return var
+
+    def _examples(self, value):
+        from . import (ConstantVariable, DictVariable, TensorVariable,
+                                       TupleVariable, ListVariable)
+        if isinstance(value, TensorVariable):
+            return value.example, value.node
+        if isinstance(value, (TupleVariable, ListVariable)):
+            pairs = [self._examples(v) for v in value.items]
+            t = value.python_type()
+            if t is torch.Size:
+                t = tuple
+            return t(p[0] for p in pairs), t(p[1] for p in pairs)
+        if isinstance(value, DictVariable):
+            pairs = {k: self._examples(v) for k, v in value.items.items()}
+            return {k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()}
+        if isinstance(value, ConstantVariable) or value.is_python_constant():
+            c = value.as_python_constant()
+            return c, c
+        raise Unsupported(f"argument {value} to a graph operation")
+
+    def _prepare(self, args, kwargs):
+        ex_args, node_args = zip(*[self._examples(a) for a in args]) if args else ((), ())
+        ex_kw = {k: self._examples(v) for k, v in kwargs.items()}
+        return (list(ex_args), tuple(node_args), {k: p[0] for k, p in ex_kw.items()},
+                {k: p[1] for k, p in ex_kw.items()})
+
+    def note_input_writes(self, args, kwargs, versions):
+        """After an op's fake run: did it write to a graph input (a tensor
+        argument whose version moved and which shares its storage with an
+        input, a parameter or a buffer: a view, a detach())? Such a graph
+        cannot be re-run eagerly after it raised (check_not_in_try)."""
+        tensors = _tensor_args(args, kwargs)
+        changed = [a.example for a, v in zip(tensors, versions) if a.example._version != v]
+        if not changed:
+            return
+        ins = [v.example for v in self.inputs.values()] + \
+            [v.example for v in self.attr_nodes.values()] + list(self.fake_params.values())
+        try:
+            stores = {t.untyped_storage()._cdata for t in ins}
+            written = any(t.untyped_storage()._cdata in stores for t in changed)
+        except Exception:  # noqa: BLE001 - no storage to compare: count it as a write
+            written = True
+        if written:
+            self.input_written()
+
+    def call_function(self, tx, fn, args, kwargs):
+        self.check_not_in_try(tx)
+        ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
+        name = getattr(fn, "__name__", str(fn))
+        versions = _versions(args, kwargs)
+
+        def run():
+            _check_same_dtypes(name, ex_args, ex_kw, self._autocast_on())
+            return fn(*ex_args, **ex_kw)
+        example = self._run_fake(name, run)
+        self.note_input_writes(args, kwargs, versions)
+        self._probe(name, lambda a, k: fn(*a, **k), ex_args, ex_kw, _versions(args, kwargs) != versions)
+        same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
+        if same is not None:
+            return same
+        if isinstance(example, types.FunctionType) and not _has_node((n_args, n_kw)):
+            # a torch helper that makes a function from constants
+            # (nn.modules.utils._ntuple(3)): the function itself, called
+            # like its maker when it is graphable too
+            from .torch import TorchFunctionVariable, is_graphable_torch_callable
+            if is_graphable_torch_callable(example):
+                return TorchFunctionVariable(example)
+        return self._wrap_result("call_function", fn, n_args, n_kw, example,
+                                 effect=fn is operator.setitem or name.endswith("_"))
+
+    def call_method(self, tx, name, args, kwargs):
+        self.check_not_in_try(tx)
+        ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
+
+        def run():
+            _check_inplace_cast(name, ex_args, ex_kw)
+            _check_same_dtypes(name, ex_args, ex_kw, self._autocast_on())
+            return getattr(ex_args[0], name)(*ex_args[1:], **ex_kw)
+        versions = _versions(args, kwargs)
+        example = self._run_fake(f"Tensor.{name}", run)
+        self.note_input_writes(args, kwargs, versions)
+        self._probe(f"Tensor.{name}", lambda a, k: getattr(a[0], name)(*a[1:], **k), ex_args, ex_kw,
+                    _versions(args, kwargs) != versions)
+        # an in-place method may change no data and still act (detach_())
+        same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
+        if same is not None:
+            return same
+        return self._wrap_result("call_method", name, n_args, n_kw, example,
+                                 effect=name.endswith("_") or name == "__setitem__")
+
+    def capture_item(self, tx, tensor):
+        """`tensor.item()` as a node (config.capture_scalar_outputs): its
+        value is a graph output, read by the rewritten code."""
+        from .tensor import ScalarOutputVariable
+        self.check_not_in_try(tx)
+        node = self.graph.create_node("call_method", "item", (tensor.node,), {})
+        self._tag(node)
+        node.meta["example_value"] = None        # known only when the graph runs
+        node.meta["scalar_output"] = True         # a Python number (export reads this)
+        from .tensor import _item_type
+        return ScalarOutputVariable(node, _item_type(tensor.example.dtype))
+
+    def scalar_op(self, tx, fn, a, b):
+        """`a fn b` where an operand is a captured Tensor.item() number
+        (ScalarOutputVariable): a node. Only arithmetic and comparisons,
+        whose result (a number of a kind known from the operands' kinds, or
+        a tensor shaped like the tensor operand) does not depend on the
+        number's value; the example values use a stand-in of the right kind."""
+        from . import ConstantVariable, TensorVariable
+        from .tensor import ScalarOutputVariable
+        fn = _INPLACE_NUMBER_OPS.get(fn, fn)     # numbers have no in-place forms
+        if fn not in _SCALAR_OPS:
+            raise Unsupported(f"{getattr(fn, '__name__', fn)} on a captured Tensor.item() value")
+        nodes, examples = [], []
+        for v in (a, b):
+            if isinstance(v, ScalarOutputVariable):
+                nodes.append(v.node)
+                examples.append(v.cls(1))
+            elif isinstance(v, TensorVariable):
+                nodes.append(v.node)
+                examples.append(v.example)
+            elif isinstance(v, ConstantVariable) and type(v.value) in (int, float, bool, complex):
+                nodes.append(v.value)
+                examples.append(v.value)
+            else:
+                raise Unsupported(f"{getattr(fn, '__name__', fn)} of a captured Tensor.item() "
+                                  f"value and {v}")
+        self.check_not_in_try(tx)
+        if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+            example = self._run_fake(fn.__name__, lambda: fn(*examples))
+            return self._wrap_result("call_function", fn, tuple(nodes), {}, example)
+        try:
+            kind = type(fn(*examples))
+        except Exception as e:  # noqa: BLE001 - e.g. a constant zero divisor: let it run eagerly
+            raise Unsupported(f"{fn.__name__} on a captured Tensor.item() value "
+                              f"({type(e).__name__})") from e
+        node = self.graph.call_function(fn, tuple(nodes))
+        self._tag(node)
+        node.meta["example_value"] = None
+        node.meta["scalar_output"] = True
+        return ScalarOutputVariable(node, kind)
+
+    def call_module(self, tx, module, source, args, kwargs):
+        self.check_not_in_try(tx)
+        target = self.module_targets.get(id(module))
+        if target is None:
+            target = self.module_targets[id(module)] = self._target(_mangle(source), module)
+        ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
+        fake_module = self._fake_module(module)
+        versions = _versions(args, kwargs)
+        example = self._run_fake(type(module).__name__, lambda: fake_module(*ex_args, **ex_kw))
+        if module.training and next(module.buffers(), None) is not None:
+            self.input_written()            # may update its buffers (BatchNorm)
+        same = _returned_input(args, kwargs, example, versions)
+        if same is not None:
+            return same
+        return self._wrap_result("call_module", target, n_args, n_kw, example,
+                                 called=(module_path(source), type(module).__name__))
+
+    def _wrap_result(self, op, target, n_args, n_kw, example, effect=False, called=None):
+        from . import ConstantVariable, TensorVariable, TupleVariable, ListVariable
+        from .containers import NamedTupleVariable
+        from .base import is_constant_value
+        if isinstance(example, torch.Tensor):
+            node = self.graph.create_node(op, target, n_args, n_kw)
+            self._tag(node, called)
+            node.meta["example_value"] = example
+            return TensorVariable(node, example)
+        if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
+            node = self.graph.create_node(op, target, n_args, n_kw)
+            self._tag(node, called)
+            node.meta["example_value"] = example
+            items = []
+            for i, e in enumerate(example):
+                if isinstance(e, torch.Tensor):
+                    item = self.graph.call_function(operator.getitem, (node, i))
+                    self._tag(item)
+                    item.meta["example_value"] = e
+                    items.append(TensorVariable(item, e))
+                elif is_constant_value(e):
+                    items.append(ConstantVariable(e))
+                else:
+                    raise Unsupported(f"{target} returned a {type(e).__name__} item")
+            fields = getattr(type(example), "_fields", None) or _structseq_fields(example)
+            if not fields:
+                # split/unbind/chunk/...: how many tensors come out depends
+                # on the input sizes, and the trace bakes that count in
+                self.sizes_read = True
+            if isinstance(example, list):
+                return ListVariable(items)
+            return TupleVariable(items) if not fields else NamedTupleVariable(items, fields)
+        if effect or example is None and op == "call_method":
+            self._tag(self.graph.create_node(op, target, n_args, n_kw), called)
+            return ConstantVariable(example) if is_constant_value(example) else ConstantVariable(None)
+        if is_constant_value(example):
+            return ConstantVariable(example)
+        raise Unsupported(f"{getattr(target, '__name__', target)} returned {type(example).__name__}")
+
+    def real_value(self, var):
+        """The real value of traced value `var` for this frame's inputs: a
+        graph tensor is computed by running the graph so far on the real
+        inputs (hook off, grad mode restored); containers item by item."""
+        from . import (DictVariable, ListVariable, TensorVariable,
+                                       TupleVariable)
+        if isinstance(var, TensorVariable):
+            if var.node.op == "placeholder":
+                return var.node.meta["real"]
+            if var.node.op == "get_attr":
+                return self.root[var.node.target]
+            graph = torch.fx.Graph()
+            env = {}
+            for node in self.graph.nodes:
+                env[node] = graph.node_copy(node, lambda n: env[n])
+                if node is var.node:
+                    break
+            graph.output(env[var.node])
+            gm = torch.fx.GraphModule(self.root, graph)
+            reals = [n.meta["real"] for n in self.graph.nodes if n.op == "placeholder"]
+            live = {n.name for n in graph.nodes if n.op == "placeholder"}
+            reals = [r for n, r in zip([n for n in self.graph.nodes if n.op == "placeholder"],
+                                       reals) if n.name in live]
+            with hook_off(), torch.set_grad_enabled(torch.is_grad_enabled()):
+                torch._C._set_grad_enabled(self.initial_grad)
+                return gm(*reals)
+        if isinstance(var, (TupleVariable, ListVariable)):
+            t = var.python_type()
+            return (list if t is list else tuple)(self.real_value(v) for v in var.items)
+        if isinstance(var, DictVariable):
+            return {k: self.real_value(v) for k, v in var.items.items()}
+        if var.is_python_constant():
+            return var.as_python_constant()
+        value = getattr(var, "value", None)
+        if value is not None:
+            return value
+        module = getattr(var, "module", None)
+        if module is not None:
+            return module
+        raise Unsupported(f"no real value for {var}")
+
+    def fold_constant_call(self, tx, fn, args, kwargs):
+        """dynamo.assume_constant_result: call `fn` now on the real values of
+        `args` and put its result into the graph as a constant (a tensor
+        becomes a get_attr of the GraphModule)."""
+        from . import ConstantVariable
+        from .base import is_constant_value
+        real_args = [self.real_value(a) for a in args]
+        real_kw = {k: self.real_value(v) for k, v in kwargs.items()}
+        with hook_off():
+            result = fn(*real_args, **real_kw)
+        if is_constant_value(result):
+            return ConstantVariable(result)
+        if isinstance(result, torch.Tensor):
+            return self.constant_tensor(result, getattr(fn, "__name__", "constant"))
+        from . import DictVariable, ListVariable, TupleVariable
+
+        def item(r):
+            if is_constant_value(r):
+                return ConstantVariable(r)
+            if isinstance(r, torch.Tensor):
+                return self.constant_tensor(r, "constant")
+            raise Unsupported(f"assume_constant_result: a {type(r).__name__} in the result")
+        if type(result) in (list, tuple):
+            return (ListVariable if type(result) is list else TupleVariable)([item(r) for r in result])
+        if type(result) is dict and all(is_constant_value(k) for k in result):
+            return DictVariable({k: item(v) for k, v in result.items()})
+        raise Unsupported(f"assume_constant_result: {type(result).__name__} result")
+
+    def constant_tensor(self, tensor, base):
+        """A tensor constant of the graph: a get_attr node on a detached copy."""
+        from . import TensorVariable
+        value = tensor.detach().clone()
+        target = self._target(f"_const_{_identifier(base)}_{len(self.root)}", value)
+        node = self.graph.get_attr(target)
+        self._tag(node)
+        node.meta["example_value"] = example = self._fake(value)
+        return TensorVariable(node, example)
+
+    def compile_graph(self, output_vars, branch_on=None):
+        """Finish the graph with the tensors among `output_vars` that must
+        come out of it (computed tensors, not inputs) and compile it.
+        `branch_on`: the tensor a data-dependent branch right after the
+        graph tests; when it is an input and the graph would otherwise be
+        empty, the graph is the input returned (the backend sees every
+        graph that ends at a tensor branch, as under torch.compile; the
+        generated code still reads the input from its source).
+        Returns (GraphInfo or None, {node: output index}, [input sources])."""
+        from . import TensorVariable
+        from .tensor import ScalarOutputVariable
+        outputs, index = [], {}
+        for var in output_vars:
+            # a get_attr without a source is a constant of the graph (assume_constant_result)
+            if isinstance(var, ScalarOutputVariable) and var.node not in index:
+                index[var.node] = len(outputs)
+                outputs.append(var.node)
+            elif isinstance(var, TensorVariable) and var.node not in index and (
+                    var.node.op not in ("placeholder", "get_attr")
+                    or var.node.op == "get_attr" and var.source is None):
+                index[var.node] = len(outputs)
+                outputs.append(var.node)
+        branch_node = (branch_on.node if isinstance(branch_on, TensorVariable)
+                       and branch_on.source is not None else None)
+        return self.compile_nodes(outputs, index, branch_node)
+
+
+_SCALAR_OPS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+               operator.mod, operator.pow, operator.lt, operator.le, operator.gt, operator.ge,
+               operator.eq, operator.ne}
+
+
+_INPLACE_NUMBER_OPS = {operator.iadd: operator.add, operator.isub: operator.sub,
+                       operator.imul: operator.mul, operator.itruediv: operator.truediv,
+                       operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
+                       operator.ipow: operator.pow}
+
+
+def _structseq_fields(value):
+    """Field names of a torch.return_types structseq, else None."""
+    cls = type(value)
+    if hasattr(cls, "n_fields") and hasattr(cls, "n_sequence_fields"):
+        members = [k for k, v in cls.__dict__.items() if type(v).__name__ == "member_descriptor"]
+        return tuple(members[:len(value)]) or None
+    return None

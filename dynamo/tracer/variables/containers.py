@@ -126,6 +126,7 @@ class ObservedKeyError(Unsupported):
 
 
 class ListVariable(BaseListVariable):
+    built_once = True
     py_type = list
     build_op = "BUILD_LIST"
 
@@ -180,6 +181,7 @@ class ListVariable(BaseListVariable):
 class DictVariable(VariableTracker):
     """A dict with constant keys: `items` maps the Python key to a VT;
     `user_cls` is the dict class it stands for (dict, OrderedDict, ...)."""
+    built_once = True
 
     def __init__(self, items, source=None, user_cls=dict):
         super().__init__(source)
@@ -320,6 +322,7 @@ class ListIteratorVariable(VariableTracker):
     as a real iterator over the same list object at the same position.
     With `dict_seq` (a DictVariable) it iterates the keys snapshot `items`
     and fails when the dict changed size, as CPython's dict iterator does."""
+    built_once = True
 
     def __init__(self, items, index=0, seq=None, dict_seq=None):
         super().__init__(None)

@@ -104,6 +104,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
 class NestedFunctionVariable(BaseUserFunctionVariable):
     """A function made by MAKE_FUNCTION inside traced code (lambda, nested
     def, comprehension). Its cells are the tracer's CellVariables."""
+    built_once = True
 
     def __init__(self, code, f_globals, globals_source, defaults, kwdefaults, closure,
                  annotations=None):

@@ -398,6 +398,7 @@ class NewObjectVariable(VariableTracker):
     methods, properties and operator dunders are inlined. If the object
     outlives the trace it is rebuilt as a fresh instance with those
     attributes (no __init__ runs again)."""
+    built_once = True
 
     def __init__(self, cls, cls_vt):
         super().__init__(None)

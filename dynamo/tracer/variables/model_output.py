@@ -43,8 +43,8 @@ def builder():
     ModelOutput's own __init__/__post_init__ bookkeeping, modelled by this
     file, is not compiled when generated code rebuilds an output."""
     if not _builder:
-        from ...eval_frame import disable
-        _builder.append(disable(_build))
+        from ...modes import without_hook
+        _builder.append(without_hook(_build))
     return _builder[0]
 
 

@@ -254,7 +254,7 @@ class NNModuleVariable(VariableTracker):
     def inline_forward(self, tx, forward, args, kwargs, forward_source=None):
         """Inline `forward` with this module on the output's module stack,
         so the nodes it makes know their module (node.meta, telemetry)."""
-        from ...output_graph import module_path
+        from ...guards import module_path
         from .functions import UserFunctionVariable
         path = module_path(self.source) if self.source is not None else ""
         stack = tx.output.module_stack

@@ -1,0 +1,145 @@
+"""PyCodegen: the instruction emitter for rewritten code (the bytecode that
+loads graph inputs by source, calls the compiled graph and rebuilds values
+from its outputs).  It emits instructions only: where to break is the
+translator's decision, what the graph holds is OutputGraph's.
+"""
+import itertools
+
+from .bytecode import (NULL_ABOVE_CALLABLE, create_call, create_call_function, create_instruction,
+                       create_load_method)
+from .exc import Unsupported
+from .guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
+
+
+class PyCodegen:
+    """Instruction emitter for rewritten code: loads by source, rebuilds
+    values from graph outputs, keeps containers' identity (each traced
+    container is built once and reloaded from a temporary)."""
+
+    def __init__(self, code, graph_out=None):
+        self.code = code
+        self.insts = []
+        self.graph_out = graph_out       # (local name, {node: index}) or None
+        self.built = {}                  # id(var) -> temp local holding it
+        self.keep = []                   # vars referenced by `built`
+        self.temps = itertools.count()
+        self.temp_names = []             # temporaries stored, in creation order
+        self.cells = set(code.co_cellvars) | set(code.co_freevars)
+
+    def emit(self, opname, **kw):
+        inst = create_instruction(opname, **kw)
+        self.insts.append(inst)
+        return inst
+
+    def append(self, inst):
+        self.insts.append(inst)
+
+    def load_method(self, name):
+        """[obj] -> [method, self] or [NULL, attribute], for emit_call."""
+        self.insts.append(create_load_method(name))
+
+    def emit_call(self, nargs):
+        """The call instructions for the stack a call takes: [NULL|self,
+        callable, args] (3.13: [callable, NULL|self, args])."""
+        self.insts.extend(create_call(nargs))
+
+    def push_call_null(self, loaded):
+        """The NULL of a call, where it goes: under the callable (3.11,
+        3.12: emitted before the callable is loaded, `loaded` False), above
+        it (3.13: emitted right after, `loaded` True)."""
+        if loaded == NULL_ABOVE_CALLABLE:
+            self.emit("PUSH_NULL")
+
+    def load_const(self, value):
+        self.emit("LOAD_CONST", argval=value)
+
+    def load_local(self, name):
+        self.emit("LOAD_DEREF" if name in self.cells else "LOAD_FAST", argval=name)
+
+    def store_local(self, name):
+        self.emit("STORE_DEREF" if name in self.cells else "STORE_FAST", argval=name)
+
+    def new_temp(self, prefix="___tmp"):
+        name = f"{prefix}_{next(self.temps)}"
+        self.temp_names.append(name)
+        return name
+
+    def delete_temps(self):
+        """DELETE_FAST every temporary stored so far (the graph output
+        included), so user code run in this frame afterwards (a call run
+        eagerly at a break) sees only its own names in locals()."""
+        for name in self.temp_names:
+            self.emit("DELETE_FAST", argval=name)
+        self.temp_names = []
+
+    def call(self, nargs):
+        """Call with stack [callable, args...]: a NULL goes into the call's
+        NULL|self slot."""
+        self.insts.extend(create_call_function(nargs, push_null=True))
+
+    def call_ex(self):
+        """Call with stack [callable, args_tuple]."""
+        self.emit("PUSH_NULL")
+        if NULL_ABOVE_CALLABLE:             # 3.13: [callable, NULL, args_tuple]
+            self.emit("SWAP", arg=2)
+        else:                               # [NULL, callable, args_tuple]
+            self.emit("SWAP", arg=3)
+            self.emit("SWAP", arg=2)
+        self.emit("CALL_FUNCTION_EX", arg=0)
+
+    def load_source(self, source):
+        if isinstance(source, LocalSource):
+            self.load_local(source.local_name)
+        elif isinstance(source, GlobalSource):
+            self.emit("LOAD_GLOBAL", argval=source.global_name)
+        elif isinstance(source, ClosureSource):
+            self.emit("LOAD_DEREF", argval=source.var_name)
+        elif isinstance(source, AttrSource):
+            self.load_source(source.base)
+            self.emit("LOAD_ATTR", argval=source.attr)
+        elif isinstance(source, ItemSource):
+            self.load_source(source.base)
+            self.load_const(source.key)
+            self.emit("BINARY_SUBSCR")
+        else:
+            raise Unsupported(f"cannot load {source.name()}")
+
+    def load_tensor(self, var):
+        if self.graph_out is not None:
+            name, index = self.graph_out
+            i = index.get(var.node)
+            if i is not None:
+                self.load_local(name)
+                self.load_const(i)
+                self.emit("BINARY_SUBSCR")
+                return
+        if var.source is not None:
+            self.load_source(var.source)
+            return
+        raise Unsupported("a tensor that is neither a graph input nor a graph output")
+
+    def reconstruct(self, var):
+        """Leave `var`'s run-time value on the stack."""
+        temp = self.built.get(id(var))
+        if temp is not None:
+            self.load_local(temp)
+            return
+        var.reconstruct(self)
+        # mutable values made by the traced code are built once: every
+        # reference (a call's argument, a local passed to a resume
+        # function) must be the same object
+        if var.built_once and var.source is None:
+            temp = self.new_temp()
+            self.emit("COPY", arg=1)
+            self.store_local(temp)
+            self.built[id(var)] = temp
+            self.keep.append(var)
+
+    def call_graph(self, info, input_sources, out_name):
+        """__compiled_fn_<n>(*inputs) -> local `out_name`."""
+        self.emit("LOAD_GLOBAL", argval=info.name, push_null=True)
+        for src in input_sources:
+            self.load_source(src)
+        self.emit_call(len(input_sources))
+        self.store_local(out_name)
+        self.temp_names.append(out_name)
