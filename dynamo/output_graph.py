@@ -122,8 +122,11 @@ def _probe_inputs(ex_args, ex_kw):
             span = 1 + sum((n - 1) * st for n, st in zip(v.shape, v.stride())) if v.numel() else 0
             if span > _PROBE_MAX_NUMEL:
                 raise LookupError
+            grad = v.requires_grad and (v.is_floating_point() or v.is_complex())
+            if grad and not v.is_leaf:          # a computed value: in-place ops on it are allowed
+                return (torch.ones(span, dtype=v.dtype, requires_grad=True) * 1).as_strided(v.shape, v.stride())
             r = torch.ones(span, dtype=v.dtype).as_strided(v.shape, v.stride())    # the strides too
-            return r.requires_grad_(True) if v.requires_grad and (r.is_floating_point() or r.is_complex()) else r
+            return r.requires_grad_(True) if grad else r
         if isinstance(v, (list, tuple)) and depth < 2:
             items = [real(x, depth + 1) for x in v]
             return items if isinstance(v, list) else tuple(items)
