@@ -18,6 +18,7 @@ REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 # repro name -> still open (strict xfail)
 OPEN = {
     "aot_output_read_by_item_keeps_a_saved_value_checked",
+    "aot_output_stride_of_size1_dim_after_inplace_op",
     "method_of_class_instantiated_in_frame_replaced",
     "list_del_slice_lost_with_aliased_input_copy",
     "index_error_in_try_after_list_ops_swallowed",
