@@ -4,8 +4,8 @@
  * whose mode is not OFF (which decides whether the eval-frame hook is
  * installed at all), and the C type that sets the state around one call:
  * __call__ swaps (mode, callback) in, vectorcalls fn, and swaps the old
- * state back whatever the outcome (then, if fn raised, calls on_error).  It adds no Python frame.  It must not
- * inspect frames or caches.
+ * state back whatever the outcome (then, if fn raised, calls on_error).
+ * It adds no Python frame.  It must not inspect frames or caches.
  */
 #include "callable.h"
 #include "hook.h"       /* hook_install, hook_uninstall */

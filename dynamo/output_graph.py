@@ -144,8 +144,12 @@ def _probe_inputs(ex_args, ex_kw, wrote=False):
 
     def real(v):
         key = (v.untyped_storage()._cdata, v.dtype)
-        r = buffers[key].as_strided(v.shape, v.stride(), v.storage_offset() - storages[key][0])
-        return r.requires_grad_(True) if v.requires_grad and (r.is_floating_point() or r.is_complex()) else r
+        offset = v.storage_offset() - storages[key][0]
+        grad = v.requires_grad and (v.is_floating_point() or v.is_complex())
+        if grad and not v.is_leaf:      # a computed value: in-place ops on it are allowed
+            return (buffers[key].detach().requires_grad_(True) * 1).as_strided(v.shape, v.stride(), offset)
+        r = buffers[key].as_strided(v.shape, v.stride(), offset)
+        return r.requires_grad_(True) if grad else r
     storages = {}
     try:
         for a in (*ex_args, *ex_kw.values()):

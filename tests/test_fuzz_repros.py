@@ -16,7 +16,10 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = set()
+OPEN = {
+    "aot_output_read_by_item_keeps_a_saved_value_checked",
+    "aot_output_stride_of_size1_dim_after_inplace_op",
+}
 
 
 def _cases():
@@ -937,3 +940,40 @@ def test_aot_boolean_mask_of_an_empty_tensor_compiles():
             x = torch.randn(shape)
             assert torch.equal(opt(x), f(x))
     assert cnt.frame_count == 2                 # one graph per shape, both through aot
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 0)])
+def test_aot_inplace_op_on_a_value_saved_for_backward_runs_the_graph_eagerly(shape):
+    """softmax saves its result for the backward; `t[1:] += 1` overwrites
+    it, so eager's backward raises. aot's functionalized graph saved its
+    own values: its backward ran (or, with the += in the graph, aot's
+    trace failed: a "backend failed" warning and the fallback). Such a
+    graph (found on the capture's fake autograd graph) runs its ops
+    eagerly, without the warning. On an empty input the op
+    probe's leaf stand-in for the computed value refused the += (a break,
+    repro aot_inplace_on_saved_softmax_result_not_refused_in_backward):
+    the stand-in of a computed value is computed too, one graph of 3 ops."""
+    import warnings
+
+    import torch
+    import dynamo
+
+    def f(x):
+        t = x.softmax(dim=-1)[1:]
+        t += 1
+        return t
+
+    cnt = _AotCounter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)      # no backend fallback
+        r = dynamo.optimize(cnt)(f)(torch.randn(shape, requires_grad=True))
+    assert cnt.frame_count == 1 and len([n for n in cnt.graphs[0].graph.nodes if n.op == "call_method" or n.op == "call_function"]) == 3
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        r.sum().backward()
+
+    def g(x):                   # no saved value overwritten: through aot
+        t = (x * 2)[1:]
+        t += 1
+        return t
+    r = dynamo.optimize(cnt)(g)(torch.randn(shape, requires_grad=True))
+    assert cnt.frame_count == 2 and type(r.grad_fn).__name__ == "CompiledFunctionBackward"

@@ -263,7 +263,10 @@ def aot_eager(gm, example_inputs):
 #    under no_grad of a tensor that requires grad is, in eager, a leaf-like
 #    tensor without grad_fn; returned, or used by an op with grad on, aot
 #    gave it a grad_fn to its base (or failed to trace). Such graphs run
-#    their captured ops eagerly (_grad_mode_hazard).
+#    their captured ops eagerly (_grad_mode_hazard). So do graphs whose
+#    in-place op overwrites a value eager's autograd saved for the
+#    backward (eager's backward raises; aot's trace of it failed): found
+#    on the capture's fake autograd graph (_saved_value_overwritten).
 #  - one autograd node computes every input's gradient, and an output the
 #    loss never reaches gets a zero gradient, so an input that only feeds
 #    such outputs gets a zero .grad where eager leaves None. Where the
@@ -272,7 +275,7 @@ def aot_eager(gm, example_inputs):
 
 def _aot(gm, example_inputs, **kw):
     from torch._functorch.aot_autograd import aot_module_simplified
-    hazard = _grad_mode_hazard(gm)
+    hazard = _grad_mode_hazard(gm) or _saved_value_overwritten(gm)
     if hazard is not None:
         log.debug("aot: %s; the graph's ops run eagerly", hazard)
         return gm.forward
@@ -348,6 +351,40 @@ def _grad_mode_hazard(gm):
                 nograd_views.intersection(used) or
                 (not mode and any(_example_requires_grad(gm, u) for u in used))):
             nograd_views.add(n)
+    return None
+
+
+def _saved_value_overwritten(gm):
+    """Why eager's backward through the graph's outputs would raise, or
+    None: an in-place op of the graph wrote a value autograd saved for the
+    backward (`t = x.softmax(-1); t[1:] += 1`: softmax saves its result).
+    aot's functionalized graph saves its own copies, so its backward ran
+    without the error. Found on the example outputs' autograd graph (the
+    capture's fake tensors record one): reading a saved value that was
+    overwritten raises."""
+    import torch
+    if not torch.is_grad_enabled() or not _mutates(gm):
+        return None
+    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    if out is None:
+        return None
+    todo, seen = [], set()
+    torch.fx.node.map_arg(out.args, lambda n: todo.append(getattr(n.meta.get("example_value"), "grad_fn", None)))
+    while todo and len(seen) < 10000:
+        fn = todo.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        for name in dir(fn):
+            if name.startswith("_saved_"):
+                try:
+                    getattr(fn, name)
+                except RuntimeError as e:
+                    if "modified by an inplace operation" in str(e):
+                        return f"an in-place op overwrites a value {type(fn).__name__} saved for the backward"
+                except Exception:  # noqa: BLE001 - a saved value that cannot be read: not this case
+                    pass
+        todo.extend(f for f, _ in fn.next_functions)
     return None
 
 

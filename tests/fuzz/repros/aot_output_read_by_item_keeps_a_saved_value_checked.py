@@ -1,0 +1,23 @@
+"""t1 = t0.t().contiguous().t() is t0's memory (contiguous() of the
+transposed t0 is itself); `.item()` of t0.abs().max() is a break, so that
+max is an output of the graph; then t1 += t0 writes t0. Eager's backward
+from the returned tensors never reaches abs (the max only fed .item()), so
+abs's saved t0 is not checked: it returns gradients. aot's compiled
+function is one autograd node for all the graph's outputs, and its saved
+t0 (for abs) is at a newer version: its backward raises 'modified by an
+inplace operation'. torch.compile(backend="aot_eager") raises the same
+(checked with torch 2.13). Open: the fix is to leave such outputs out of
+the autograd node (detach an output only the break's .item() reads).
+Found by fuzz seed 5226773 (early device run, 3.12 + torch 2.11;
+reproduced on 3.11 + torch 2.13)."""
+REASON = "aot_eager: an output only .item() reads keeps its saved values in aot's one autograd node"
+BACKEND = "aot_eager"
+BODY = """
+t0 = t0 + t0.sum()
+t1 = t0.t().contiguous().t()
+i0 = i0 + t0.numel() + int(t0.abs().max().item() > 1)
+t1 += t0
+"""
+CALLS = [
+    {"shape": (3, 5), "noncontig": True, "requires_grad": True, "n": -1},
+]
