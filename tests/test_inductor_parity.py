@@ -14,7 +14,8 @@ from dynamo.testing import CompileCounter
 def fresh_inductor_caches():
     """Each test compiles into empty on-disk caches (a graph served from
     them is not compiled again: the spies below would see nothing)."""
-    from torch._inductor.utils import fresh_cache
+    from torch._inductor import utils
+    fresh_cache = getattr(utils, "fresh_cache", None) or utils.fresh_inductor_cache
     with fresh_cache():
         yield
 
