@@ -678,6 +678,29 @@ def test_traceback_through_an_eagerly_run_try_has_the_frames_line():
     assert lines and all(isinstance(n, int) and first < n <= first + 6 for n in lines), lines
 
 
+def test_isinstance_decided_by_a_metaclass_is_not_folded_from_the_type():
+    """isinstance(s, torch.BoolStorage) is decided by its metaclass from the
+    storage's dtype (s is a TypedStorage, no subclass): folded from the type
+    it read False inside the compiled frame (peer test_isinstance_storage).
+    It runs eagerly now; ABC checks still fold."""
+    import collections.abc
+    data = bytearray([0, 1, 2, 3])
+    seen = []
+
+    def f(x):
+        bools = torch.BoolStorage.from_buffer(data, "big")
+        seen.append(isinstance(bools, torch.BoolStorage))
+        return x + 1, isinstance(bools, (torch.FloatStorage, torch.BoolStorage)), \
+            isinstance({}, collections.abc.Mapping)
+
+    cnt = CompileCounter()
+    out, is_bool, is_map = dynamo.optimize(cnt)(f)(X)
+    assert seen == [True] and is_bool is True and is_map is True
+    assert torch.equal(out, X + 1) and cnt.frame_count >= 1
+    reasons = [br.reason for r in dynamo.records.all_records() for br in r.break_reasons]
+    assert any("metaclass decides it per object" in r for r in reasons), reasons
+
+
 def test_torch_error_traceback_line_numbers():
     def f(x):
         y = x + 1

@@ -420,7 +420,25 @@ def _isinstance(tx, obj, cls):
         return ConstantVariable(False)
     if isinstance(obj, ConstantVariable):
         return ConstantVariable(isinstance(obj.value, classinfo))
+    if not isinstance(obj, TensorVariable) and _own_instancecheck(classinfo):
+        # decided per object by the metaclass (torch.BoolStorage: the storage's
+        # dtype), not by the type issubclass sees
+        raise Unsupported(f"isinstance with {classinfo!r}, whose metaclass decides it per object")
     return ConstantVariable(issubclass(t, classinfo))
+
+
+def _own_instancecheck(classinfo):
+    """Does isinstance(x, classinfo) run a metaclass __instancecheck__ that
+    may disagree with issubclass(type(x), classinfo)? (type's, ABCMeta's and
+    a union's agree with it.)"""
+    import abc
+    import types as pytypes
+    agreeing = (type.__instancecheck__, abc.ABCMeta.__instancecheck__,
+                pytypes.UnionType.__instancecheck__)
+    if isinstance(classinfo, tuple):
+        return any(_own_instancecheck(c) for c in classinfo)
+    check = getattr(type(classinfo), "__instancecheck__", None)
+    return check is not None and check not in agreeing
 
 
 def _getattr(tx, obj, name, *default):
