@@ -600,39 +600,54 @@ entry_name(const GTree *t, Py_ssize_t i)
 
 /* Publish cache's guard tree as it is built (never building it): a TREE
  * blob and a COUNTERS blob its node counters then live in.  A cache whose
- * tree is not built (entries changed since) keeps what was published.  0,
- * or -1 with an exception. */
+ * tree is not built (entries changed since) keeps what was published.
+ * Encoding runs Python code (repr() of guarded values, the cycle collector,
+ * other threads while it releases the GIL), which may drop entries, replace
+ * or free the tree, or let the code object (and this cache) die: the code,
+ * the tree and the chain of entries it was built from are held until the
+ * end, and only a tree that is still the cache's own is published.  0, or
+ * -1 with an exception. */
 static int
 publish_tree(CodeCache *cache)
 {
     if (region == NULL || tree_broken || cache->tele == NULL || cache->tree == NULL)
         return 0;
-    PyObject *tree, *counters;
-    if (teletext_tree(cache->tree, cache->code, entry_name, &tree, &counters) < 0)
-        return -1;
-    DtCode *d = cache->tele;
-    BlobRes *res = code_res[code_index(d)];
-    seq_begin();
-    DtRef ref = blob_put(&res[0], DT_BLOB_TREE, PyBytes_AS_STRING(tree),
-                         (size_t)PyBytes_GET_SIZE(tree));
-    if (ref.len != 0) {
-        d->tree = ref;
-        d->tree_counters = blob_put(&res[1], DT_BLOB_COUNTERS, PyBytes_AS_STRING(counters),
-                                    (size_t)PyBytes_GET_SIZE(counters));
-        d->counters_ns = now_ns();
-        /* From now on the walks bump the region's copy themselves (blobs
-         * are never freed or moved while the region exists). */
-        uint64_t *slots = blob_counters(d->tree_counters);
-        size_t npairs = (size_t)PyBytes_GET_SIZE(counters) / 16;
-        if (gtree_bind_counters(cache->tree, slots, npairs))
-            __atomic_fetch_or(&d->flags, DT_C_LIVE_TREE, __ATOMIC_RELAXED);
-        else
-            __atomic_fetch_and(&d->flags, ~DT_C_LIVE_TREE, __ATOMIC_RELAXED);
+    PyObject *code = Py_NewRef(cache->code);        /* keeps cache alive */
+    GTree *t = gtree_incref(cache->tree);
+    CacheEntry *head = cache->entries != NULL ? cache_entry_incref(cache->entries) : NULL;
+    PyObject *tree = NULL, *counters = NULL;
+    int rc = teletext_tree(t, code, entry_name, &tree, &counters);
+    if (rc == 0 && cache->tree == t && cache->tele != NULL) {
+        DtCode *d = cache->tele;
+        BlobRes *res = code_res[code_index(d)];
+        seq_begin();
+        DtRef ref = blob_put(&res[0], DT_BLOB_TREE, PyBytes_AS_STRING(tree),
+                             (size_t)PyBytes_GET_SIZE(tree));
+        if (ref.len != 0) {
+            d->tree = ref;
+            d->tree_counters = blob_put(&res[1], DT_BLOB_COUNTERS, PyBytes_AS_STRING(counters),
+                                        (size_t)PyBytes_GET_SIZE(counters));
+            d->counters_ns = now_ns();
+            /* From now on the walks bump the region's copy themselves (blobs
+             * are never freed or moved while the region exists). */
+            uint64_t *slots = blob_counters(d->tree_counters);
+            size_t npairs = (size_t)PyBytes_GET_SIZE(counters) / 16;
+            if (gtree_bind_counters(t, slots, npairs))
+                __atomic_fetch_or(&d->flags, DT_C_LIVE_TREE, __ATOMIC_RELAXED);
+            else
+                __atomic_fetch_and(&d->flags, ~DT_C_LIVE_TREE, __ATOMIC_RELAXED);
+        }
+        seq_end();
     }
-    seq_end();
-    Py_DECREF(tree);
-    Py_DECREF(counters);
-    return 0;
+    Py_XDECREF(tree);
+    Py_XDECREF(counters);
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    gtree_decref(t);                /* before the entries that hold what it points to */
+    cache_entry_decref(head);       /* may run Python code */
+    Py_DECREF(code);                /* may free cache: last */
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+    return rc;
 }
 
 void
