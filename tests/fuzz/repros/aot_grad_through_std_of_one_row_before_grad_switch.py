@@ -1,7 +1,7 @@
 """aot_eager: gradient through std(dim=0) of a single row, in a graph that switches grad mode, is NaN where eager's is finite.
 
 First mismatch: grad at call 0: grads[0]: values differ   eager   [4.0, 4.0, 4.0, 4.0]   compiled [nan, nan, nan, nan]
-Open: not root-caused this session; torch.compile(backend="aot_eager") not
+Open: not root-caused this session; torch's own compiler (backend aot_eager) not
 checked on it. Found by fuzz seed 6021158 (H100 run of 2026-11-24, 3.12.3 + torch 2.11; reproduces on 3.11 + torch 2.13)."""
 REASON = "aot_eager: gradient through std(dim=0) of a single row, in a graph that switches grad mode, is NaN where eager's is finite"
 BACKEND = 'aot_eager'

@@ -1,7 +1,7 @@
 """aot_eager: an in-place add on a view (t().t()) taken with grad on of a tensor computed under set_grad_enabled(False) raises the no_grad-view error; eager allows it.
 
 First mismatch: exception at call 0: eager returned:  | compiled RuntimeError: A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving bot
-Open: not root-caused this session; torch.compile(backend="aot_eager") not
+Open: not root-caused this session; torch's own compiler (backend aot_eager) not
 checked on it. Found by fuzz seed 6228249 (H100 run of 2026-11-24, 3.12.3 + torch 2.11; reproduces on 3.11 + torch 2.13)."""
 REASON = 'aot_eager: an in-place add on a view (t().t()) taken with grad on of a tensor computed under set_grad_enabled(False) raises the no_grad-view error; eager allows it'
 BACKEND = 'aot_eager'

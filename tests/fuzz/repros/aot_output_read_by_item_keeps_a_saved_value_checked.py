@@ -5,7 +5,7 @@ from the returned tensors never reaches abs (the max only fed .item()), so
 abs's saved t0 is not checked: it returns gradients. aot's compiled
 function is one autograd node for all the graph's outputs, and its saved
 t0 (for abs) is at a newer version: its backward raises 'modified by an
-inplace operation'. torch.compile(backend="aot_eager") raises the same
+inplace operation'. torch's own compiler (backend aot_eager) raises the same
 (checked with torch 2.13). Open: the fix is to leave such outputs out of
 the autograd node (detach an output only the break's .item() reads).
 Found by fuzz seed 5226773 (early device run, 3.12 + torch 2.11;
