@@ -53,17 +53,22 @@ deps:
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
+# pip with retries: a download cut mid-stream (the CUDA torch wheel of 3.12
+# and 3.13 is ~0.5 GB) is tried again, three times in all, before failing.
+PIP_INSTALL = for try in 1 2 3; do $(VPY) -m pip install -q --retries 10 $(1) && break; \
+	[ $$try = 3 ] && exit 1; echo "pip install failed (try $$try of 3); again in 15 s"; sleep 15; done
+
 venv: $(STAMP)
 $(STAMP): requirements.txt
 	@$(PYTHON) -c "import sys; sys.exit(0 if (3,11) <= sys.version_info[:2] <= (3,13) else 'dynamo needs CPython 3.11, 3.12 or 3.13, found %s' % sys.version.split()[0])"
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install -q -r requirements.txt
+	$(call PIP_INSTALL,-r requirements.txt)
 	touch $(STAMP)
 
 # The model suite's dependency (transformers, pinned with what it needs).
 MODELS_STAMP := $(if $(STAMP),$(VENV)/.stamp-models)
 $(MODELS_STAMP): requirements-models.txt $(STAMP)
-	$(VPY) -m pip install -q -r requirements-models.txt
+	$(call PIP_INSTALL,-r requirements-models.txt)
 	touch $(MODELS_STAMP)
 
 $(EXT): $(EXT_SRC) $(EXT_HDR) $(TMETA_OBJ) $(STAMP)
