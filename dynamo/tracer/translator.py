@@ -151,6 +151,11 @@ class InstructionTranslatorBase:
             return GlobalSource(name)
         return None
 
+    def wrap(self, value, source):
+        """The variable for a Python value met while tracing (builder.wrap);
+        variables call it as tx.wrap so that none imports the builder."""
+        return wrap(self, value, source)
+
     def realize(self, var):
         """Wrap a passthrough frame value on first real use."""
         if isinstance(var, PassthroughVariable):

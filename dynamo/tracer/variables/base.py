@@ -227,7 +227,6 @@ class ClassVariable(VariableTracker):
         return True
 
     def var_getattr(self, tx, name):
-        from .builder import wrap
         if name == "__subclasses__" and isinstance(self.value, type):
             return SubclassesMethodVariable(self.value)
         from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
@@ -236,7 +235,7 @@ class ClassVariable(VariableTracker):
         value = getattr(self.value, name)
         from ...guards import AttrSource
         src = AttrSource(self.source, name) if self.source is not None else None
-        return wrap(tx, value, src)
+        return tx.wrap(value, src)
 
     def call(self, tx, args, kwargs):
         from .builtin import call_builtin_class
@@ -293,7 +292,6 @@ class SubclassesMethodVariable(VariableTracker):
 
 def _bind_fields(tx, cls, args, kwargs):
     """Items of a namedtuple built by cls(*args, **kwargs), with defaults."""
-    from .builder import wrap
     fields = list(cls._fields)
     values = dict(zip(fields, args))
     values.update(kwargs)
@@ -303,7 +301,7 @@ def _bind_fields(tx, cls, args, kwargs):
         if name in values:
             items.append(values[name])
         elif name in defaults:
-            items.append(wrap(tx, defaults[name], None))
+            items.append(tx.wrap(defaults[name], None))
         else:
             raise Unsupported(f"{cls.__name__}() missing field {name!r}")
     return items

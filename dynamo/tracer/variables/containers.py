@@ -539,8 +539,7 @@ class GeneratorVariable(ListIteratorVariable):
 
 def wrap_sequence_items(tx, value, source):
     """VTs for the items of a tuple/list read from the frame (with guards)."""
-    from .builder import wrap
-    return [wrap(tx, v, ItemSource(source, i) if source is not None else None)
+    return [tx.wrap(v, ItemSource(source, i) if source is not None else None)
             for i, v in enumerate(value)]
 
 

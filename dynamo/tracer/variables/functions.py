@@ -51,8 +51,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         if out is not None:
             return out
         if name == "__wrapped__" and hasattr(self.fn, "__wrapped__"):
-            from .builder import wrap
-            return wrap(tx, self.fn.__wrapped__,
+            return tx.wrap(self.fn.__wrapped__,
                         AttrSource(self.source, name) if self.source is not None else None)
         return super().var_getattr(tx, name)
 
@@ -72,7 +71,6 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def closure_cells(self, tx):
         """CellVariables for the function's free variables."""
         from .base import CellVariable
-        from .builder import wrap
         cells = {}
         for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars,
                                              self.fn.__closure__ or ())):
@@ -89,7 +87,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             except ValueError:
                 cells[name] = CellVariable(None)
                 continue
-            cells[name] = CellVariable(wrap(tx, contents, src), src)
+            cells[name] = CellVariable(tx.wrap(contents, src), src)
             cells[name].cell = cell
             tx.output.closure_cells[id(cell)] = (cell, cells[name])
         return cells

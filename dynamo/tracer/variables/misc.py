@@ -49,8 +49,7 @@ class PythonModuleVariable(ModuleVariable):
         return self.module
 
     def wrap_attr(self, tx, value, source):
-        from .builder import wrap
-        return wrap(tx, value, source)
+        return tx.wrap(value, source)
 
     def __repr__(self):
         return f"PythonModuleVariable({self.module.__name__})"
@@ -229,7 +228,6 @@ class UserDefinedObjectVariable(VariableTracker):
     def generic_getattr(self, tx, name, with_getattr=True):
         """object.__getattribute__(obj, name) (then the class's __getattr__
         on a miss, unless `with_getattr` is False)."""
-        from .builder import wrap
         from .builtin import ObservedAttributeError
         from .functions import UserMethodVariable
         obj, cls = self.value, type(self.value)
@@ -258,14 +256,14 @@ class UserDefinedObjectVariable(VariableTracker):
                                     tuple(obj.__dict__))
             raise ObservedAttributeError(f"{cls.__name__} has no attribute {name!r}") from None
         if isinstance(getattr(obj, "__dict__", None), dict) and name in obj.__dict__:
-            return wrap(tx, obj.__dict__[name], src)
+            return tx.wrap(obj.__dict__[name], src)
         if isinstance(static, (staticmethod, classmethod, property)):
             return class_attribute(tx, self, name, static)
         if inspect.isfunction(static):
             if (getattr(static, "__module__", "") or "").startswith("torch."):
                 return SkippedFunctionVariable(getattr(obj, name), src)
             return class_attribute(tx, self, name, static)
-        return wrap(tx, getattr(obj, name), src)
+        return tx.wrap(getattr(obj, name), src)
 
     def can_store_attr(self, name):
         """May `obj.name = v` be traced (and written back after the graph)?
@@ -302,7 +300,6 @@ class UserDefinedObjectVariable(VariableTracker):
         no __missing__, which a guard's fetch would call), with a
         str or int constant key: read like any item of a frame value (the
         ITEM source fails, so the guard does, once the key is gone)."""
-        from .builder import wrap
         obj = self.value
         if self.source is None or not isinstance(obj, dict) or hasattr(type(obj), "__missing__") \
                 or inspect.getattr_static(type(obj), "__getitem__") is not dict.__getitem__:
@@ -312,7 +309,7 @@ class UserDefinedObjectVariable(VariableTracker):
         key = key_var.as_python_constant()
         if type(key) not in (str, int) or key not in obj:
             return None
-        return wrap(tx, dict.__getitem__(obj, key), ItemSource(self.source, key))
+        return tx.wrap(dict.__getitem__(obj, key), ItemSource(self.source, key))
 
     def __repr__(self):
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
@@ -437,7 +434,6 @@ class NewObjectVariable(VariableTracker):
         return True
 
     def var_getattr(self, tx, name):
-        from .builder import wrap
         from .builtin import ObservedAttributeError
         from .functions import UserFunctionVariable, UserMethodVariable
         if name in self.attrs:
@@ -461,7 +457,7 @@ class NewObjectVariable(VariableTracker):
             return UserFunctionVariable(static.fget, fn).call(tx, [self], {})
         if isinstance(static, types.FunctionType):
             return UserMethodVariable(static, self, fn_source=fn)
-        return wrap(tx, getattr(self.cls, name), src)
+        return tx.wrap(getattr(self.cls, name), src)
 
     @staticmethod
     def _class_function(tx, static, src):

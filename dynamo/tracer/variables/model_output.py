@@ -66,7 +66,6 @@ class ModelOutputVariable(VariableTracker):
     @classmethod
     def create(cls, tx, out_cls, args, kwargs):
         """The value of `out_cls(*args, **kwargs)` (dataclass __init__ binding)."""
-        from .builder import wrap
         fields = dataclasses.fields(out_cls)
         init = [f for f in fields if f.init]
         if len(args) > len(init):
@@ -82,7 +81,7 @@ class ModelOutputVariable(VariableTracker):
             if f.name in values:
                 continue
             if f.default is not dataclasses.MISSING:
-                values[f.name] = wrap(tx, f.default, None)
+                values[f.name] = tx.wrap(f.default, None)
             elif f.default_factory is not dataclasses.MISSING:
                 raise Unsupported(f"{out_cls.__name__}.{f.name} has a default_factory")
             else:
@@ -209,10 +208,9 @@ def wrap_model_output(tx, value, source):
     """A ModelOutput read from the frame (e.g. `encoder_outputs` passed in):
     TYPE_MATCH on it, each field wrapped from its attribute."""
     from ...guards import TYPE_MATCH, AttrSource
-    from .builder import wrap
     if source is None:
         raise Unsupported(f"a {type(value).__name__} without a source")
     tx.output.add_guard(source, TYPE_MATCH, type(value))
-    values = {f.name: wrap(tx, getattr(value, f.name), AttrSource(source, f.name))
+    values = {f.name: tx.wrap(getattr(value, f.name), AttrSource(source, f.name))
               for f in dataclasses.fields(value)}
     return ModelOutputVariable(type(value), values, source)

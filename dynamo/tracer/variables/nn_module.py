@@ -152,7 +152,6 @@ class NNModuleVariable(VariableTracker):
         tx.output.add_guard(AttrSource(self.source, "training"), EQUALS_MATCH, self.module.training)
 
     def var_getattr(self, tx, name):
-        from .builder import wrap
         from .builtin import ObservedAttributeError
         from .functions import UserFunctionVariable, UserMethodVariable
         mod = self.module
@@ -182,7 +181,7 @@ class NNModuleVariable(VariableTracker):
         if name in _HOOK_TABLES and name in d and not d[name]:
             return self.empty_hook_table(tx, name)
         if name in d:
-            return wrap(tx, d[name], src)
+            return tx.wrap(d[name], src)
         try:
             static = inspect.getattr_static(mod, name)
         except AttributeError:
@@ -204,7 +203,7 @@ class NNModuleVariable(VariableTracker):
             return BoundMethodVariable(self, name)      # call_method walks the tree itself
         if inspect.isfunction(static):
             return class_attribute(tx, self, name, static)
-        return wrap(tx, getattr(mod, name), src)
+        return tx.wrap(getattr(mod, name), src)
 
     def empty_hook_table(self, tx, name):
         """An empty hook dict, guarded to stay empty (LENGTH on its type)."""

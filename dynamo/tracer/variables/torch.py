@@ -91,7 +91,6 @@ def is_state_query(value):
 
 def fold_state_query(tx, fn, args, kwargs):
     """The value of state query `fn` now, as a constant (see the table above)."""
-    from .builder import wrap
     from ...guards import EQUALS_MATCH, GlobalSource, ItemSource
     if fn in HAS_TORCH_FUNCTION:
         return ConstantVariable(_has_torch_function(tx, args))
@@ -112,7 +111,7 @@ def fold_state_query(tx, fn, args, kwargs):
         tx.output.add_guard(src, EQUALS_MATCH, module_globals[name])
     if is_constant_value(value):
         return ConstantVariable(value)
-    return wrap(tx, value, None)
+    return tx.wrap(value, None)
 
 
 def _is_tensor_like(var):
@@ -597,7 +596,6 @@ def _construct_stateless_module(tx, cls, args, kwargs):
     same whichever instance runs, so one is made at trace time and called
     as a submodule of the graph (reachable from a global of the frame for
     the code after a break). Anything else is Unsupported."""
-    from .builder import wrap
     from ...guards import GlobalSource
     if not (cls.__module__ or "").startswith("torch.nn."):
         raise Unsupported(f"constructing {cls.__name__} inside the compiled frame")
@@ -612,4 +610,4 @@ def _construct_stateless_module(tx, cls, args, kwargs):
                           "inside the compiled frame")
     name = f"___new_module_{cls.__name__}_{next(_module_counter)}"
     tx.output.install[name] = module
-    return wrap(tx, module, GlobalSource(name))
+    return tx.wrap(module, GlobalSource(name))
