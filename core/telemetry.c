@@ -598,25 +598,75 @@ entry_name(const GTree *t, Py_ssize_t i)
     return PyUnicode_FromFormat("[%u/%u]", e->tele->frame_id, e->tele->compile_id);
 }
 
+/* What an encoding of a cache's tree holds: the encoding (teletext_tree)
+ * runs Python code (repr() of guarded values, the cycle collector, other
+ * threads while it releases the GIL), which may drop entries (drop_unused,
+ * the pruning of dead entries, clear, reset), replace or free the tree, or
+ * let the code object and its cache die, while the walk still reads the
+ * tree and entry_name reads the entries its tags point to.  Holding the
+ * chain's head is not enough: drop_unused and the pruning unlink entries
+ * from the middle of the chain, which frees them (issue 12). */
+typedef struct {
+    PyObject *code;             /* strong: keeps the cache alive */
+    GTree *tree;                /* reference */
+    CacheEntry **tags;          /* owned (PyMem) array of references: the tree's tags */
+    Py_ssize_t ntags;
+} TreeHold;
+
+/* Hold cache's current tree (not NULL), its tags (the cache's entries the
+ * tree was built from) and its code.  0, or -1 with an exception (memory;
+ * nothing held). */
+static int
+tree_hold(TreeHold *h, CodeCache *cache)
+{
+    GTree *t = cache->tree;
+    Py_ssize_t n = gtree_size(t);
+    h->tags = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof(CacheEntry *));
+    if (h->tags == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        CacheEntry *e = gtree_tag(t, i);
+        h->tags[i] = e != NULL ? cache_entry_incref(e) : NULL;
+    }
+    h->ntags = n;
+    h->tree = gtree_incref(t);
+    h->code = Py_NewRef(cache->code);
+    return 0;
+}
+
+/* Drop what tree_hold took; the exception set (if any) is kept.  May run
+ * Python code and free the cache. */
+static void
+tree_release(TreeHold *h)
+{
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    gtree_decref(h->tree);          /* before the entries that hold what it points to */
+    for (Py_ssize_t i = 0; i < h->ntags; i++)
+        cache_entry_decref(h->tags[i]);     /* may run Python code */
+    PyMem_Free(h->tags);
+    Py_DECREF(h->code);             /* may free the cache: last */
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+}
+
 /* Publish cache's guard tree as it is built (never building it): a TREE
  * blob and a COUNTERS blob its node counters then live in.  A cache whose
  * tree is not built (entries changed since) keeps what was published.
- * Encoding runs Python code (repr() of guarded values, the cycle collector,
- * other threads while it releases the GIL), which may drop entries, replace
- * or free the tree, or let the code object (and this cache) die: the code,
- * the tree and the chain of entries it was built from are held until the
- * end, and only a tree that is still the cache's own is published.  0, or
- * -1 with an exception. */
+ * The encoding is done under a TreeHold, and only a tree that is still the
+ * cache's own afterwards is published.  0, or -1 with an exception. */
 static int
 publish_tree(CodeCache *cache)
 {
     if (region == NULL || tree_broken || cache->tele == NULL || cache->tree == NULL)
         return 0;
-    PyObject *code = Py_NewRef(cache->code);        /* keeps cache alive */
-    GTree *t = gtree_incref(cache->tree);
-    CacheEntry *head = cache->entries != NULL ? cache_entry_incref(cache->entries) : NULL;
+    TreeHold hold;
+    if (tree_hold(&hold, cache) < 0)
+        return -1;
+    GTree *t = hold.tree;
     PyObject *tree = NULL, *counters = NULL;
-    int rc = teletext_tree(t, code, entry_name, &tree, &counters);
+    int rc = teletext_tree(t, hold.code, entry_name, &tree, &counters);
     if (rc == 0 && cache->tree == t && cache->tele != NULL) {
         DtCode *d = cache->tele;
         BlobRes *res = code_res[code_index(d)];
@@ -641,12 +691,7 @@ publish_tree(CodeCache *cache)
     }
     Py_XDECREF(tree);
     Py_XDECREF(counters);
-    PyObject *exc_type, *exc_value, *exc_tb;
-    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    gtree_decref(t);                /* before the entries that hold what it points to */
-    cache_entry_decref(head);       /* may run Python code */
-    Py_DECREF(code);                /* may free cache: last */
-    PyErr_Restore(exc_type, exc_value, exc_tb);
+    tree_release(&hold);            /* may free cache: last */
     return rc;
 }
 
@@ -676,11 +721,15 @@ refresh_tree_counters(CodeCache *cache)
 void
 telemetry_entry_added(CodeCache *cache)
 {
-    if (cache == NULL || publish_tree(cache) == 0)
+    if (cache == NULL)
         return;
-    /* A tree that cannot be described: say so once and stop publishing trees. */
-    PyErr_WriteUnraisable(cache->code);
-    tree_broken = 1;
+    PyObject *code = Py_NewRef(cache->code);    /* publish_tree may free cache */
+    if (publish_tree(cache) < 0) {
+        /* A tree that cannot be described: say so once and stop publishing trees. */
+        PyErr_WriteUnraisable(code);
+        tree_broken = 1;
+    }
+    Py_DECREF(code);
 }
 
 void
@@ -1122,8 +1171,13 @@ t_tree(PyObject *module, PyObject *code)
     CodeCache *cache = cache_get(code);
     if (cache == NULL || cache->tree == NULL)
         Py_RETURN_NONE;
+    TreeHold hold;
+    if (tree_hold(&hold, cache) < 0)
+        return NULL;
     PyObject *tree, *counters;
-    if (teletext_tree(cache->tree, code, entry_name, &tree, &counters) < 0)
+    int rc = teletext_tree(hold.tree, code, entry_name, &tree, &counters);
+    tree_release(&hold);
+    if (rc < 0)
         return NULL;
     return Py_BuildValue("(NN)", tree, counters);
 }

@@ -60,6 +60,7 @@ const char *const prop_names[NPROPS] = {
 /* ---- per-call scratch ------------------------------------------------------ */
 
 PyObject *missing_obj;          /* strong: the reported `actual` of a missing source */
+PyObject *dead_obj;             /* strong: the reported `expected` of an object that died */
 
 /* Marker in a slot: the source was fetched and is missing. */
 static char missing_marker;
@@ -908,12 +909,19 @@ walk_node(Walk *w, Node *n)
 
 /* ---- miss report ----------------------------------------------------------- */
 
-/* Expected value of test t as a new Python object. */
+/* Expected value of test t as a new Python object.  An ID test's object is
+ * borrowed from entry t->entry's GirSet and valid only while that set is
+ * not dead: once it is (one of its weakly held objects died, and no lookup
+ * has pruned the entry yet), the object may be freed memory, so the dead
+ * marker stands for it (issue 12: the telemetry refresh encoded trees of
+ * caches not called since their guarded functions died, and read them). */
 PyObject *
 expected_obj(const GTree *tr, const Test *t)
 {
     switch (tr->keys[t->key].prop) {
-    case P_TYPE: case P_ID: case P_VALUE: case P_KEYS: case P_DTYPE: case P_DEVICE:
+    case P_ID:
+        return Py_NewRef(tr->entries[t->entry].gs->dead ? dead_obj : t->obj);
+    case P_TYPE: case P_VALUE: case P_KEYS: case P_DTYPE: case P_DEVICE:
         return Py_NewRef(t->obj);
     case P_NONE: case P_GRAD: case P_REQGRAD: case P_SAME:
         return PyBool_FromLong(t->bits != 0);

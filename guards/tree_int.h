@@ -215,15 +215,19 @@ ctr_read(const uint64_t *c)
  * "[dim]"), exported as _C.TREE_PROPERTIES. */
 extern const char *const prop_names[NPROPS];
 
-/* tree.c: the reported `actual` of a missing source (strong; gtree_module_init). */
+/* tree.c: the reported `actual` of a missing source, and the reported
+ * `expected` of an ID test whose object died (strong; gtree_module_init). */
 extern PyObject *missing_obj;
+extern PyObject *dead_obj;
 
 /* tree.c: v equals the expected simple constant e (same type, floats bit
  * for bit).  -1 error, 0 fail, 1 pass. */
 int value_match(PyObject *v, PyObject *e);
 
-/* tree.c: expected value of test t, and "size()[0]", "dtype", ... for it;
- * new references, or NULL with an exception. */
+/* tree.c: expected value of test t (t->entry names the entry whose set
+ * holds t->obj: an ID test's object is reported only while that set is
+ * not dead), and "size()[0]", "dtype", ... for it; new references, or NULL
+ * with an exception. */
 PyObject *expected_obj(const GTree *tr, const Test *t);
 PyObject *property_text(const GTree *tr, const Test *t);
 

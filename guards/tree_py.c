@@ -2,7 +2,7 @@
  * views (_C.tree_info / tree_stats through gtree_info, gtree_stats), the
  * depth-first visit telemetry publishes it with (gtree_visit), the user
  * text of a property (gtree_property_text), the
- * MISSING marker object, and the binding of node counters to the telemetry
+ * MISSING and dead marker objects, and the binding of node counters to the telemetry
  * region (gtree_bind_counters).  Nothing here runs per call.
  */
 #include "tree_int.h"   /* the tree's types; tree.h */
@@ -58,6 +58,7 @@ node_info(const GTree *t, const Node *n)
         for (int i = 0; sw != NULL && branches != NULL && i < n->nbranch; i++) {
             probe.bits = n->bits[i];
             probe.obj = n->vals[i];
+            probe.entry = n->child[i]->newest;  /* its set holds the value too */
             PyObject *item = Py_BuildValue("(NN)", expected_obj(t, &probe),
                                            node_info(t, n->child[i]));
             if (item == NULL || PyList_Append(branches, item) < 0)
@@ -126,7 +127,8 @@ node_view(const GTree *t, const Pending *p, GtreeNodeView *v)
                          .newest = n->newest};
     if (p->parent != NULL && p->branch >= 0) {
         Test probe = {.key = p->parent->key, .bits = p->parent->bits[p->branch],
-                      .obj = p->parent->vals[p->branch]};
+                      .obj = p->parent->vals[p->branch],
+                      .entry = n->newest};      /* its set holds the value too */
         if ((v->via = expected_obj(t, &probe)) == NULL)
             return -1;
     }
@@ -249,11 +251,11 @@ gtree_missing(void)
     return missing_obj;
 }
 
-/* repr of the missing marker object. */
+/* repr of the two marker objects (guards.DEAD reads "<dead>" too). */
 static PyObject *
 missing_repr(PyObject *self)
 {
-    return PyUnicode_FromString("<missing>");
+    return PyUnicode_FromString(self == dead_obj ? "<dead>" : "<missing>");
 }
 
 static PyTypeObject MissingType = {
@@ -262,7 +264,9 @@ static PyTypeObject MissingType = {
     .tp_basicsize = sizeof(PyObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_repr = missing_repr,
-    .tp_doc = "The `actual` value reported for a source that cannot be fetched.",
+    .tp_doc = "Markers of the tree's reports: <missing>, the `actual` value of a source that "
+              "cannot be fetched; <dead>, the `expected` object of an ID/FUNCTION_MATCH "
+              "that died.",
 };
 
 int
@@ -273,7 +277,13 @@ gtree_module_init(void)
     if (PyType_Ready(&MissingType) < 0)
         return -1;
     missing_obj = PyType_GenericNew(&MissingType, NULL, NULL);
-    return missing_obj == NULL ? -1 : 0;
+    dead_obj = PyType_GenericNew(&MissingType, NULL, NULL);
+    if (missing_obj == NULL || dead_obj == NULL) {
+        Py_CLEAR(missing_obj);
+        Py_CLEAR(dead_obj);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- live counters ---------------------------------------------------------- */
