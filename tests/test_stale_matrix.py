@@ -565,3 +565,36 @@ def test_aliasing_relation(row, backend):
     finally:
         dynamo.config.raise_on_backend_error = raising
         dynamo.reset()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_aliasing_written_buffer(backend):
+    """A buffer the graph writes in place (a get_attr, not an input) is
+    related to the tensor inputs through its guarded source: an argument
+    that views the buffer's storage later recompiles, named in the reason."""
+    from dynamo import records
+    from dynamo.guards import STORAGE_MATCH
+
+    class Acc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("acc", torch.zeros(4))
+
+        def forward(self, x):
+            self.acc.add_(x)
+            return x * 2
+    m, ref = Acc(), Acc()
+    compile_fn, graphs = _counting(backend)
+    opt = dynamo.optimize(compile_fn)(m)
+    try:
+        assert same(opt(torch.ones(4)), ref(torch.ones(4)))
+        storage = [g.describe() for g in records.all_records()[-1].guards if g.kind == STORAGE_MATCH]
+        assert storage == [" - local 'x' STORAGE_MATCH shares no storage with L['self']._buffers['acc']"]
+        mark = records.mark()
+        assert same(opt(m.acc.view(4)), ref(ref.acc.view(4)))
+        assert same(m.acc, ref.acc) and len(graphs) == 2
+        [rec] = [r for r in records.records_since(mark) if r.recompile_reason]
+        assert rec.recompile_reason.startswith("L['x'] shares a storage with L['self']._buffers['acc']: "
+                                               "expected False, actual True (STORAGE_MATCH")
+    finally:
+        dynamo.reset()
