@@ -751,11 +751,27 @@ test_pass(Walk *w, const Test *t)
         const int64_t *dims = t->prop == P_SIZE ? tm->sizes : tm->strides;
         return t->dim < tm->ndim && dims != NULL && dims[t->dim] == t->bits;
     }
+    case P_STORAGE: {                               /* dim: the other source */
+        PyObject *other = w->slots[t->dim].value;
+        if (UNLIKELY(other == NULL) && (other = fetch(w, t->dim)) == NULL)
+            return -1;
+        if (UNLIKELY(other == MISSING))
+            return 0;
+        const TmetaView *a = slot_view(w, t->src, v);
+        const TmetaView *b = a != NULL ? slot_view(w, t->dim, other) : NULL;
+        if (UNLIKELY(b == NULL))
+            return PyErr_Occurred() ? -1 : 0;
+        if (LIKELY(w->slots[t->src].py_dims == NULL && w->slots[t->dim].py_dims == NULL))
+            return a->storage != NULL && b->storage != NULL && (a->storage == b->storage) == t->bits;
+        int64_t actual;                             /* read through Python: slot_storage */
+        int rc = scalar_actual(w, &w->t->keys[t->key], v, &actual);
+        return rc <= 0 ? rc : actual == t->bits;
+    }
     case P_VALUE:
         return value_match(v, t->obj);
     case P_KEYS:
         return dict_keys_match(v, t->obj);
-    default: {                                      /* LEN, STORAGE */
+    default: {                                      /* LEN */
         int64_t actual;
         int rc = scalar_actual(w, &w->t->keys[t->key], v, &actual);
         return rc <= 0 ? rc : actual == t->bits;
