@@ -130,11 +130,13 @@ GLOBAL_NAMES = ["G0", "G1", "len"]
 
 
 def alias_some(rng, values, p):
-    """With probability p, make one value the same object as another."""
+    """With probability p, make one value the same object as another, or
+    for a tensor, often a view of it (one storage, two objects)."""
     if p and rng.random() < p:
         names = list(values)
         a, b = rng.sample(names, 2)
-        values[b] = values[a]
+        v = values[a]
+        values[b] = v.view(v.shape) if isinstance(v, torch.Tensor) and rng.random() < 0.5 else v
 
 
 def random_input(rng, alias=0.0):
@@ -177,6 +179,9 @@ def random_guards(rng, inp, alias=0.0):
                 v = values[j] if other[0] == LOCAL else f_globals.get("G0", guard_ref.MISSING)
                 if other[0] == LOCAL or v is not guard_ref.MISSING:
                     guards.append((SAME_OBJECT, (LOCAL, i), other, values[i] is v))
+                shared = guard_ref._same_storage(values[i], v)
+                if shared is not None and rng.random() < 0.6:   # (one storage) == same
+                    guards.append((guard_ref.STORAGE_MATCH, (LOCAL, i), other, shared))
     for n in GLOBAL_NAMES:
         if rng.random() < 0.3:
             v = f_globals.get(n, BUILTINS.get(n))
@@ -272,8 +277,9 @@ def test_random_small_sets_match_reference(seed):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_aliasing_matches_reference(seed):
-    """SAME_OBJECT (kind 9) mixed with the other kinds: inputs often pass
-    one object in two arguments; the tree may switch on same_object."""
+    """SAME_OBJECT (kind 9) and STORAGE_MATCH (kind 11) mixed with the
+    other kinds: inputs often pass one object, or a tensor and a view of it,
+    in two arguments; the tree may switch on same_object / same_storage."""
     rng = random.Random(500 + seed)
     hits = 0
     for _ in range(40):
