@@ -19,7 +19,8 @@
  * Design (also in ARCHITECTURE.md, "Guard trees"):
  * - A test is (source, property, expected): TYPE, ID, IS_NONE, GRAD, LEN,
  *   GLOBAL_STATE, DTYPE, DEVICE, REQUIRES_GRAD, DISPATCH_KEYS, NDIM, SIZE[i],
- *   STRIDE[i] (int64 values: pointers or numbers), VALUE (same type and
+ *   STRIDE[i], SAME_OBJECT and SAME_STORAGE (with another source) (int64
+ *   values: pointers or numbers), VALUE (same type and
  *   equal; floats bit for bit) and KEYS
  *   (dict keys tuple).  The (source, property) pair is the test's key.
  * - A node first runs the tests every entry in it shares (cheap properties
