@@ -663,6 +663,8 @@ def describe_failure(failure, f_locals, f_globals, f_builtins, func):
         text = guards.property_text(guard.source.name(), prop)
         if guard.kind == guards.SAME_OBJECT:
             text = f"{guard.source.name()} is {guard.expected[0].name()}"
+        elif guard.kind == guards.STORAGE_MATCH:
+            text = f"{guard.source.name()} shares a storage with {guard.expected[0].name()}"
         if guard.kind == guards.GLOBAL_STATE and isinstance(expected, int) and isinstance(actual, int):
             return f"{text}: {guards.global_state_diff(expected, actual)} ({kind} of entry {record.id})"
         return (f"{text}: expected {_short(expected)}, "

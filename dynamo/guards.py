@@ -33,6 +33,10 @@ FUNCTION_MATCH = _C.GUARD_KINDS["FUNCTION_MATCH"]
 NONE_MATCH = _C.GUARD_KINDS["NONE_MATCH"]      # NOT_NONE / IS_NONE: expected (is_none,)
 SAME_OBJECT = _C.GUARD_KINDS["SAME_OBJECT"]    # expected (other: Source, same: bool): (v is other) == same
 GLOBAL_STATE = _C.GUARD_KINDS["GLOBAL_STATE"]  # expected (word,): global_state_word() == word
+# expected (other: Source, same: bool): both tensors, (one storage) == same
+STORAGE_MATCH = _C.GUARD_KINDS["STORAGE_MATCH"]
+# the kinds relating two sources: expected (other source, bool)
+RELATION_KINDS = (SAME_OBJECT, STORAGE_MATCH)
 
 KIND_NAMES = {number: name for name, number in _C.GUARD_KINDS.items()}
 
@@ -377,6 +381,16 @@ def _dims(method):
         return None
 
 
+def storage_key(t) -> Optional[int]:
+    """What STORAGE_MATCH compares for tensor `t`: its storage's address
+    (`untyped_storage()._cdata`, the c10::StorageImpl the C tree reads), or
+    None for a tensor without one (sparse, nested): no guard is made on it."""
+    try:
+        return t.untyped_storage()._cdata
+    except (RuntimeError, TypeError):
+        return None
+
+
 def tensor_expected(t, dynamic: bool) -> tuple:
     """The expected fields of TENSOR_MATCH for tensor `t`."""
     sizes = None if dynamic else _dims(t.size)
@@ -426,13 +440,13 @@ class Guard:
         return (DEAD,) if obj is None else (obj,)
 
     def key(self):
-        if self.kind == SAME_OBJECT:
+        if self.kind in RELATION_KINDS:
             return (self.source.name(), self.kind, self._expected[0].name())
         return (self.source.name(), self.kind)
 
     def lower(self) -> tuple:
         """The C guard IR tuple `(kind, source, *expected)`."""
-        if self.kind == SAME_OBJECT:
+        if self.kind in RELATION_KINDS:
             other, same = self._expected
             return (self.kind, self.source.lower(), other.lower(), bool(same))
         return (self.kind, self.source.lower(), *self.expected)
@@ -453,6 +467,9 @@ class Guard:
         line = f" - {where} {KIND_NAMES[self.kind]}"
         if self.kind == SAME_OBJECT:
             line += f" {'is' if self._expected[1] else 'is not'} {self._expected[0].name()}"
+        elif self.kind == STORAGE_MATCH:
+            line += (f" {'shares a storage with' if self._expected[1] else 'shares no storage with'}"
+                     f" {self._expected[0].name()}")
         elif self._ref is not None and self._ref() is None:
             line += " <dead>"
         return line

@@ -36,8 +36,8 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from . import config
 from .exc import Unsupported
 from .codegen import PyCodegen  # noqa: F401  (moved to codegen.py; re-exported)
-from .guards import (GLOBAL_STATE, GRAD_MODE, SAME_OBJECT, TENSOR_MATCH, Guard, NoSource,
-                     global_state_word, ordered, tensor_expected)
+from .guards import (GLOBAL_STATE, GRAD_MODE, ID_MATCH, SAME_OBJECT, STORAGE_MATCH, TENSOR_MATCH,
+                     Guard, NoSource, global_state_word, ordered, storage_key, tensor_expected)
 from .guards import _identifier, _mangle, module_path  # noqa: F401  (moved to guards.py; re-exported)
 
 _graph_counter = itertools.count()
@@ -283,6 +283,10 @@ class OutputGraph:
         # graph writes to none of its inputs (mutates_inputs)
         self.deopt = False
         self.mutates_inputs = False
+        # storages (untyped_storage()._cdata of the example values) the
+        # graphs wrote in place; None: a write whose storage could not be
+        # read (every input then counts as written). See _storage_guards.
+        self.written_storages = set()
         self.uses_autocast = False
         self.add_guard(NoSource(), GRAD_MODE, self.initial_grad)
         # deterministic algorithms, default dtype, autocast, backend flags,
@@ -303,11 +307,12 @@ class OutputGraph:
                 g = Guard(g.source, TENSOR_MATCH, tensor_expected(g.expected[0], dynamic))
             out.append(g)
         out += self._distinct_input_guards([g for g in out if g.kind == TENSOR_MATCH])
+        storage = self._storage_guards()
         # GLOBAL_STATE, then GRAD_MODE last (as printed since the seeds)
         grad = ([g for g in out if g.kind == GLOBAL_STATE] + [g for g in out if g.kind == GRAD_MODE])
         alias = [g for g in out if g.kind == SAME_OBJECT]       # relations last, as printed
         rest = [g for g in out if g.kind not in (GRAD_MODE, GLOBAL_STATE, SAME_OBJECT)]
-        return ordered(rest) + ordered(alias) + grad
+        return ordered(rest) + ordered(alias) + ordered(storage) + grad
 
     def globals_alias(self, f_globals):
         """Name of a global of the frame bound to another module's globals
@@ -330,6 +335,56 @@ class OutputGraph:
             for ga in tensor_guards[:i]:
                 if _could_be_one_tensor(ga.expected, gb.expected):
                     out.append(Guard(gb.source, SAME_OBJECT, (ga.source, False)))
+        return out
+
+    def _storage_guards(self):
+        """STORAGE_MATCH(o, w, same) between each tensor w the graphs write
+        in place (directly or through a view: a graph input, or a parameter
+        or buffer) and each other tensor input o, `same` as the example
+        values have it. Only for a trace that writes an input: a write is
+        then seen, or not, through every tensor sharing its storage, and
+        the trace decided by the storages it saw (the fake example values
+        share storages as the inputs did: what an op after the write reads,
+        the real-tensor probes of writes to shared storages, and aot
+        autograd's functionalization, which writes a mutated input back at
+        the end and makes a synthetic base only for inputs it saw aliased).
+        A relation that differs on a later call recompiles. A trace that
+        writes no input gets none: reads alone do not depend on aliasing
+        (aot regenerates an output view from its own base), so frames
+        without writes pay nothing. Pairs on two devices cannot share a
+        storage and get none; tensors without a storage (sparse) neither."""
+        if not self.mutates_inputs:
+            return []
+        written = self.written_storages
+        inputs = []                     # (source, real tensor, example value)
+        for g in self.guards:
+            if g.kind == TENSOR_MATCH:
+                var = self.inputs.get(g.source.name())
+                if var is not None:
+                    inputs.append((g.source, g.expected[0], var.example))
+        writes = [i for i in inputs if written is None or storage_key(i[2]) in written]
+        if written:
+            # parameters/buffers written in place, by the source whose
+            # identity is guarded already (ID_MATCH): fetched once per call
+            by_id = {id(g.expected[0]): g.source for g in self.guards
+                     if g.kind == ID_MATCH and isinstance(g.expected[0], torch.Tensor)}
+            for var in self.attr_nodes.values():
+                real = self.root.get(var.node.target)
+                source = by_id.get(id(real))
+                if source is not None and storage_key(var.example) in written:
+                    writes.append((source, real, var.example))
+        out, done = [], set()
+        for ws, wt, _ in writes:
+            wkey = storage_key(wt)
+            for os_, ot, _ in inputs:
+                pair = frozenset((ws.name(), os_.name()))
+                if os_.name() == ws.name() or pair in done or ot.device != wt.device:
+                    continue
+                okey = storage_key(ot)
+                if wkey is None or okey is None:
+                    continue
+                done.add(pair)
+                out.append(Guard(os_, STORAGE_MATCH, (ws, okey == wkey)))
         return out
 
     # ------------------------------------------------------------ inputs

@@ -267,7 +267,7 @@ static const Py_ssize_t check_arity[GIR_NKINDS] = {
     [GIR_TYPE_MATCH] = 3, [GIR_ID_MATCH] = 3, [GIR_EQUALS_MATCH] = 3,
     [GIR_LENGTH] = 4, [GIR_TENSOR_MATCH] = 10, [GIR_GRAD_MODE] = 3,
     [GIR_DICT_KEYS] = 3, [GIR_FUNCTION_MATCH] = 3, [GIR_NONE_MATCH] = 3,
-    [GIR_SAME_OBJECT] = 4, [GIR_GLOBAL_STATE] = 3,
+    [GIR_SAME_OBJECT] = 4, [GIR_GLOBAL_STATE] = 3, [GIR_STORAGE_MATCH] = 4,
 };
 
 /* Fill check c from guard tuple g. */
@@ -327,7 +327,8 @@ compile_check(Builder *b, GirCheck *c, PyObject *g /* borrowed */)
             return fail(b, PyExc_TypeError, "DICT_KEYS expects a tuple of keys");
         c->obj = Py_NewRef(e);
         return 0;
-    case GIR_SAME_OBJECT: {                     /* e is the other source */
+    case GIR_SAME_OBJECT:                       /* e is the other source */
+    case GIR_STORAGE_MATCH: {
         int same = PyObject_IsTrue(PyTuple_GET_ITEM(g, 3));
         if (same < 0)
             return -1;
@@ -335,7 +336,13 @@ compile_check(Builder *b, GirCheck *c, PyObject *g /* borrowed */)
         if (other < 0)
             return -1;
         if (b->gs->sources[other].kind == GIR_SRC_NONE || other == c->source)
-            return fail(b, PyExc_ValueError, "SAME_OBJECT needs another value source");
+            return fail(b, PyExc_ValueError,
+                        "SAME_OBJECT/STORAGE_MATCH needs another value source");
+        if (kind == GIR_STORAGE_MATCH) {        /* storages are read through tmeta */
+            if (gir_runtime_load(b->rt) < 0)
+                return -1;
+            b->gs->needs_torch = 1;
+        }
         c->n = other;
         c->obj = Py_NewRef(same ? Py_True : Py_False);
         return 0;
@@ -479,6 +486,7 @@ intern_names(GirRuntime *rt)
         {&rt->s_requires_grad, "requires_grad"}, {&rt->s_dim, "dim"},
         {&rt->s_size, "size"}, {&rt->s_stride, "stride"},
         {&rt->s_raw_repr, "raw_repr"}, {&rt->s_getattr, "__getattr__"},
+        {&rt->s_untyped_storage, "untyped_storage"}, {&rt->s_cdata, "_cdata"},
         {&rt->s_getattribute, "__getattribute__"},
         {&rt->s_module_dicts[0], "_parameters"}, {&rt->s_module_dicts[1], "_buffers"},
         {&rt->s_module_dicts[2], "_modules"},
@@ -542,6 +550,8 @@ gir_runtime_clear(GirRuntime *rt)
     Py_CLEAR(rt->s_size);
     Py_CLEAR(rt->s_stride);
     Py_CLEAR(rt->s_raw_repr);
+    Py_CLEAR(rt->s_untyped_storage);
+    Py_CLEAR(rt->s_cdata);
     Py_CLEAR(rt->s_getattr);
     Py_CLEAR(rt->s_getattribute);
     for (int i = 0; i < 3; i++)
@@ -563,6 +573,7 @@ _Static_assert(sizeof source_kind_names / sizeof *source_kind_names == GIR_SRC_S
 static const char *const check_kind_names[] = {
     "TYPE_MATCH", "ID_MATCH", "EQUALS_MATCH", "LENGTH", "TENSOR_MATCH", "GRAD_MODE",
     "DICT_KEYS", "FUNCTION_MATCH", "NONE_MATCH", "SAME_OBJECT", "GLOBAL_STATE",
+    "STORAGE_MATCH",
 };
 _Static_assert(sizeof check_kind_names / sizeof *check_kind_names == GIR_NKINDS,
                "a name per check kind");

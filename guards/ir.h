@@ -45,6 +45,8 @@ typedef enum {
     GIR_NONE_MATCH = 8,     /* NOT_NONE / IS_NONE */
     GIR_SAME_OBJECT = 9,    /* (9, source, other_source, same): (v is other) == same */
     GIR_GLOBAL_STATE = 10,  /* (10, (5,), word): tmeta_global_state() == word */
+    GIR_STORAGE_MATCH = 11, /* (11, source, other_source, same): both are tensors
+                               and (they view one storage) == same */
     GIR_NKINDS
 } GirCheckKind;
 
@@ -76,14 +78,15 @@ typedef struct {
 typedef struct {
     int kind;               /* GirCheckKind */
     int source;             /* index into GirSet.sources */
-    PyObject *obj;          /* type / obj / value / keys tuple, SAME_OBJECT's
-                               Py_True / Py_False, or NULL: strong,
+    PyObject *obj;          /* type / obj / value / keys tuple, SAME_OBJECT's or
+                               STORAGE_MATCH's Py_True / Py_False, or NULL: strong,
                                except ID/FUNCTION_MATCH with wref set, where it
                                is borrowed (valid while the set is not dead) */
     PyObject *wref;         /* strong: weakref to obj whose callback marks the
                                set dead; NULL when obj is held strongly */
     Py_ssize_t n;           /* LENGTH n; GRAD_MODE enabled; NONE_MATCH is_none;
-                               SAME_OBJECT: index of the other source;
+                               SAME_OBJECT / STORAGE_MATCH: index of the
+                               other source;
                                GLOBAL_STATE: the expected state word */
     GirTensor *tensor;      /* owned, TENSOR_MATCH only, else NULL */
 } GirCheck;
@@ -114,6 +117,8 @@ typedef struct {
     PyObject *s_size;
     PyObject *s_stride;
     PyObject *s_raw_repr;
+    PyObject *s_untyped_storage;/* strong: "untyped_storage" */
+    PyObject *s_cdata;          /* strong: "_cdata" */
     PyObject *s_getattr;        /* strong: "__getattr__" */
     PyObject *s_getattribute;   /* strong: "__getattribute__" */
     PyObject *s_module_dicts[3];/* strong: "_parameters", "_buffers", "_modules" */

@@ -86,6 +86,8 @@ fill(const c10::TensorImpl *impl, PyObject *obj, const TmetaTls *tls, TmetaView 
     out->dispatch_keys = effective_keys(impl, tls);
     out->sizes = sizes.data();
     out->strides = strides.data();
+    /* plain field: storage() would throw for the tensors that forbid it */
+    out->storage = impl->unsafe_storage().unsafeGetStorageImpl();
     return 0;
 }
 

@@ -27,6 +27,9 @@ typedef struct {
     uint64_t dispatch_keys;     /* raw DispatchKeySet, TLS include/exclude applied */
     const int64_t *sizes;       /* borrowed from the TensorImpl; ndim entries */
     const int64_t *strides;     /* borrowed from the TensorImpl; ndim entries */
+    const void *storage;        /* compared only: the c10::StorageImpl the tensor
+                                   views (what untyped_storage()._cdata names),
+                                   NULL when it has none (STORAGE_MATCH) */
 } TmetaView;
 
 /* Once at module init.  Imports torch (a no-op when it is already imported,

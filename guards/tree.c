@@ -19,7 +19,8 @@
  * Design (also in ARCHITECTURE.md, "Guard trees"):
  * - A test is (source, property, expected): TYPE, ID, IS_NONE, GRAD, LEN,
  *   GLOBAL_STATE, DTYPE, DEVICE, REQUIRES_GRAD, DISPATCH_KEYS, NDIM, SIZE[i],
- *   STRIDE[i] (int64 values: pointers or numbers), VALUE (same type and
+ *   STRIDE[i], SAME_OBJECT and SAME_STORAGE (with another source) (int64
+ *   values: pointers or numbers), VALUE (same type and
  *   equal; floats bit for bit) and KEYS
  *   (dict keys tuple).  The (source, property) pair is the test's key.
  * - A node first runs the tests every entry in it shares (cheap properties
@@ -54,7 +55,7 @@
 
 const char *const prop_names[NPROPS] = {
     "type", "id", "is_none", "grad_mode", "global_state", "same_object", "len", "dtype", "device",
-    "requires_grad", "dispatch_keys", "ndim", "size()", "stride()", "value", "keys",
+    "requires_grad", "dispatch_keys", "ndim", "size()", "stride()", "same_storage", "value", "keys",
 };
 
 /* ---- per-call scratch ------------------------------------------------------ */
@@ -509,6 +510,39 @@ tensor_view(Walk *w, int i, PyObject *v)
     return slot->tstate == 1 ? &slot->tm : NULL;
 }
 
+/* The storage tensor v (source i) views, for STORAGE_MATCH: the tmeta
+ * view's, or for a tensor read through Python (python_view: py_dims set)
+ * untyped_storage()._cdata, read here so other tensor tests never pay for
+ * it.  1 with *out, 0 when v has no storage to compare, -1 on error. */
+static int
+slot_storage(Walk *w, int i, PyObject *v, const void **out)
+{
+    const TmetaView *tm = tensor_view(w, i, v);
+    if (tm == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    *out = tm->storage;
+    if (w->slots[i].py_dims != NULL) {
+        GirRuntime *rt = w->t->rt;
+        PyObject *st = PyObject_CallMethodNoArgs(v, rt->s_untyped_storage);
+        if (st == NULL) {                           /* sparse, nested: no storage */
+            if (!PyErr_ExceptionMatches(PyExc_RuntimeError)
+                    && !PyErr_ExceptionMatches(PyExc_TypeError))
+                return -1;
+            PyErr_Clear();
+            return 0;
+        }
+        PyObject *cdata = PyObject_GetAttr(st, rt->s_cdata);
+        Py_DECREF(st);
+        if (cdata == NULL)
+            return -1;
+        *out = PyLong_AsVoidPtr(cdata);
+        Py_DECREF(cdata);
+        if (*out == NULL && PyErr_Occurred())
+            return -1;
+    }
+    return *out != NULL;
+}
+
 /* Value of an int64 property of v (source k->src).  Returns 1 with *out,
  * 0 when the property does not exist for v, -1 on error. */
 static int
@@ -578,6 +612,21 @@ scalar_actual(Walk *w, const Key *k, PyObject *v, int64_t *out)
             return 0;
         *out = (k->prop == P_SIZE ? tm->sizes : tm->strides)[k->dim];
         return 1;
+    case P_STORAGE: {                               /* dim: the other source */
+        PyObject *other = fetch(w, k->dim);
+        if (other == NULL)
+            return -1;
+        if (other == MISSING)
+            return 0;
+        const void *mine = NULL, *theirs = NULL;
+        int rc = slot_storage(w, k->src, v, &mine);
+        if (rc > 0)
+            rc = slot_storage(w, k->dim, other, &theirs);
+        if (rc <= 0)                                /* none to compare: fails */
+            return rc;
+        *out = mine == theirs;
+        return 1;
+    }
     }
     return 0;
 }
@@ -703,6 +752,22 @@ test_pass(Walk *w, const Test *t)
             return PyErr_Occurred() ? -1 : 0;
         const int64_t *dims = t->prop == P_SIZE ? tm->sizes : tm->strides;
         return t->dim < tm->ndim && dims != NULL && dims[t->dim] == t->bits;
+    }
+    case P_STORAGE: {                               /* dim: the other source */
+        PyObject *other = w->slots[t->dim].value;
+        if (UNLIKELY(other == NULL) && (other = fetch(w, t->dim)) == NULL)
+            return -1;
+        if (UNLIKELY(other == MISSING))
+            return 0;
+        const TmetaView *a = slot_view(w, t->src, v);
+        const TmetaView *b = a != NULL ? slot_view(w, t->dim, other) : NULL;
+        if (UNLIKELY(b == NULL))
+            return PyErr_Occurred() ? -1 : 0;
+        if (LIKELY(w->slots[t->src].py_dims == NULL && w->slots[t->dim].py_dims == NULL))
+            return a->storage != NULL && b->storage != NULL && (a->storage == b->storage) == t->bits;
+        int64_t actual;                             /* read through Python: slot_storage */
+        int rc = scalar_actual(w, &w->t->keys[t->key], v, &actual);
+        return rc <= 0 ? rc : actual == t->bits;
     }
     case P_VALUE:
         return value_match(v, t->obj);
@@ -923,7 +988,7 @@ expected_obj(const GTree *tr, const Test *t)
         return Py_NewRef(tr->entries[t->entry].gs->dead ? dead_obj : t->obj);
     case P_TYPE: case P_VALUE: case P_KEYS: case P_DTYPE: case P_DEVICE:
         return Py_NewRef(t->obj);
-    case P_NONE: case P_GRAD: case P_REQGRAD: case P_SAME:
+    case P_NONE: case P_GRAD: case P_REQGRAD: case P_SAME: case P_STORAGE:
         return PyBool_FromLong(t->bits != 0);
     case P_DKEYS:
         return PyLong_FromUnsignedLongLong((uint64_t)t->bits);
@@ -967,7 +1032,7 @@ actual_obj(Walk *w, const Test *t)
     if (rc == 0)
         Py_RETURN_NONE;
     switch (k->prop) {
-    case P_NONE: case P_GRAD: case P_REQGRAD: case P_SAME:
+    case P_NONE: case P_GRAD: case P_REQGRAD: case P_SAME: case P_STORAGE:
         return PyBool_FromLong(bits != 0);
     case P_DKEYS:
         return PyLong_FromUnsignedLongLong((uint64_t)bits);

@@ -161,6 +161,8 @@ decompose(Build *b, int entry, int g, const GirCheck *c, const int *map)
         return add_test(b, entry, g, src, P_NONE, 0, c->n != 0, NULL);
     case GIR_SAME_OBJECT:                           /* key dim: the other source */
         return add_test(b, entry, g, src, P_SAME, map[c->n], c->obj == Py_True, NULL);
+    case GIR_STORAGE_MATCH:                         /* key dim: the other source */
+        return add_test(b, entry, g, src, P_STORAGE, map[c->n], c->obj == Py_True, NULL);
     case GIR_TENSOR_MATCH: {
         const GirTensor *e = c->tensor;
         if (add_test(b, entry, g, src, P_TYPE, 0, ptr_bits(e->cls), e->cls) < 0

@@ -28,7 +28,7 @@
  * order: TYPE first, so dependent properties see the expected type). */
 typedef enum {
     P_TYPE, P_ID, P_NONE, P_GRAD, P_GSTATE, P_SAME, P_LEN, P_DTYPE, P_DEVICE, P_REQGRAD, P_DKEYS,
-    P_NDIM, P_SIZE, P_STRIDE, P_VALUE, P_KEYS, NPROPS
+    P_NDIM, P_SIZE, P_STRIDE, P_STORAGE, P_VALUE, P_KEYS, NPROPS
 } Prop;
 
 static inline int
@@ -53,7 +53,8 @@ is_scalar_prop(int p)
 typedef struct {
     int src;            /* tree source */
     int prop;           /* Prop */
-    int dim;            /* SIZE/STRIDE dimension; SAME: the other tree source; else 0 */
+    int dim;            /* SIZE/STRIDE dimension; SAME, STORAGE: the other tree
+                           source; else 0 */
 } Key;
 
 typedef struct {

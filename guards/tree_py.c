@@ -206,7 +206,8 @@ gtree_visit(const GTree *t, GtreeVisitor visit, void *ctx)
 static const char *const prop_forms[NPROPS] = {
     "type({})", "id({})", "{} is None", "torch.is_grad_enabled()", "global torch state",
     "{}.same_object", "len({})", "{}.dtype", "{}.device", "{}.requires_grad",
-    "{}.dispatch_keys", "{}.ndim", "{}.size()", "{}.stride()", "{}", "{}.keys()",
+    "{}.dispatch_keys", "{}.ndim", "{}.size()", "{}.stride()", "{}.same_storage", "{}",
+    "{}.keys()",
 };
 
 PyObject *

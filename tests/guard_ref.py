@@ -12,8 +12,10 @@ TYPE_MATCH -> type; ID/FUNCTION_MATCH -> id; EQUALS_MATCH -> type, value;
 LENGTH -> type, len; TENSOR_MATCH -> type, dtype, device, requires_grad,
 dispatch_keys, ndim, size()[i] (static dims), stride()[i]; GRAD_MODE ->
 grad_mode; GLOBAL_STATE -> global_state; DICT_KEYS -> type, keys;
-NONE_MATCH -> is_none; SAME_OBJECT -> same_object (its expected field here
-is (other source, same); the report gives `same`).  Source kind 6
+NONE_MATCH -> is_none; SAME_OBJECT -> same_object, STORAGE_MATCH ->
+same_storage (their expected field here is (other source, same); the report
+gives `same`; same_storage exists only when both are tensors with a
+storage).  Source kind 6
 (STATIC_ATTR) is guards.static_lookup; VALUE compares floats bit for bit
 (guards.same_constant).
 """
@@ -22,11 +24,12 @@ from typing import Any, List, Optional, Sequence, Tuple
 import torch
 
 from dynamo.guards import (_NOT_FOUND, KIND_NAMES, Guard, SourceError, _dims, dispatch_keys,
-                           global_state_diff, global_state_word, same_constant, static_lookup)
+                           global_state_diff, global_state_word, same_constant, static_lookup,
+                           storage_key)
 
 LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE, STATIC_ATTR = range(7)
 (TYPE_MATCH, ID_MATCH, EQUALS_MATCH, LENGTH, TENSOR_MATCH, GRAD_MODE, DICT_KEYS,
- FUNCTION_MATCH, NONE_MATCH, SAME_OBJECT, GLOBAL_STATE) = range(11)
+ FUNCTION_MATCH, NONE_MATCH, SAME_OBJECT, GLOBAL_STATE, STORAGE_MATCH) = range(12)
 
 
 class _Missing:
@@ -58,6 +61,8 @@ def decompose(guard: tuple) -> List[Tuple[tuple, str, Any]]:
         return [(src, "is_none", bool(guard[2]))]
     if kind == SAME_OBJECT:
         return [(src, "same_object", (guard[2], bool(guard[3])))]
+    if kind == STORAGE_MATCH:
+        return [(src, "same_storage", (guard[2], bool(guard[3])))]
     if kind == TENSOR_MATCH:
         cls, dtype, device, rg, keys, ndim, sizes, strides = guard[2:]
         tests = [(src, "type", cls), (src, "dtype", dtype), (src, "device", device),
@@ -146,6 +151,15 @@ def _tensor_prop(v, prop):
         return False, None
 
 
+def _same_storage(v, other):
+    """Do tensors v and other view one storage? None when that cannot be
+    said (not both tensors with a storage, or other missing)."""
+    if other is MISSING or not isinstance(v, torch.Tensor) or not isinstance(other, torch.Tensor):
+        return None
+    a, b = storage_key(v), storage_key(other)
+    return None if a is None or b is None else a == b
+
+
 def actual(test, frame: Frame):
     """The property's value in this frame (None when it does not exist)."""
     src, prop, _ = test
@@ -165,6 +179,8 @@ def actual(test, frame: Frame):
     if prop == "same_object":
         other = frame.fetch(test[2][0])
         return None if other is MISSING else v is other
+    if prop == "same_storage":
+        return _same_storage(v, frame.fetch(test[2][0]))
     if prop == "len":
         return len(v)
     if prop == "keys":
@@ -199,6 +215,9 @@ def passes(test, frame: Frame) -> bool:
     if prop == "same_object":
         other = frame.fetch(expected[0])
         return other is not MISSING and (v is other) == expected[1]
+    if prop == "same_storage":
+        same = _same_storage(v, frame.fetch(expected[0]))
+        return same is not None and same == expected[1]
     if prop == "len":
         return len(v) == expected
     if prop == "keys":
@@ -247,7 +266,7 @@ def lookup(entries: Sequence[Tuple[Sequence[tuple], Any]], f_locals, f_globals, 
         g, test = per_entry[i][fails[i]]
         payload = entries[i][1]
         if i == closest:
-            expected = test[2][1] if test[1] == "same_object" else test[2]
+            expected = test[2][1] if test[1] in ("same_object", "same_storage") else test[2]
             out.append((payload, g, test[1], expected, actual(test, frame)))
         else:
             out.append((payload, g))
@@ -272,6 +291,10 @@ def check(guard: Guard, value) -> Optional[str]:
         same = value[0] is value[1]
         return None if same == exp[1] else \
             f"expected {'the same object as' if exp[1] else 'another object than'} {exp[0].name()}"
+    if k == STORAGE_MATCH:        # value: (this value, the other source's value)
+        same = _same_storage(*value)
+        return None if same == exp[1] else \
+            f"expected {'a storage shared with' if exp[1] else 'no storage shared with'} {exp[0].name()}"
     if k == EQUALS_MATCH:
         ok = same_constant(value, exp[0])
         return None if ok else f"expected {exp[0]!r}, actual {value!r}"
@@ -323,7 +346,7 @@ def _check_tensor(exp, value) -> Optional[str]:
 
 def _fetch(guard, f_locals, f_globals, f_builtins, closure):
     value = guard.source.get(f_locals, f_globals, f_builtins, closure)
-    if guard.kind == SAME_OBJECT:
+    if guard.kind in (SAME_OBJECT, STORAGE_MATCH):
         return value, guard.expected[0].get(f_locals, f_globals, f_builtins, closure)
     return value
 

@@ -130,11 +130,13 @@ GLOBAL_NAMES = ["G0", "G1", "len"]
 
 
 def alias_some(rng, values, p):
-    """With probability p, make one value the same object as another."""
+    """With probability p, make one value the same object as another, or
+    for a tensor, often a view of it (one storage, two objects)."""
     if p and rng.random() < p:
         names = list(values)
         a, b = rng.sample(names, 2)
-        values[b] = values[a]
+        v = values[a]
+        values[b] = v.view(v.shape) if isinstance(v, torch.Tensor) and rng.random() < 0.5 else v
 
 
 def random_input(rng, alias=0.0):
@@ -177,6 +179,9 @@ def random_guards(rng, inp, alias=0.0):
                 v = values[j] if other[0] == LOCAL else f_globals.get("G0", guard_ref.MISSING)
                 if other[0] == LOCAL or v is not guard_ref.MISSING:
                     guards.append((SAME_OBJECT, (LOCAL, i), other, values[i] is v))
+                shared = guard_ref._same_storage(values[i], v)
+                if shared is not None and rng.random() < 0.6:   # (one storage) == same
+                    guards.append((guard_ref.STORAGE_MATCH, (LOCAL, i), other, shared))
     for n in GLOBAL_NAMES:
         if rng.random() < 0.3:
             v = f_globals.get(n, BUILTINS.get(n))
@@ -272,8 +277,9 @@ def test_random_small_sets_match_reference(seed):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_aliasing_matches_reference(seed):
-    """SAME_OBJECT (kind 9) mixed with the other kinds: inputs often pass
-    one object in two arguments; the tree may switch on same_object."""
+    """SAME_OBJECT (kind 9) and STORAGE_MATCH (kind 11) mixed with the
+    other kinds: inputs often pass one object, or a tensor and a view of it,
+    in two arguments; the tree may switch on same_object / same_storage."""
     rng = random.Random(500 + seed)
     hits = 0
     for _ in range(40):
@@ -529,3 +535,32 @@ def test_round_robin_entries_hit(n):
     assert stats["last_visited"] <= 4, stats
     info = C.tree_info(add.__code__)
     assert info["entries"] == list(range(n, 0, -1))
+
+
+def test_storage_match_guard_and_report():
+    """STORAGE_MATCH (kind 11): two tensors view one storage, or not; read
+    in C (tmeta) for plain tensors, through Python for the ones tmeta
+    refuses; no storage to compare (a sparse tensor, a non-tensor, a
+    missing source) fails either way.  The tree and guard_ref agree."""
+    S = guard_ref.STORAGE_MATCH
+    a, b = torch.zeros(4, 4), torch.zeros(4, 4)
+    share = [(S, (LOCAL, 1), (LOCAL, 0), True)]
+    differ = [(S, (LOCAL, 1), (LOCAL, 0), False)]
+    cases = [({"x": a, "y": b}, False), ({"x": a, "y": a[0]}, True), ({"x": a, "y": a}, True),
+             ({"x": a, "y": a.view(16)}, True), ({"x": a, "y": a.t()[1:]}, True),
+             ({"x": a, "y": 3}, None), ({"x": a}, None), ({"x": a.to_sparse(), "y": a}, None)]
+    for f_locals, same in cases:
+        for guards in (share, differ):
+            want = -1 if same is not None and same == guards[0][3] else 0
+            assert C.eval_guards(guards, f_locals, {}, BUILTINS, None) == want, (f_locals, guards)
+            tree = C._tree_lookup(C._tree_new([(guards, "e")]), f_locals, {}, BUILTINS, None)
+            ref = guard_ref.lookup([(guards, "e")], f_locals, {}, BUILTINS, None)
+            assert repr(tree) == repr(ref)          # the two <missing> markers print alike
+    hit, failures = C._tree_lookup(C._tree_new([(differ, "e")]), {"x": a, "y": a[1]}, {}, BUILTINS, None)
+    assert hit == -1 and failures == [("e", 0, "same_storage", False, True)]
+    # both relations in one tree: a switch on same_storage picks the entry
+    tree = C._tree_new([(differ, "distinct"), (share, "shared")])
+    assert C._tree_lookup(tree, {"x": a, "y": a[2]}, {}, BUILTINS, None)[0] == 1
+    assert C._tree_lookup(tree, {"x": a, "y": b}, {}, BUILTINS, None)[0] == 0
+    with pytest.raises(ValueError, match="another value source"):
+        C.eval_guards([(S, (LOCAL, 0), (LOCAL, 0), True)], {"x": a}, {}, BUILTINS, None)

@@ -461,3 +461,143 @@ def test_no_stale_hit(name):
     finally:
         case.restore()
         dynamo.reset()
+
+
+# ---------------------------------------------------------------- aliasing of tensor inputs
+#
+# A graph that writes an input in place depends on which other inputs view
+# the same storage (the write is seen through them, or not; aot_eager
+# functionalizes the graph for the relation it traced). The relation is
+# guarded (STORAGE_MATCH between a written input and the other tensor
+# inputs; SAME_OBJECT for one object passed twice): changing it recompiles,
+# keeping it hits. Fresh tensors each call: the functions write them.
+
+def _writes_a(a, b):
+    a.add_(1)
+    return b * 2, a.sum()
+
+
+_RELU_INPLACE = nn.ReLU(inplace=True)
+
+
+def _module_writes_a(a, b):
+    _RELU_INPLACE(a - 3)                # a temporary: no input written
+    _RELU_INPLACE(a)                    # a leaf module writing its input
+    return b * 2
+
+
+def _reads_only(a, b):
+    # no write: no storage guard; aot_eager regenerates each output view
+    # from its own input, whatever the inputs share
+    return a.view(-1), b[0], (a + b).sum()
+
+
+def _args(relation):
+    """(a, b) for one call: `b` relates to `a` as named."""
+    a = torch.arange(8, dtype=torch.float32).reshape(2, 4)
+    if relation == "distinct":
+        return a, torch.arange(8, dtype=torch.float32).reshape(2, 4) * 3
+    if relation == "view":              # the whole storage, another view object
+        return a, a.view(2, 4)
+    if relation == "same":              # one object twice
+        return a, a
+    if relation == "distinct_row":      # metadata of a[1], own storage
+        return a, torch.arange(4, dtype=torch.float32) * 5
+    if relation == "row":               # part of a's storage (offset 4)
+        return a, a[1]
+    raise ValueError(relation)
+
+
+def _counting(backend):
+    """A backend that counts its graphs and compiles them with `backend`."""
+    from dynamo.backends import lookup
+    _, inner = lookup(backend)
+    calls = []
+
+    def compile_fn(gm, example_inputs):
+        calls.append(gm)
+        return inner(gm, example_inputs)
+    return compile_fn, calls
+
+
+ALIAS_ROWS = {
+    # name: (function, relation of the first call, relation after, frames, guard the reason names)
+    "distinct_to_view": (_writes_a, "distinct", "view", 2, "STORAGE_MATCH"),
+    "view_to_distinct": (_writes_a, "view", "distinct", 2, "STORAGE_MATCH"),
+    "distinct_to_row_of_same_storage": (_writes_a, "distinct_row", "row", 2, "STORAGE_MATCH"),
+    "row_to_distinct": (_writes_a, "row", "distinct_row", 2, "STORAGE_MATCH"),
+    "distinct_to_same_object": (_writes_a, "distinct", "same", 2, "SAME_OBJECT"),
+    "same_object_to_view": (_writes_a, "same", "view", 2, "SAME_OBJECT"),
+    "leaf_module_distinct_to_view": (_module_writes_a, "distinct", "view", 2, "STORAGE_MATCH"),
+    "view_stays_view": (_writes_a, "view", "view", 1, None),            # new tensors, one relation: hits
+    "distinct_stays_distinct": (_writes_a, "distinct", "distinct", 1, None),
+    "reads_only_distinct_to_view": (_reads_only, "distinct", "view", 1, None),   # no write: no guard
+    "reads_only_view_to_distinct": (_reads_only, "view", "distinct", 1, None),
+}
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("row", sorted(ALIAS_ROWS))
+def test_aliasing_relation(row, backend):
+    from dynamo import records
+    fn, before, after, frames, guard = ALIAS_ROWS[row]
+    compile_fn, graphs = _counting(backend)
+    opt = dynamo.optimize(compile_fn)(fn)
+    raising = dynamo.config.raise_on_backend_error
+    dynamo.config.raise_on_backend_error = True     # a failing backend must not pass as eager
+    try:
+        first = records.mark()
+        assert same(opt(*_args(before)), fn(*_args(before))), f"{row}: wrong before the change"
+        assert len(graphs) == 1
+        kinds = [g.kind for r in records.records_since(first) for g in (r.guards or ())]
+        from dynamo.guards import STORAGE_MATCH
+        # a frame that writes no input carries no storage guard (no per-call cost)
+        assert (STORAGE_MATCH in kinds) == (fn is not _reads_only and before != "same"), kinds
+        mark = records.mark()
+        for _ in range(2):              # the second call after the change hits the new entry
+            want_args, got_args = _args(after), _args(after)
+            want = fn(*want_args)
+            assert same(opt(*got_args), want), f"{row}: stale result after the change"
+            assert same(got_args, want_args), f"{row}: inputs written differently than eager"
+        assert len(graphs) == frames, f"{row}: {len(graphs)} graphs, expected {frames}"
+        reasons = [r.recompile_reason for r in records.records_since(mark) if r.recompile_reason]
+        if guard is None:
+            assert reasons == []
+        else:
+            assert len(reasons) == 1 and reasons[0].endswith(f"({guard} of entry [0/0])"), reasons
+    finally:
+        dynamo.config.raise_on_backend_error = raising
+        dynamo.reset()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_aliasing_written_buffer(backend):
+    """A buffer the graph writes in place (a get_attr, not an input) is
+    related to the tensor inputs through its guarded source: an argument
+    that views the buffer's storage later recompiles, named in the reason."""
+    from dynamo import records
+    from dynamo.guards import STORAGE_MATCH
+
+    class Acc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("acc", torch.zeros(4))
+
+        def forward(self, x):
+            self.acc.add_(x)
+            return x * 2
+    m, ref = Acc(), Acc()
+    compile_fn, graphs = _counting(backend)
+    opt = dynamo.optimize(compile_fn)(m)
+    try:
+        assert same(opt(torch.ones(4)), ref(torch.ones(4)))
+        storage = [g.describe() for g in records.all_records()[-1].guards if g.kind == STORAGE_MATCH]
+        assert storage == [" - local 'x' STORAGE_MATCH shares no storage with L['self']._buffers['acc']"]
+        mark = records.mark()
+        assert same(opt(m.acc.view(4)), ref(ref.acc.view(4)))
+        assert same(m.acc, ref.acc) and len(graphs) == 2
+        [rec] = [r for r in records.records_since(mark) if r.recompile_reason]
+        assert rec.recompile_reason.startswith("L['x'] shares a storage with L['self']._buffers['acc']: "
+                                               "expected False, actual True (STORAGE_MATCH")
+    finally:
+        dynamo.reset()

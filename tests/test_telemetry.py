@@ -276,6 +276,39 @@ def test_tree_counters_live(tmp_path):
     assert republished[2] == 1 and republished[0] >= 1
 
 
+STORAGE = r'''
+import json, os, subprocess, sys
+import torch, dynamo
+
+@dynamo.optimize("eager")
+def write(a, b):
+    a.add_(1)
+    return b * 2
+
+x = torch.ones(2, 4)
+write(x, torch.ones(2, 4))
+write(x, x.view(2, 4))          # one storage now: a recompile
+out = subprocess.run([sys.argv[1], "-p", str(os.getpid())], capture_output=True, text=True)
+assert out.returncode == 0, out.stderr
+f = next(f for f in json.loads(out.stdout)["frames"] if f["name"] == "write")
+print(json.dumps([[[g["kind"], g["text"]] for g in r["guards"]] for r in f["records"]]
+                 + [f["records"][1]["recompile_reason"]]))
+'''
+
+
+def test_storage_match_published(tmp_path):
+    """STORAGE_MATCH guards reach telemetry (kind, text) and the recompile
+    reason a changed storage relation gives, as dynamo-inspect reads them."""
+    out = subprocess.run([PY, "-c", STORAGE, CLI], capture_output=True, text=True, env=env(),
+                         cwd=str(tmp_path), timeout=300)
+    assert out.returncode == 0, out.stderr
+    first, second, reason = json.loads(out.stdout.splitlines()[-1])
+    assert ["STORAGE_MATCH", "- local 'b' STORAGE_MATCH shares no storage with L['a']"] in first
+    assert ["STORAGE_MATCH", "- local 'b' STORAGE_MATCH shares a storage with L['a']"] in second
+    assert reason == ("L['b'] shares a storage with L['a']: expected False, actual True "
+                      "(STORAGE_MATCH of entry [0/0])")
+
+
 RESUME_KINDS = r'''
 import json, warnings
 import torch, dynamo

@@ -206,7 +206,10 @@ class CallSpec:
         self.fl = fl
         self.lst = lst
         self.muts = list(muts)   # list of (kind, source line)
-        self.alias = None        # y is: None (own tensor), "same" (x), "view" (x.view_as), "row" (x[0] expanded)
+        # y is: None (own tensor), "same" (x), "view" (x.view_as), "row" (x[0]
+        # expanded); or x and y are two views of one storage: "halves"
+        # (disjoint), "overlap" (y starts one row after x)
+        self.alias = None
 
     def describe(self):
         return (f"shape={self.shape} dtype={self.dtype} noncontig={self.noncontig} "
@@ -662,7 +665,7 @@ class _Gen:
                     fl = r.choice([1, 2.5, True, 1.0])
                     lst = r.choice([tuple(lst), list(lst)])
                 if "in_alias" in self.feat and r.random() < 0.15:
-                    alias = r.choice([None, "same", "view", "row"])
+                    alias = r.choice([None, "same", "view", "row", "halves", "overlap"])
                 if "in_special" in self.feat and r.random() < 0.15:
                     shape = r.choice([(0, 3), (1, 1), (2, 0), shape])
                     dtype = r.choice(["float16", "bfloat16", dtype])

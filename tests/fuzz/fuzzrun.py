@@ -90,8 +90,27 @@ def make_inputs(prog, i):
         y = x.view_as(x)
     elif alias == "row" and x.shape[0] > 0:
         y = x[:1].expand_as(x)
+    elif alias in ("halves", "overlap") and x.dim() == 2 and x.shape[0] > 0:
+        x, y = _views_of_one_storage(x, y, alias == "overlap")
     lst = spec.lst if isinstance(spec.lst, tuple) else list(spec.lst)
     return x, y, spec.n, spec.fl, lst
+
+
+def _views_of_one_storage(x, y, overlap):
+    """x and y with their values (y's first row becomes x's second when
+    `overlap`), as two views of one buffer: disjoint halves, or y starting
+    one row after x. Strides and requires_grad as x had them (views of a
+    computed tensor, so in-place ops on them are allowed)."""
+    n, rg = x.shape[0], x.requires_grad
+    t = x.stride(0) < x.stride(1)               # transposed (noncontig) inputs
+    parts = [x.detach(), y.detach()]
+    base = torch.cat([p.t() for p in parts], 1) if t else torch.cat(parts, 0)
+    if rg:
+        base = base.requires_grad_(True) * 1
+    lo, hi = (1, n + 1) if overlap else (n, 2 * n)
+    if t:
+        return base[:, :n].t(), base[:, lo:hi].t()
+    return base[:n], base[lo:hi]
 
 
 def _load(prog, tag):

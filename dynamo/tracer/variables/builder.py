@@ -402,9 +402,13 @@ class GraphBuilder(OutputGraph):
             [v.example for v in self.attr_nodes.values()] + list(self.fake_params.values())
         try:
             stores = {t.untyped_storage()._cdata for t in ins}
-            written = any(t.untyped_storage()._cdata in stores for t in changed)
+            hit = {t.untyped_storage()._cdata for t in changed} & stores
+            written = bool(hit)
+            if self.written_storages is not None:
+                self.written_storages |= hit        # OutputGraph._storage_guards
         except Exception:  # noqa: BLE001 - no storage to compare: count it as a write
             written = True
+            self.written_storages = None            # which one is unknown: all of them
         if written:
             self.input_written()
 
@@ -514,6 +518,7 @@ class GraphBuilder(OutputGraph):
         fake_module = self._fake_module(module)
         versions = _versions(args, kwargs)
         example = self._run_fake(type(module).__name__, lambda: fake_module(*ex_args, **ex_kw))
+        self.note_input_writes(args, kwargs, versions)      # ReLU(inplace=True) on an input
         if module.training and next(module.buffers(), None) is not None:
             self.input_written()            # may update its buffers (BatchNorm)
         same = _returned_input(args, kwargs, example, versions)
