@@ -21,8 +21,6 @@ OPEN = {
     "aot_output_stride_of_size1_dim_after_inplace_op",
     "aot_grad_through_std_of_one_row_before_grad_switch",
     "aot_inplace_on_view_of_no_grad_result_refused",
-    "aot_grad_lost_with_inference_mode_block_after_swaps",
-    "aot_grad_lost_for_input_added_in_place_before_numpy_break",
 }
 
 
@@ -703,6 +701,41 @@ def test_aot_gradient_brought_in_by_an_inplace_op_is_not_gated():
     a.sum().backward()
     assert x.grad.tolist() == [2.0] * 3 and y.grad is None          # still gated
     assert cnt.frame_count == 1 and _grad_deps(cnt.graphs[0]) is not None
+
+
+def test_aot_graph_with_inplace_op_bringing_in_an_input_is_gated():
+    """(repros aot_grad_lost_with_inference_mode_block_after_swaps,
+    aot_grad_lost_for_input_added_in_place_before_numpy_break; fuzz seeds
+    6231617, 6233164) a graph whose in-place op brings a new input into a
+    value was not gated at all: an input reaching only an output the loss
+    never reaches got zeros, eager None. The op's inputs now reach every
+    value on the written storage: written through the view v, the base t
+    depends on y too (its gradient is kept when t is reached), and x,
+    which only t depends on, gets None when only the other output is."""
+    import torch
+    import dynamo
+    from dynamo.backends import _grad_deps
+
+    def f(x, y):
+        t = x.clone()
+        v = t[:, 0]
+        v.add_(y[:, 0])
+        return t, y * 2
+
+    def run(fn, which):
+        x, y = torch.ones(2, 3, requires_grad=True), torch.ones(2, 3, requires_grad=True)
+        fn(x, y)[which].sum().backward()
+        return x.grad, y.grad
+
+    cnt = _AotCounter()
+    opt = dynamo.optimize(cnt)(f)
+    for which in (0, 1):
+        (xe, ye), (xc, yc) = run(f, which), run(opt, which)
+        assert (xe is None) == (xc is None) and (ye is None) == (yc is None)
+        assert all(e is None or torch.equal(e, c) for e, c in ((xe, xc), (ye, yc)))
+    assert run(opt, 1)[0] is None and run(opt, 0)[1][:, 0].tolist() == [1.0, 1.0]
+    assert cnt.frame_count == 1
+    assert _grad_deps(cnt.graphs[0]) == [frozenset({("arg", 0), ("arg", 1)}), frozenset({("arg", 1)})]
 
 
 def test_aot_graph_no_gradient_reaches_gives_its_inputs_none():

@@ -498,9 +498,14 @@ def _grad_deps(gm):
     deps, nargs = {}, 0
     out = None
     inplace = _inplace_operators()
+    storages = {}           # example storage -> the nodes seen on it (views and bases)
+    unknown = []            # tensor nodes whose storage cannot be told
     for n in gm.graph.nodes:
         ex = n.meta.get("example_value")
         grad = not isinstance(ex, torch.Tensor) or ex.requires_grad
+        if isinstance(ex, torch.Tensor):
+            key = _example_storage(n)
+            (unknown if key is None else storages.setdefault(key, [])).append(n)
         if n.op == "placeholder":
             deps[n] = frozenset([("arg", nargs)]) if grad else frozenset()
             nargs += 1
@@ -518,11 +523,18 @@ def _grad_deps(gm):
                            gm.get_submodule(n.target).named_parameters() if p.requires_grad)
             deps[n] = frozenset(acc)
             # an in-place op writes its first argument: a value it brings in
-            # (y in `t.add_(y)`, `t[i] = y`) reaches t and every view of t,
-            # which these per-node sets do not follow. Then no gating.
-            if _is_inplace(n, inplace) and n.args and isinstance(n.args[0], torch.fx.Node) \
-                    and not acc <= deps.get(n.args[0], frozenset()):
-                return None
+            # (y in `t.add_(y)`, `t[i] = y`) reaches t and every view of t
+            # or base t is a view of: each value seen so far on the same
+            # storage (the examples'; a tensor whose storage cannot be
+            # told: any) takes it in. A target without a tensor example: no gating.
+            target = n.args[0] if n.args and isinstance(n.args[0], torch.fx.Node) else None
+            if target is not None and _is_inplace(n, inplace) and not acc <= deps.get(target, frozenset()):
+                key = _example_storage(target)
+                if key is None:
+                    return None
+                for m in storages.get(key, []) + unknown:
+                    if m in deps:
+                        deps[m] = deps[m] | acc
     if not isinstance(out, (tuple, list)):
         return None
     per_out = [deps.get(o, frozenset()) if isinstance(o, torch.fx.Node) else frozenset() for o in out]
@@ -534,6 +546,20 @@ def _grad_deps(gm):
     if all(d == every for d in per_out):
         return None
     return per_out
+
+
+def _example_storage(node):
+    """A key equal for fx nodes whose example tensors share storage (a
+    view and its base), None when the node has no tensor example."""
+    import torch
+    from torch.multiprocessing.reductions import StorageWeakRef
+    ex = node.meta.get("example_value")
+    if not isinstance(ex, torch.Tensor):
+        return None
+    try:
+        return StorageWeakRef(ex.untyped_storage())
+    except Exception:  # noqa: BLE001 - no storage (a sparse or nested example): unknown
+        return None
 
 
 def _share_storage(tensors):
