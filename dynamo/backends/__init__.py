@@ -698,7 +698,6 @@ class _AotRuntime:
             return tuple(new)
         node.register_hook(drop_unreached)
 
-
     def _eager_grads(self, args, node, index):
         """A function of the node's grad_outputs giving eager's gradients
         for its inputs (one per next function, None where eager's autograd
