@@ -19,10 +19,7 @@ REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 OPEN = {
     "aot_output_read_by_item_keeps_a_saved_value_checked",
     "aot_output_stride_of_size1_dim_after_inplace_op",
-    "aot_grad_through_std_of_one_row_before_grad_switch",
     "aot_inplace_on_view_of_no_grad_result_refused",
-    "aot_grad_lost_with_inference_mode_block_after_swaps",
-    "aot_grad_lost_for_input_added_in_place_before_numpy_break",
 }
 
 
@@ -703,6 +700,97 @@ def test_aot_gradient_brought_in_by_an_inplace_op_is_not_gated():
     a.sum().backward()
     assert x.grad.tolist() == [2.0] * 3 and y.grad is None          # still gated
     assert cnt.frame_count == 1 and _grad_deps(cnt.graphs[0]) is not None
+
+
+def test_aot_graph_with_inplace_op_bringing_in_an_input_is_gated():
+    """(repros aot_grad_lost_with_inference_mode_block_after_swaps,
+    aot_grad_lost_for_input_added_in_place_before_numpy_break; fuzz seeds
+    6231617, 6233164) a graph whose in-place op brings a new input into a
+    value was not gated at all: an input reaching only an output the loss
+    never reaches got zeros, eager None. The op's inputs now reach every
+    value on the written storage: written through the view v, the base t
+    depends on y too (its gradient is kept when t is reached), and x,
+    which only t depends on, gets None when only the other output is."""
+    import torch
+    import dynamo
+    from dynamo.backends import _grad_deps
+
+    def f(x, y):
+        t = x.clone()
+        v = t[:, 0]
+        v.add_(y[:, 0])
+        return t, y * 2
+
+    def run(fn, which):
+        x, y = torch.ones(2, 3, requires_grad=True), torch.ones(2, 3, requires_grad=True)
+        fn(x, y)[which].sum().backward()
+        return x.grad, y.grad
+
+    cnt = _AotCounter()
+    opt = dynamo.optimize(cnt)(f)
+    for which in (0, 1):
+        (xe, ye), (xc, yc) = run(f, which), run(opt, which)
+        assert (xe is None) == (xc is None) and (ye is None) == (yc is None)
+        assert all(e is None or torch.equal(e, c) for e, c in ((xe, xc), (ye, yc)))
+    assert run(opt, 1)[0] is None and run(opt, 0)[1][:, 0].tolist() == [1.0, 1.0]
+    assert cnt.frame_count == 1
+    assert _grad_deps(cnt.graphs[0]) == [frozenset({("arg", 0), ("arg", 1)}), frozenset({("arg", 1)})]
+
+
+def test_aot_nan_gradient_of_an_unreached_output_is_recomputed_eagerly():
+    """(repros aot_grad_through_std_of_one_row_before_grad_switch,
+    aot_grad_nan_through_overflowed_exp_of_overwritten_loop_value; fuzz
+    seeds 6021158, 6235761) the graph before the break returns t1 and the
+    loop's first t0 = exp(y + 100).clamp(max=10), which the next iteration
+    overwrites: eager never runs that t0's backward, aot's node ran it on
+    a zero gradient, 0 * inf gave y a NaN gradient. Now eager's gradients
+    are recomputed (one eager run of the graph, counted) when an output
+    was not reached and aot's are not finite; finite ones are kept (no run)."""
+    import random
+    import warnings
+
+    import torch
+    import dynamo
+
+    def f(x, y, shifts):
+        t1 = y * 2
+        for v in shifts:
+            t0 = (y + v).exp().clamp(max=10.0)
+            bool(t0.mean() > 0)                 # a break
+        return t0, t1
+
+    def g(x, y):
+        t1 = y + x[0].sum()
+        t0 = x + x.std(dim=0)                   # NaN: one row
+        random.randint(0, 3)                    # a break
+        with torch.no_grad():
+            t0 = t0 * 2
+        return t0, t1
+
+    def run(fn, *args):
+        x, y = torch.zeros(1, 3, requires_grad=True), torch.zeros(1, 3, requires_grad=True)
+        outs = fn(x, y, *args)
+        sum(o.sum() for o in outs if o.requires_grad).backward()
+        return x.grad, y.grad
+
+    assert run(f, (100.0, 0.0))[1].tolist() == [[3.0] * 3]
+    cnt, replays = _AotCounter(), []
+    opt = dynamo.optimize(_replay_counting(cnt, replays))(f)
+    for k in (1, 2):
+        xg, yg = run(opt, (100.0, 0.0))
+        assert xg is None and yg.tolist() == [[3.0] * 3]
+        assert cnt.frame_count == 2 and len(replays) == k       # one recomputation per backward
+    xg, yg = run(opt, (1.0, 0.0))
+    assert xg is None and yg.tolist() == [[3.0] * 3]
+    assert cnt.frame_count == 3 and len(replays) == 2          # finite: aot's gradients, no run
+    dynamo.reset()
+    cnt, replays = _AotCounter(), []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                         # std's degrees of freedom
+        xe, ye = run(g)
+        xg, yg = run(dynamo.optimize(_replay_counting(cnt, replays))(g))
+    assert xg.tolist() == xe.tolist() == [[3.0] * 3] and yg.tolist() == ye.tolist() == [[1.0] * 3]
+    assert cnt.frame_count == 2 and len(replays) == 1
 
 
 def test_aot_graph_no_gradient_reaches_gives_its_inputs_none():

@@ -272,6 +272,11 @@ def aot_eager(gm, example_inputs):
 #    such outputs gets a zero .grad where eager leaves None. Where the
 #    outputs do not all depend on the same inputs, a hook on that node
 #    drops the gradients of the inputs that no reached output depends on.
+#    The zero gradient of an unreached output also runs through aot's
+#    backward, where eager's autograd never goes: times an inf or NaN of
+#    the graph (std of one row, an exp that overflowed) it makes NaN. When
+#    an output was not reached and the node's gradients are not finite,
+#    the hook recomputes eager's (_AotRuntime._eager_grads).
 
 def _aot(gm, example_inputs, **kw):
     from torch._functorch.aot_autograd import aot_module_simplified
@@ -498,9 +503,14 @@ def _grad_deps(gm):
     deps, nargs = {}, 0
     out = None
     inplace = _inplace_operators()
+    storages = {}           # example storage -> the nodes seen on it (views and bases)
+    unknown = []            # tensor nodes whose storage cannot be told
     for n in gm.graph.nodes:
         ex = n.meta.get("example_value")
         grad = not isinstance(ex, torch.Tensor) or ex.requires_grad
+        if isinstance(ex, torch.Tensor):
+            key = _example_storage(n)
+            (unknown if key is None else storages.setdefault(key, [])).append(n)
         if n.op == "placeholder":
             deps[n] = frozenset([("arg", nargs)]) if grad else frozenset()
             nargs += 1
@@ -518,11 +528,18 @@ def _grad_deps(gm):
                            gm.get_submodule(n.target).named_parameters() if p.requires_grad)
             deps[n] = frozenset(acc)
             # an in-place op writes its first argument: a value it brings in
-            # (y in `t.add_(y)`, `t[i] = y`) reaches t and every view of t,
-            # which these per-node sets do not follow. Then no gating.
-            if _is_inplace(n, inplace) and n.args and isinstance(n.args[0], torch.fx.Node) \
-                    and not acc <= deps.get(n.args[0], frozenset()):
-                return None
+            # (y in `t.add_(y)`, `t[i] = y`) reaches t and every view of t
+            # or base t is a view of: each value seen so far on the same
+            # storage (the examples'; a tensor whose storage cannot be
+            # told: any) takes it in. A target without a tensor example: no gating.
+            target = n.args[0] if n.args and isinstance(n.args[0], torch.fx.Node) else None
+            if target is not None and _is_inplace(n, inplace) and not acc <= deps.get(target, frozenset()):
+                key = _example_storage(target)
+                if key is None:
+                    return None
+                for m in storages.get(key, []) + unknown:
+                    if m in deps:
+                        deps[m] = deps[m] | acc
     if not isinstance(out, (tuple, list)):
         return None
     per_out = [deps.get(o, frozenset()) if isinstance(o, torch.fx.Node) else frozenset() for o in out]
@@ -534,6 +551,20 @@ def _grad_deps(gm):
     if all(d == every for d in per_out):
         return None
     return per_out
+
+
+def _example_storage(node):
+    """A key equal for fx nodes whose example tensors share storage (a
+    view and its base), None when the node has no tensor example."""
+    import torch
+    from torch.multiprocessing.reductions import StorageWeakRef
+    ex = node.meta.get("example_value")
+    if not isinstance(ex, torch.Tensor):
+        return None
+    try:
+        return StorageWeakRef(ex.untyped_storage())
+    except Exception:  # noqa: BLE001 - no storage (a sparse or nested example): unknown
+        return None
 
 
 def _share_storage(tensors):
@@ -626,32 +657,127 @@ class _AotRuntime:
                     key = (a.grad_fn, a.output_nr)
                     inner[key] = inner.get(key, frozenset()) | {("arg", i)}
         deps = self.deps
+        # with two outputs or more on the node, eager's gradients can be
+        # recomputed (see _eager_grads); not when the graph mutates its
+        # inputs (they would be written again) or draws random numbers
+        redo = self._eager_grads(args, node, index) \
+            if len(index) > 1 and not self.mutates and not self.seeded else None
 
         def drop_unreached(grad_inputs, grad_outputs):
             if all(g is None for g in grad_outputs):
                 # no output reached (only an input's path from a later
                 # graph whose gate dropped it): eager's inputs get no grad
                 return tuple(None for _ in grad_inputs)
-            if deps is None:
-                return None
+            new = list(grad_inputs)
             reached = set()
             for f, g in enumerate(grad_outputs):
                 if g is None:
                     continue
                 j = index.get(f)
-                if j is None:           # an output we cannot attribute: keep every gradient
-                    return None
+                if j is None or deps is None:   # an output we cannot attribute: keep every gradient
+                    reached = None
+                    break
                 reached |= deps[j]
-            new = list(grad_inputs)
-            for k, (fn, nr) in enumerate(node.next_functions):
-                if fn is None or new[k] is None:
-                    continue
-                var = getattr(fn, "variable", None)
-                keys = leaf.get(id(var)) if var is not None else inner.get((fn, nr))
-                if keys and not (keys & reached):
-                    new[k] = None
+            if reached is not None:
+                for k, (fn, nr) in enumerate(node.next_functions):
+                    if fn is None or new[k] is None:
+                        continue
+                    var = getattr(fn, "variable", None)
+                    keys = leaf.get(id(var)) if var is not None else inner.get((fn, nr))
+                    if keys and not (keys & reached):
+                        new[k] = None
+            # an output the loss does not reach still gets a gradient, zeros,
+            # through aot's backward: where that path meets an inf or NaN
+            # (the std of one row, an exp that overflowed) 0 * inf made NaN
+            # in a gradient eager's autograd, which never runs that path,
+            # computes finite. Then eager's gradients are recomputed.
+            if redo is not None and any(g is None for g in grad_outputs) and not _finite(new):
+                eager = redo(grad_outputs)
+                if eager is not None:
+                    new = eager
             return tuple(new)
         node.register_hook(drop_unreached)
+
+    def _eager_grads(self, args, node, index):
+        """A function of the node's grad_outputs giving eager's gradients
+        for its inputs (one per next function, None where eager's autograd
+        does not reach): the captured graph run again op by op on the
+        call's inputs (detached: its own leaves), differentiated for the
+        outputs reached. None from it, and aot's gradients are kept, when
+        an input has gone or changed (its version) since the call, or the
+        inputs cannot be matched to the node's edges. The inputs are held
+        by weak references: the gate keeps nothing alive."""
+        import weakref
+        import torch
+        held = [(weakref.ref(a), a._version) if isinstance(a, torch.Tensor) else (None, a) for a in args]
+        attr_ids = self.attr_keys
+        eager_forward = self.eager_forward
+
+        def redo(grad_outputs):
+            if torch.is_grad_enabled():
+                # a backward with create_graph: the gradients recomputed here
+                # would hang off the detached copies, not the inputs (aot's
+                # own refuses the double backward)
+                return None
+            live = []
+            for ref, v in held:
+                if ref is None:
+                    live.append(v)
+                    continue
+                a = ref()
+                if a is None or a._version != v:
+                    return None
+                live.append(a)
+            subs, inputs, owners, claimed = list(live), [], [], set()
+            for fn, nr in node.next_functions:
+                if fn is None:
+                    owners.append(())
+                    continue
+                var = getattr(fn, "variable", None)
+                pos = [i for i, a in enumerate(live) if isinstance(a, torch.Tensor) and a.requires_grad and
+                       ((a.grad_fn is None and a is var) or (a.grad_fn is fn and a.output_nr == nr))]
+                if not pos:
+                    if var is None:
+                        return None
+                    subs_of = [var]             # a parameter the graph reads itself
+                elif claimed.intersection(pos) or (var is not None and id(var) in attr_ids):
+                    return None
+                else:
+                    claimed.update(pos)
+                    for i in pos:
+                        subs[i] = live[i].detach().requires_grad_(True)
+                    subs_of = [subs[i] for i in pos]
+                owners.append(tuple(range(len(inputs), len(inputs) + len(subs_of))))
+                inputs.extend(subs_of)
+            try:
+                with torch.enable_grad(), _no_hook():
+                    outs = eager_forward(*subs)
+                targets, tangents = [], []
+                for f, g in enumerate(grad_outputs):
+                    if g is None:
+                        continue
+                    j = index.get(f)
+                    o = outs[j] if j is not None else None
+                    if not isinstance(o, torch.Tensor) or not o.requires_grad:
+                        return None
+                    targets.append(o)
+                    tangents.append(g)
+                got = torch.autograd.grad(targets, inputs, tangents, allow_unused=True)
+            except Exception:  # noqa: BLE001 - the recomputation failed: aot's gradients stand
+                return None
+            result = []
+            for owner in owners:
+                gs = [got[i] for i in owner if got[i] is not None]
+                result.append(sum(gs[1:], gs[0]) if gs else None)
+            return result
+        return redo
+
+
+def _finite(tensors):
+    """Are all the tensors (None skipped) free of inf and NaN?"""
+    import torch
+    return all(t is None or not (t.is_floating_point() or t.is_complex()) or bool(torch.isfinite(t).all())
+               for t in tensors)
 
 
 @register_backend("inductor")

@@ -504,7 +504,9 @@ def render_repro(prog, mismatch):
 # A repro file (tests/fuzz/repros/*.py) is plain Python with constants:
 #   REASON (str), BACKEND ("eager"/"aot_eager"), BODY (f's body after the
 #   fixed header, unindented), CALLS (list of dicts: shape, dtype, noncontig,
-#   requires_grad, grad_mode, n, fl, lst, muts: list of module-level lines).
+#   requires_grad, grad_mode, n, fl, lst, muts: list of module-level lines),
+#   SEED (optional, default 0: the seed the call inputs are drawn from; a
+#   minimized program can need the values of its fuzz seed's inputs).
 
 _CALL_DEFAULTS = dict(shape=(2, 3), dtype="float32", noncontig=False, requires_grad=False,
                       grad_mode=True, n=1, fl=1.0, lst=[], muts=[], alias=None)
@@ -524,7 +526,7 @@ def load_repro(path, seed=0):
                               d["lst"] if isinstance(d["lst"], tuple) else list(d["lst"]),
                               [("repro", m) for m in d["muts"]]))
         calls[-1].alias = d["alias"]
-    return Program(seed, body, calls, ns.get("BACKEND", "eager")), ns["REASON"]
+    return Program(ns.get("SEED", seed), body, calls, ns.get("BACKEND", "eager")), ns["REASON"]
 
 
 def render_repro_py(prog, mismatch):
@@ -540,5 +542,5 @@ def render_repro_py(prog, mismatch):
         calls.append("    " + repr({k: v for k, v in d.items() if _CALL_DEFAULTS[k] != v}) + ",")
     detail = mismatch.detail.replace('"""', "'''")
     return (f'"""fuzz seed {prog.seed}: {mismatch.kind} at call {mismatch.call}\n{detail}\n"""\n'
-            f'REASON = "TODO: name the bug class"\nBACKEND = {prog.backend!r}\n'
+            f'REASON = "TODO: name the bug class"\nBACKEND = {prog.backend!r}\nSEED = {prog.seed!r}\n'
             f'BODY = """\n{body}\n"""\nCALLS = [\n' + "\n".join(calls) + "\n]\n")
