@@ -20,7 +20,6 @@ OPEN = {
     "aot_output_read_by_item_keeps_a_saved_value_checked",
     "aot_output_stride_of_size1_dim_after_inplace_op",
     "aot_grad_through_std_of_one_row_before_grad_switch",
-    "aot_inplace_on_view_of_no_grad_result_refused",
     "aot_grad_lost_with_inference_mode_block_after_swaps",
     "aot_grad_lost_for_input_added_in_place_before_numpy_break",
 }

