@@ -78,3 +78,51 @@ def test_view_made_under_no_grad_refuses_inplace_with_grad():
     with pytest.raises(RuntimeError, match="no_grad mode"):
         got.add_(w)
     assert (cnt.frame_count, cnt.aot_ran()) == (1, True)
+
+
+def _graph_has(gm, target):
+    return any(n.op == "call_method" and n.target == target for n in gm.graph.nodes)
+
+
+def test_output_only_item_reads_leaves_the_autograd_node():
+    """(repro aot_output_read_by_item_keeps_a_saved_value_checked) `.item()`
+    is a break, so t0.abs().max() was a graph output requiring grad: aot's
+    one autograd node kept abs's input t0 and checked it in every backward.
+    t1 += t0 (t1 is t0's memory) then made the compiled backward raise
+    ('modified by an inplace operation') where eager's, which never reaches
+    abs, ran. The break now hands on max().detach(): 2 graphs, the first
+    with a detach."""
+    def f(x):
+        t0 = x + x.sum()
+        t1 = t0.t().contiguous().t()
+        i = int(t0.abs().max().item() > 1)
+        t1 += t0
+        return t0, t1, i
+
+    x = torch.randn(5, 3, requires_grad=True)
+    cnt = AotCounter()
+    graphs = []
+    seen = dynamo.optimize(lambda gm, ex: (graphs.append(gm), cnt(gm, ex))[1])
+    t0, t1, i = seen(f)(x)
+    (t0 + t1).sum().backward()            # raised before
+    got, x.grad = x.grad, None
+    e0, e1, ei = f(x)
+    (e0 + e1).sum().backward()
+    assert i == ei and torch.equal(got, x.grad)
+    assert (cnt.frame_count, cnt.aot_ran()) == (2, True)
+    assert _graph_has(graphs[0], "detach")
+
+
+def test_item_of_a_value_kept_alive_is_not_detached():
+    """The value `.item()` reads is also a live local: it is handed on as
+    it is (it requires grad and has its grad_fn after the break)."""
+    def f(x):
+        m = (x * 2).max()
+        v = m.item()
+        return m, v
+
+    x = torch.randn(4, requires_grad=True)
+    graphs = []
+    m, v = dynamo.optimize(lambda gm, ex: (graphs.append(gm), gm.forward)[1])(f)(x)
+    assert m.requires_grad and m.grad_fn is not None and v == m.item()
+    assert len(graphs) == 1 and not _graph_has(graphs[0], "detach")
