@@ -126,3 +126,47 @@ def test_item_of_a_value_kept_alive_is_not_detached():
     m, v = dynamo.optimize(lambda gm, ex: (graphs.append(gm), gm.forward)[1])(f)(x)
     assert m.requires_grad and m.grad_fn is not None and v == m.item()
     assert len(graphs) == 1 and not _graph_has(graphs[0], "detach")
+
+
+def test_inplace_op_on_computed_size1_tensor_keeps_eager_strides():
+    """(repro aot_output_stride_of_size1_dim_after_inplace_op, fuzz seed
+    7320195) `x + 0` of a (1, 4) x with strides (1, 1) keeps them in eager
+    and clamp_ keeps t's; aot's out-of-place clamp returned (4, 1). Such a
+    graph runs its captured ops eagerly; the same graph on a (2, 4) input
+    (no size-1 dim) stays aot's."""
+    def f(x):
+        t = x + 0
+        t.clamp_(-1.0, 1.0)
+        return t
+
+    x = torch.randn(4, 1).t()
+    cnt = AotCounter()
+    got = dynamo.optimize(cnt)(f)(x)
+    assert got.stride() == f(x).stride() == (1, 1)
+    assert (cnt.frame_count, cnt.aot_ran()) == (1, False)
+    x2 = torch.randn(4, 2).t()
+    got = dynamo.optimize(cnt)(f)(x2)
+    assert got.stride() == f(x2).stride()
+    assert cnt.frame_count == 2 and isinstance(cnt.compiled[1], backends._AotRuntime)
+
+
+def test_view_of_intermediate_with_size1_dim_keeps_eager_strides():
+    """(fuzz seed 6008916) cat(..).narrow(..) of (1, 1) inputs requiring
+    grad is a view with strides (2, 1) in eager; aot hands an output view of
+    an intermediate back through aten._unsafe_view: (1, 1). The graph runs
+    its captured ops eagerly (gradients as eager's); without grad it stays
+    aot's (its view is regenerated with eager's strides)."""
+    def f(x, y):
+        return torch.cat([y, x], 1).narrow(1, 0, x.shape[1])
+
+    x, y = torch.randn(1, 1, requires_grad=True), torch.randn(1, 1, requires_grad=True)
+    cnt = AotCounter()
+    got = dynamo.optimize(cnt)(f)(x, y)
+    assert got.stride() == f(x, y).stride() == (2, 1)
+    assert (cnt.frame_count, cnt.aot_ran()) == (1, False)
+    got.sum().backward()
+    assert (y.grad.tolist(), x.grad.tolist()) == ([[1.0]], [[0.0]])     # eager's (cat's backward)
+    with torch.no_grad():
+        got = dynamo.optimize(cnt)(f)(x, y)
+    assert got.stride() == (2, 1)
+    assert cnt.frame_count == 2 and isinstance(cnt.compiled[1], backends._AotRuntime)

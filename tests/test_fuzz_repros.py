@@ -17,7 +17,6 @@ REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
 OPEN = {
-    "aot_output_stride_of_size1_dim_after_inplace_op",
     "aot_grad_through_std_of_one_row_before_grad_switch",
     "aot_grad_lost_with_inference_mode_block_after_swaps",
     "aot_grad_lost_for_input_added_in_place_before_numpy_break",
