@@ -348,7 +348,8 @@ def _size1_stride_hazard(gm):
     import torch
 
     def free(ex):
-        return isinstance(ex, torch.Tensor) and ex.dim() >= 2 and min(ex.shape) == 1
+        return isinstance(ex, torch.Tensor) and ex.dim() >= 2 and \
+            all(type(d) is int for d in ex.shape) and min(ex.shape) == 1
     out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
     outs = []
     if out is not None:
