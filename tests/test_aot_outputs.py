@@ -170,3 +170,24 @@ def test_view_of_intermediate_with_size1_dim_keeps_eager_strides():
         got = dynamo.optimize(cnt)(f)(x, y)
     assert got.stride() == (2, 1)
     assert cnt.frame_count == 2 and isinstance(cnt.compiled[1], backends._AotRuntime)
+
+
+def test_unbind_output_of_intermediate_refuses_inplace_like_eager():
+    """An output of unbind (one of several views) of an intermediate that
+    requires grad: eager refuses an in-place op on it; aot returned a plain
+    tensor and the op ran. The runtime returns a view of it carrying eager's
+    mode (the op raises); gradients are eager's."""
+    def f(x):
+        a, b = (x * 2).unbind(0)
+        return a, b
+
+    x = torch.randn(2, 3, requires_grad=True)
+    cnt = AotCounter()
+    a, b = dynamo.optimize(cnt)(f)(x)
+    with pytest.raises(RuntimeError, match="returns multiple views"):
+        f(x)[0].add_(1)
+    with pytest.raises(RuntimeError, match="returns multiple views"):
+        a.add_(1)
+    assert (cnt.frame_count, cnt.aot_ran()) == (1, True)
+    (a * 3 + b).sum().backward()
+    assert x.grad.tolist() == [[6.0] * 3, [2.0] * 3]

@@ -412,17 +412,26 @@ def _output_creation_meta(gm):
 
 def _restore_creation_meta(outs, metas):
     """Give the aot outputs listed in `metas` (_output_creation_meta)
-    eager's CreationMeta where it differs (views only)."""
+    eager's CreationMeta where it differs; returns the outputs."""
     import torch
     get, put = torch._C._autograd._get_creation_meta, torch._C._autograd._set_creation_meta
     for j, meta in metas:
         o = outs[j]
+        if isinstance(o, torch.Tensor) and not o._is_view() and o.requires_grad and \
+                meta == torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE:
+            # one of several views (unbind, split) of an intermediate: aot
+            # returns a plain tensor, on which an in-place op ran where
+            # eager's refuses it. A view of it carries eager's mode.
+            if not isinstance(outs, list):
+                outs = list(outs)
+            o = outs[j] = o.view_as(o)
         if isinstance(o, torch.Tensor) and o._is_view():
             try:
                 if get(o) != meta:
                     put(o, meta)
             except RuntimeError:    # no autograd view metadata (an inference tensor): left as it is
                 pass
+    return outs
 
 
 def _grad_mode_hazard(gm):
@@ -707,10 +716,10 @@ class _AotRuntime:
             if rng is not None:
                 torch.set_rng_state(rng)
             return self.eager_forward(*args)
-        if self.views:
-            _restore_creation_meta(outs, self.views)
         if torch.is_grad_enabled():
             self._gate(args, outs)
+        if self.views:              # after the gate: it reads aot's own outputs' grad_fn
+            outs = _restore_creation_meta(outs, self.views)
         return outs
 
     def _gate(self, args, outs):
