@@ -759,7 +759,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         found, seen = [], set()
         mutated = list(self.output.mutated_lists.values()) + \
             [value for _, value, _ in self.output.attr_stores.values()] + \
-            [value for _, value in self.output.global_stores.values()]
+            [value for _, value in self.output.global_stores.values()] + \
+            [cell for _, cell in self.output.closure_cells.values()] + list(self.cells.values())
         for var in list(others) + [v for i, v in enumerate(operands) if i != k] + mutated:
             self.collect(var, found, seen)
         if any(getattr(v, "node", None) is t.node for v in found):
