@@ -16,11 +16,7 @@ import fuzzrun  # noqa: E402
 REPROS = sorted(glob.glob(os.path.join(HERE, "fuzz", "repros", "*.py")))
 
 # repro name -> still open (strict xfail)
-OPEN = {
-    "aot_output_read_by_item_keeps_a_saved_value_checked",
-    "aot_output_stride_of_size1_dim_after_inplace_op",
-    "aot_inplace_on_view_of_no_grad_result_refused",
-}
+OPEN = set()
 
 
 def _cases():

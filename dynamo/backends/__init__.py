@@ -277,10 +277,19 @@ def aot_eager(gm, example_inputs):
 #    the graph (std of one row, an exp that overflowed) it makes NaN. When
 #    an output was not reached and the node's gradients are not finite,
 #    the hook recomputes eager's (_AotRuntime._eager_grads).
+#  - its outputs are made while its forward runs with grad off: an output
+#    that is a view comes back as a no_grad view, which refuses an in-place
+#    op with grad on where eager's view accepts it (and the reverse). The
+#    runtime gives view outputs the creation mode of the capture's example
+#    (_output_creation_meta).
+#  - the strides of size-1 dims: aot's out-of-place version of an in-place
+#    op and its _unsafe_view of an output view of an intermediate choose
+#    others than eager's kernels; such graphs run their captured ops
+#    eagerly (_size1_stride_hazard).
 
 def _aot(gm, example_inputs, **kw):
     from torch._functorch.aot_autograd import aot_module_simplified
-    hazard = _grad_mode_hazard(gm) or _saved_value_overwritten(gm)
+    hazard = _grad_mode_hazard(gm) or _saved_value_overwritten(gm) or _size1_stride_hazard(gm)
     if hazard is not None:
         log.debug("aot: %s; the graph's ops run eagerly", hazard)
         return gm.forward
@@ -322,8 +331,112 @@ def _aot(gm, example_inputs, **kw):
                                          fw_compiler=fw_compiler, bw_compiler=_nop_compiler, **kw)
     runtime = _AotRuntime(compiled, eager_forward, any(seeded), deps, _attr_keys(gm))
     runtime.mutates = mutates
+    runtime.views = _output_creation_meta(gm)
     runtime.fw_failed = fw_failed
     return runtime
+
+
+def _size1_stride_hazard(gm):
+    """Why aot's outputs may not have eager's strides, or None. The stride
+    of a size-1 dim is the kernel's free choice (it addresses the same
+    memory either way), and a user can read it. aot runs eager's kernels,
+    but not eager's ops in two places: (1) an in-place op on a computed
+    tensor (`t = x + 0; t.clamp_(..)`) becomes an out-of-place op, whose
+    result (and everything computed from it) gets that op's strides, where
+    eager's keeps the target's; (2) an output that is a view of an
+    intermediate and requires grad comes back through aten._unsafe_view,
+    with contiguous strides (`cat(..).narrow(..)`: (1, 1) for eager's
+    (2, 1)). Eager's strides are known only by running eager's kernels, so
+    a graph with an output of 2+ dims with a size-1 dim and either of
+    these runs its captured ops eagerly; other graphs are not affected
+    (empty tensors are not: size-0 dims were not seen to differ)."""
+    import torch
+
+    def free(ex):
+        return isinstance(ex, torch.Tensor) and ex.dim() >= 2 and \
+            all(type(d) is int for d in ex.shape) and min(ex.shape) == 1
+    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    outs = []
+    if out is not None:
+        torch.fx.node.map_arg(out.args, outs.append)
+    outs = [o for o in outs if free(o.meta.get("example_value"))]
+    if not outs:
+        return None
+    inplace = _inplace_operators()
+    inputs = {id(n.meta.get("example_value")) for n in gm.graph.nodes if n.op == "placeholder"}
+    for n in gm.graph.nodes:
+        if not (_is_inplace(n, inplace) and n.args and isinstance(n.args[0], torch.fx.Node)) or \
+                n.args[0].op in ("placeholder", "get_attr"):
+            continue
+        # the tensor written: a view's base is what aot recomputes out of place
+        ex = n.args[0].meta.get("example_value")
+        root = ex._base if isinstance(ex, torch.Tensor) and ex._is_view() else ex
+        if free(root) and id(root) not in inputs:
+            return "an in-place op writes a computed tensor with a size-1 dim (its strides)"
+    if not torch.is_grad_enabled():
+        return None
+    for o in outs:
+        ex = o.meta["example_value"]
+        base = ex._base if ex._is_view() else None
+        if ex.requires_grad and base is not None and base.grad_fn is not None and \
+                tuple(ex.stride()) != _contiguous_strides(ex.shape):
+            return "an output requiring grad is a view of an intermediate with a size-1 dim (its strides)"
+    return None
+
+
+def _contiguous_strides(shape):
+    strides, acc = [], 1
+    for size in reversed(tuple(shape)):
+        strides.append(acc)
+        acc *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def _output_creation_meta(gm):
+    """((j, meta), ...) for the graph outputs j whose value is a view:
+    meta is the CreationMeta eager gives it (its example's: the capture ran
+    the ops in the call's grad mode). aot returns a view of an intermediate
+    made while its forward runs with grad off: a no_grad view, which an
+    in-place op with grad on refuses where eager's view allows it (or the
+    reverse). Empty when no output is a view."""
+    import torch
+    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    values = out.args[0] if out is not None and out.args else None
+    if not isinstance(values, (tuple, list)):
+        return ()
+    metas = []
+    for j, v in enumerate(values):
+        ex = v.meta.get("example_value") if isinstance(v, torch.fx.Node) else None
+        if isinstance(ex, torch.Tensor) and ex._is_view():
+            try:
+                metas.append((j, torch._C._autograd._get_creation_meta(ex)))
+            except Exception:  # noqa: BLE001 - a view without autograd view metadata: nothing to restore
+                pass
+    return tuple(metas)
+
+
+def _restore_creation_meta(outs, metas):
+    """Give the aot outputs listed in `metas` (_output_creation_meta)
+    eager's CreationMeta where it differs; returns the outputs."""
+    import torch
+    get, put = torch._C._autograd._get_creation_meta, torch._C._autograd._set_creation_meta
+    for j, meta in metas:
+        o = outs[j]
+        if isinstance(o, torch.Tensor) and not o._is_view() and o.requires_grad and \
+                meta == torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE:
+            # one of several views (unbind, split) of an intermediate: aot
+            # returns a plain tensor, on which an in-place op ran where
+            # eager's refuses it. A view of it carries eager's mode.
+            if not isinstance(outs, list):
+                outs = list(outs)
+            o = outs[j] = o.view_as(o)
+        if isinstance(o, torch.Tensor) and o._is_view():
+            try:
+                if get(o) != meta:
+                    put(o, meta)
+            except RuntimeError:    # no autograd view metadata (an inference tensor): left as it is
+                pass
+    return outs
 
 
 def _grad_mode_hazard(gm):
@@ -609,6 +722,7 @@ class _AotRuntime:
 
     mutates = True
     fw_failed = None        # [bool] cell the forward graph sets when it raises
+    views = ()              # _output_creation_meta: outputs given eager's CreationMeta
 
     def __call__(self, *args):
         import torch
@@ -635,6 +749,8 @@ class _AotRuntime:
             return self.eager_forward(*args)
         if torch.is_grad_enabled():
             self._gate(args, outs)
+        if self.views:              # after the gate: it reads aot's own outputs' grad_fn
+            outs = _restore_creation_meta(outs, self.views)
         return outs
 
     def _gate(self, args, outs):

@@ -734,6 +734,42 @@ class InstructionTranslator(InstructionTranslatorBase):
             self.load_resume_function(cg, self.instructions[n], [], names)
             self.finish_resume_call(cg, names, 0)
 
+    def detach_data_read(self, last, operands, others):
+        """A break at `t.item()` / `t.tolist()` of a computed tensor that
+        requires grad, where nothing else left behind (`others`: the live
+        locals and the stack under the call; the containers the trace
+        wrote) holds t: the graph hands on `t.detach()` instead. Only the
+        call reads it, so nobody can backward through it; a graph output
+        that requires grad made aot's one autograd node keep the values
+        t's backward needs and check them in every backward (eager's
+        backward never reaches t: a later in-place write of such a value
+        raised only in the compiled run)."""
+        import torch
+        from .variables.functions import BoundMethodVariable
+        from .variables.tensor import TensorVariable
+        if last.opname != "CALL" or last.arg or not self.output.grad_enabled:
+            return
+        k = next((i for i, v in enumerate(operands) if isinstance(v, BoundMethodVariable)), None)
+        if k is None or operands[k].name not in ("item", "tolist"):
+            return
+        t = operands[k].obj
+        if not isinstance(t, TensorVariable) or t.node.op in ("placeholder", "get_attr") or \
+                t.cls is not torch.Tensor or not t.example.requires_grad:
+            return
+        found, seen = [], set()
+        mutated = list(self.output.mutated_lists.values()) + \
+            [value for _, value, _ in self.output.attr_stores.values()] + \
+            [value for _, value in self.output.global_stores.values()] + \
+            [cell for _, cell in self.output.closure_cells.values()] + list(self.cells.values())
+        for var in list(others) + [v for i, v in enumerate(operands) if i != k] + mutated:
+            self.collect(var, found, seen)
+        if any(getattr(v, "node", None) is t.node for v in found):
+            return
+        detached = self.output.call_method(self, "detach", [t], {})
+        if isinstance(detached, TensorVariable):
+            pos = len(self.stack) - len(operands) + k
+            self.stack[pos] = operands[k] = BoundMethodVariable(detached, operands[k].name)
+
     def break_at_instruction(self, inst):
         """Second pass: stop before `inst`, run its group eagerly."""
         err = self.break_error
@@ -755,6 +791,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         reads_locals = last.opname in ("CALL", "CALL_KW") and any(_reads_frame_locals(v) for v in operands[:2])
         if reads_locals:
             named = self.all_values()      # locals()/vars()/dir() see dead locals too
+        else:
+            self.detach_data_read(last, operands, [v for _, v in named] + deep)
         cg = self.compile_graph([v for _, v in named] + self.stack)
         # the operands run in the eager group: iterators stay real iterators
         temps = self.materialize(cg, deep + operands, named, n_resume=len(deep),

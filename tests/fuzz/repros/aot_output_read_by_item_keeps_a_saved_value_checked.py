@@ -6,8 +6,9 @@ abs's saved t0 is not checked: it returns gradients. aot's compiled
 function is one autograd node for all the graph's outputs, and its saved
 t0 (for abs) is at a newer version: its backward raises 'modified by an
 inplace operation'. torch's own compiler (backend aot_eager) raises the same
-(checked with torch 2.13). Open: the fix is to leave such outputs out of
-the autograd node (detach an output only the break's .item() reads).
+(checked with torch 2.13). Fixed: a break at `.item()` of a computed
+tensor nothing else holds hands on its detach() (tracer/frame.py,
+detach_data_read), so no graph output needs abs's backward.
 Found by fuzz seed 5226773 (early device run, 3.12 + torch 2.11;
 reproduced on 3.11 + torch 2.13)."""
 REASON = "aot_eager: an output only .item() reads keeps its saved values in aot's one autograd node"

@@ -1,0 +1,193 @@
+"""The aot_eager runtime's outputs match eager's where a user can see it:
+a view's autograd creation mode (which in-place ops eager refuses on it),
+an output only a break's `.item()` reads (kept out of aot's autograd node),
+and the strides of size-1 dims. Each test counts the graphs compiled and
+checks that aot's compiled function ran (not an eager fallback)."""
+import pytest
+import torch
+
+import dynamo
+from dynamo import backends
+
+
+class AotCounter:
+    """aot_eager, counting graphs and keeping what aot_eager returned."""
+
+    def __init__(self):
+        self.frame_count = 0
+        self.compiled = []
+
+    def __call__(self, gm, example_inputs):
+        self.frame_count += 1
+        out = backends.lookup("aot_eager")[1](gm, example_inputs)
+        self.compiled.append(out)
+        return out
+
+    def aot_ran(self):
+        return all(isinstance(c, backends._AotRuntime) for c in self.compiled)
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    dynamo.reset()
+    yield
+    dynamo.reset()
+
+
+def test_view_of_no_grad_intermediate_accepts_inplace_with_grad():
+    """(repro aot_inplace_on_view_of_no_grad_result_refused, fuzz seed
+    6228249) `t = y * 3` under no_grad, then `t.t().t()` with grad on: eager's
+    view is a normal one (created with grad on), and `view += x` with x
+    requiring grad records the op. aot made the view inside its forward,
+    which runs with grad off: a no_grad view, and the in-place op raised.
+    The runtime gives the output eager's creation mode."""
+    def f(y, n):
+        with torch.set_grad_enabled(n > 2):
+            t = y * 3
+        return t.t().t()
+
+    y = torch.randn(3, 5, requires_grad=True)
+    cnt = AotCounter()
+    got = dynamo.optimize(cnt)(f)(y, 2)
+    want = f(y, 2)
+    x = torch.randn(3, 5, requires_grad=True)
+    want += x
+    got += x                        # raised "A view was created in no_grad mode"
+    assert (cnt.frame_count, cnt.aot_ran()) == (1, True)
+    assert got.requires_grad and type(got.grad_fn) is type(want.grad_fn)
+    torch.testing.assert_close(got, want)
+    gx, = torch.autograd.grad(got.sum(), x)
+    assert gx.tolist() == [[1.0] * 5] * 3
+
+
+def test_view_made_under_no_grad_refuses_inplace_with_grad():
+    """The reverse: a view of an input taken inside a no_grad block is a
+    no_grad view in eager, which an in-place op with grad on refuses; aot
+    regenerated it outside its forward as a normal view and the op ran."""
+    def f(x):
+        with torch.no_grad():
+            v = x.t()
+        return v
+
+    x = torch.randn(3, 5)
+    cnt = AotCounter()
+    got = dynamo.optimize(cnt)(f)(x)
+    w = torch.randn(5, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="no_grad mode"):
+        f(x).add_(w)
+    with pytest.raises(RuntimeError, match="no_grad mode"):
+        got.add_(w)
+    assert (cnt.frame_count, cnt.aot_ran()) == (1, True)
+
+
+def _graph_has(gm, target):
+    return any(n.op == "call_method" and n.target == target for n in gm.graph.nodes)
+
+
+def test_output_only_item_reads_leaves_the_autograd_node():
+    """(repro aot_output_read_by_item_keeps_a_saved_value_checked) `.item()`
+    is a break, so t0.abs().max() was a graph output requiring grad: aot's
+    one autograd node kept abs's input t0 and checked it in every backward.
+    t1 += t0 (t1 is t0's memory) then made the compiled backward raise
+    ('modified by an inplace operation') where eager's, which never reaches
+    abs, ran. The break now hands on max().detach(): 2 graphs, the first
+    with a detach."""
+    def f(x):
+        t0 = x + x.sum()
+        t1 = t0.t().contiguous().t()
+        i = int(t0.abs().max().item() > 1)
+        t1 += t0
+        return t0, t1, i
+
+    x = torch.randn(5, 3, requires_grad=True)
+    cnt = AotCounter()
+    graphs = []
+    seen = dynamo.optimize(lambda gm, ex: (graphs.append(gm), cnt(gm, ex))[1])
+    t0, t1, i = seen(f)(x)
+    (t0 + t1).sum().backward()            # raised before
+    got, x.grad = x.grad, None
+    e0, e1, ei = f(x)
+    (e0 + e1).sum().backward()
+    assert i == ei and torch.equal(got, x.grad)
+    assert (cnt.frame_count, cnt.aot_ran()) == (2, True)
+    assert _graph_has(graphs[0], "detach")
+
+
+def test_item_of_a_value_kept_alive_is_not_detached():
+    """The value `.item()` reads is also a live local: it is handed on as
+    it is (it requires grad and has its grad_fn after the break)."""
+    def f(x):
+        m = (x * 2).max()
+        v = m.item()
+        return m, v
+
+    x = torch.randn(4, requires_grad=True)
+    graphs = []
+    m, v = dynamo.optimize(lambda gm, ex: (graphs.append(gm), gm.forward)[1])(f)(x)
+    assert m.requires_grad and m.grad_fn is not None and v == m.item()
+    assert len(graphs) == 1 and not _graph_has(graphs[0], "detach")
+
+
+def test_inplace_op_on_computed_size1_tensor_keeps_eager_strides():
+    """(repro aot_output_stride_of_size1_dim_after_inplace_op, fuzz seed
+    7320195) `x + 0` of a (1, 4) x with strides (1, 1) keeps them in eager
+    and clamp_ keeps t's; aot's out-of-place clamp returned (4, 1). Such a
+    graph runs its captured ops eagerly; the same graph on a (2, 4) input
+    (no size-1 dim) stays aot's."""
+    def f(x):
+        t = x + 0
+        t.clamp_(-1.0, 1.0)
+        return t
+
+    x = torch.randn(4, 1).t()
+    cnt = AotCounter()
+    got = dynamo.optimize(cnt)(f)(x)
+    assert got.stride() == f(x).stride() == (1, 1)
+    assert (cnt.frame_count, cnt.aot_ran()) == (1, False)
+    x2 = torch.randn(4, 2).t()
+    got = dynamo.optimize(cnt)(f)(x2)
+    assert got.stride() == f(x2).stride()
+    assert cnt.frame_count == 2 and isinstance(cnt.compiled[1], backends._AotRuntime)
+
+
+def test_view_of_intermediate_with_size1_dim_keeps_eager_strides():
+    """(fuzz seed 6008916) cat(..).narrow(..) of (1, 1) inputs requiring
+    grad is a view with strides (2, 1) in eager; aot hands an output view of
+    an intermediate back through aten._unsafe_view: (1, 1). The graph runs
+    its captured ops eagerly (gradients as eager's); without grad it stays
+    aot's (its view is regenerated with eager's strides)."""
+    def f(x, y):
+        return torch.cat([y, x], 1).narrow(1, 0, x.shape[1])
+
+    x, y = torch.randn(1, 1, requires_grad=True), torch.randn(1, 1, requires_grad=True)
+    cnt = AotCounter()
+    got = dynamo.optimize(cnt)(f)(x, y)
+    assert got.stride() == f(x, y).stride() == (2, 1)
+    assert (cnt.frame_count, cnt.aot_ran()) == (1, False)
+    got.sum().backward()
+    assert (y.grad.tolist(), x.grad.tolist()) == ([[1.0]], [[0.0]])     # eager's (cat's backward)
+    with torch.no_grad():
+        got = dynamo.optimize(cnt)(f)(x, y)
+    assert got.stride() == (2, 1)
+    assert cnt.frame_count == 2 and isinstance(cnt.compiled[1], backends._AotRuntime)
+
+
+def test_unbind_output_of_intermediate_refuses_inplace_like_eager():
+    """An output of unbind (one of several views) of an intermediate that
+    requires grad: eager refuses an in-place op on it; aot returned a plain
+    tensor and the op ran. The runtime returns a view of it carrying eager's
+    mode (the op raises); gradients are eager's."""
+    def f(x):
+        a, b = (x * 2).unbind(0)
+        return a, b
+
+    x = torch.randn(2, 3, requires_grad=True)
+    cnt = AotCounter()
+    a, b = dynamo.optimize(cnt)(f)(x)
+    with pytest.raises(RuntimeError, match="returns multiple views"):
+        f(x)[0].add_(1)
+    with pytest.raises(RuntimeError, match="returns multiple views"):
+        a.add_(1)
+    assert (cnt.frame_count, cnt.aot_ran()) == (1, True)
+    (a * 3 + b).sum().backward()
+    assert x.grad.tolist() == [[6.0] * 3, [2.0] * 3]
