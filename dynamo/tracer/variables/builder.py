@@ -159,8 +159,10 @@ def _wrap(tx, value, source):
     directive = _directive(tx, value, source)
     if directive is not None:
         return directive
-    if is_lru_cache_wrapper(value):
+    if is_lru_cache_wrapper(value) and not is_skipped_function(value.__wrapped__) and \
+            not is_torch_object(value.__wrapped__):
         # the wrapper's identity; the function it wraps is fixed with it
+        # (torch's and skipped libraries' cached functions stay opaque)
         _guard(tx, source, FUNCTION_MATCH, value)
         return LruCacheWrapperVariable(value, source)
     if is_builtin_callable(value):

@@ -144,12 +144,11 @@ class LruCacheWrapperVariable(VariableTracker):
         if decorators.is_assumed_constant(self.wrapper):    # the directive on the wrapper itself
             return tx.output.fold_constant_call(tx, self.wrapper, args, kwargs)
         fn = self.wrapper.__wrapped__
-        if not decorators.is_assumed_constant(fn) and fn.__code__ not in _LRU_WARNED and \
-                not (fn.__module__ or "").startswith("torch."):
+        if not decorators.is_assumed_constant(fn) and fn.__code__ not in _LRU_WARNED:
             _LRU_WARNED.add(fn.__code__)
             import logging
             logging.getLogger("dynamo").warning(
-                "dynamo: %s is wrapped by functools.lru_cache; the trace follows the function "
+                "%s is wrapped by functools.lru_cache; the trace follows the function "
                 "and bypasses its cache (a cached result that can change for the same "
                 "arguments is read when the frame is compiled; mark a function whose result "
                 "never changes with dynamo.assume_constant_result to fold it)",
