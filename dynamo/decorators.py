@@ -84,5 +84,13 @@ def assume_constant_result(fn):
     return fn
 
 
+# torch's own mark for the same directive (torch._dynamo.assume_constant_result
+# sets it); libraries set it without importing torch (transformers 5.x on its
+# install probes, is_torch_available and the like)
+_TORCH_CONSTANT_ATTR = "_dynamo_marked_constant"
+
+
 def is_assumed_constant(fn):
-    return getattr(getattr(fn, "__func__", fn), _CONSTANT_ATTR, False) is True
+    fn = getattr(fn, "__func__", fn)
+    return getattr(fn, _CONSTANT_ATTR, False) is True or \
+        getattr(fn, _TORCH_CONSTANT_ATTR, False) is True

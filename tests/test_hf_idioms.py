@@ -40,7 +40,9 @@ def test_config_reads_are_guarded_constants():
 
     def f(x, config):
         scale = config.hidden_size // config.num_attention_heads
-        if config.use_return_dict:          # a property of PretrainedConfig
+        # a property of PretrainedConfig (use_return_dict, used before, is
+        # deprecated in transformers 5.x: it logs through logger.warning_once)
+        if config.num_labels == 2:
             return x * scale
         return x
 
@@ -81,6 +83,24 @@ def test_model_output_passed_in():
     def f(out):
         return out.last_hidden_state * 2 + out[0]
     run(f, BaseModelOutput(last_hidden_state=X))
+
+
+def test_model_output_instance_dict_read():
+    # ModelOutput.__post_init__ (transformers 5.x) reads `self.__dict__.get(name)`;
+    # compiled as a frame of its own it sees the output as a frame value
+    def f(x, out):
+        if all(out.__dict__.get(k) is None for k in ("hidden_states", "attentions")):
+            x = x + 1
+        return x * out.__dict__["last_hidden_state"]
+
+    run(f, X, BaseModelOutput(last_hidden_state=X))
+    # a field that changes from None fails a guard of the dict's values: recompiles
+    dynamo.reset()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    opt(X, BaseModelOutput(last_hidden_state=X))
+    other = BaseModelOutput(last_hidden_state=X, hidden_states=(X,))
+    assert same(opt(X, other), f(X, other)) and cnt.frame_count == 2
 
 
 def test_function_name_code_module_reads():

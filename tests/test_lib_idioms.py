@@ -10,6 +10,7 @@ Each test counts graphs and breaks and compares with eager."""
 import contextlib
 from collections.abc import MutableMapping
 
+import pytest
 import torch
 
 import dynamo
@@ -376,3 +377,110 @@ def test_dataclasses_fields_folds():
         return x * len(names) + n_none + out.scale
 
     run(f, X, Out(X))
+
+
+# ------------------------------------------------------- functools.lru_cache
+import functools  # noqa: E402
+
+_probe_calls = []
+
+
+@functools.lru_cache
+def _marked_probe():
+    # an install probe as transformers 5.x writes one (is_torch_distributed_available):
+    # marked constant with torch's attribute, under the cache
+    _probe_calls.append(1)
+    return True
+
+
+_marked_probe.__wrapped__._dynamo_marked_constant = True
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_scale(n):
+    return n * 3
+
+
+def test_lru_cache_wrapper_marked_constant_is_folded():
+    def f(x):
+        if _marked_probe():
+            return x + 1
+        return x - 1
+
+    _marked_probe.cache_clear()
+    del _probe_calls[:]
+    run(f, X)
+    # eager once, once at trace time (the folded call); the compiled call runs nothing
+    assert len(_probe_calls) == 2
+    opt = dynamo.optimize(CompileCounter())(f)
+    opt(X)
+    n = len(_probe_calls)
+    opt(X)
+    assert len(_probe_calls) == n
+
+
+def test_lru_cache_wrapper_is_traced_through(caplog):
+    import logging
+
+    def f(x, k):
+        return x * _cached_scale(k) + _cached_scale.__wrapped__(1)
+
+    with caplog.at_level(logging.WARNING, logger="dynamo"):
+        run(f, X, 2)
+    # the bypassed cache is said once, naming the function
+    assert [r.getMessage() for r in caplog.records if "lru_cache" in r.getMessage()] != []
+    assert all("_cached_scale" in r.getMessage() for r in caplog.records if "lru_cache" in r.getMessage())
+    # the argument is guarded like any constant argument: another recompiles
+    dynamo.reset()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    assert same(opt(X, 2), X * 6 + 3) and same(opt(X, 4), X * 12 + 3)
+    assert cnt.frame_count == 2
+
+
+def test_lru_cache_wrapper_returned_stays_the_wrapper():
+    def f(x):
+        return x + 1, _cached_scale
+
+    got = run(f, X)
+    assert got[1] is _cached_scale
+
+
+# ------------------------------------------------------- custom ops
+def _scaled_segments(x, offs):
+    # the kernel of a custom op needs the data of `offs` (transformers 5.x's
+    # grouped-mm fallback loops over `offs.tolist()` the same way)
+    out = torch.zeros_like(x)
+    start = 0
+    for i, end in enumerate(offs.tolist()):
+        out[start:end] = x[start:end] * (i + 1)
+        start = end
+    return out
+
+
+torch.library.custom_op("dynamo_lib_idioms::scaled_segments", _scaled_segments, mutates_args=(),
+                        schema="(Tensor x, Tensor offs) -> Tensor")
+torch.library.register_fake("dynamo_lib_idioms::scaled_segments", lambda x, offs: torch.empty_like(x))
+
+
+@pytest.mark.parametrize("backend", ["counter", "aot_eager"])
+def test_custom_op_kernel_runs_uncompiled_inside_the_graph(backend):
+    def f(x, offs):
+        return torch.ops.dynamo_lib_idioms.scaled_segments(x * 2, offs) + 1
+
+    x, offs = torch.randn(6), torch.tensor([2, 4, 6])
+    expected = f(x, offs)
+    dynamo.reset()
+    start = records.mark()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt if backend == "counter" else backend)(f)
+    got = opt(x, offs)
+    # one frame compiled (f): the op is one node and its Python kernel,
+    # run by the graph, is not compiled as a frame of its own
+    recs = records.records_since(start)
+    assert [r.code.co_name for r in recs] == ["f"], [r.code.co_name for r in recs]
+    assert sum(len(r.graphs) for r in recs) == 1 and not any(r.break_reasons for r in recs)
+    assert same(expected, got)
+    again = records.mark()
+    assert same(opt(x, torch.tensor([1, 1, 6])), f(x, torch.tensor([1, 1, 6])))
+    assert records.records_since(again) == []

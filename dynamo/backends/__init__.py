@@ -169,12 +169,36 @@ def _no_hook():
     return hook_off()
 
 
+# operator namespaces whose kernels are torch's own C++ (no Python frame)
+_TORCH_OP_NAMESPACES = frozenset({"aten", "prims"})
+
+
 def _calls_user_code(gm):
-    """Does the graph call Python functions put into it by
-    dynamo.allow_in_graph? Their frames must run with the hook off too."""
+    """Does the graph call Python code that is not torch's: functions put
+    into it by dynamo.allow_in_graph, or operators of another namespace
+    (`torch.ops.mylib.op`, made by torch.library.custom_op, whose kernel
+    is usually a Python function: transformers 5.x's grouped-mm fallback
+    loops over `offs.tolist()`)? Their frames must run with the hook off
+    too: they are the graph's, not the user's, to compile (torch.compile
+    runs its compiled graphs with its frame hook disabled as well)."""
+    import torch
     from .. import decorators
-    return any(n.op == "call_function" and decorators.is_allowed(n.target)
-               for n in gm.graph.nodes)
+    op_types = (torch._ops.OpOverload, torch._ops.OpOverloadPacket)
+    for n in gm.graph.nodes:
+        if n.op != "call_function":
+            continue
+        if decorators.is_allowed(n.target):
+            return True
+        if isinstance(n.target, op_types) and _op_namespace(n.target) not in _TORCH_OP_NAMESPACES:
+            return True
+    return False
+
+
+def _op_namespace(op):
+    """"aten" for torch.ops.aten.add and torch.ops.aten.add.Tensor."""
+    if hasattr(op, "namespace"):                     # OpOverload
+        return op.namespace
+    return op._qualified_op_name.split("::")[0]      # OpOverloadPacket
 
 
 def _fx_forward_code(compiled):

@@ -22,7 +22,8 @@ from ...output_graph import OutputGraph, _check_inplace_cast, _check_same_dtypes
 from .base import ClassVariable, ConstantVariable, OpaqueVariable, is_constant_value
 from .builtin import BuiltinVariable, is_builtin_callable
 from .containers import DictVariable, ListVariable, TupleVariable, wrap_sequence_items
-from .functions import UserFunctionVariable, UserMethodVariable
+from .functions import (LruCacheWrapperVariable, UserFunctionVariable, UserMethodVariable,
+                        is_lru_cache_wrapper)
 from .misc import (PythonModuleVariable, SkippedFunctionVariable, TypingAliasVariable,
                    UserDefinedObjectVariable, is_typing_alias)
 from .nn_module import NNModuleVariable
@@ -158,6 +159,12 @@ def _wrap(tx, value, source):
     directive = _directive(tx, value, source)
     if directive is not None:
         return directive
+    if is_lru_cache_wrapper(value) and not is_skipped_function(value.__wrapped__) and \
+            not is_torch_object(value.__wrapped__):
+        # the wrapper's identity; the function it wraps is fixed with it
+        # (torch's and skipped libraries' cached functions stay opaque)
+        _guard(tx, source, FUNCTION_MATCH, value)
+        return LruCacheWrapperVariable(value, source)
     if is_builtin_callable(value):
         # folded at trace time: the trace is only valid for this very callable
         _guard(tx, source, FUNCTION_MATCH, value)

@@ -99,6 +99,78 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         return f"UserFunctionVariable({self.fn.__qualname__})"
 
 
+_LRU_WARNED = set()       # codes of lru_cache'd functions whose bypass was logged
+
+
+def is_lru_cache_wrapper(value):
+    """A functools.lru_cache / functools.cache wrapper of a Python function."""
+    import functools
+    return isinstance(value, functools._lru_cache_wrapper) and \
+        isinstance(getattr(value, "__wrapped__", None), types.FunctionType)
+
+
+class LruCacheWrapperVariable(VariableTracker):
+    """A functools.lru_cache / functools.cache wrapper (`wrapper`, the object
+    itself, guarded by FUNCTION_MATCH) of a Python function. A call traces
+    the wrapped function, as torch.compile does: the cache is neither read
+    nor filled, so a cached function whose result can change for the same
+    arguments (one that reads state) is traced for what it returns now. A
+    wrapped function marked constant (dynamo.assume_constant_result, or
+    torch's `_dynamo_marked_constant`, which transformers 5.x puts under
+    the lru_cache of its install probes) is run at trace time and folded.
+    As a value (stored, returned) it stays the wrapper."""
+
+    def __init__(self, wrapper, source=None):
+        super().__init__(source)
+        self.wrapper = wrapper
+
+    def python_type(self):
+        return type(self.wrapper)
+
+    def as_python_constant(self):
+        return self.wrapper
+
+    def truth(self, tx):
+        return True
+
+    def _wrapped(self):
+        src = AttrSource(self.source, "__wrapped__") if self.source is not None else None
+        return UserFunctionVariable(self.wrapper.__wrapped__, src)
+
+    def call(self, tx, args, kwargs):
+        from ... import decorators
+        if decorators.is_assumed_constant(self.wrapper):    # the directive on the wrapper itself
+            return tx.output.fold_constant_call(tx, self.wrapper, args, kwargs)
+        fn = self.wrapper.__wrapped__
+        if not decorators.is_assumed_constant(fn) and fn.__code__ not in _LRU_WARNED:
+            _LRU_WARNED.add(fn.__code__)
+            import logging
+            logging.getLogger("dynamo").warning(
+                "%s is wrapped by functools.lru_cache; the trace follows the function "
+                "and bypasses its cache (a cached result that can change for the same "
+                "arguments is read when the frame is compiled; mark a function whose result "
+                "never changes with dynamo.assume_constant_result to fold it)",
+                fn.__qualname__)
+        return tx.inline_call(self._wrapped(), list(args), dict(kwargs))
+
+    def var_getattr(self, tx, name):
+        if name == "__wrapped__":
+            return self._wrapped()
+        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+            return ConstantVariable(getattr(self.wrapper, name))
+        raise Unsupported(f"attribute {name} of the lru_cache wrapper of "
+                          f"{self.wrapper.__wrapped__.__qualname__}")
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+        else:
+            cg.load_const(self.wrapper)
+
+    def __repr__(self):
+        return f"LruCacheWrapperVariable({self.wrapper.__wrapped__.__qualname__})"
+
+
 class NestedFunctionVariable(BaseUserFunctionVariable):
     """A function made by MAKE_FUNCTION inside traced code (lambda, nested
     def, comprehension). Its cells are the tracer's CellVariables."""

@@ -7,8 +7,8 @@ attribute and, as keys in field order, the fields whose value is not None
 field to a VT in `items` (None fields as constant None), `keys()` are the non-None
 fields. Reads: attributes, `out["name"]`, `out[i]` / `out[a:b]` (through
 to_tuple()), to_tuple(), keys()/values()/items(), len(), `in`, iteration
-(over keys), truth. Rebuilt in generated code as `Cls(**{key: value})`, run with the hook
-off.
+(over keys), truth; `__dict__` of an output passed in. Rebuilt in
+generated code as `Cls(**{key: value})`, run with the hook off.
 The rare __post_init__ form where only the first field is given and it is
 a dict or iterator of pairs is Unsupported (the call then runs eagerly).
 """
@@ -144,6 +144,14 @@ class ModelOutputVariable(VariableTracker):
         if name == "__class__":
             from .base import ClassVariable
             return ClassVariable(self.cls)
+        if name == "__dict__" and self.source is not None:
+            # the instance dict of an output passed in (its __post_init__
+            # reads `self.__dict__.get(field)`): the real dict, wrapped with
+            # its own guards (keys, and each value read)
+            from ...guards import AttrSource
+            from .builder import wrap
+            src = AttrSource(self.source, "__dict__")
+            return wrap(tx, tx.output.frame.fetch(src), src)
         raise Unsupported(f"attribute {name} of {self.cls.__name__}")
 
     def call_method(self, tx, name, args, kwargs):
