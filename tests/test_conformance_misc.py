@@ -508,7 +508,10 @@ def test_model_output_attribute_and_item_assignment():
     cnt = CompileCounter()
     a, b = torch.randn(4), torch.randn(4)
     got, ref = dynamo.optimize(cnt, nopython=True)(fn)(a, b), fn(a, b)
-    assert list(got.keys()) == list(ref.keys()) == ["last_hidden_state", "attentions"]
+    # transformers 4.x: the attribute only; 5.x's __setattr__ adds the key
+    assert list(got.keys()) == list(ref.keys())
+    assert list(ref.keys()) in (["last_hidden_state", "attentions"],
+                                ["last_hidden_state", "hidden_states", "attentions"])
     for name in ("last_hidden_state", "hidden_states", "attentions"):
         assert same(getattr(got, name), getattr(ref, name))
     assert same(got.to_tuple(), ref.to_tuple())

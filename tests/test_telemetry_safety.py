@@ -207,12 +207,33 @@ def start_sleeper(tmp_path, mode="-", **extra):
     return p
 
 
+def signal_state(pid):
+    """State and signal masks of each thread of pid (/proc), for a process
+    that did not die when it should have."""
+    lines = []
+    for tid in sorted(os.listdir(f"/proc/{pid}/task")):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                keep = [ln.strip() for ln in f if ln.split(":")[0] in
+                        ("Name", "State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")]
+            with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                keep.append("wchan: " + f.read())
+        except OSError as e:
+            keep = [str(e)]
+        lines.append(f"thread {tid}: " + ", ".join(keep))
+    return "\n".join(lines)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGSEGV])
 def test_shm_file_removed_on_fatal_signal(tmp_path, sig):
     p = start_sleeper(tmp_path)
     try:
         p.send_signal(sig)
-        assert p.wait(timeout=60) == -sig           # still dies of that signal
+        try:
+            code = p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still alive 60 s after signal {sig!r}:\n{signal_state(p.pid)}")
+        assert code == -sig                         # still dies of that signal
         assert not os.path.exists(shm_path(p.pid))
     finally:
         p.kill()

@@ -48,6 +48,35 @@ def builder():
     return _builder[0]
 
 
+_setattr_adds_key = {}
+
+
+def setattr_adds_key(cls):
+    """Whether `out.f = v` (v not None) on a field `f` that is not a key
+    adds the key, as transformers 5.x's ModelOutput.__setattr__ does (4.x
+    sets the attribute only). Probed once per class on a real instance
+    (first field an empty tensor, a None field set), with the hook off;
+    None when the class cannot be probed (a field without a default)."""
+    if cls not in _setattr_adds_key:
+        from ...modes import without_hook
+
+        def probe():
+            import torch
+            names = [f.name for f in dataclasses.fields(cls)]
+            if len(names) < 2:
+                return None
+            try:
+                out = cls(**{names[0]: torch.empty(0)})
+                if names[1] in out.keys():
+                    return None
+                setattr(out, names[1], torch.empty(0))
+            except Exception:
+                return None
+            return names[1] in out.keys()
+        _setattr_adds_key[cls] = without_hook(probe)()
+    return _setattr_adds_key[cls]
+
+
 def _is_none(var):
     return isinstance(var, ConstantVariable) and var.value is None
 
@@ -100,13 +129,21 @@ class ModelOutputVariable(VariableTracker):
     # --- mutation (outputs made by the traced code: rebuilt as they end up)
     def store_attr(self, tx, name, value):
         """`out.name = value`: ModelOutput.__setattr__ updates the key too
-        when `name` is already a key and value is not None."""
+        when `name` is already a key and value is not None; under
+        transformers 5.x it also adds the key of a field that is not one
+        (setattr_adds_key)."""
         if self.source is not None:
             raise Unsupported(f"assignment to an attribute of a {self.cls.__name__} passed in")
         if name not in self.items:
             raise Unsupported(f"assignment to {self.cls.__name__}.{name} (not a field)")
         if name in self._keys and _is_none(value):
             raise Unsupported(f"assigning None to key {name!r} of a {self.cls.__name__}")
+        if name not in self._keys and not _is_none(value):
+            adds = setattr_adds_key(self.cls)
+            if adds is None:
+                raise Unsupported(f"assignment to {self.cls.__name__}.{name}: its __setattr__ not probed")
+            if adds:
+                self._keys.append(name)
         self.items[name] = value
 
     def store_item(self, tx, key_var, value):
@@ -149,9 +186,8 @@ class ModelOutputVariable(VariableTracker):
             # reads `self.__dict__.get(field)`): the real dict, wrapped with
             # its own guards (keys, and each value read)
             from ...guards import AttrSource
-            from .builder import wrap
             src = AttrSource(self.source, "__dict__")
-            return wrap(tx, tx.output.frame.fetch(src), src)
+            return tx.wrap(tx.output.frame.fetch(src), src)
         raise Unsupported(f"attribute {name} of {self.cls.__name__}")
 
     def call_method(self, tx, name, args, kwargs):
