@@ -189,6 +189,11 @@ def test_redaction_keeps_string_values_out_of_snapshots(tmp_path, redact):
 
 SLEEPER = r'''
 import signal, sys, time
+# the default dispositions a terminal gives: a parent run under nohup or in
+# a shell's background passes SIGHUP / SIGINT / SIGQUIT on ignored
+for s in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM):
+    signal.signal(s, signal.SIG_IGN if sys.argv[1] == "ignore-hup" and s == signal.SIGHUP
+                  else signal.SIG_DFL)
 if sys.argv[1] == "handler":
     signal.signal(signal.SIGTERM, lambda *a: (print("APP HANDLER", flush=True), sys.exit(3)))
 import torch, dynamo
@@ -255,6 +260,21 @@ def test_sigkill_and_keep_leave_the_file_for_post_mortem(tmp_path):
             p.kill()
             p.wait()
             remove_shm(p.pid)
+
+
+def test_an_ignored_signal_stays_ignored(tmp_path):
+    """A process started under nohup ignores SIGHUP: telemetry installs its
+    cleanup only over SIG_DFL, so the process lives on and keeps its file."""
+    p = start_sleeper(tmp_path, "ignore-hup")
+    try:
+        p.send_signal(signal.SIGHUP)
+        with pytest.raises(subprocess.TimeoutExpired):
+            p.wait(timeout=2)
+        assert os.path.exists(shm_path(p.pid))
+    finally:
+        p.kill()
+        p.wait()
+        remove_shm(p.pid)
 
 
 def test_application_sigterm_handler_is_left_alone(tmp_path):
