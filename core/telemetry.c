@@ -1133,7 +1133,8 @@ t_redact(PyObject *module, PyObject *text)
 
 PyDoc_STRVAR(t_value_text_doc,
 "_telemetry_value_text(value, limit) -> str: the short text telemetry\n"
-"publishes for a guard value (types by qualified name, modules by class).");
+"publishes for a guard value (types by qualified name, modules by class,\n"
+"tensors by class and sizes).");
 
 static PyObject *
 t_value_text(PyObject *module, PyObject *args)

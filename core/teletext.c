@@ -13,6 +13,7 @@
 
 #include "teletext.h"
 #include "ir.h"         /* GIR_SRC_*: the lowered source kinds */
+#include "tmeta.h"      /* tensors: described by class and shape, not repr */
 
 static int redact;                  /* DYNAMO_TELEMETRY_REDACT=1 */
 static PyObject *module_type;       /* strong, or NULL: described by class, not repr */
@@ -154,6 +155,31 @@ teletext_redact(PyObject *text)
 
 /* ---- values and sources ------------------------------------------------------------ */
 
+/* "<Parameter [768, 768] at 0x...>": a tensor's class and sizes (tmeta;
+ * "[?]" for one whose sizes it cannot read), never its values. */
+static PyObject *
+tensor_text(PyObject *v)
+{
+    char dims[96] = "?";
+    TmetaView tv;
+    if (tmeta_read(v, &tv) == 0) {
+        size_t n = 0;
+        int32_t i = 0;
+        dims[0] = '\0';
+        for (; i < tv.ndim && n < sizeof dims - 24; i++)
+            n += (size_t)snprintf(dims + n, sizeof dims - n, "%s%lld", i ? ", " : "",
+                                  (long long)tv.sizes[i]);
+        if (i < tv.ndim)
+            snprintf(dims + n, sizeof dims - n, ", ...");
+    }
+    PyObject *name = PyType_GetQualName(Py_TYPE(v));
+    if (name == NULL)
+        return NULL;
+    PyObject *text = PyUnicode_FromFormat("<%U [%s] at %p>", name, dims, (void *)v);
+    Py_DECREF(name);
+    return text;
+}
+
 PyObject *
 teletext_value(PyObject *v, Py_ssize_t limit)
 {
@@ -180,6 +206,8 @@ teletext_value(PyObject *v, Py_ssize_t limit)
             return text;
         }
     }
+    if (tmeta_is_tensor(v))     /* its repr formats every element (ms for a weight) */
+        return tensor_text(v);
     PyObject *r = PyObject_Repr(v);
     if (r == NULL)
         return NULL;

@@ -32,8 +32,9 @@ PyObject *teletext_redact(PyObject *text);
 
 /* Short text of value v, at most limit characters (a longer repr is cut
  * with "..."): "<missing>", a type's __qualname__, "<redacted str, N
- * chars>", "<Linear module at 0x...>", else the (redacted) repr.  New
- * reference, or NULL with an exception. */
+ * chars>", "<Linear module at 0x...>", "<Parameter [768, 768] at 0x...>"
+ * (a tensor by class and sizes: its repr formats every element), else the
+ * (redacted) repr.  New reference, or NULL with an exception. */
 PyObject *teletext_value(PyObject *v, Py_ssize_t limit);
 
 /* Text of the lowered guard source spec (guards/ir.h) of code:
