@@ -310,6 +310,12 @@ def aot_eager(gm, example_inputs):
 #    op and its _unsafe_view of an output view of an intermediate choose
 #    others than eager's kernels; such graphs run their captured ops
 #    eagerly (_size1_stride_hazard).
+#  - an output `v.detach()` next to an output `v` that is a view: aot
+#    regenerates the detached output from v's base with the detach alone,
+#    without v's own view steps, and fails on the shape (`t = a.t();
+#    return t, t.detach()` - torch.compile's aot_eager fails the same
+#    way). Such detaches run after the compiled function, on its output
+#    v (_hoist_output_detach): the same tensor eager's detach returns.
 
 def _aot(gm, example_inputs, **kw):
     from torch._functorch.aot_autograd import aot_module_simplified
@@ -319,6 +325,9 @@ def _aot(gm, example_inputs, **kw):
         return gm.forward
     deps = _grad_deps(gm)
     eager_forward = gm.forward
+    views = _output_creation_meta(gm)
+    saved = tuple((i, js) for i, js in _saved_inputs(gm) if _is_tensor(example_inputs[i]))
+    gm, detached = _hoist_output_detach(gm)
     seeded = []
     fw_failed = [False]     # set when the forward graph itself raised (see _AotRuntime)
 
@@ -355,9 +364,49 @@ def _aot(gm, example_inputs, **kw):
                                          fw_compiler=fw_compiler, bw_compiler=_nop_compiler, **kw)
     runtime = _AotRuntime(compiled, eager_forward, any(seeded), deps, _attr_keys(gm))
     runtime.mutates = mutates
-    runtime.views = _output_creation_meta(gm)
+    runtime.detached = detached
+    runtime.saved = saved
+    runtime.views = views
     runtime.fw_failed = fw_failed
     return runtime
+
+
+def _is_detach(n):
+    import torch
+    return isinstance(n, torch.fx.Node) and len(n.args) == 1 and not n.kwargs and isinstance(n.args[0], torch.fx.Node) and (
+        (n.op == "call_method" and n.target == "detach") or
+        (n.op == "call_function" and n.target in (torch.detach, torch.Tensor.detach, torch.ops.aten.detach.default)))
+
+
+def _hoist_output_detach(gm):
+    """(graph module for aot, ((j, i), ...)): where output j is
+    `detach(v)` of a value v that is output i too, a copy of `gm` whose
+    output j is v itself (the runtime detaches output i after the call:
+    see above); `gm` and () when no output is such. The copy shares gm's
+    parameters and buffers."""
+    import torch
+    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    values = out.args[0] if out is not None and out.args else None
+    if not isinstance(values, (tuple, list)):
+        return gm, ()
+    first = {}
+    for i, v in enumerate(values):
+        if isinstance(v, torch.fx.Node):
+            first.setdefault(v, i)
+    hoist = tuple((j, first[v.args[0]]) for j, v in enumerate(values)
+                  if _is_detach(v) and v.args[0] in first)
+    if not hoist:
+        return gm, ()
+    graph, env = torch.fx.Graph(), {}
+    for n in gm.graph.nodes:
+        if n is out:
+            moved = list(values)
+            for j, _ in hoist:
+                moved[j] = values[j].args[0]
+            graph.output(torch.fx.node.map_arg(type(values)(moved), env.__getitem__))
+        else:
+            env[n] = graph.node_copy(n, env.__getitem__)
+    return torch.fx.GraphModule(gm, graph), hoist
 
 
 def _size1_stride_hazard(gm):
@@ -510,8 +559,20 @@ def _saved_value_overwritten(gm):
     out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
     if out is None:
         return None
-    todo, seen = [], set()
-    torch.fx.node.map_arg(out.args, lambda n: todo.append(getattr(n.meta.get("example_value"), "grad_fn", None)))
+    for fn, name, value in _saved_values(out.args):
+        if isinstance(value, RuntimeError) and "modified by an inplace operation" in str(value):
+            return f"an in-place op overwrites a value {type(fn).__name__} saved for the backward"
+    return None
+
+
+def _saved_values(outputs, stop=()):
+    """(grad_fn, name, value) for each value saved for the backward on
+    the autograd graph of the example values of the fx nodes in
+    `outputs` (value: the exception when reading it raises), not going
+    past the grad_fns in `stop`."""
+    import torch
+    todo, seen = [], set(stop)
+    torch.fx.node.map_arg(outputs, lambda n: todo.append(getattr(n.meta.get("example_value"), "grad_fn", None)))
     while todo and len(seen) < 10000:
         fn = todo.pop()
         if fn is None or fn in seen:
@@ -520,14 +581,54 @@ def _saved_value_overwritten(gm):
         for name in dir(fn):
             if name.startswith("_saved_"):
                 try:
-                    getattr(fn, name)
-                except RuntimeError as e:
-                    if "modified by an inplace operation" in str(e):
-                        return f"an in-place op overwrites a value {type(fn).__name__} saved for the backward"
-                except Exception:  # noqa: BLE001 - a saved value that cannot be read: not this case
-                    pass
+                    value = getattr(fn, name)
+                except Exception as e:  # noqa: BLE001 - reported to the caller
+                    value = e
+                yield fn, name, value
         todo.extend(f for f, _ in fn.next_functions)
-    return None
+
+
+def _saved_inputs(gm):
+    """((i, outputs), ...): graph input i (its value or a view of it) is
+    saved by eager's autograd for the backward of the graph outputs at
+    positions `outputs`; found on the capture's fake autograd graph. aot
+    saves values of its own choosing (std's backward: x - mean, where
+    eager keeps x), so an in-place op on such an input after the call
+    (`t = x + x.std(0)`, then `y += t` with y a view of x's storage) makes
+    eager's backward raise and aot's run. The runtime checks the input's
+    version in the backward (_AotRuntime._watch_saved). Empty with grad
+    off or when no input is saved."""
+    import torch
+    if not torch.is_grad_enabled():
+        return ()
+    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    values = out.args[0] if out is not None and out.args else None
+    if not isinstance(values, (tuple, list)):
+        return ()
+    inputs, stop = {}, set()
+    for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
+        key = _example_storage(n)
+        if key is not None:
+            inputs.setdefault(key, []).append(i)
+            fn = n.meta["example_value"].grad_fn
+            if fn is not None:
+                stop.add(fn)
+    if not inputs:
+        return ()
+    from torch.multiprocessing.reductions import StorageWeakRef
+    saved = {}
+    for j, v in enumerate(values):
+        if not isinstance(v, torch.fx.Node):
+            continue
+        for fn, name, value in _saved_values([v], stop):
+            if isinstance(value, torch.Tensor):
+                try:
+                    key = StorageWeakRef(value.untyped_storage())
+                except Exception:  # noqa: BLE001 - no storage: not an input's
+                    continue
+                for i in inputs.get(key, ()):
+                    saved.setdefault(i, set()).add(j)
+    return tuple((i, frozenset(js)) for i, js in sorted(saved.items()))
 
 
 def _example_requires_grad(gm, node):
@@ -734,6 +835,22 @@ def _attr_keys(gm):
     return keys
 
 
+def _compiled_node(outs):
+    """(node, {output_nr: position}) of aot's autograd node among the
+    outputs `outs`; (None, None) when no output has one."""
+    import torch
+    node, index = None, {}
+    for j, o in enumerate(outs):
+        if isinstance(o, torch.Tensor) and o.grad_fn is not None:
+            if node is None:
+                node = o.grad_fn
+            if o.grad_fn is node:
+                index[o.output_nr] = j
+    if node is None or type(node).__name__ != "CompiledFunctionBackward":
+        return None, None
+    return node, index
+
+
 class _AotRuntime:
     """The callable the aot backends return (see above)."""
 
@@ -747,6 +864,8 @@ class _AotRuntime:
     mutates = True
     fw_failed = None        # [bool] cell the forward graph sets when it raises
     views = ()              # _output_creation_meta: outputs given eager's CreationMeta
+    saved = ()              # _saved_inputs: ((i, outputs), ...) inputs eager's backward reads
+    detached = ()           # _hoist_output_detach: ((j, i), ...) output j is output i detached
 
     def __call__(self, *args):
         import torch
@@ -771,23 +890,42 @@ class _AotRuntime:
             if rng is not None:
                 torch.set_rng_state(rng)
             return self.eager_forward(*args)
+        if self.detached:
+            outs = list(outs)
+            for j, i in self.detached:
+                outs[j] = outs[i].detach()
         if torch.is_grad_enabled():
-            self._gate(args, outs)
+            node, index = _compiled_node(outs)
+            if node is not None:
+                self._gate(args, node, index)
+                if self.saved:
+                    self._watch_saved(args, node, index)
         if self.views:              # after the gate: it reads aot's own outputs' grad_fn
             outs = _restore_creation_meta(outs, self.views)
         return outs
 
-    def _gate(self, args, outs):
+    def _watch_saved(self, args, node, index):
+        """Make the node's backward raise eager's error when an input
+        eager's autograd saved (self.saved: _saved_inputs) was written in
+        place after the call, and the backward reaches an output whose
+        eager backward reads it. The inputs are held by weak references."""
+        import weakref
+        held = [(weakref.ref(args[i]), args[i]._version, outputs) for i, outputs in self.saved]
+
+        def check(grad_outputs):
+            reached = {index.get(f) for f, g in enumerate(grad_outputs) if g is not None}
+            for ref, version, outputs in held:
+                t = ref()
+                if t is not None and t._version != version and (None in reached or reached & outputs):
+                    raise RuntimeError(
+                        "one of the variables needed for gradient computation has been modified by an "
+                        f"inplace operation: [{t.type()} {list(t.shape)}] is at version {t._version}; "
+                        f"expected version {version} instead (an input of a compiled graph, saved for its "
+                        "backward, was written in place after the call)")
+        node.register_prehook(check)
+
+    def _gate(self, args, node, index):
         import torch
-        node, index = None, {}
-        for j, o in enumerate(outs):
-            if isinstance(o, torch.Tensor) and o.grad_fn is not None:
-                if node is None:
-                    node = o.grad_fn
-                if o.grad_fn is node:
-                    index[o.output_nr] = j
-        if node is None or type(node).__name__ != "CompiledFunctionBackward":
-            return
         leaf, inner = dict(self.attr_keys), {}
         for i, a in enumerate(args):
             if isinstance(a, torch.Tensor) and a.requires_grad:
