@@ -223,10 +223,14 @@ def drop_unused_entries(code):
 def release_globals(codes):
     """The cache entries of `codes` (their new_code) were dropped: remove the
     names their compiles installed (the compiled graphs they hold) unless
-    another compile installed the same binding too, or a frame running now
-    loads the name (those stay until reset()).  Returns the names removed."""
+    a frame running now loads the name (those stay until reset()), or
+    another compile still alive installed the same name in the same
+    globals: a resume function keeps its name (`__resume_at_<offset>_<n>`
+    of one code and offset) across compiles, each with its own function
+    object, and the code of the live compile loads the name. The name is
+    then bound to that compile's object again.  Returns the names removed."""
     running = _running_frames()
-    removed = []
+    removed, rebound = [], []
     with _installed_lock:
         doomed = []
         for code in codes:
@@ -234,19 +238,27 @@ def release_globals(codes):
             if ref is not None and ref() is code:
                 del _installed_by[id(code)]
                 doomed.extend(items)
-        shared = {(id(g), name, id(v)) for _ref, items in _installed_by.values()
-                  for g, name, v in items}
+        live = {(id(g), name): (g, v) for _ref, items in _installed_by.values() for g, name, v in items}
         for item in doomed:
             f_globals, name, value = item
-            if (id(f_globals), name, id(value)) in shared or _loaded_by(running, item):
+            if _loaded_by(running, item):
                 continue
-            for i, other in enumerate(_installed):
-                if other[0] is f_globals and other[1] == name and other[2] is value:
+            other = live.get((id(f_globals), name))
+            if other is not None and other[1] is value:
+                continue        # the live compile installed this very object
+            for i, entry in enumerate(_installed):
+                if entry[0] is f_globals and entry[1] == name and entry[2] is value:
                     del _installed[i]
                     break
-            removed.append(item)
+            if other is not None:
+                rebound.append((f_globals, name, value, other[1]))
+            else:
+                removed.append(item)
+    for f_globals, name, value, keep in rebound:     # frees graphs: user code may run
+        if f_globals.get(name, None) is value:
+            f_globals[name] = keep
     names = []
-    for f_globals, name, value in removed:     # frees graphs: user code may run
+    for f_globals, name, value in removed:
         if f_globals.get(name, None) is value:
             del f_globals[name]
             names.append(name)

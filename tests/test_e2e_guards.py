@@ -495,6 +495,36 @@ def test_cache_size_limit_keeps_the_entries_that_served_calls():
     assert len(made) == 2 and len(calls) == 4
 
 
+def brk(x, k):
+    y = x * k
+    print("", end="")                   # a break: the rest runs in a resume function
+    return y + 1
+
+
+def test_cache_size_limit_keeps_a_resume_function_a_kept_entry_loads():
+    """(fuzz seeds 8104322, 8109257) Two compiles of one frame break at the
+    same place: one resume function name, `__resume_at_<offset>_<n>`, each
+    compile binding its own function object to it. Dropping the entry that
+    served no call (the later compile, whose object was bound) deleted the
+    name, and the kept entry raised NameError on its next hit. The name
+    stays, bound to the kept compile's function."""
+    dynamo.config.cache_size_limit = 2
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(brk)
+    assert same(opt(T, 0), T * 0 + 1)
+    assert same(opt(T, 0), T * 0 + 1)   # a hit: the entry for 0 served a call
+    assert same(opt(T, 1), T * 1 + 1)   # compiled, never hit: dropped at the limit
+    names = [k for k in globals() if k.startswith("__resume_at_")]
+    assert len(names) == 1
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert same(opt(T, 2), T * 2 + 1)
+    assert any("1 entry that served no call since compiled dropped" in str(m.message) for m in w)
+    assert [k for k in globals() if k.startswith("__resume_at_")] == names
+    assert same(opt(T, 0), T * 0 + 1)   # raised NameError
+    assert [r.id for r in dynamo._C.cache_entries(brk.__code__)] == ["[0/0]"]
+
+
 def test_cache_size_limit_warns_again_after_reset():
     dynamo.config.cache_size_limit = 1
     opt = dynamo.optimize(CompileCounter())(mul)
