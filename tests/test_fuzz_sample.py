@@ -91,3 +91,19 @@ def test_fuzzer_program_with_class_replaced_after_compile_recompiles():
     out = fuzzrun.run_program(prog)
     assert out.mismatch is None, out.mismatch
     assert out.compiles == 2
+
+
+def test_half_precision_tolerance_is_the_tensors_scale_not_blind():
+    """The aot_eager comparison of half tensors: a difference within the
+    dtype's rtol times the tensor's largest magnitude passes (an element
+    that cancels), one well past it fails, and bit-exactness (tol 0, the
+    eager backend) is untouched."""
+    e = torch.tensor([8.0, -0.1373, 1.8105], dtype=torch.float16)
+    near = torch.tensor([8.0, -0.1377, 1.8096], dtype=torch.float16)   # 4e-4 and 9e-4 off, scale 8
+    far = torch.tensor([8.0, -0.0600, 1.8105], dtype=torch.float16)    # 0.077 off
+    assert fuzzrun._teq(e, near, 1e-5)
+    assert not fuzzrun._teq(e, far, 1e-5)
+    assert not fuzzrun._teq(e, near, 0)
+    f32 = torch.tensor([74.88622283935547]), torch.tensor([74.87841033935547])
+    assert not fuzzrun._teq(*f32, 1e-5)                     # float32: its own tolerance
+    assert fuzzrun._teq(*f32, 1e-5, rtol=fuzzrun._HALF_RTOL[torch.bfloat16])   # after a bfloat16 call
