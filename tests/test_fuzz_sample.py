@@ -107,3 +107,13 @@ def test_half_precision_tolerance_is_the_tensors_scale_not_blind():
     f32 = torch.tensor([74.88622283935547]), torch.tensor([74.87841033935547])
     assert not fuzzrun._teq(*f32, 1e-5)                     # float32: its own tolerance
     assert fuzzrun._teq(*f32, 1e-5, rtol=fuzzrun._HALF_RTOL[torch.bfloat16])   # after a bfloat16 call
+
+
+def test_numpy_write_into_an_input_is_detected():
+    """writes_behind_autograd: the numpy write of an input is found (its
+    gradients are then not compared), a numpy read is not."""
+    def prog(*lines):
+        return fuzzgen.Program(0, [fuzzgen.Stmt("repro", list(lines))], [], "aot_eager")
+    assert fuzzrun.writes_behind_autograd(prog("arr_ = x.detach().numpy()", "arr_[0] = 7"))
+    assert not fuzzrun.writes_behind_autograd(prog("arr_ = t0.detach().numpy()", "t1 = t1 + float(arr_.sum())"))
+    assert not fuzzrun.writes_behind_autograd(prog("t0 = torch.from_numpy(y.detach().numpy()) * 2"))
