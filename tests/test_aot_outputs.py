@@ -279,3 +279,34 @@ def test_saved_input_written_after_the_call_other_output_backward():
     y += 1
     u.sum().backward()
     assert (cnt.frame_count, cnt.aot_ran()) == (1, True)
+
+
+@pytest.mark.parametrize("write", [True, False])
+def test_saved_output_written_after_the_call_raises_in_backward_like_eager(write):
+    """(repro aot_backward_reads_output_overwritten_after_the_call, fuzz
+    seed 8517980) mm saves the output view t for `t @ t.t()`; `t += 1`
+    after the call moves its version and eager's backward through u
+    raises. aot saved its own values and ran. Unwritten, the backward runs
+    and the gradients are eager's."""
+    def f(x):
+        t = torch.cat([x, x], 1).narrow(1, 0, 5)
+        return t, (t @ t.t()) @ x * 0.1
+
+    results, grads = [], []
+    cnt = AotCounter()
+    for fn in (f, dynamo.optimize(cnt)(f)):
+        x = torch.arange(15.0).reshape(3, 5).div(10).requires_grad_(True)
+        t, u = fn(x)
+        if write:
+            with torch.no_grad():
+                t += 1
+        try:
+            u.sum().backward()
+            results.append(None)
+            grads.append(x.grad)
+        except RuntimeError as e:
+            results.append("modified by an inplace operation" in str(e))
+    assert (cnt.frame_count, cnt.aot_ran()) == (1, True)
+    assert results == ([True, True] if write else [None, None])
+    if not write:
+        torch.testing.assert_close(grads[1], grads[0])

@@ -298,15 +298,17 @@ class Tmux:
         r = self.tmux(["capture-pane", "-p", "-t", "t"], check=False)
         return r.stdout
 
-    def wait_for(self, text, timeout=15.0):
+    def wait_for(self, *texts, timeout=15.0):
+        """The screen once every one of `texts` is on it (a capture can
+        land mid-repaint: the top lines drawn, the footer not yet)."""
         deadline = time.monotonic() + timeout
         screen = ""
         while time.monotonic() < deadline:
             screen = self.screen()
-            if text in screen:
+            if all(text in screen for text in texts):
                 return screen
             time.sleep(0.1)
-        raise AssertionError(f"{text!r} not on screen:\n{screen}")
+        raise AssertionError(f"{texts!r} not all on screen:\n{screen}")
 
     def wait_gone(self, text, timeout=10.0):
         deadline = time.monotonic() + timeout
@@ -352,7 +354,7 @@ def drive_session(binary, pid, workdir, env=None):
     t = Tmux(cmd, cwd=workdir, env=env)
     screens = {}
     try:
-        s = t.wait_for("toy_example")
+        s = t.wait_for("toy_example", "F10Quit")
         assert "LIVE" in s and f"pid {pid}" in s
         for tab in ("1 Graph", "2 Bytecode", "3 Guards", "4 Breaks", "5 Recompiles", "6 Events"):
             assert tab in s
@@ -411,7 +413,7 @@ def drive_session(binary, pid, workdir, env=None):
         t.keys("F4")
         t.wait_for("Filter:")
         t.keys("Escape")
-        s = t.wait_for("toy_example")
+        s = t.wait_for("toy_example", "F10Quit")
 
         # tree
         t.keys("t")
@@ -537,7 +539,7 @@ def test_tmux_process_exits_while_watched(tool, tmp_path):
     proc = start_workload("--exit-after", "3")
     t = Tmux(f"{tool} -p {proc.pid} --delay 0.2; sleep 30", cwd=str(tmp_path))
     try:
-        s = t.wait_for("toy_example")
+        s = t.wait_for("toy_example", "F10Quit")
         assert "LIVE" in s
         proc.wait(60)
         s = t.wait_for("EXITED", timeout=20)

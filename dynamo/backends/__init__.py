@@ -316,6 +316,11 @@ def aot_eager(gm, example_inputs):
 #    return t, t.detach()` - torch.compile's aot_eager fails the same
 #    way). Such detaches run after the compiled function, on its output
 #    v (_hoist_output_detach): the same tensor eager's detach returns.
+#  - the values its backward reads are its own choice: where eager saved
+#    an input, or an output, of the graph (or a view on its memory) and
+#    the program writes that memory in place after the call, eager's
+#    backward raises and aot's ran. The runtime checks those tensors'
+#    versions in the backward (_saved_inputs, _AotRuntime._watch_saved).
 
 def _aot(gm, example_inputs, **kw):
     from torch._functorch.aot_autograd import aot_module_simplified
@@ -326,7 +331,7 @@ def _aot(gm, example_inputs, **kw):
     deps = _grad_deps(gm)
     eager_forward = gm.forward
     views = _output_creation_meta(gm)
-    saved = tuple((i, js) for i, js in _saved_inputs(gm) if _is_tensor(example_inputs[i]))
+    saved = tuple(s for s in _saved_inputs(gm) if s[0] == "out" or _is_tensor(example_inputs[s[1]]))
     gm, detached = _hoist_output_detach(gm)
     seeded = []
     fw_failed = [False]     # set when the forward graph itself raised (see _AotRuntime)
@@ -589,15 +594,18 @@ def _saved_values(outputs, stop=()):
 
 
 def _saved_inputs(gm):
-    """((i, outputs), ...): graph input i (its value or a view of it) is
-    saved by eager's autograd for the backward of the graph outputs at
-    positions `outputs`; found on the capture's fake autograd graph. aot
-    saves values of its own choosing (std's backward: x - mean, where
-    eager keeps x), so an in-place op on such an input after the call
-    (`t = x + x.std(0)`, then `y += t` with y a view of x's storage) makes
-    eager's backward raise and aot's run. The runtime checks the input's
-    version in the backward (_AotRuntime._watch_saved). Empty with grad
-    off or when no input is saved."""
+    """((where, k, outputs), ...): eager's autograd saves, for the backward
+    of the graph outputs at positions `outputs`, a value on the memory of
+    graph input k (where "arg") or of graph output k (where "out"): the
+    value itself or a view of it. Found on the capture's fake autograd
+    graph. aot saves values of its own choosing (std's backward: its own
+    copy of x, where eager keeps x; mm's: its own, where eager keeps the
+    output view it multiplied), so an in-place op on that memory after the
+    call (`t = x + x.std(0)`, then `y += t` with y a view of x's storage;
+    an output `t1` of the graph that mm read, then `t1 += t0`) makes
+    eager's backward raise and aot's run. The runtime checks the version
+    in the backward (_AotRuntime._watch_saved). Empty with grad off or
+    when nothing saved is on an input's or output's memory."""
     import torch
     if not torch.is_grad_enabled():
         return ()
@@ -605,15 +613,19 @@ def _saved_inputs(gm):
     values = out.args[0] if out is not None and out.args else None
     if not isinstance(values, (tuple, list)):
         return ()
-    inputs, stop = {}, set()
+    memory, stop = {}, set()
     for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
         key = _example_storage(n)
         if key is not None:
-            inputs.setdefault(key, []).append(i)
+            memory.setdefault(key, []).append(("arg", i))
             fn = n.meta["example_value"].grad_fn
             if fn is not None:
                 stop.add(fn)
-    if not inputs:
+    for j, v in enumerate(values):
+        key = _example_storage(v) if isinstance(v, torch.fx.Node) else None
+        if key is not None:
+            memory.setdefault(key, []).append(("out", j))
+    if not memory:
         return ()
     from torch.multiprocessing.reductions import StorageWeakRef
     saved = {}
@@ -624,11 +636,11 @@ def _saved_inputs(gm):
             if isinstance(value, torch.Tensor):
                 try:
                     key = StorageWeakRef(value.untyped_storage())
-                except Exception:  # noqa: BLE001 - no storage: not an input's
+                except Exception:  # noqa: BLE001 - no storage: not on an input's or output's memory
                     continue
-                for i in inputs.get(key, ()):
-                    saved.setdefault(i, set()).add(j)
-    return tuple((i, frozenset(js)) for i, js in sorted(saved.items()))
+                for at in memory.get(key, ()):
+                    saved.setdefault(at, set()).add(j)
+    return tuple((where, k, frozenset(js)) for (where, k), js in sorted(saved.items()))
 
 
 def _example_requires_grad(gm, node):
@@ -864,7 +876,7 @@ class _AotRuntime:
     mutates = True
     fw_failed = None        # [bool] cell the forward graph sets when it raises
     views = ()              # _output_creation_meta: outputs given eager's CreationMeta
-    saved = ()              # _saved_inputs: ((i, outputs), ...) inputs eager's backward reads
+    saved = ()              # _saved_inputs: ((where, k, outputs), ...) memory eager's backward reads
     detached = ()           # _hoist_output_detach: ((j, i), ...) output j is output i detached
 
     def __call__(self, *args):
@@ -899,18 +911,24 @@ class _AotRuntime:
             if node is not None:
                 self._gate(args, node, index)
                 if self.saved:
-                    self._watch_saved(args, node, index)
+                    self._watch_saved(args, outs, node, index)
         if self.views:              # after the gate: it reads aot's own outputs' grad_fn
             outs = _restore_creation_meta(outs, self.views)
         return outs
 
-    def _watch_saved(self, args, node, index):
-        """Make the node's backward raise eager's error when an input
-        eager's autograd saved (self.saved: _saved_inputs) was written in
-        place after the call, and the backward reaches an output whose
-        eager backward reads it. The inputs are held by weak references."""
+    def _watch_saved(self, args, outs, node, index):
+        """Make the node's backward raise eager's error when memory of an
+        input or output that eager's autograd saved a value on
+        (self.saved: _saved_inputs) was written in place after the call,
+        and the backward reaches an output whose eager backward reads it.
+        The tensors are held by weak references."""
         import weakref
-        held = [(weakref.ref(args[i]), args[i]._version, outputs) for i, outputs in self.saved]
+        import torch
+        held = []
+        for where, k, outputs in self.saved:
+            t = args[k] if where == "arg" else outs[k]
+            if isinstance(t, torch.Tensor):
+                held.append((weakref.ref(t), t._version, outputs))
 
         def check(grad_outputs):
             reached = {index.get(f) for f, g in enumerate(grad_outputs) if g is not None}
@@ -920,8 +938,8 @@ class _AotRuntime:
                     raise RuntimeError(
                         "one of the variables needed for gradient computation has been modified by an "
                         f"inplace operation: [{t.type()} {list(t.shape)}] is at version {t._version}; "
-                        f"expected version {version} instead (an input of a compiled graph, saved for its "
-                        "backward, was written in place after the call)")
+                        f"expected version {version} instead (a compiled graph's input or output, saved for "
+                        "its backward, was written in place after the call)")
         node.register_prehook(check)
 
     def _gate(self, args, node, index):
