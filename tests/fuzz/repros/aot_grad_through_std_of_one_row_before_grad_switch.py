@@ -5,7 +5,7 @@ Cause: the graph before the break (random.randint) returns t1 = y + x[0].sum()
 and t0 = x + x.std(dim=0) (NaN: one row); t0 then only feeds a no_grad block,
 so eager's autograd never runs std's backward. aot's node takes a gradient for
 every output, zeros for the unreached t0, and std's backward turned them into
-NaN (0 * the NaN std) in x's gradient. torch.compile(backend="aot_eager") gives
+NaN (0 * the NaN std) in x's gradient. torch's own compiler with the aot_eager backend gives
 the same NaN. The gate now recomputes eager's gradients (the captured graph
 run again op by op) when an output was not reached and aot's are not finite.
 Found by fuzz seed 6021158 (H100 run of 2026-11-24, 3.12.3 + torch 2.11; reproduces on 3.11 + torch 2.13)."""
