@@ -146,7 +146,14 @@ def _probe_inputs(ex_args, ex_kw, wrote=False):
         key = (v.untyped_storage()._cdata, v.dtype)
         offset = v.storage_offset() - storages[key][0]
         grad = v.requires_grad and (v.is_floating_point() or v.is_complex())
-        if grad and not v.is_leaf:      # a computed value: in-place ops on it are allowed
+        try:
+            leaf = v.is_leaf
+        except RuntimeError:
+            # a view made under no_grad whose base an op wrote in place
+            # (`y.view(-1)[0] = 5` in a no_grad frame): its autograd state
+            # cannot be read, in any grad mode; a leaf-like stand-in
+            leaf = True
+        if grad and not leaf:           # a computed value: in-place ops on it are allowed
             return (buffers[key].detach().requires_grad_(True) * 1).as_strided(v.shape, v.stride(), offset)
         r = buffers[key].as_strided(v.shape, v.stride(), offset)
         return r.requires_grad_(True) if grad else r

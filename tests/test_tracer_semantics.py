@@ -623,3 +623,30 @@ def test_one_list_under_two_names_across_a_break():
     assert og(torch.zeros(1), one, one).item() == 2 and one == [0, 1]
     assert og(torch.zeros(1), [0], [0]).item() == 1
     assert cnt.frame_count == 3      # the graph of f's resume function; g twice (distinct, aliased)
+
+
+# ------------------------------------------------------------ writes under no_grad
+
+def test_write_through_a_view_in_a_no_grad_frame_compiles():
+    """(fuzz tracer error, seed 8300028: 0.8 % of the device runs' programs
+    fell back to eager with it) `y.view(-1)[0] = 5` in a frame entered
+    under no_grad, y a leaf requiring grad: reading the autograd state of
+    the view's example afterwards raises in any grad mode, and the kernel
+    probe of the write did, so the frame ran eagerly with a warning. It
+    compiles now, one graph, with eager's result and eager's write to y."""
+    def f(y):
+        y.view(-1)[0] = 5
+        return y + 1
+
+    def leaf():
+        return torch.arange(6.0).reshape(2, 3).clone().requires_grad_(True)   # not a view
+    cnt = CompileCounter()
+    a, b = leaf(), leaf()
+    with torch.no_grad(), warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        want = f(a)
+        got = dynamo.optimize(cnt)(f)(b)
+    assert not [x for x in w if "dynamo" in str(x.message)], [str(x.message) for x in w]
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)
+    assert same(got, want) and got[0, 0].item() == 6.0
+    assert same(a, b) and b[0, 0].item() == 5.0 and b.requires_grad
