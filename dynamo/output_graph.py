@@ -154,10 +154,12 @@ def _probe_inputs(ex_args, ex_kw, wrote=False):
             # cannot be read, in any grad mode; a leaf-like stand-in
             leaf = True
         if grad and not leaf:           # a computed value: in-place ops on it are allowed
-            return (buffers[key].detach().requires_grad_(True) * 1).as_strided(v.shape, v.stride(), offset)
+            if key not in computed:     # one per storage: views of one value still overlap
+                computed[key] = buffers[key].detach().requires_grad_(True) * 1
+            return computed[key].as_strided(v.shape, v.stride(), offset)
         r = buffers[key].as_strided(v.shape, v.stride(), offset)
         return r.requires_grad_(True) if grad else r
-    storages = {}
+    storages, computed = {}, {}
     try:
         for a in (*ex_args, *ex_kw.values()):
             walk(a, extent)

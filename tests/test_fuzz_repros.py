@@ -161,6 +161,37 @@ def test_write_partly_overlapping_another_argument_is_a_break():
     assert (cnt.frame_count, cnt.op_count) == (1, 2)                      # same strides: allowed
 
 
+def test_write_overlapping_views_of_a_computed_value_is_a_break():
+    """(repro list_del_slice_lost_with_overlapping_computed_views, fuzz
+    seed 8706535) x and y overlapping row views of one computed tensor
+    that requires grad: eager refuses x.copy_(y). The probe made one `* 1`
+    stand-in per view, not per storage, so its stand-ins did not overlap,
+    the copy was captured and raised inside the graph, and `del lst[:1]`
+    was lost. Views of one non-overlapping pair stay in the graph."""
+    import torch
+    import dynamo
+    from dynamo.testing import CompileCounter
+
+    def f(x, y, lst):
+        del lst[:1]
+        x.copy_(y)
+        return lst
+
+    cnt = CompileCounter()
+    base, lst = torch.ones(3, 3, requires_grad=True) * 1, [2]
+    with pytest.raises(RuntimeError, match="single memory location"):
+        dynamo.optimize(cnt)(f)(base[:2], base[1:], lst)
+    assert lst == [] and cnt.op_count == 0                 # copy_ ran eagerly
+    dynamo.reset()
+    cnt, lst = CompileCounter(), [2]
+    base = torch.ones(4, 3, requires_grad=True) * 1
+    with torch.no_grad():
+        base[2:] = 2.0
+    dynamo.optimize(cnt)(f)(base[:2], base[2:], lst)      # disjoint halves: in the graph
+    assert lst == [] and base.tolist() == [[2.0] * 3] * 4
+    assert (cnt.frame_count, cnt.op_count) == (1, 1)
+
+
 def test_tensor_minus_a_python_bool_is_a_break():
     """(repro sub_python_bool_side_effect_lost, fuzz seed 5221378) eager
     refuses `t - True`; the fake run accepts it, so the op raised inside
