@@ -310,3 +310,47 @@ def test_saved_output_written_after_the_call_raises_in_backward_like_eager(write
     assert results == ([True, True] if write else [None, None])
     if not write:
         torch.testing.assert_close(grads[1], grads[0])
+
+
+def _written_input_program(kind):
+    def out_only(x, t1):            # t1's new value depends on t1 alone
+        t0 = x + 1
+        t1 *= 2
+        return t0
+
+    def written_from_x(x, t1):      # ... on t1 and x
+        t0 = x * 3
+        t1.add_(x)
+        return t0
+    return {"out_only": out_only, "written_from_x": written_from_x}[kind]
+
+
+@pytest.mark.parametrize("kind", ["out_only", "written_from_x"])
+@pytest.mark.parametrize("loss_on", ["output", "written", "both"])
+def test_grad_of_an_input_written_in_place_follows_eager(kind, loss_on):
+    """(repro aot_zero_grad_for_input_only_written_in_place, fuzz seed
+    8926009) aot's node has an output for an input the graph writes (its
+    new value, copied back after the call). The gate neither counted it
+    (one user output: no gating) nor matched the input's autograd edge
+    (read after the call, when the input's grad_fn is the copy): y got a
+    zero .grad where eager leaves None. Gradients of x and y equal
+    eager's wherever the loss reaches."""
+    fn = _written_input_program(kind)
+    got = []
+    for compiled in (False, True):
+        cnt = AotCounter()
+        run = dynamo.optimize(cnt)(fn) if compiled else fn
+        x = torch.randn(2, 3, requires_grad=True)
+        y = torch.randn(2, 3, requires_grad=True)
+        t1 = y * 1
+        out = run(x, t1)
+        loss = {"output": out.sum(), "written": t1.sum(), "both": out.sum() + t1.sum()}[loss_on]
+        loss.backward()
+        got.append([None if g is None else g.clone() for g in (x.grad, y.grad)])
+        if compiled:
+            assert cnt.frame_count == 1 and cnt.aot_ran()
+        dynamo.reset()
+    for e, c in zip(*got):
+        assert (e is None) == (c is None), (e, c)
+        if e is not None:
+            assert torch.allclose(e, c)

@@ -296,6 +296,9 @@ def aot_eager(gm, example_inputs):
 #    such outputs gets a zero .grad where eager leaves None. Where the
 #    outputs do not all depend on the same inputs, a hook on that node
 #    drops the gradients of the inputs that no reached output depends on.
+#    An input the graph writes in place is one more output of that node
+#    (its new value, copied back after the call), and its autograd edge
+#    is the one it had before the call.
 #    The zero gradient of an unreached output also runs through aot's
 #    backward, where eager's autograd never goes: times an inf or NaN of
 #    the graph (std of one row, an exp that overflowed) it makes NaN. When
@@ -742,12 +745,15 @@ def _draws_random(g):
 
 
 def _grad_deps(gm):
-    """Per graph output, the inputs its value is differentiable in: keys
-    ("arg", i) for the i-th placeholder, ("attr", target) for a parameter.
-    A path is followed only through values whose example requires grad
-    (a comparison or a detach cuts it); a node without an example depends
-    on all its inputs. None when the outputs that require grad all depend
-    on the same inputs (no output can reach fewer inputs than another)."""
+    """(per graph output, {i: ...} per placeholder i written in place):
+    the inputs each value is differentiable in, keys ("arg", i) for the
+    i-th placeholder, ("attr", target) for a parameter. aot's node has an
+    output for each written input too (its new value, copied back into
+    the input after the call), so those count as outputs. A path is
+    followed only through values whose example requires grad (a
+    comparison or a detach cuts it); a node without an example depends on
+    all its inputs. None when the outputs that require grad all depend on
+    the same inputs (no output can reach fewer inputs than another)."""
     import torch
     import torch.fx
     deps, nargs = {}, 0
@@ -755,6 +761,7 @@ def _grad_deps(gm):
     inplace = _inplace_operators()
     storages = {}           # example storage -> the nodes seen on it (views and bases)
     unknown = []            # tensor nodes whose storage cannot be told
+    placeholders, written = [], set()
     for n in gm.graph.nodes:
         ex = n.meta.get("example_value")
         grad = not isinstance(ex, torch.Tensor) or ex.requires_grad
@@ -763,6 +770,7 @@ def _grad_deps(gm):
             (unknown if key is None else storages.setdefault(key, [])).append(n)
         if n.op == "placeholder":
             deps[n] = frozenset([("arg", nargs)]) if grad else frozenset()
+            placeholders.append(n)
             nargs += 1
         elif n.op == "get_attr":
             deps[n] = frozenset([("attr", n.target)]) if grad else frozenset()
@@ -783,24 +791,28 @@ def _grad_deps(gm):
             # storage (the examples'; a tensor whose storage cannot be
             # told: any) takes it in. A target without a tensor example: no gating.
             target = n.args[0] if n.args and isinstance(n.args[0], torch.fx.Node) else None
-            if target is not None and _is_inplace(n, inplace) and not acc <= deps.get(target, frozenset()):
+            if target is not None and _is_inplace(n, inplace):
                 key = _example_storage(target)
                 if key is None:
                     return None
+                written.add(key)
+                if acc <= deps.get(target, frozenset()):
+                    continue
                 for m in storages.get(key, []) + unknown:
                     if m in deps:
                         deps[m] = deps[m] | acc
     if not isinstance(out, (tuple, list)):
         return None
     per_out = [deps.get(o, frozenset()) if isinstance(o, torch.fx.Node) else frozenset() for o in out]
+    per_mut = {i: deps[p] for i, p in enumerate(placeholders) if _example_storage(p) in written}
     # every input that needs grad (an input only written in place, under
     # no_grad, is one too): aot's node returns a gradient for each
     every = frozenset().union(*(d for n, d in deps.items() if n.op in ("placeholder", "get_attr")))
     for d in per_out:
         every |= {k for k in d if k[0] == "attr"}
-    if all(d == every for d in per_out):
+    if all(d == every for d in (*per_out, *per_mut.values())):
         return None
-    return per_out
+    return per_out, per_mut
 
 
 def _example_storage(node):
@@ -892,6 +904,10 @@ class _AotRuntime:
         if self.fw_failed is not None:
             self.fw_failed[0] = False
         grad = torch.is_grad_enabled()
+        # the autograd edges of the inputs as the node records them: an
+        # input the graph writes has a new grad_fn after the call
+        edges = [(a.grad_fn, a.output_nr) if isinstance(a, torch.Tensor) else None for a in args] \
+            if grad and self.mutates and self.deps is not None else None
         try:
             outs = self.compiled(*args)
         except Exception:  # noqa: BLE001 - replayed op by op: eager's effects, eager's error
@@ -909,7 +925,7 @@ class _AotRuntime:
         if torch.is_grad_enabled():
             node, index = _compiled_node(outs)
             if node is not None:
-                self._gate(args, node, index)
+                self._gate(args, node, index, edges)
                 if self.saved:
                     self._watch_saved(args, outs, node, index)
         if self.views:              # after the gate: it reads aot's own outputs' grad_fn
@@ -942,17 +958,25 @@ class _AotRuntime:
                         "its backward, was written in place after the call)")
         node.register_prehook(check)
 
-    def _gate(self, args, node, index):
+    def _gate(self, args, node, index, edges=None):
         import torch
         leaf, inner = dict(self.attr_keys), {}
         for i, a in enumerate(args):
             if isinstance(a, torch.Tensor) and a.requires_grad:
-                if a.grad_fn is None:
+                fn, nr = edges[i] if edges is not None else (a.grad_fn, a.output_nr)
+                if fn is None:
                     leaf[id(a)] = leaf.get(id(a), frozenset()) | {("arg", i)}
                 else:
-                    key = (a.grad_fn, a.output_nr)
+                    key = (fn, nr)
                     inner[key] = inner.get(key, frozenset()) | {("arg", i)}
-        deps = self.deps
+        deps, mut_deps = self.deps or (None, None)
+        mut_index = {}          # node output -> input i: its new value (copied back into the input)
+        for i in mut_deps or ():
+            a = args[i] if i < len(args) else None
+            fn = getattr(a, "grad_fn", None)
+            for nf, nr in (fn.next_functions if fn is not None else ()):
+                if nf is node:
+                    mut_index[nr] = i
         # with two outputs or more on the node, eager's gradients can be
         # recomputed (see _eager_grads); not when the graph mutates its
         # inputs (they would be written again) or draws random numbers
@@ -970,6 +994,9 @@ class _AotRuntime:
                 if g is None:
                     continue
                 j = index.get(f)
+                if deps is not None and j is None and f in mut_index:
+                    reached |= mut_deps[mut_index[f]]
+                    continue
                 if j is None or deps is None:   # an output we cannot attribute: keep every gradient
                     reached = None
                     break
