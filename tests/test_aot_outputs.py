@@ -3,6 +3,7 @@ a view's autograd creation mode (which in-place ops eager refuses on it),
 an output only a break's `.item()` reads (kept out of aot's autograd node),
 and the strides of size-1 dims. Each test counts the graphs compiled and
 checks that aot's compiled function ran (not an eager fallback)."""
+import numpy
 import pytest
 import torch
 
@@ -354,3 +355,33 @@ def test_grad_of_an_input_written_in_place_follows_eager(kind, loss_on):
         assert (e is None) == (c is None), (e, c)
         if e is not None:
             assert torch.allclose(e, c)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 0)])
+def test_written_input_aliasing_another_is_found_when_empty(shape):
+    """(repro aot_empty_aliased_inputs_written_backward_not_refused, fuzz
+    seed 9010644) after a break, the graph takes x and t0 = x.detach()
+    (one storage) and writes x. Such calls run the captured ops eagerly
+    (aot would treat the two as unrelated); the aliasing was found by the
+    storages' data pointers, which an empty storage does not have: aot
+    ran, and a backward eager refuses (t0 * w saved t0, written through
+    x) ran. Found by the storage itself now, empty or not."""
+    w = torch.nn.Parameter(torch.tensor(0.5))
+
+    def f(x, lst):
+        t0 = x.detach()
+        i = int(numpy.sum(lst))         # a break: t0 and x enter the next graph
+        t0 = t0 * w
+        x[0] = i
+        return t0
+
+    for compiled in (False, True):
+        cnt = AotCounter()
+        run = dynamo.optimize(cnt)(f) if compiled else f
+        out = run(torch.ones(*shape), [])
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+        if compiled:
+            assert cnt.frame_count == 2
+        dynamo.reset()
+    assert backends._share_storage([torch.ones(2, 0), torch.ones(2, 0)]) is False

@@ -830,15 +830,20 @@ def _example_storage(node):
 
 
 def _share_storage(tensors):
+    """Do two of `tensors` share a storage or its memory? By the storage
+    itself as well as its data pointer: an empty storage has none (x and
+    x.detach() of shape (2, 0) share a version counter all the same), and
+    two storages may wrap one buffer (torch.from_numpy of one array)."""
     seen = set()
     for t in tensors:
         try:
-            ptr = t.untyped_storage().data_ptr()
+            storage = t.untyped_storage()
+            keys = [("storage", storage._cdata)] + ([("ptr", storage.data_ptr())] if storage.data_ptr() else [])
         except Exception:  # noqa: BLE001 - no storage (a subclass, meta): not compared
             continue
-        if ptr and ptr in seen:
+        if any(k in seen for k in keys):
             return True
-        seen.add(ptr)
+        seen.update(keys)
     return False
 
 
