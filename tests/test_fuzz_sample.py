@@ -109,6 +109,23 @@ def test_half_precision_tolerance_is_the_tensors_scale_not_blind():
     assert fuzzrun._teq(*f32, 1e-5, rtol=fuzzrun._HALF_RTOL[torch.bfloat16])   # after a bfloat16 call
 
 
+def test_half_precision_gradients_are_compared_at_their_terms_scale():
+    """Half gradients that cancel (2x - 2 near x = 1, summed from terms
+    up to 4): 16 steps of the dtype at a scale of at least 1 pass (the
+    seed 9119221 pair, 4.2 % apart relatively), a wrong gradient (a lost
+    term, a sign) fails; a value that is not a gradient keeps one step."""
+    e = torch.tensor([[0.466796875]], dtype=torch.float16)
+    c = torch.tensor([[0.46875]], dtype=torch.float16)
+    assert fuzzrun._teq(e, c, 1e-5, grad=True)
+    assert not fuzzrun._teq(e, c, 1e-5)
+    assert not fuzzrun._teq(e, torch.tensor([[0.5]], dtype=torch.float16), 1e-5, grad=True)
+    assert not fuzzrun._teq(e, -e, 1e-5, grad=True)
+    big = torch.tensor([100.0], dtype=torch.float16)
+    assert fuzzrun._teq(big, big + 2, 1e-5, grad=True) and not fuzzrun._teq(big, big + 4, 1e-5, grad=True)
+    f32 = torch.tensor([0.4668]), torch.tensor([0.4688])
+    assert not fuzzrun._teq(*f32, 1e-5, grad=True)          # float32 gradients: their own tolerance
+
+
 def test_numpy_write_into_an_input_is_detected():
     """writes_behind_autograd: the numpy write of an input is found (its
     gradients are then not compared), a numpy read is not."""
