@@ -385,3 +385,28 @@ def test_written_input_aliasing_another_is_found_when_empty(shape):
             assert cnt.frame_count == 2
         dynamo.reset()
     assert backends._share_storage([torch.ones(2, 0), torch.ones(2, 0)]) is False
+
+
+def test_mask_of_an_empty_input_in_a_no_grad_block_keeps_grad_outside_it():
+    """(repro aot_empty_mask_in_no_grad_block_drops_grad, fuzz seed
+    9232197) a boolean mask of an empty input inside a no_grad block: aot's
+    first trace (on real inputs) fails on the data-dependent size and is
+    retried on fakes with a shape env, but the failure left grad mode off
+    (the trace stopped inside the block), so the retry compiled an
+    inference graph: t1, computed with grad on, came back without grad."""
+    def f(x, y):
+        t1 = y + x[:, -1:]
+        with torch.no_grad():
+            t0 = x + x[x > 0].sum()
+        return t0, t1
+
+    cnt = AotCounter()
+    opt = dynamo.optimize(cnt)(f)
+    for shape in [(0, 3), (2, 3)]:
+        x, y = torch.randn(*shape, requires_grad=True), torch.randn(*shape, requires_grad=True)
+        want, got = f(x, y), opt(x, y)
+        assert [o.requires_grad for o in got] == [o.requires_grad for o in want] == [False, True]
+        assert all(torch.equal(a, b) for a, b in zip(want, got))
+        got[1].sum().backward()
+        assert torch.equal(y.grad, torch.ones(*shape))
+    assert cnt.aot_ran() and torch.is_grad_enabled()

@@ -126,6 +126,22 @@ def test_half_precision_gradients_are_compared_at_their_terms_scale():
     assert not fuzzrun._teq(*f32, 1e-5, grad=True)          # float32 gradients: their own tolerance
 
 
+def test_no_grads_comparison_skips_the_module_parameters_gradients_too():
+    """(seed 9201461) a program writing an input through numpy: eager's
+    gradient of the module's parameter was NaN (its backward read the
+    overwritten memory), aot's finite. With grads=False the parameters'
+    gradients are not compared either; their values still are."""
+    def rec(w_grad, w):
+        mod = {"training": True, "flag": True, "params": {"w": torch.tensor(w)},
+               "grads": {"w": torch.tensor(w_grad)}, "buffers": {}}
+        return {"mut_exc": [], "exc": None, "stdout": "", "res": (), "x": None, "y": None, "lst": [],
+                "state": {"G0": 0, "mod": mod}, "grads": []}
+    e, c = rec(float("nan"), 0.5), rec(159.17, 0.5)
+    assert fuzzrun.compare(e, c, 1e-5)[0] == "globals"
+    assert fuzzrun.compare(e, c, 1e-5, grads=False) is None
+    assert fuzzrun.compare(e, rec(159.17, 0.25), 1e-5, grads=False)[0] == "globals"
+
+
 def test_numpy_write_into_an_input_is_detected():
     """writes_behind_autograd: the numpy write of an input is found (its
     gradients are then not compared), a numpy read is not."""

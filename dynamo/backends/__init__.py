@@ -326,6 +326,7 @@ def aot_eager(gm, example_inputs):
 #    versions in the backward (_saved_inputs, _AotRuntime._watch_saved).
 
 def _aot(gm, example_inputs, **kw):
+    import torch
     from torch._functorch.aot_autograd import aot_module_simplified
     hazard = _grad_mode_hazard(gm) or _saved_value_overwritten(gm) or _size1_stride_hazard(gm)
     if hazard is not None:
@@ -362,12 +363,16 @@ def _aot(gm, example_inputs, **kw):
     kw.setdefault("keep_inference_input_mutations", True)
     kw.setdefault("partition_fn", _partition_saving_mutated_inputs)
     from torch._subclasses.fake_tensor import DynamicOutputShapeException
+    grad = torch.is_grad_enabled()
     try:
         compiled = aot_module_simplified(gm, _aot_inputs(gm, example_inputs), fw_compiler=fw_compiler,
                                          bw_compiler=_nop_compiler, **kw)
     except DynamicOutputShapeException:
         # a boolean mask or nonzero of an empty tensor: the capture's
-        # example had a known size 0, aot's fakes need a shape env
+        # example had a known size 0, aot's fakes need a shape env. The
+        # failed trace may have stopped inside the graph's no_grad region:
+        # traced with grad off, aot would compile an inference graph
+        torch._C._set_grad_enabled(grad)
         compiled = aot_module_simplified(gm, _aot_inputs(gm, example_inputs, dynamic=True),
                                          fw_compiler=fw_compiler, bw_compiler=_nop_compiler, **kw)
     runtime = _AotRuntime(compiled, eager_forward, any(seeded), deps, _attr_keys(gm))
