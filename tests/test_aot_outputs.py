@@ -151,6 +151,24 @@ def test_inplace_op_on_computed_size1_tensor_keeps_eager_strides():
     assert cnt.frame_count == 2 and isinstance(cnt.compiled[1], backends._AotRuntime)
 
 
+def test_inplace_op_on_computed_empty_tensor_keeps_eager_strides():
+    """(repro aot_output_stride_of_empty_tensor_after_inplace_op, fuzz seed
+    9508618) the strides of an empty tensor are the kernel's choice too:
+    x.clone() of empty(3, 0).t() keeps (1, 1) in eager and add_ keeps
+    them; aot's out-of-place add returned (3, 1), and a later stride(0)
+    read differed. Such a graph runs its captured ops eagerly."""
+    def f(x):
+        t = x.clone()
+        t.add_(t)
+        return t
+
+    x = torch.empty(3, 0).t()
+    cnt = AotCounter()
+    got = dynamo.optimize(cnt)(f)(x)
+    assert got.stride() == f(x).stride() == (1, 1) and got.shape == (0, 3)
+    assert (cnt.frame_count, cnt.aot_ran()) == (1, False)
+
+
 def test_view_of_intermediate_with_size1_dim_keeps_eager_strides():
     """(fuzz seed 6008916) cat(..).narrow(..) of (1, 1) inputs requiring
     grad is a view with strides (2, 1) in eager; aot hands an output view of

@@ -424,8 +424,9 @@ def _hoist_output_detach(gm):
 
 def _size1_stride_hazard(gm):
     """Why aot's outputs may not have eager's strides, or None. The stride
-    of a size-1 dim is the kernel's free choice (it addresses the same
-    memory either way), and a user can read it. aot runs eager's kernels,
+    of a size-1 dim, and every stride of an empty tensor, is the kernel's
+    free choice (it addresses the same memory either way), and a user can
+    read it. aot runs eager's kernels,
     but not eager's ops in two places: (1) an in-place op on a computed
     tensor (`t = x + 0; t.clamp_(..)`) becomes an out-of-place op, whose
     result (and everything computed from it) gets that op's strides, where
@@ -433,14 +434,16 @@ def _size1_stride_hazard(gm):
     intermediate and requires grad comes back through aten._unsafe_view,
     with contiguous strides (`cat(..).narrow(..)`: (1, 1) for eager's
     (2, 1)). Eager's strides are known only by running eager's kernels, so
-    a graph with an output of 2+ dims with a size-1 dim and either of
-    these runs its captured ops eagerly; other graphs are not affected
-    (empty tensors are not: size-0 dims were not seen to differ)."""
+    a graph with an output of 2+ dims with a size-1 or size-0 dim and
+    either of these runs its captured ops eagerly; other graphs are not
+    affected. (Empty: `t = x.clone(); t.add_(t)` of x = empty(3, 0).t(),
+    eager's t keeps the clone's (1, 1), aot's out-of-place add gives
+    (3, 1): fuzz seed 9508618.)"""
     import torch
 
     def free(ex):
         return isinstance(ex, torch.Tensor) and ex.dim() >= 2 and \
-            all(type(d) is int for d in ex.shape) and min(ex.shape) == 1
+            all(type(d) is int for d in ex.shape) and min(ex.shape) <= 1
     out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
     outs = []
     if out is not None:
@@ -457,8 +460,11 @@ def _size1_stride_hazard(gm):
         # the tensor written: a view's base is what aot recomputes out of place
         ex = n.args[0].meta.get("example_value")
         root = ex._base if isinstance(ex, torch.Tensor) and ex._is_view() else ex
-        if free(root) and id(root) not in inputs:
-            return "an in-place op writes a computed tensor with a size-1 dim (its strides)"
+        if free(root) and id(root) not in inputs and \
+                (0 not in root.shape or tuple(root.stride()) != _contiguous_strides(root.shape)):
+            # (an empty one only with other strides than contiguous ones,
+            # which are what aot's out-of-place op gives it)
+            return "an in-place op writes a computed tensor with a size-1 or size-0 dim (its strides)"
     if not torch.is_grad_enabled():
         return None
     for o in outs:
