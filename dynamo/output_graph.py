@@ -105,6 +105,17 @@ _PROBE_MAX_NUMEL = 4096
 _PLAIN_FLOATS = (torch.float32, torch.float64)
 
 
+def example_is_leaf(v):
+    """`v.is_leaf` of example tensor `v`, without reading a view's autograd
+    state: a view is a leaf exactly when it does not require grad. After a
+    write through a view or its base, reading the view's is_leaf or
+    grad_fn regenerates its grad_fn, which fails on a fake view (the
+    fake's base does not require grad: `y.view(-1)[0] = 5` in a no_grad
+    frame raised) and leaves the fake without requires_grad (a later
+    `y.requires_grad` read False: seed 9310358)."""
+    return not v.requires_grad if v._is_view() else v.is_leaf
+
+
 def _probe_inputs(ex_args, ex_kw, wrote=False):
     """Real stand-ins for a probe of an op on fake examples: ones of each
     tensor's shape, strides, dtype and requires_grad (top level, or in a
@@ -146,13 +157,7 @@ def _probe_inputs(ex_args, ex_kw, wrote=False):
         key = (v.untyped_storage()._cdata, v.dtype)
         offset = v.storage_offset() - storages[key][0]
         grad = v.requires_grad and (v.is_floating_point() or v.is_complex())
-        try:
-            leaf = v.is_leaf
-        except RuntimeError:
-            # a view made under no_grad whose base an op wrote in place
-            # (`y.view(-1)[0] = 5` in a no_grad frame): its autograd state
-            # cannot be read, in any grad mode; a leaf-like stand-in
-            leaf = True
+        leaf = example_is_leaf(v)
         if grad and not leaf:           # a computed value: in-place ops on it are allowed
             if key not in computed:     # one per storage: views of one value still overlap
                 computed[key] = buffers[key].detach().requires_grad_(True) * 1

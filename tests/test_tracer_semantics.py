@@ -650,3 +650,29 @@ def test_write_through_a_view_in_a_no_grad_frame_compiles():
     assert (cnt.frame_count, cnt.op_count) == (1, 3)
     assert same(got, want) and got[0, 0].item() == 6.0
     assert same(a, b) and b[0, 0].item() == 5.0 and b.requires_grad
+
+
+@pytest.mark.parametrize("read_leaf", [False, True])
+def test_autograd_state_of_a_view_written_in_a_no_grad_frame(read_leaf):
+    """(repro view_of_leaf_written_under_no_grad_loses_requires_grad, fuzz
+    seed 9310358) y = x[:1] made with grad on (x a leaf requiring grad),
+    then `y.zero_()` in a no_grad frame: eager's y still requires grad and
+    is not a leaf. The kernel probe read the fake view's is_leaf after the
+    write, which regenerates its grad_fn, fails on a fake view and left
+    the example without requires_grad: y.requires_grad was folded to False
+    (and a traced `y.is_leaf` to True). Neither is read from a view now."""
+    def f(x, y):
+        y.zero_()
+        leaf = y.is_leaf if read_leaf else None
+        return y.requires_grad, leaf, y * 2
+
+    def inputs():
+        x = torch.randn(5, 3).t().requires_grad_()
+        return x, x[:1]
+    cnt = CompileCounter()
+    a, b = inputs(), inputs()          # the views made with grad on
+    with torch.no_grad():
+        want = f(*a)
+        got = dynamo.optimize(cnt)(f)(*b)
+    assert want[:2] == got[:2] == (True, False if read_leaf else None)
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)

@@ -124,6 +124,9 @@ class TensorVariable(VariableTracker):
         if name == "shape":
             tx.output.sizes_read = True
             return ConstantVariable(static_shape(self.example))
+        if name == "is_leaf":
+            from ...output_graph import example_is_leaf
+            return ConstantVariable(example_is_leaf(self.example))
         if name in _META_ATTRS:
             return ConstantVariable(getattr(self.example, name))
         if name in _TENSOR_ATTRS:
