@@ -804,11 +804,12 @@ def _grad_deps(gm):
             target = n.args[0] if n.args and isinstance(n.args[0], torch.fx.Node) else None
             if target is not None and _is_inplace(n, inplace):
                 key = _example_storage(target)
-                if key is None:
-                    return None
-                written.add(key)
+                if key is not None:
+                    written.add(key)
                 if acc <= deps.get(target, frozenset()):
                     continue
+                if key is None:
+                    return None
                 for m in storages.get(key, []) + unknown:
                     if m in deps:
                         deps[m] = deps[m] | acc
