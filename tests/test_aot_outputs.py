@@ -284,20 +284,28 @@ def test_saved_input_unchanged_backward_runs():
     torch.testing.assert_close(got, x.grad)
 
 
-@pytest.mark.xfail(strict=True, reason="aot's one autograd node saved x itself: its own backward "
-                   "checks x's version whichever output the loss reaches; eager's only through std's")
 def test_saved_input_written_after_the_call_other_output_backward():
-    """Known difference: without the add_, aot saves x itself, and a
-    backward through u alone raises where eager's does not."""
+    """aot saves x itself (without an add_ before it): its one node's
+    backward read x, and checked x's version, whichever output the loss
+    reaches, where eager's std alone saved x. A write to x's memory after
+    the call, then a backward through u alone, raised; now the saved x is
+    copied at the call (eager saves it for t only, _SavedTensors) and the
+    backward gives eager's gradient."""
     def f(x):
         return x + x.std(dim=0), x * 3
 
+    grads = []
     cnt = AotCounter()
-    x, y = _overlapping_views()
-    t, u = dynamo.optimize(cnt)(f)(x)
-    y += 1
-    u.sum().backward()
+    for fn in (f, dynamo.optimize(cnt)(f)):
+        base = torch.arange(9.0).reshape(3, 3).requires_grad_(True)
+        mid = base * 1
+        x, y = mid[:2], mid[1:3]
+        t, u = fn(x)
+        y += 1
+        u.sum().backward()
+        grads.append(base.grad)
     assert (cnt.frame_count, cnt.aot_ran()) == (1, True)
+    torch.testing.assert_close(grads[0], grads[1])
 
 
 @pytest.mark.parametrize("write", [True, False])
@@ -428,3 +436,58 @@ def test_mask_of_an_empty_input_in_a_no_grad_block_keeps_grad_outside_it():
         got[1].sum().backward()
         assert torch.equal(y.grad, torch.ones(*shape))
     assert cnt.aot_ran() and torch.is_grad_enabled()
+
+
+def test_input_written_after_the_call_when_the_reached_output_does_not_read_it():
+    """(repro aot_input_written_under_no_grad_after_saved_for_backward, fuzz
+    seed 10300776) the graph saves x for t1's backward; a no_grad write to
+    x after the call, then a backward through t0 alone: eager's AddBackward
+    reads nothing and runs, aot's one node read the saved x and raised.
+    The saved x is copied at the call (_SavedTensors): eager's gradient."""
+    def f(x):
+        t0 = x + 1
+        return t0, x * t0.amax(dim=1, keepdim=True)
+
+    grads = []
+    cnt = AotCounter()
+    for fn in (f, dynamo.optimize(cnt)(f)):
+        x = torch.arange(8.0).reshape(4, 2).requires_grad_(True)
+        t0, t1 = fn(x)
+        with torch.no_grad():
+            x.unsqueeze(0).sub_(1)
+        t0.sum().backward()
+        grads.append(x.grad)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            t1.sum().backward()          # t1's backward reads x: eager's error
+    assert (cnt.frame_count, cnt.aot_ran()) == (1, True)
+    torch.testing.assert_close(grads[0], grads[1])
+
+
+def test_node_reached_with_no_gradient_reads_nothing_written():
+    """(repro aot_module_param_grad_with_written_input, fuzz seed 10315084)
+    graph g1 saves x (no grad) for w's gradient; x is written after it; a
+    second graph's node takes g1's output t but the loss reaches only its
+    output that depends on w: its gate gives t no gradient, and autograd
+    still calls g1's node, with none. Eager never runs t's backward; aot's
+    read the written x and raised. Such a backward reads its saved tensors
+    as they are (its results are dropped)."""
+    w = torch.nn.Parameter(torch.tensor(0.5))
+
+    def g1(x):
+        return x * w
+
+    def g2(t):
+        return t + 1, w.sum() * 2
+
+    grads = []
+    cnt = AotCounter()
+    for a, b in ((g1, g2), (dynamo.optimize(cnt)(g1), dynamo.optimize(cnt)(g2))):
+        w.grad = None
+        x = torch.arange(6.0).reshape(3, 2)
+        t = a(x)
+        x[0].add_(1)
+        _, s = b(t)
+        s.backward()
+        grads.append(w.grad.clone())
+    assert (cnt.frame_count, cnt.aot_ran()) == (2, True)
+    torch.testing.assert_close(grads[0], grads[1])

@@ -324,6 +324,11 @@ def aot_eager(gm, example_inputs):
 #    the program writes that memory in place after the call, eager's
 #    backward raises and aot's ran. The runtime checks those tensors'
 #    versions in the backward (_saved_inputs, _AotRuntime._watch_saved).
+#    The reverse: its one node reads all it saved whichever output the
+#    loss reaches (and runs, with no gradient, when the loss reaches
+#    none), where eager's reached nodes may have saved nothing on that
+#    memory: aot's version check raised where eager's backward ran. Its
+#    saved tensors are held through hooks for the call (_SavedTensors).
 
 def _aot(gm, example_inputs, **kw):
     import torch
@@ -892,6 +897,94 @@ def _compiled_node(outs):
     return node, index
 
 
+class _SavedTensors:
+    """The tensors aot's node saves in one call, held through saved-tensor
+    hooks (pushed around the compiled call when grad is on and no hooks of
+    the program's own are active, whose semantics then stand).
+
+    aot's node computes every output's gradient in one backward, reading
+    all it saved, where eager's autograd reads only what the reached
+    outputs' own nodes saved. A program that writes an input or output in
+    place after the call (a no_grad `x.sub_(1)`, an `x[0].add_(1)` in the
+    next graph) makes aot's version check fail where eager's backward,
+    which reaches no node that saved that memory, runs. So:
+      - a saved tensor on the memory of an input or output of the call
+        that eager saves for only some of the node's outputs (or none:
+        _saved_inputs) is copied when the call returns; after a write, a
+        backward reading it gets the copy: the value eager's own nodes
+        would have computed with (where a reached output's eager backward
+        reads that memory, _watch_saved raises eager's error first);
+      - a backward that reaches no output of the node (every gradient
+        None: its results are dropped, _AotRuntime._gate) reads the
+        tensors as they are;
+      - otherwise a written tensor raises autograd's version error, as
+        without the hooks."""
+
+    __slots__ = ("held", "reached", "copy")
+
+    def __init__(self):
+        self.held = []          # [tensor, version at the save, copy or None]
+        self.reached = None     # output positions the current backward reaches (None: not known)
+        self.copy = False
+
+    @classmethod
+    def push(cls):
+        import torch
+        A = torch._C._autograd
+        if A._top_saved_tensors_default_hooks(True) is not None or not A._saved_tensors_hooks_is_enabled():
+            return None
+        kept = cls()
+        A._push_saved_tensors_default_hooks(kept.pack, kept.unpack)
+        return kept
+
+    def pack(self, t):
+        h = [t, t._version, None]
+        self.held.append(h)
+        return h
+
+    def unpack(self, h):
+        t, version, copy = h
+        if t._version == version or self.reached == set():
+            return t
+        if copy is not None:
+            return copy
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: [{t.type()} {list(t.shape)}] is at version {t._version}; expected version "
+            f"{version} instead")
+
+    def settle(self, args, outs, node, index, saved):
+        """After the call: copy what a later write could make eager's and
+        aot's backward disagree on, and record each backward's reach."""
+        import torch
+        readers = {}            # storage -> output positions whose eager backward reads it
+        for where, k, js in saved:
+            t = args[k] if where == "arg" else outs[k]
+            if isinstance(t, torch.Tensor):
+                key = _storage_key(t)
+                readers[key] = readers.get(key, frozenset()) | js
+        exposed = {_storage_key(t) for t in (*args, *outs) if isinstance(t, torch.Tensor)}
+        every = frozenset(index.values())
+        for h in self.held:
+            t, version, _ = h
+            key = _storage_key(t)
+            if key is not None and key in exposed and t._version == version and \
+                    not every <= readers.get(key, frozenset()):
+                h[2] = t.detach().clone()
+
+        def reach(grad_outputs):
+            self.reached = {index.get(f) for f, g in enumerate(grad_outputs) if g is not None}
+        node.register_prehook(reach)
+
+
+def _storage_key(t):
+    """The identity of tensor t's storage (None: it has none)."""
+    try:
+        return t.untyped_storage()._cdata
+    except Exception:  # noqa: BLE001 - no storage (a subclass, meta)
+        return None
+
+
 class _AotRuntime:
     """The callable the aot backends return (see above)."""
 
@@ -925,8 +1018,13 @@ class _AotRuntime:
         # input the graph writes has a new grad_fn after the call
         edges = [(a.grad_fn, a.output_nr) if isinstance(a, torch.Tensor) else None for a in args] \
             if grad and self.mutates and self.deps is not None else None
+        kept = _SavedTensors.push() if grad else None
         try:
-            outs = self.compiled(*args)
+            try:
+                outs = self.compiled(*args)
+            finally:
+                if kept is not None:
+                    torch._C._autograd._pop_saved_tensors_default_hooks()
         except Exception:  # noqa: BLE001 - replayed op by op: eager's effects, eager's error
             torch._C._set_grad_enabled(grad)    # the graph may have failed inside a no_grad region
             in_graph = self.fw_failed is not None and self.fw_failed[0]
@@ -943,6 +1041,8 @@ class _AotRuntime:
             node, index = _compiled_node(outs)
             if node is not None:
                 self._gate(args, node, index, edges)
+                if kept is not None:
+                    kept.settle(args, outs, node, index, self.saved)
                 if self.saved:
                     self._watch_saved(args, outs, node, index)
         if self.views:              # after the gate: it reads aot's own outputs' grad_fn
