@@ -920,12 +920,11 @@ class _SavedTensors:
       - otherwise a written tensor raises autograd's version error, as
         without the hooks."""
 
-    __slots__ = ("held", "reached", "copy")
+    __slots__ = ("held", "reached")
 
     def __init__(self):
         self.held = []          # [tensor, version at the save, copy or None]
         self.reached = None     # output positions the current backward reaches (None: not known)
-        self.copy = False
 
     @classmethod
     def push(cls):
