@@ -169,8 +169,6 @@ def reset():
         uninstall_globals()
         records.clear()
         skipfiles.clear()
-        from .bytecode.decode import clear_shared
-        clear_shared()              # resume functions are new code objects per compile
         _limit_warned.clear()
         _eager_warned.clear()
     try:

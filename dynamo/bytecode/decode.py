@@ -62,7 +62,9 @@ def decode_shared(code: types.CodeType) -> List[Instruction]:
     the list and its Instructions must be treated as read-only (the tracer
     decodes a function each time it traces or inlines it, once per layer
     for an inlined forward; code that edits instructions calls decode() for
-    its own copy)."""
+    its own copy). Kept across dynamo.reset(): a decoding is a function of
+    the immutable code object alone, and the table holds codes weakly (the
+    resume functions of forgotten compiles leave it with their code)."""
     hit = _SHARED.get(code)
     if hit is None:
         insts = decode(code)
@@ -71,7 +73,7 @@ def decode_shared(code: types.CodeType) -> List[Instruction]:
 
 
 def clear_shared() -> None:
-    """Forget every shared decoding (dynamo.reset())."""
+    """Forget every shared decoding (tests; dynamo.reset() keeps them)."""
     _SHARED.clear()
 
 

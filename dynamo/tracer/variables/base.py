@@ -13,6 +13,7 @@ import types
 import torch
 
 from ...exc import Unsupported
+from ..lookup import getattr_static
 
 
 # builtin bases whose __getattribute__ slot is CPython's generic lookup, as
@@ -29,8 +30,7 @@ def user_getattribute(cls):
     same way); the class's own __getattribute__ when it is a Python function
     outside torch and the skipped libraries (the tracer inlines it);
     Unsupported for anything else (a C one, a stdlib one)."""
-    import inspect
-    getattribute = inspect.getattr_static(cls, "__getattribute__")
+    getattribute = getattr_static(cls, "__getattribute__")
     if getattribute in GENERIC_GETATTRIBUTE:
         return None
     from .builder import is_skipped_function
@@ -44,8 +44,7 @@ def require_plain_getattribute(cls):
     """Attribute reads of `cls` instances are traced by reading their
     __dict__ and class: only right while the class keeps object's
     __getattribute__. Otherwise the read must run for real (a break)."""
-    import inspect
-    if inspect.getattr_static(cls, "__getattribute__") not in GENERIC_GETATTRIBUTE:
+    if getattr_static(cls, "__getattribute__") not in GENERIC_GETATTRIBUTE:
         raise Unsupported(f"{cls.__name__} defines __getattribute__")
 
 

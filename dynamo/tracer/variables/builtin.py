@@ -16,6 +16,7 @@ import types
 import torch
 
 from ...exc import Unsupported
+from ..lookup import getattr_static
 from .base import (ClassVariable, ConstantVariable, FunctionObjectVariable, NullVariable,
                    VariableTracker, is_constant_value)
 from .containers import (BaseListVariable, DictVariable, GeneratorVariable, LazyIteratorVariable,
@@ -165,7 +166,7 @@ def _frozen_enum(obj):
     import enum
     if not isinstance(obj, enum.Enum):
         return False
-    return not isinstance(inspect.getattr_static(type(obj), "__eq__"), types.FunctionType)
+    return not isinstance(getattr_static(type(obj), "__eq__"), types.FunctionType)
 
 
 def identity_eq(var):
@@ -272,7 +273,7 @@ def _user_contains(tx, item, container):
     import inspect
     import types
     from .builder import is_skipped_function
-    method = inspect.getattr_static(container.python_type(), "__contains__", None)
+    method = getattr_static(container.python_type(), "__contains__", None)
     if method is collections.abc.Mapping.__contains__:
         from .containers import ObservedKeyError
         try:
@@ -400,7 +401,7 @@ def _len(tx, obj):
     if isinstance(obj, (UserDefinedObjectVariable, NewObjectVariable)):
         import inspect
         import types
-        if isinstance(inspect.getattr_static(obj.python_type(), "__len__", None), types.FunctionType):
+        if isinstance(getattr_static(obj.python_type(), "__len__", None), types.FunctionType):
             return obj.call_method(tx, "__len__", [], {})   # a user __len__: inlined
     return ConstantVariable(len(obj.unpack(tx)))
 

@@ -7,6 +7,7 @@ import types
 import torch
 
 from ...exc import Unsupported
+from ..lookup import getattr_static
 from ...guards import ID_MATCH, AttrSource, ItemSource, StaticAttrSource
 from .base import ClassVariable, VariableTracker, reconstruct_source_or_const, user_getattribute
 
@@ -215,10 +216,10 @@ class UserDefinedObjectVariable(VariableTracker):
         """The class's Python __getattr__ (None without one); Unsupported for
         one the trace cannot follow."""
         cls, obj = type(self.value), self.value
-        if "__getattr__" in dir(cls) and not isinstance(inspect.getattr_static(cls, "__getattr__", None),
+        if "__getattr__" in dir(cls) and not isinstance(getattr_static(cls, "__getattr__", None),
                                                         (types.WrapperDescriptorType, type(None))):
             if getattr(cls, "__getattr__", None) is not getattr(object, "__getattr__", None):
-                user_getattr = inspect.getattr_static(cls, "__getattr__")
+                user_getattr = getattr_static(cls, "__getattr__")
                 if not isinstance(user_getattr, types.FunctionType) or self.source is None or \
                         not isinstance(getattr(obj, "__dict__", None), dict):
                     raise Unsupported(f"{cls.__name__} defines __getattr__")
@@ -237,7 +238,7 @@ class UserDefinedObjectVariable(VariableTracker):
             return stored[1]
         user_getattr = self._user_getattr() if with_getattr else None
         try:
-            static = inspect.getattr_static(obj, name)
+            static = getattr_static(obj, name)
         except AttributeError:
             if user_getattr is not None:
                 # ordinary lookup failed: Python calls __getattr__. Valid while
@@ -276,14 +277,14 @@ class UserDefinedObjectVariable(VariableTracker):
                 not isinstance(getattr(self.value, "__dict__", None), dict):
             return False
         try:
-            static = inspect.getattr_static(cls, name)
+            static = getattr_static(cls, name)
         except AttributeError:
             return True
         return not hasattr(type(static), "__set__") and not hasattr(type(static), "__get__")
 
     def call(self, tx, args, kwargs):
         from .functions import UserMethodVariable
-        call = inspect.getattr_static(type(self.value), "__call__", None)
+        call = getattr_static(type(self.value), "__call__", None)
         if inspect.isfunction(call):
             return UserMethodVariable(call, self).call(tx, args, kwargs)
         raise Unsupported(f"calling a {type(self.value).__name__} instance")
@@ -302,7 +303,7 @@ class UserDefinedObjectVariable(VariableTracker):
         ITEM source fails, so the guard does, once the key is gone)."""
         obj = self.value
         if self.source is None or not isinstance(obj, dict) or hasattr(type(obj), "__missing__") \
-                or inspect.getattr_static(type(obj), "__getitem__") is not dict.__getitem__:
+                or getattr_static(type(obj), "__getitem__") is not dict.__getitem__:
             return None
         if not key_var.is_python_constant():
             return None
@@ -444,7 +445,7 @@ class NewObjectVariable(VariableTracker):
             from .containers import DictVariable
             return DictVariable(dict(self.attrs))
         try:
-            static = inspect.getattr_static(self.cls, name)
+            static = getattr_static(self.cls, name)
         except AttributeError:
             raise ObservedAttributeError(f"{self.cls.__name__} has no attribute {name!r}") from None
         src = AttrSource(self.cls_vt.source, name) if self.cls_vt.source is not None else None

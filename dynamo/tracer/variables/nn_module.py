@@ -24,6 +24,7 @@ import inspect
 import torch
 
 from ...exc import Unsupported
+from ..lookup import getattr_static
 from ...guards import (DICT_KEYS, EQUALS_MATCH, ID_MATCH, LENGTH, AttrSource, ItemSource,
                        StaticAttrSource)
 from .base import ClassVariable, ConstantVariable, VariableTracker, require_plain_getattribute
@@ -96,7 +97,7 @@ _MODULE_CALL = torch.nn.Module.__dict__["__call__"]
 
 def _class_has(cls, name):
     try:
-        inspect.getattr_static(cls, name)
+        getattr_static(cls, name)
         return True
     except AttributeError:
         return False
@@ -183,9 +184,9 @@ class NNModuleVariable(VariableTracker):
         if name in d:
             return tx.wrap(d[name], src)
         try:
-            static = inspect.getattr_static(mod, name)
+            static = getattr_static(mod, name)
         except AttributeError:
-            if inspect.getattr_static(cls, "__getattr__") is not torch.nn.Module.__getattr__:
+            if getattr_static(cls, "__getattr__") is not torch.nn.Module.__getattr__:
                 raise Unsupported(f"{cls.__name__} defines __getattr__") from None
             # the trace goes on knowing it is missing (getattr's default,
             # hasattr): valid while none of the tables nn.Module's lookup
@@ -222,7 +223,7 @@ class NNModuleVariable(VariableTracker):
         """`mod(*args)`: the class's own Python __call__ (a subclass that
         overrides nn.Module's and calls super().__call__) inlined, else
         nn.Module's call (`module_call`)."""
-        user_call = inspect.getattr_static(type(self.module), "__call__", None)
+        user_call = getattr_static(type(self.module), "__call__", None)
         if inspect.isfunction(user_call) and user_call is not _MODULE_CALL and \
                 not (user_call.__module__ or "").startswith("torch."):
             from .functions import UserMethodVariable
