@@ -1146,6 +1146,17 @@ t_value_text(PyObject *module, PyObject *args)
     return teletext_value(v, limit);
 }
 
+PyDoc_STRVAR(t_encode_doc,
+"_telemetry_encode(value) -> bytes: the DtValue of ints, strs and (nested)\n"
+"lists/tuples (None as \"\", other values as str()); dynamo.telemetry.encode_py\n"
+"is its Python twin.");
+
+static PyObject *
+t_encode(PyObject *module, PyObject *value)
+{
+    return teletext_encode(value);
+}
+
 PyDoc_STRVAR(t_source_text_doc,
 "_telemetry_source_text(code, source) -> str: how telemetry writes the\n"
 "lowered guard source tuple `source` of code (\"L['x'].weight\").");
@@ -1194,6 +1205,7 @@ static PyMethodDef telemetry_methods[] = {
     {"_telemetry_redact", t_redact, METH_O, t_redact_doc},
     {"_telemetry_value_text", t_value_text, METH_VARARGS, t_value_text_doc},
     {"_telemetry_source_text", t_source_text, METH_VARARGS, t_source_text_doc},
+    {"_telemetry_encode", t_encode, METH_O, t_encode_doc},
     {"_telemetry_tree", t_tree, METH_O, t_tree_doc},
     {NULL, NULL, 0, NULL},
 };

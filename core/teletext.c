@@ -515,3 +515,56 @@ teletext_tree(const GTree *t, PyObject *code, TeletextEntryName entry_name,
     PyMem_Free(te.counters.buf);
     return rc;
 }
+
+/* ---- DtValue of a Python value (compile records) ------------------------------------ */
+
+#define VALUE_MAX_DEPTH 16      /* the record schemas nest 4 deep (layout.h) */
+
+/* v as DtValue: an int (bool included) clamped to int64, a str, a list or
+ * tuple of values, None as "", anything else as its str(). */
+static int
+enc_value(Enc *e, PyObject *v, int depth)
+{
+    if (depth > VALUE_MAX_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "telemetry value nested too deeply");
+        return -1;
+    }
+    if (PyLong_Check(v)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow)               /* out of int64: the nearest end */
+            x = overflow > 0 ? INT64_MAX : INT64_MIN;
+        return enc_int(e, (int64_t)x);
+    }
+    if (PyUnicode_Check(v))
+        return enc_text(e, Py_NewRef(v));
+    if (PyList_Check(v) || PyTuple_Check(v)) {
+        /* a tuple snapshot: str() of an item runs Python code that could
+         * change a list under the count already written */
+        PyObject *items = PySequence_Tuple(v);
+        if (items == NULL)
+            return -1;
+        Py_ssize_t n = PyTuple_GET_SIZE(items);
+        int rc = (uint64_t)n > UINT32_MAX ? -1 : enc_head(e, 'l', (uint32_t)n);
+        if (rc < 0 && !PyErr_Occurred())
+            PyErr_SetString(PyExc_OverflowError, "telemetry list too long");
+        for (Py_ssize_t i = 0; rc == 0 && i < n; i++)
+            rc = enc_value(e, PyTuple_GET_ITEM(items, i), depth + 1);
+        Py_DECREF(items);
+        return rc;
+    }
+    return enc_text(e, v == Py_None ? PyUnicode_FromString("") : PyObject_Str(v));
+}
+
+PyObject *
+teletext_encode(PyObject *value)
+{
+    Enc e = {0};
+    PyObject *out = NULL;
+    if (enc_value(&e, value, 0) == 0)
+        out = PyBytes_FromStringAndSize(e.buf, (Py_ssize_t)e.len);
+    PyMem_Free(e.buf);
+    return out;
+}

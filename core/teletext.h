@@ -55,4 +55,11 @@ typedef PyObject *(*TeletextEntryName)(const GTree *t, Py_ssize_t i);
 int teletext_tree(const GTree *t, PyObject *code, TeletextEntryName entry_name,
                   PyObject **tree, PyObject **counters);
 
+/* The DtValue bytes of value (inspect/layout.h): ints (bools included)
+ * clamped to int64, strs (UTF-8, lone surrogates replaced), lists and
+ * tuples of values, None as "", any other value as its str().  What
+ * dynamo/telemetry.py's encode() (the reference twin) makes, byte for byte.
+ * New bytes, or NULL with an exception (ValueError past 16 levels). */
+PyObject *teletext_encode(PyObject *value);
+
 #endif /* DYNAMO_CORE_TELETEXT_H */

@@ -141,20 +141,39 @@ class ClosureSource(Source):
             raise SourceError(self.name()) from None
 
 
-class AttrSource(Source):
+class _ChainSource(Source):
+    """A source reached from another (`base`): its name and lowered tuple
+    are made once, at the first use (the tracer and the guard builder ask
+    for them thousands of times per capture, and each asks its base's).
+    base and the step never change after __init__."""
+    _name = None
+    _lowered = None
+
+    def name(self):
+        if self._name is None:
+            self._name = self._make_name()
+        return self._name
+
+    def lower(self):
+        if self._lowered is None:
+            self._lowered = self._make_lower()
+        return self._lowered
+
+    def root(self):
+        return self.base.root()
+
+
+class AttrSource(_ChainSource):
     """`getattr(base, attr)`."""
 
     def __init__(self, base: Source, attr: str):
         self.base, self.attr = base, attr
 
-    def name(self):
+    def _make_name(self):
         return f"{self.base.name()}.{self.attr}"
 
-    def lower(self):
+    def _make_lower(self):
         return (SRC_ATTR, self.base.lower(), self.attr)
-
-    def root(self):
-        return self.base.root()
 
     def get(self, f_locals, f_globals, f_builtins, closure):
         base = self.base.get(f_locals, f_globals, f_builtins, closure)
@@ -164,20 +183,17 @@ class AttrSource(Source):
             raise SourceError(self.name()) from None
 
 
-class ItemSource(Source):
+class ItemSource(_ChainSource):
     """`base[key]` with an int or str constant key."""
 
     def __init__(self, base: Source, key):
         self.base, self.key = base, key
 
-    def name(self):
+    def _make_name(self):
         return f"{self.base.name()}[{self.key!r}]"
 
-    def lower(self):
+    def _make_lower(self):
         return (SRC_ITEM, self.base.lower(), self.key)
-
-    def root(self):
-        return self.base.root()
 
     def get(self, f_locals, f_globals, f_builtins, closure):
         base = self.base.get(f_locals, f_globals, f_builtins, closure)
@@ -211,7 +227,7 @@ def static_lookup(obj, name):
     return found
 
 
-class StaticAttrSource(Source):
+class StaticAttrSource(_ChainSource):
     """What attribute lookup of `attr` on base starts from, calling no
     descriptor (see static_lookup): guarded by identity, a method, property,
     classmethod or staticmethod replaced on the class, or an instance
@@ -221,14 +237,11 @@ class StaticAttrSource(Source):
     def __init__(self, base: Source, attr: str):
         self.base, self.attr = base, attr
 
-    def name(self):
+    def _make_name(self):
         return f"getattr_static({self.base.name()}, {self.attr!r})"
 
-    def lower(self):
+    def _make_lower(self):
         return (SRC_STATIC_ATTR, self.base.lower(), self.attr)
-
-    def root(self):
-        return self.base.root()
 
     def get(self, f_locals, f_globals, f_builtins, closure):
         base = self.base.get(f_locals, f_globals, f_builtins, closure)

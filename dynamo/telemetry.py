@@ -113,7 +113,15 @@ def _events(record):
 # ---------------------------------------------------------------- DtValue
 
 def encode(value):
-    """DtValue bytes of ints, strs and (nested) lists/tuples."""
+    """DtValue bytes of ints, strs and (nested) lists/tuples (None as "",
+    any other value as its str()): _C._telemetry_encode, a tenth of a
+    capture's time when it was done here (a record of 850 guards and 290
+    nodes is 170,000 values); encode_py is its twin, tested against it."""
+    return _C._telemetry_encode(value)
+
+
+def encode_py(value):
+    """encode(value) in Python: the reference the C encoder is tested against."""
     out = []
     _encode(value, out)
     return b"".join(out)
@@ -143,7 +151,12 @@ def _short(value, limit=120):
 
 def encode_record(r):
     """The DT_BLOB_RECORD payload of CompileRecord r (schema in layout.h)."""
-    return encode([
+    return encode(record_value(r))
+
+
+def record_value(r):
+    """The value encode_record encodes: nested lists of ints and strs."""
+    return [
         r.frame_id, r.compile_id, r.status, r.backend or "", r.name, r.filename, r.firstlineno,
         int(r.start_time * 1e9), int(r.compile_ns), int(r.backend_ns),
         redact_text(r.recompile_reason or ""), r.error or "", r.original_bytecode or "",
@@ -151,7 +164,7 @@ def encode_record(r):
         [_graph(g) for g in r.graphs], [_guard(g) for g in r.guards],
         [_break(b) for b in r.break_reasons], r.op_count,
         [[res.name, res.offset, res.kind] for res in r.resumes],
-    ])
+    ]
 
 
 def _graph(info):
@@ -200,7 +213,7 @@ def _node(n):
 
 
 def _guard(g):
-    from .guards import KIND_NAMES
+    from .guards import KIND_NAMES  # noqa: cycle-free either way
     try:
         detail = ", ".join(_short(v, 60) for v in g.expected)
     except Exception:  # noqa: BLE001 - a dead weakref or an odd repr: no detail

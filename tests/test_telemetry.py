@@ -676,3 +676,45 @@ def test_tree_encoding_never_builds_a_tree(tmp_path):
     before_none, still_none, after_built, lookups = json.loads(out.stdout.splitlines()[-1])
     assert before_none and still_none and after_built
     assert lookups == 1
+
+
+def test_c_encoder_matches_its_python_twin():
+    """_C._telemetry_encode (telemetry.encode) gives encode_py's bytes: on
+    the records of a real capture (every graph node, guard and listing) and
+    on the edges: int64 ends and beyond, bools, None, lone surrogates,
+    other objects by str(), int and str subclasses, empty lists, nesting."""
+    import enum
+    import torch
+    import dynamo
+    from dynamo import records, telemetry
+
+    class Color(enum.IntEnum):
+        RED = 3
+
+    class Name(str):
+        pass
+
+    edges = [0, -1, 2**63 - 1, 2**63, -2**63, -2**63 - 1, 10**40, True, False, None, "",
+             "é\ud800x", Name("n"), Color.RED, 1.5, object.__new__(object).__class__, [],
+             (), [[[]]], ("a", [1, ("b", None)], 2.0), torch.float32]
+    for value in edges + [edges]:
+        assert telemetry.encode(value) == telemetry.encode_py(value), value
+    with pytest.raises(ValueError):
+        deep = []
+        for _ in range(40):
+            deep = [deep]
+        telemetry.encode(deep)
+
+    def fn(x, y):
+        if x.sum() > 0:
+            return torch.relu(x) * y
+        return x - y
+
+    dynamo.reset()
+    dynamo.optimize("eager")(fn)(torch.randn(4), torch.randn(4))
+    recs = [r for r in records.all_records() if r.status == "ok"]
+    assert recs
+    for r in recs:
+        payload = telemetry.record_value(r)
+        assert len(payload[14]) >= 1 and len(payload[15]) >= 1       # graphs, guards
+        assert telemetry.encode_record(r) == telemetry.encode_py(payload)
