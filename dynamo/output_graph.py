@@ -33,7 +33,7 @@ import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-from . import config
+from . import config, rng
 from .exc import Unsupported
 from .codegen import PyCodegen  # noqa: F401  (moved to codegen.py; re-exported)
 from .guards import (GLOBAL_STATE, GRAD_MODE, ID_MATCH, SAME_OBJECT, STORAGE_MATCH, TENSOR_MATCH,
@@ -517,7 +517,7 @@ class OutputGraph:
         if probe is None:
             return
         args, kw = probe
-        rng = torch.get_rng_state()
+        state = rng.save()
         try:
             with _quiet_fake_tensor_log(), torch.set_grad_enabled(self.grad_enabled), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -526,7 +526,7 @@ class OutputGraph:
             raise Unsupported(f"{what} fails on real tensors like the example values "
                               f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from e
         finally:
-            torch.set_rng_state(rng)
+            rng.restore(state)
 
     def _run_fake(self, what, fn):
         try:

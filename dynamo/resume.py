@@ -39,7 +39,7 @@ def run_original(code, f_globals, closure, grad_mode, rng_state, args):
     rewritten code does when a graph that a user handler covers raises at
     run time (a "deopt": the graph had no effect the caller can see, so
     the handlers, finally blocks and side effects happen as in eager).
-    `grad_mode` and `rng_state` (None: the graph draws no random numbers)
+    `grad_mode` and `rng_state` (rng.save()'s; None: the graph draws no random numbers)
     are put back first: the graph may have stopped between an op that set
     them and the one restoring them. The code runs as an uncompiled copy
     (skip-marked: the hook does not trace it; the functions it calls are
@@ -56,7 +56,8 @@ def run_original(code, f_globals, closure, grad_mode, rng_state, args):
     _C.set_skip(copy)            # again each time: dynamo.reset() drops the mark
     torch._C._set_grad_enabled(grad_mode)
     if rng_state is not None:
-        torch.random.set_rng_state(rng_state)
+        from . import rng
+        rng.restore(rng_state)
     counters["frames"]["graph_raised_rerun_eagerly"] += 1
     fn = types.FunctionType(copy, f_globals, code.co_name, None, closure)
     fn.__qualname__ = code.co_qualname

@@ -306,3 +306,63 @@ def test_autocast_block_keeps_the_try_eager():
     assert not torch.is_autocast_cpu_enabled()
     assert counters["frames"][RERUN] == 0
     assert any("inside a try block" in r for r in counters["graph_break"])
+
+
+def random_then_linalg_error(x, a):
+    try:
+        r = torch.rand(4, device=x.device)
+        y = torch.linalg.cholesky(a).sum() + (x + r).sum()
+    except RuntimeError:        # LinAlgError: not positive-definite
+        y = torch.rand(2, device=x.device) + r.sum()
+    return y
+
+
+@pytest.mark.parametrize("device", [
+    "cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                          reason="needs a CUDA device"))])
+def test_rerun_restores_the_rng_of_the_graphs_device(device):
+    """The re-run draws what eager draws on CUDA too (only the CPU state
+    was saved: a CUDA graph's re-run drew new numbers)."""
+    x = torch.randn(4, device=device)
+    good = torch.eye(3, device=device)
+    bad = -torch.eye(3, device=device)
+    gen = torch.cuda.manual_seed if device == "cuda" else torch.manual_seed
+    gen(1)
+    exp = random_then_linalg_error(x, bad)
+    after_eager = torch.rand(1, device=device)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(random_then_linalg_error)
+    opt(x, good)
+    gen(1)
+    got = opt(x, bad)
+    assert same(got, exp) and same(torch.rand(1, device=device), after_eager)
+    assert cnt.frame_count == 1 and counters["frames"][RERUN] == 1
+
+
+def test_a_dropout_that_is_off_draws_nothing():
+    """graph_draws_random: eval-mode dropout (training=False, p=0, a
+    Dropout module in eval, attention with dropout_p=0) needs no RNG save
+    before a graph call; a live one and torch.rand do."""
+    import torch.nn.functional as F
+    from dynamo.tracer.frame import graph_draws_random
+
+    class M(torch.nn.Module):
+        def __init__(self, p, training):
+            super().__init__()
+            self.drop = torch.nn.Dropout(p)
+            self.train(training)
+
+        def forward(self, x):
+            return self.drop(x)
+
+    def graph(fn):
+        return torch.fx.symbolic_trace(fn)
+    off = [lambda x: F.dropout(x, 0.1, False), lambda x: F.dropout(x, p=0.1, training=False),
+           lambda x: F.dropout(x, p=0.0, training=True), lambda x: torch.relu(x),
+           lambda x: F.scaled_dot_product_attention(x, x, x, dropout_p=0.0),
+           M(0.1, False), M(0.0, True)]
+    on = [lambda x: F.dropout(x, 0.1, True), lambda x: F.dropout(x, p=0.1),
+          lambda x: x + torch.rand_like(x), lambda x: F.scaled_dot_product_attention(x, x, x, dropout_p=0.1),
+          M(0.1, True)]
+    assert [graph_draws_random(graph(f)) for f in off] == [False] * len(off)
+    assert [graph_draws_random(graph(f)) for f in on] == [True] * len(on)

@@ -11,6 +11,7 @@ import logging
 import warnings
 
 from .. import _C, config
+from .. import rng as _rng
 from ..exc import BackendCompilerFailed
 
 log = logging.getLogger("dynamo")
@@ -1008,7 +1009,7 @@ class _AotRuntime:
             # (which has failed after writing its mutations back); the
             # captured graph's ops run eagerly instead
             return self.eager_forward(*args)
-        rng = torch.get_rng_state() if self.seeded else None
+        rng = _rng.save() if self.seeded else None
         versions = [t._version for t in tensors]
         if self.fw_failed is not None:
             self.fw_failed[0] = False
@@ -1030,7 +1031,7 @@ class _AotRuntime:
             if not in_graph and versions != [t._version for t in tensors]:
                 raise           # it failed after writing to an input: a replay would write twice
             if rng is not None:
-                torch.set_rng_state(rng)
+                _rng.restore(rng)
             return self.eager_forward(*args)
         if self.detached:
             outs = list(outs)

@@ -37,6 +37,7 @@ from ..exc import Unsupported
 from ..guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
 from ..codegen import PyCodegen
 from .. import resume
+from ..rng import save as rng_save
 from .translator import InstructionTranslatorBase
 from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, ListIteratorVariable,
                         NullVariable, PassthroughVariable, TensorVariable, TupleVariable)
@@ -81,15 +82,19 @@ def graph_draws_random(gm):
     """Does the torch-level graph `gm` call a function, method or module
     whose aten namesake draws random numbers (tagged nondeterministic_seeded:
     rand, dropout, bernoulli_, nn.Dropout, ...)? A name-based reading, so
-    a torch function named unlike its aten op is missed."""
+    a torch function named unlike its aten op is missed. A dropout that is
+    off (training=False, p=0, a Dropout module in eval mode, attention with
+    dropout_p=0) draws nothing: eval-mode models keep no RNG save."""
     import torch
     for node in gm.graph.nodes:
+        module = None
         if node.op == "call_function":
             name = getattr(node.target, "__name__", "")
         elif node.op == "call_method":
             name = node.target
         elif node.op == "call_module":
-            name = type(gm.get_submodule(node.target)).__name__.lower()
+            module = gm.get_submodule(node.target)
+            name = type(module).__name__.lower()
         else:
             continue
         if name not in _seeded:
@@ -99,9 +104,39 @@ def graph_draws_random(gm):
                 op = None
             _seeded[name] = op is not None and any(
                 torch.Tag.nondeterministic_seeded in getattr(op, o).tags for o in op.overloads())
-        if _seeded[name]:
+        if _seeded[name] and not _dropout_off(node, name, module):
             return True
     return False
+
+
+# where a call's dropout switches sit: (position of p, position of training)
+# in the torch-level signature; None: keyword only
+_DROPOUT_ARGS = {
+    "dropout": (1, 2), "alpha_dropout": (1, 2), "feature_alpha_dropout": (1, 2),
+    "dropout1d": (1, 2), "dropout2d": (1, 2), "dropout3d": (1, 2),
+    "scaled_dot_product_attention": (4, None),
+}
+
+
+def _dropout_off(node, name, module):
+    """Is this seeded call a dropout that is switched off (draws nothing)?"""
+    if module is not None:
+        return "dropout" in name and (not module.training or getattr(module, "p", None) == 0)
+    where = _DROPOUT_ARGS.get(name)
+    if where is None or node.op != "call_function":
+        return False
+    p_at, training_at = where
+
+    def arg(pos, key):
+        if pos is not None and len(node.args) > pos:
+            return node.args[pos]
+        return node.kwargs.get(key, _UNSET)
+    p = arg(p_at, "dropout_p" if name == "scaled_dot_product_attention" else "p")
+    training = arg(training_at, "training") if training_at is not None else _UNSET
+    return training is False or (type(p) in (int, float) and p == 0)
+
+
+_UNSET = object()
 
 
 def _reads_frame_locals(var):
@@ -253,13 +288,12 @@ class InstructionTranslator(InstructionTranslatorBase):
         the call (the traced side effects are replayed after it) and the
         graph writes to none of its inputs (check_not_in_try), so the
         re-run sees what the original call saw; a graph drawing random
-        numbers saves the CPU RNG state before the call for it. The
+        numbers saves the RNG states (CPU, CUDA) before the call for it. The
         handler goes in `deopt_tail`, after the body."""
-        import torch
         rng = None
         if graph_draws_random(info.gm):
             rng = cg.new_temp("___rng")
-            cg.load_const(torch.random.get_rng_state)
+            cg.load_const(rng_save)
             cg.call(0)
             cg.store_local(rng)
         start = len(cg.insts)

@@ -27,12 +27,60 @@ def is_model_output_class(cls):
 
 
 def _build(cls, kwargs, setitems=(), attrs=()):
-    out = cls(**kwargs)
+    sig = (cls, tuple(kwargs), type(next(iter(kwargs.values()), None)))
+    direct = _direct_ok.get(sig)
+    if direct:
+        out = _direct(cls, kwargs)
+    else:
+        out = cls(**kwargs)
+        if direct is None:
+            _direct_ok[sig] = _same_state(out, _direct(cls, kwargs))
     for k, v in setitems:          # keys added by `out[k] = v`, in order
         out[k] = v
     for k, v in attrs:             # fields set by `out.k = v` that are not keys
         setattr(out, k, v)
     return out
+
+
+# (class, keyword names, type of the first value) -> does _direct() give
+# what cls(**kwargs) gives? Learned at the first build of each signature
+# (both are made and compared; the __init__ one is returned)
+_direct_ok = {}
+_field_defaults = {}
+
+
+def _direct(cls, kwargs):
+    """The end state of cls(**kwargs) made without running __init__ and
+    __post_init__ (a tenth of their cost, paid on every call of a compiled
+    forward): every field an attribute (its default when not given), the
+    non-None ones keys in field order. None when it cannot be made so."""
+    import collections
+    fields = _field_defaults.get(cls)
+    if fields is None:
+        fields = _field_defaults[cls] = tuple((f.name, f.default) for f in dataclasses.fields(cls))
+    try:
+        out = cls.__new__(cls)
+        state = out.__dict__
+        for name, default in fields:
+            state[name] = kwargs.get(name, default)
+        for name, _ in fields:
+            value = kwargs.get(name)
+            if value is not None:
+                collections.OrderedDict.__setitem__(out, name, value)
+    except Exception:  # noqa: BLE001 - not an OrderedDict, no __dict__: __init__ it is
+        return None
+    return out
+
+
+def _same_state(a, b):
+    """Same class, same keys in order, same attributes in order, each the
+    same object."""
+    if b is None or type(a) is not type(b) or list(a.keys()) != list(b.keys()):
+        return False
+    if any(a[k] is not b[k] for k in a.keys()):
+        return False
+    da, db = a.__dict__, b.__dict__
+    return list(da) == list(db) and all(da[k] is db[k] for k in da)
 
 
 _builder = []
@@ -41,7 +89,10 @@ _builder = []
 def builder():
     """`cls(**kwargs)` run with the frame hook off (dynamo.disable): the
     ModelOutput's own __init__/__post_init__ bookkeeping, modelled by this
-    file, is not compiled when generated code rebuilds an output."""
+    file, is not compiled when generated code rebuilds an output. Once the
+    first build of a signature has shown that a direct build (fields and
+    keys set without __init__) ends in the same state, later ones build
+    directly, as torch.compile does."""
     if not _builder:
         from ...modes import without_hook
         _builder.append(without_hook(_build))
