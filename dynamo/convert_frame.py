@@ -70,15 +70,26 @@ def direct_plan(new_code, f_globals):
     None.  Read off the assembled code itself, so the plan is exactly what
     the code would do; the hook then skips the frame (contract 1, "Direct
     calls")."""
-    insts = [i for i in dis.get_instructions(new_code) if i.opname not in _PROLOGUE_OPS]
     want = (["PRECALL"] if HAS_PRECALL else []) + ["CALL", "STORE_FAST", "LOAD_FAST", "LOAD_CONST",
                                                    "BINARY_SUBSCR", "RETURN_VALUE"]
+    nargs = arg_slot_count(new_code)
+    most = 1 + nargs + len(want)          # LOAD_GLOBAL, the argument loads, the tail
+    # a longer code is no plan: said without disassembling it (a frame
+    # with breaks has thousands of instructions; 32 units is more than
+    # any instruction with its caches and EXTENDED_ARGs takes)
+    if len(new_code.co_code) > 64 * (most + 2 + len(new_code.co_cellvars)):
+        return None
+    insts = []
+    for inst in dis.get_instructions(new_code):
+        if inst.opname not in _PROLOGUE_OPS:
+            insts.append(inst)
+            if len(insts) > most:
+                return None
     if len(insts) < len(want) + 1:
         return None
     head, loads, tail = insts[0], insts[1:-len(want)], insts[-len(want):]
     if head.opname != "LOAD_GLOBAL" or not head.arg & 1 or head.argval not in f_globals:
         return None
-    nargs = arg_slot_count(new_code)
     slots = []
     for inst in loads:
         if inst.opname != "LOAD_FAST" or inst.arg >= nargs:

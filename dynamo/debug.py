@@ -16,17 +16,54 @@ Only formats and prints; never changes a record.
 import dis
 import io
 import logging
+import types
 
 log = logging.getLogger("dynamo")
 
 
 def bytecode_listing(code):
-    """`dis` listing of `code` as a string ('' for None)."""
+    """`dis` listing of `code` as a string ('' for None). Constants that
+    are not literals, code or functions are shown by their short text
+    (_C._telemetry_value_text: a module by class, a tensor by sizes, a
+    container by type and length): generated code loads the frame's
+    globals dict as a constant, whose repr was 140 KB of a listing and a
+    tenth of a capture's time."""
     if code is None:
         return ""
+    consts = tuple(_ShortConst.of(c) for c in code.co_consts)
+    if any(type(c) is _ShortConst for c in consts):
+        code = code.replace(co_consts=consts)
     buf = io.StringIO()
     dis.dis(code, file=buf, depth=0)
     return buf.getvalue()
+
+
+_LITERALS = (str, bytes, int, float, complex, bool, type(None), type(...), types.CodeType,
+             types.FunctionType, types.BuiltinFunctionType, type)
+
+
+class _ShortConst:
+    """A listing's stand-in for a constant: its repr is the short text."""
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+    @classmethod
+    def of(cls, value):
+        if isinstance(value, _LITERALS) or (type(value) in (tuple, frozenset) and len(value) <= 16
+                                            and all(type(v) in _LITERALS for v in value)):
+            return value
+        if isinstance(value, (dict, list, set, frozenset, tuple)):
+            return cls(f"<{type(value).__name__}, {len(value)} items>")
+        from . import _C
+        try:
+            return cls(_C._telemetry_value_text(value, 80))
+        except Exception:  # noqa: BLE001 - an odd repr: the type is enough
+            return cls(f"<{type(value).__qualname__}>")
 
 
 def graph_table(gm):

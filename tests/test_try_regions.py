@@ -366,3 +366,22 @@ def test_a_dropout_that_is_off_draws_nothing():
           M(0.1, True)]
     assert [graph_draws_random(graph(f)) for f in off] == [False] * len(off)
     assert [graph_draws_random(graph(f)) for f in on] == [True] * len(on)
+
+
+def test_listing_shows_the_globals_constant_by_its_size():
+    """The deopt tail loads the frame's globals as a constant: the modified
+    bytecode listing (config.debug, telemetry, dynamo-top) shows it as
+    `<dict, N items>`, not its repr (this module's globals, every value)."""
+    from dynamo import records
+
+    def f(x, idx):
+        try:
+            return torch.gather(x + 1, 0, idx)
+        except RuntimeError:
+            return x
+    dynamo.optimize("eager")(f)(torch.randn(4), GOOD)
+    rec = [r for r in records.all_records() if r.status == "ok"][-1]
+    listing = rec.modified_bytecode
+    assert f"<dict, {len(globals())} items>" in listing
+    assert "random_then_linalg_error" not in listing        # no repr of the globals
+    assert "run_original" in listing
