@@ -142,12 +142,13 @@ class ClosureSource(Source):
 
 
 class _ChainSource(Source):
-    """A source reached from another (`base`): its name and lowered tuple
-    are made once, at the first use (the tracer and the guard builder ask
+    """A source reached from another (`base`): its name, lowered tuple and
+    root are found once, at the first use (the tracer and the guard builder ask
     for them thousands of times per capture, and each asks its base's).
     base and the step never change after __init__."""
     _name = None
     _lowered = None
+    _root = None
 
     def name(self):
         if self._name is None:
@@ -160,7 +161,9 @@ class _ChainSource(Source):
         return self._lowered
 
     def root(self):
-        return self.base.root()
+        if self._root is None:
+            self._root = self.base.root()
+        return self._root
 
 
 class AttrSource(_ChainSource):
@@ -535,8 +538,9 @@ def ordered(guards: List[Guard]) -> List[Guard]:
     globals and global state; insertion order otherwise."""
     seen, out = set(), []
     for g in guards:
-        if g.key() not in seen:
-            seen.add(g.key())
+        key = g.key()
+        if key not in seen:
+            seen.add(key)
             out.append(g)
     return sorted(out, key=lambda g: _rank(g.source))
 

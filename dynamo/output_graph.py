@@ -170,16 +170,16 @@ def _probe_inputs(ex_args, ex_kw, wrote=False):
             walk(a, extent)
         if not tensors or sum(hi - lo for lo, hi in storages.values()) > _PROBE_MAX_NUMEL:
             return None
+        dtypes = {t.dtype for t in tensors}
+        if len(dtypes) == 1 and dtypes <= set(_PLAIN_FLOATS) and all(t.numel() for t in tensors) and \
+                not any(torch._debug_has_internal_overlap(t) == 1 for t in tensors) and \
+                (not wrote or len(storages) == len({id(t) for t in tensors})) and \
+                not any(type(a) is bool for a in ex_args):
+            return None             # decided before any real tensor is made
         buffers = {k: torch.ones(hi - lo, dtype=k[1]) for k, (lo, hi) in storages.items()}
         args = [walk(a, real) for a in ex_args]
         kw = {k: walk(v, real) for k, v in ex_kw.items()}
     except LookupError:
-        return None
-    dtypes = {t.dtype for t in tensors}
-    if len(dtypes) == 1 and dtypes <= set(_PLAIN_FLOATS) and all(t.numel() for t in tensors) and \
-            not any(torch._debug_has_internal_overlap(t) == 1 for t in tensors) and \
-            (not wrote or len(storages) == len({id(t) for t in tensors})) and \
-            not any(type(a) is bool for a in ex_args):
         return None
     return args, kw
 
