@@ -768,3 +768,28 @@ def test_313_resume_offsets_map_back_across_a_split_pair():
         assert orig_by_offset[off].opname == inst.opname, (inst, orig_by_offset[off])
     fn = types.FunctionType(code, {})
     assert fn(*range(16), 3, 4) == f(3, 4)
+
+
+def test_shared_decoding_is_per_code_object_not_per_equal_code():
+    """Two code objects that compare equal (same bytecode and constants,
+    different files) get their own decodings: the nested function's code
+    in each is its own (its co_filename), and a dead code leaves the table."""
+    import gc
+    import importlib
+    decode_mod = importlib.import_module("dynamo.bytecode.decode")
+    src = "def f(x):\n    def g(y):\n        return y + 1\n    return g(x)\n"
+    ns_a, ns_b = {}, {}
+    exec(compile(src, "a.py", "exec"), ns_a)
+    exec(compile(src, "b.py", "exec"), ns_b)
+    code_a, code_b = ns_a["f"].__code__, ns_b["f"].__code__
+    assert code_a == code_b and code_a is not code_b
+
+    def nested(code):
+        return [i.argval for i in decode_mod.decode_shared(code)
+                if i.opname == "LOAD_CONST" and isinstance(i.argval, type(code))][0]
+    assert nested(code_a).co_filename == "a.py" and nested(code_b).co_filename == "b.py"
+    assert decode_mod.decode_shared(code_a) is decode_mod.decode_shared(code_a)
+    before = len(decode_mod._SHARED)
+    del ns_a, code_a
+    gc.collect()
+    assert len(decode_mod._SHARED) == before - 1

@@ -54,7 +54,13 @@ def decode(code: types.CodeType) -> List[Instruction]:
     return insts
 
 
-_SHARED = weakref.WeakKeyDictionary()     # code -> (instructions, index by id)
+# id(code) -> (weak reference to code, instructions, index by id). Keyed
+# by identity: a WeakKeyDictionary compares keys with ==, and two code
+# objects are == when their bytecode, names and constants match, even with
+# different files or distinct nested code objects (a generated resume
+# function and a fuzz program's nested function met ones decoded from
+# another, equal code object).
+_SHARED = {}
 
 
 def decode_shared(code: types.CodeType) -> List[Instruction]:
@@ -65,11 +71,21 @@ def decode_shared(code: types.CodeType) -> List[Instruction]:
     its own copy). Kept across dynamo.reset(): a decoding is a function of
     the immutable code object alone, and the table holds codes weakly (the
     resume functions of forgotten compiles leave it with their code)."""
-    hit = _SHARED.get(code)
-    if hit is None:
+    return _shared(code)[1]
+
+
+def _shared(code):
+    key = id(code)
+    hit = _SHARED.get(key)
+    if hit is None or hit[0]() is not code:
         insts = decode(code)
-        hit = _SHARED[code] = (insts, {id(inst): i for i, inst in enumerate(insts)})
-    return hit[0]
+
+        def forget(ref, key=key):
+            if _SHARED.get(key, (None,))[0] is ref:     # not a newer code at the same address
+                del _SHARED[key]
+        hit = _SHARED[key] = (weakref.ref(code, forget), insts,
+                              {id(inst): i for i, inst in enumerate(insts)})
+    return hit
 
 
 def clear_shared() -> None:
@@ -79,8 +95,7 @@ def clear_shared() -> None:
 
 def shared_index(code: types.CodeType) -> Dict[int, int]:
     """id(instruction) -> position, for the list decode_shared(code) returns."""
-    decode_shared(code)
-    return _SHARED[code][1]
+    return _shared(code)[2]
 
 
 def _at(by_offset, offset, who):
