@@ -42,6 +42,14 @@ _LITERALS = (str, bytes, int, float, complex, bool, type(None), type(...), types
              types.FunctionType, types.BuiltinFunctionType, type)
 
 
+def _literal(value):
+    """A constant dis may show as it is: a literal, code, a function or class,
+    or a tuple/frozenset of those (a compiler's constants, bounded by the
+    code's size)."""
+    return isinstance(value, _LITERALS) or (type(value) in (tuple, frozenset)
+                                            and all(_literal(v) for v in value))
+
+
 class _ShortConst:
     """A listing's stand-in for a constant: its repr is the short text."""
     __slots__ = ("text",)
@@ -54,8 +62,7 @@ class _ShortConst:
 
     @classmethod
     def of(cls, value):
-        if isinstance(value, _LITERALS) or (type(value) in (tuple, frozenset) and len(value) <= 16
-                                            and all(type(v) in _LITERALS for v in value)):
+        if _literal(value):
             return value
         if isinstance(value, (dict, list, set, frozenset, tuple)):
             return cls(f"<{type(value).__name__}, {len(value)} items>")

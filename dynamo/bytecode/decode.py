@@ -56,10 +56,8 @@ def decode(code: types.CodeType) -> List[Instruction]:
 
 # id(code) -> (weak reference to code, instructions, index by id). Keyed
 # by identity: a WeakKeyDictionary compares keys with ==, and two code
-# objects are == when their bytecode, names and constants match, even with
-# different files or distinct nested code objects (a generated resume
-# function and a fuzz program's nested function met ones decoded from
-# another, equal code object).
+# objects are == when their bytecode, names and constants match, even in
+# different files (a nested function's code then came from the other file).
 _SHARED = {}
 
 
