@@ -5,7 +5,8 @@
  * literals (DYNAMO_TELEMETRY_REDACT=1), the text of a guard source
  * ("L['x'].weight"), and the published form of a code's guard tree: the
  * DT_BLOB_TREE payload (DtValue, inspect/layout.h) and its node counters,
- * encoded here in C from the built tree (guards/tree.h, gtree_visit).  It
+ * encoded here in C from the built tree (guards/tree.h, gtree_visit), and
+ * the DtValue bytes of a compile record's nested lists (teletext_encode).  It
  * never builds a tree, never writes the region (core/telemetry.c does) and
  * calls no Python function of dynamo: only repr() and attribute reads of
  * the values it describes.  dynamo/telemetry.py uses the same functions
