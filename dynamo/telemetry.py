@@ -213,7 +213,7 @@ def _node(n):
 
 
 def _guard(g):
-    from .guards import KIND_NAMES  # noqa: cycle-free either way
+    from .guards import KIND_NAMES
     try:
         detail = ", ".join(_short(v, 60) for v in g.expected)
     except Exception:  # noqa: BLE001 - a dead weakref or an odd repr: no detail

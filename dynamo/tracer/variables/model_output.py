@@ -12,6 +12,7 @@ generated code as `Cls(**{key: value})`, run with the hook off.
 The rare __post_init__ form where only the first field is given and it is
 a dict or iterator of pairs is Unsupported (the call then runs eagerly).
 """
+import collections
 import dataclasses
 
 from ...exc import Unsupported
@@ -47,6 +48,7 @@ def _build(cls, kwargs, setitems=(), attrs=()):
 # (both are made and compared; the __init__ one is returned)
 _direct_ok = {}
 _field_defaults = {}
+_ordered_setitem = collections.OrderedDict.__setitem__
 
 
 def _direct(cls, kwargs):
@@ -54,7 +56,6 @@ def _direct(cls, kwargs):
     __post_init__ (a tenth of their cost, paid on every call of a compiled
     forward): every field an attribute (its default when not given), the
     non-None ones keys in field order. None when it cannot be made so."""
-    import collections
     fields = _field_defaults.get(cls)
     if fields is None:
         fields = _field_defaults[cls] = tuple((f.name, f.default) for f in dataclasses.fields(cls))
@@ -66,7 +67,7 @@ def _direct(cls, kwargs):
         for name, _ in fields:
             value = kwargs.get(name)
             if value is not None:
-                collections.OrderedDict.__setitem__(out, name, value)
+                _ordered_setitem(out, name, value)
     except Exception:  # noqa: BLE001 - not an OrderedDict, no __dict__: __init__ it is
         return None
     return out
