@@ -59,8 +59,13 @@ free_extra(void *extra)
         telemetry_code_dead(c);
     CacheEntry *entries = c->entries;
     GTree *tree = c->tree;
+    PyObject *sigs[CACHE_EAGER_SIGS];
+    for (int i = 0; i < CACHE_EAGER_SIGS; i++)
+        sigs[i] = c->eager_sigs[i].types;
     PyMem_Free(c);
     gtree_decref(tree);             /* entries still hold what the tree holds */
+    for (int i = 0; i < CACHE_EAGER_SIGS; i++)
+        Py_XDECREF(sigs[i]);
     cache_entry_decref(entries);    /* may run Python code: do it last */
 }
 
@@ -263,14 +268,50 @@ cache_drop_unused(PyObject *code)
     return dropped;
 }
 
+int
+cache_remember_eager(PyObject *code, PyObject *types, PyObject *closure)
+{
+    CodeCache *c = cache_ensure(code);
+    if (c == NULL)
+        return -1;
+    int i = 0;
+    for (; i < CACHE_EAGER_SIGS && c->eager_sigs[i].types != NULL; i++) {
+        if (c->eager_sigs[i].closure != closure)
+            continue;
+        int eq = PyObject_RichCompareBool(c->eager_sigs[i].types, types, Py_EQ);
+        if (eq != 0)                /* known already, or an error */
+            return eq < 0 ? -1 : 0;
+    }
+    if (i == CACHE_EAGER_SIGS)      /* all taken: later ones keep asking */
+        return 0;
+    c->eager_sigs[i].types = Py_NewRef(types);
+    c->eager_sigs[i].closure = closure;
+    return 1;
+}
+
 void
 cache_reset_all(void)
 {
     /* Detach first, free after: freeing runs Python code that may kill code
-     * objects, which unlinks caches from the list we would be walking. */
+     * objects, which unlinks caches from the list we would be walking.  The
+     * eager signatures go into one list, dropped at the end (when the list
+     * cannot be made they stay: they only spare callbacks). */
     CacheEntry *doomed = NULL;
+    PyObject *doomed_sigs = PyList_New(0);
+    if (doomed_sigs == NULL)
+        PyErr_WriteUnraisable(NULL);
     for (CodeCache *c = touched; c != NULL; c = c->next) {
         c->skip = 0;
+        for (int i = 0; doomed_sigs != NULL && i < CACHE_EAGER_SIGS; i++) {
+            if (c->eager_sigs[i].types == NULL)
+                break;
+            if (PyList_Append(doomed_sigs, c->eager_sigs[i].types) < 0) {
+                PyErr_WriteUnraisable(NULL);
+                break;
+            }
+            Py_CLEAR(c->eager_sigs[i].types);   /* the list holds it: no dealloc here */
+            c->eager_sigs[i].closure = NULL;
+        }
         /* No Python code runs here: the entries (freed below) hold their
          * own references on everything the tree references. */
         GTree *tree = c->tree;
@@ -292,6 +333,7 @@ cache_reset_all(void)
     }
     cache_generation++;
     cache_entry_decref(doomed);
+    Py_XDECREF(doomed_sigs);
 }
 
 /* New list of item(e) (a new reference, or NULL on error) for each live

@@ -47,10 +47,27 @@ typedef struct CacheEntry {
                                    call that compiled it) */
 } CacheEntry;
 
+/* How many argument-type signatures of eager calls a code remembers. */
+#define CACHE_EAGER_SIGS 4
+
+/* Calls the callback found nothing of torch in (convert_frame.
+ * frame_may_use_torch False) and that a later call may be told apart from
+ * by cheap tests only.  Being wrong costs a compile that does not happen,
+ * never a wrong result: the frame runs as it would without dynamo. */
+typedef struct {
+    PyObject *types;            /* strong: tuple, the exact type of each
+                                   argument slot; NULL = unused */
+    const void *closure;        /* identity only, never dereferenced: the
+                                   function's __closure__ tuple, or NULL */
+} EagerSig;
+
 /* The co_extra record of one code object. */
 typedef struct CodeCache {
     CacheEntry *entries;        /* owned reference: newest first, or NULL */
     int skip;                   /* always run the default evaluator */
+    /* filled from [0], types NULL after the last (cache_remember_eager):
+     * a miss that matches one runs the default evaluator without asking */
+    EagerSig eager_sigs[CACHE_EAGER_SIGS];
     GTree *tree;                /* owned reference: tree of `entries`, or NULL (stale) */
     uint64_t dead_epoch;        /* gir_dead_epoch when dead entries were last pruned */
     uint64_t rebuilds;          /* trees built for this code, count */
@@ -113,8 +130,39 @@ void cache_clear(PyObject *code /* borrowed */);
  * exception (the entries unlinked until then are dropped all the same). */
 PyObject *cache_drop_unused(PyObject *code /* borrowed */);
 
-/* Drop every entry and every skip mark the module ever set. */
+/* Drop every entry, skip mark and eager signature the module ever set. */
 void cache_reset_all(void);
+
+/* Remember (types, closure) as a signature of calls of code that need no
+ * compile: types (borrowed) a tuple of types, one per argument slot;
+ * closure the function's __closure__ (borrowed, NULL allowed), kept by
+ * identity only.  1 if recorded, 0 when known already or when
+ * CACHE_EAGER_SIGS are taken; -1 on error. */
+int cache_remember_eager(PyObject *code /* borrowed */, PyObject *types /* borrowed */,
+                         PyObject *closure /* borrowed */);
+
+/* Does a call with argument slots args[0 .. nargs) (borrowed) of a
+ * function whose __closure__ is closure (borrowed) match one of c's eager
+ * signatures: the same closure object, the exact type of every slot?  No
+ * allocation, no Python code: the hook asks this on a miss before calling
+ * back. */
+static inline int
+cache_eager_match(const CodeCache *c, PyObject *const *args, Py_ssize_t nargs,
+                  const PyObject *closure)
+{
+    for (int i = 0; i < CACHE_EAGER_SIGS && c->eager_sigs[i].types != NULL; i++) {
+        PyObject *sig = c->eager_sigs[i].types;
+        if (PyTuple_GET_SIZE(sig) != nargs || c->eager_sigs[i].closure != closure)
+            continue;
+        Py_ssize_t k = 0;
+        while (k < nargs && args[k] != NULL
+               && (PyObject *)Py_TYPE(args[k]) == PyTuple_GET_ITEM(sig, k))
+            k++;
+        if (k == nargs)         /* every slot's type matched? */
+            return 1;
+    }
+    return 0;
+}
 
 /* New list of the payloads of code's entries, newest first. */
 PyObject *cache_payloads(PyObject *code /* borrowed */);

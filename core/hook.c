@@ -743,6 +743,12 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
         return result;
     }
     PyObject *todo;                             /* code to run, or None */
+    if (asks && cache != NULL && cache->eager_sigs[0].types != NULL
+            && cache_eager_match(cache, frame->localsplus, arg_count(code),
+                                 dyn_frame_func(frame)->func_closure)) {
+        Py_XDECREF(failures);                   /* a call known to need no compile */
+        return eval_normally(tstate, frame, 0);
+    }
     if (asks) {
         MissSeen seen = {.cache = cache, .head = cache != NULL ? cache->entries : NULL,
                          .generation = cache_generation};

@@ -96,6 +96,35 @@ set_skip(PyObject *module, PyObject *code)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(remember_eager_doc,
+"remember_eager(code, types, closure) -> bool: a later miss of a function of code\n"
+"whose __closure__ is this very object (None: no closure) and whose argument\n"
+"slots have exactly these types (a tuple, one per slot) runs the default\n"
+"evaluator without calling back.  False when known already or when the code\n"
+"has as many signatures as it keeps; dynamo.reset() forgets them.");
+
+static PyObject *
+remember_eager(PyObject *module, PyObject *args)
+{
+    PyObject *code, *sig, *closure;
+    if (!PyArg_ParseTuple(args, "OO!O:remember_eager", &code, &PyTuple_Type, &sig, &closure)
+            || require_code(code) < 0)
+        return NULL;
+    if (closure != Py_None && !PyTuple_Check(closure)) {
+        PyErr_SetString(PyExc_TypeError, "remember_eager: closure must be a tuple or None");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(sig);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyType_Check(PyTuple_GET_ITEM(sig, i))) {
+            PyErr_Format(PyExc_TypeError, "remember_eager: item %zd of the signature is not a type", i);
+            return NULL;
+        }
+    }
+    int r = cache_remember_eager(code, sig, closure == Py_None ? NULL : closure);
+    return r < 0 ? NULL : PyBool_FromLong(r);
+}
+
 PyDoc_STRVAR(is_skip_doc, "is_skip(code) -> bool");
 
 static PyObject *
@@ -429,6 +458,7 @@ static PyMethodDef module_methods[] = {
     {"get_mode", get_mode, METH_NOARGS, get_mode_doc},
     {"set_skip", set_skip, METH_O, set_skip_doc},
     {"is_skip", is_skip, METH_O, is_skip_doc},
+    {"remember_eager", remember_eager, METH_VARARGS, remember_eager_doc},
     {"cache_entries", cache_entries, METH_O, cache_entries_doc},
     {"cache_direct", cache_direct, METH_O, cache_direct_doc},
     {"clear_cache", clear_cache, METH_O, clear_cache_doc},

@@ -483,6 +483,30 @@ def frame_may_use_torch(code, f_locals, f_globals, func=None):
     return False
 
 
+# Arguments whose contents frame_may_use_torch walks item by item: a call
+# with one of these is looked at again each time (a list of ints now may
+# hold tensors next call), never remembered by its types.
+_WALKED_CONTAINERS = (tuple, list, set, frozenset, dict)
+
+
+def eager_signature(code, f_locals):
+    """The exact types of the argument slots of a call in which
+    frame_may_use_torch found nothing of torch, as `_C.remember_eager`
+    takes them (with the function's closure, matched by identity); None
+    when an argument is a container whose items the answer depended on.
+    Objects are remembered by type: a later call with an object of the
+    same type that has since gained a tensor attribute runs eagerly
+    (torch.compile does not look into objects at all) — never a wrong
+    result, only a compile that does not happen."""
+    try:
+        values = [f_locals[name] for name in code.co_varnames[:arg_slot_count(code)]]
+    except KeyError:
+        return None
+    if any(isinstance(v, _WALKED_CONTAINERS) for v in values):
+        return None
+    return tuple(type(v) for v in values)
+
+
 class _Callback:
     """Called by the C hook on a cache miss in COMPILE mode (hook is off).
 
@@ -527,6 +551,9 @@ class _Callback:
             # looked at again on its next call (other arguments may differ)
             skipfiles.note(code, "no tensor, module or torch name in its arguments, "
                                  "globals or closure")
+            sig = eager_signature(code, f_locals)
+            if sig is not None:     # later calls like this one: no callback at all
+                _C.remember_eager(code, sig, getattr(func, "__closure__", None))
             return None
         if code in _limit_warned or len(failures) >= config.cache_size_limit:
             if code not in _limit_warned:
