@@ -114,3 +114,37 @@ def test_inductor_compile_can_be_served_by_its_caches(monkeypatch):
     assert cnt.frame_count == 2
     # compiled once, with a cache key; the second compile was served by the cache
     assert len(keys) == 1 and keys[0] is not None
+
+
+def test_inductors_generated_backward_is_not_compiled_as_user_code():
+    """loss.backward() in the frame breaks the graph; autograd then calls
+    Inductor's compiled backward, a Python module in Inductor's cache
+    directory: it runs as generated, never traced (issue 27: 9 of 10
+    graphs of a training step came from tracing it)."""
+    import os
+    from dynamo import records
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+
+    def step(x):
+        loss = m(x).pow(2).mean()
+        loss.backward()
+        return loss
+    opt = dynamo.optimize("inductor")(step)
+    x = torch.randn(4, 8)
+    for _ in range(2):
+        opt(x)
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+    generated = os.path.realpath(cache_dir())
+    mine = [r for r in records.all_records() if r.filename == __file__]
+    assert [r.name for r in mine] == ["step", "__resume_at_" + mine[1].name.split("_at_")[1]]
+    assert not [r for r in records.all_records()
+                if os.path.realpath(r.filename).startswith(generated)]
+    assert sum(len(r.graphs) for r in mine) == 1
+    ref = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    ref.load_state_dict(m.state_dict())
+    m.zero_grad(), ref.zero_grad()
+    opt(x)
+    ref(x).pow(2).mean().backward()
+    for p, q in zip(m.parameters(), ref.parameters()):
+        assert torch.allclose(p.grad, q.grad, atol=1e-6)
