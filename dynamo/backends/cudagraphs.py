@@ -26,6 +26,8 @@ replays and uncaptured (non-CUDA) graphs for tests and benchmarks.
 """
 import torch
 
+from .registry import register_backend
+
 stats = {"captures": 0, "recaptures": 0, "replays": 0, "uncaptured": 0, "input_copies": 0}
 
 
@@ -114,6 +116,7 @@ def cudagraphify(gm, example_inputs, num_fixed=0):
     return _boxed(run)
 
 
+@register_backend("cudagraphs")
 def cudagraphs(gm, example_inputs):
     """AOT autograd with both graphs captured as CUDA graphs. The forward
     graph's inputs before the captured graph's own are the parameters and
