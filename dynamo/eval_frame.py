@@ -19,12 +19,9 @@ log = logging.getLogger("dynamo")
 from .modes import MODE_COMPILE, MODE_OFF, MODE_RUN, ModeContext  # noqa: E402,F401
 
 
-# ---------------------------------------------------------------- filtering
-# The skip rules live in dynamo.skipfiles; is_skipped_file is re-exported here.
-from .skipfiles import is_skipped_file  # noqa: E402,F401
-# The hook's callback lives in convert_frame; re-exported for old import paths.
-from .convert_frame import (_Callback, _add_record, _eager_warned, _limit_warned,  # noqa: E402,F401
-                            describe_failure, frame_may_use_torch)
+# ---------------------------------------------------------------- the callback
+# The hook's callback lives in convert_frame.
+from .convert_frame import _Callback, _eager_warned, _limit_warned  # noqa: E402
 
 
 # ---------------------------------------------------------------- wrappers

@@ -35,10 +35,9 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from . import config, rng
 from .exc import Unsupported
-from .codegen import PyCodegen  # noqa: F401  (moved to codegen.py; re-exported)
 from .guards import (GLOBAL_STATE, GRAD_MODE, ID_MATCH, SAME_OBJECT, STORAGE_MATCH, TENSOR_MATCH,
                      Guard, NoSource, global_state_word, ordered, storage_key, tensor_expected)
-from .guards import _identifier, _mangle, module_path  # noqa: F401  (moved to guards.py; re-exported)
+from .guards import _identifier
 
 _graph_counter = itertools.count()
 

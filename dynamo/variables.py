@@ -1,19 +1,7 @@
-"""TorchDynamo-compatible names for the tracer's VariableTracker kinds.
+"""Old import path `dynamo.variables` (TorchDynamo 1.13's `torchdynamo.variables`):
+an alias of dynamo/compat/variables.py, the same module object under both names."""
+import sys
 
-The kinds themselves live in dynamo.tracer.variables; this module only gives
-them the names code written for TorchDynamo imports. ConstDictVariable takes
-TorchDynamo's argument order, `(items, user_cls)`.
-"""
-from .tracer.variables import *  # noqa: F401,F403
-from .tracer.variables import (CellVariable, ClassVariable, ConstantVariable,  # noqa: F401
-                               DictVariable, ListVariable, NNModuleVariable, TensorVariable,
-                               TupleVariable, UserDefinedObjectVariable, UserFunctionVariable,
-                               UserMethodVariable, VariableTracker)
+from .compat import variables
 
-
-class ConstDictVariable(DictVariable):
-    """A dict with constant keys; `user_cls` (dict, OrderedDict, ...) is what
-    python_type() reports."""
-
-    def __init__(self, items, user_cls=dict, source=None):
-        super().__init__(items, source=source, user_cls=user_cls)
+sys.modules[__name__] = variables

@@ -132,7 +132,7 @@ def test_failure_text_comes_from_the_c_report_alone():
     """describe_failure reads the miss report's items; it never evaluates a
     guard in Python (a source whose fetch would run is never fetched)."""
     from dynamo import guards
-    from dynamo.eval_frame import describe_failure
+    from dynamo.convert_frame import describe_failure
 
     fetches = []
 

@@ -6,5 +6,5 @@ through either is visible to both); `dynamo.optimizations.backends` exposes
 each registered backend as a module attribute (backends.eager, backends.nnc,
 ...). No backends of its own live here: they are in dynamo.backends.
 """
-from ..backends import _BACKENDS as BACKENDS  # noqa: F401
+from ...backends import _BACKENDS as BACKENDS  # noqa: F401
 from . import backends  # noqa: F401
