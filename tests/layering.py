@@ -1,18 +1,18 @@
 """The import picture of the tree: #include edges between the C folders
-(core/ guards/ inspect/ tui/ viz/) and import edges between the Python
-rooms of dynamo/.  A room is a package under dynamo/ (bytecode, tracer,
-backends, optimizations: everything inside it counts as the package) or
-one top-level module of dynamo/ (convert_frame, output_graph, guards, ...;
-dynamo/__init__.py is the room `dynamo`).  Every import statement counts,
-function-level ones too; `from pkg import mod` is an import of mod (pkg is
-loading already), `from pkg import name` of pkg.  `python tests/layering.py`
-prints the graph and any cycle; tests/test_layering.py asserts the picture
-(issue 11).
+(core/ guards/ inspect/ tui/ viz/), and import edges between the Python
+modules of dynamo/ and between its rooms.  A room is a package under
+dynamo/ (bytecode, tracer, backends, compat: everything inside it counts
+as the package) or one top-level module of dynamo/ (convert_frame,
+output_graph, guards, ...; dynamo/__init__.py is the room `dynamo`).
+Every import statement counts, function-level ones too; `from pkg import
+mod` is an import of mod (pkg is loading already), `from pkg import name`
+of pkg (its __init__).  `python tests/layering.py` prints the graphs and
+any cycle; tests/test_layering.py asserts the picture (issues 11 and 28).
 
-Only folder-to-folder edges are kept: a file including or importing a
-file of its own folder is no edge.  An include is resolved against the
-including file's folder first (the compilers' rule for quoted includes),
-then against the folders the Makefile passes with -I.
+Only folder-to-folder edges are kept for C: a file including a file of its
+own folder is no edge.  An include is resolved against the including
+file's folder first (the compilers' rule for quoted includes), then
+against the folders the Makefile passes with -I.
 """
 import ast
 import os
@@ -104,55 +104,68 @@ def _is_ours(module):
             or module == "dynamo._C")
 
 
-def py_edges():
-    """{(from room, to room): [(module, imported module)]} over every
-    import statement (function-level ones too: they are edges all the same)."""
+def _imported(node, package):
+    """The dotted names an import statement `node` of a module in `package`
+    imports, before resolving them to modules of ours."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    if node.level:
+        base = package.split(".")
+        base = base[:len(base) - (node.level - 1)]
+        prefix = ".".join(base)
+        mod = f"{prefix}.{node.module}" if node.module else prefix
+    else:
+        mod = node.module or ""
+    # `from pkg import mod` imports mod (pkg is already loading); a name
+    # that is no module of ours is an import of pkg itself
+    return [f"{mod}.{a.name}" if _is_ours(f"{mod}.{a.name}") else mod for a in node.names]
+
+
+def py_module_edges():
+    """{(module, imported module): [line, ...]} between the modules of
+    dynamo/ (a package is its __init__) over every import statement,
+    function-level ones too: they are edges all the same."""
     edges = {}
     for path, module, is_pkg in _py_modules():
         with open(path, encoding="utf-8") as fh:
             tree = ast.parse(fh.read(), path)
         package = module if is_pkg else module.rpartition(".")[0]
         for node in ast.walk(tree):
-            targets = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")
-                    base = base[:len(base) - (node.level - 1)]
-                    prefix = ".".join(base)
-                    mod = f"{prefix}.{node.module}" if node.module else prefix
-                else:
-                    mod = node.module or ""
-                # `from pkg import mod` imports mod (pkg is already loading); a
-                # name that is no module of ours is an import of pkg itself
-                targets = [f"{mod}.{a.name}" if _is_ours(f"{mod}.{a.name}") else mod
-                           for a in node.names]
-            for t in targets:
+            for t in _imported(node, package):
                 if not t.startswith("dynamo"):
                     continue
                 # the longest prefix that is a module or package of ours
                 parts = t.split(".")
                 while parts and not _is_ours(".".join(parts)):
                     parts.pop()
-                if not parts:
-                    continue
-                t = ".".join(parts)
-                src, dst = _py_room_of(module), _py_room_of(t)
-                if src != dst:
-                    edges.setdefault((src, dst), []).append((module, t))
+                if parts and ".".join(parts) != module:
+                    edges.setdefault((module, ".".join(parts)), []).append(node.lineno)
+    return edges
+
+
+def py_edges():
+    """{(from room, to room): [(module, imported module)]}: the module
+    edges between rooms."""
+    edges = {}
+    for (module, t), lines in sorted(py_module_edges().items()):
+        src, dst = _py_room_of(module), _py_room_of(t)
+        if src != dst:
+            edges.setdefault((src, dst), []).extend([(module, t)] * len(lines))
     return edges
 
 
 def cycles(edges):
-    """The strongly connected components of more than one folder (Tarjan)."""
+    """The strongly connected components of more than one node (Tarjan):
+    folders, rooms or modules, whatever `edges` joins."""
     graph = {}
     for a, b in edges:
         graph.setdefault(a, set()).add(b)
         graph.setdefault(b, set())
     index, low, stack, on, out = {}, {}, [], set(), []
 
-    def visit(v):               # depth bounded by the handful of folders
+    def visit(v):               # depth bounded by the length of a path: some dozens of modules
         index[v] = low[v] = len(index)
         stack.append(v)
         on.add(v)
@@ -195,6 +208,9 @@ def main():
         print(picture(edges))
         found = cycles(edges)
         print("  cycles: " + ("; ".join(" <-> ".join(c) for c in found) if found else "none"))
+    found = cycles(py_module_edges())
+    print("Python import cycles between dynamo/ modules: " +
+          ("; ".join(" <-> ".join(c) for c in found) if found else "none"))
     return 0
 
 
