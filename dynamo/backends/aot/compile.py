@@ -29,6 +29,12 @@ def aot_eager(gm, example_inputs):
 
 
 def _aot(gm, example_inputs, **kw):
+    """The compile of the AOT backends: an _AotRuntime around
+    aot_module_simplified's compiled function for `gm` (forward and
+    backward graphs run by the nop compiler; `kw` goes to aot, e.g.
+    decompositions), or gm.forward itself when a hazard says aot cannot
+    give eager's results. Raises what aot's trace raises (registry.wrap's
+    error policy takes it)."""
     from torch._functorch.aot_autograd import aot_module_simplified
     hazard = _grad_mode_hazard(gm) or _saved_value_overwritten(gm) or _size1_stride_hazard(gm)
     if hazard is not None:
