@@ -74,6 +74,7 @@ def run_original(code, f_globals, closure, grad_mode, rng_state, args):
 
 ITER = "iter"      # null_mask entry: the argument is a tuple standing for an iterator
 LIST_ITER = "list_iter"   # null_mask entry: the argument is (list, position) of a list iterator
+REVERSED_LIST_ITER = "reversed_list_iter"   # the same for reversed(list)
 
 
 def lead_local(code):
@@ -97,7 +98,8 @@ def resume_code(code, offset, null_mask, local_names, iter_locals=()):
     into an iterator (GET_ITER), so when the resume function is traced the
     tuple's items are known and guarded, and a `for` loop that broke keeps
     compiling in it. LIST_ITER: a list iterator passed as (list, position);
-    the prologue makes a real iterator over that list at that position.
+    the prologue makes a real iterator over that list at that position;
+    REVERSED_LIST_ITER the same for reversed(list) (the position counts down).
     Locals named in `iter_locals` are iterators passed the same way as ITER
     (the tuple of their remaining items; the prologue rebinds each to
     iter(tuple)), so a loop or next() over one continues in the trace.
@@ -128,8 +130,8 @@ def resume_code(code, offset, null_mask, local_names, iter_locals=()):
             head.append(create_instruction("LOAD_FAST", argval=argnames[-1]))
             if is_null == ITER:
                 head.append(create_instruction("GET_ITER"))
-            elif is_null == LIST_ITER:
-                head += _list_iter_at()
+            elif is_null in (LIST_ITER, REVERSED_LIST_ITER):
+                head += _list_iter_at(is_null == REVERSED_LIST_ITER)
             k += 1
     head.append(create_instruction("JUMP_FORWARD", target=target))
     rest = [n for n in local_names if n not in lead]
@@ -147,10 +149,12 @@ def resume_code(code, offset, null_mask, local_names, iter_locals=()):
         return hit
 
 
-def _list_iter_at():
-    """(lst, i) -> iter(lst) positioned at i (list_iterator.__setstate__):
-    the loop continues over the live list, seeing items appended later."""
-    ops = [("UNPACK_SEQUENCE", 2), ("GET_ITER", None),            # i, it
+def _list_iter_at(reverse):
+    """(lst, i) -> iter(lst) positioned at i (list_iterator.__setstate__),
+    or reversed(lst) (lst.__reversed__(), list_reverseiterator's) with
+    `reverse`: the loop continues over the live list, seeing its writes."""
+    make = [("LOAD_METHOD", "__reversed__"), ("CALL", 0)] if reverse else [("GET_ITER", None)]
+    ops = [("UNPACK_SEQUENCE", 2)] + make + [                     # i, it
            ("COPY", 1), ("LOAD_METHOD", "__setstate__"),         # i, it, meth, it
            ("COPY", 4), ("CALL", 1), ("POP_TOP", None),
            ("SWAP", 2), ("POP_TOP", None)]                       # it

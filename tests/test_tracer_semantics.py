@@ -676,3 +676,300 @@ def test_autograd_state_of_a_view_written_in_a_no_grad_frame(read_leaf):
         got = dynamo.optimize(cnt)(f)(*b)
     assert want[:2] == got[:2] == (True, False if read_leaf else None)
     assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+# ------------------------------------------------------------ `in` and ==
+# list/tuple `in` asks `e is x or e == x` of each element e (the element on
+# the left, as CPython's PyObject_RichCompareBool): a user __eq__ is
+# inlined, identity comes first (a NaN is in a list holding that very NaN
+# object), and a tensor's == needs its data (a break, or eager's error).
+# Issue 29.1: the tracer answered by identity alone.
+
+def _each_call(fn, *argsets):
+    """Run eager and one optimized wrapper of fn on each argument set in
+    turn (the wrapper keeps its cache; lists are copied, their items and
+    everything else passed as they are: identity matters here); assert
+    equal outcomes; return the counter."""
+    dynamo.reset()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fn)
+
+    def outcome(f, args):
+        try:
+            return ("ok", f(*[list(a) if type(a) is list else a for a in args]))
+        except Exception as e:  # noqa: BLE001 - compared with eager below
+            return ("raise", type(e), str(e))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for args in argsets:
+            assert_same_outcome(outcome(fn, args), outcome(opt, args))
+    return cnt
+
+
+class _P:
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return isinstance(other, _P) and other.v == self.v
+
+    __hash__ = None
+
+
+class _Never:
+    def __eq__(self, other):
+        return False
+
+
+class _EqInt:
+    """== against ints, whichever side it is on."""
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return other == self.v
+
+
+_GLOBAL_PS = [_P(0), _P(5)]
+_NAN = float("nan")
+_X = torch.zeros(1)
+
+
+def test_in_calls_user_eq_issue_case():
+    def g(x, e, lst):
+        return x + (1 if e in lst else 2)
+    cnt = _each_call(g, (_X, _P(0), [_P(0), _P(5)]), (_X, _P(9), [_P(0), _P(5)]),
+                     (_X, _P(0), [_P(0), _P(5)]), (_X, _P(5), [_P(0), _P(5)]))
+    assert g(_X, _P(0), [_P(0), _P(5)]).item() == 1
+    # the fields __eq__ read are guarded, not the objects: fresh equal
+    # objects hit; one entry per outcome of the comparisons
+    assert cnt.frame_count == 3 and cnt.op_count == 3
+
+
+def test_not_in_tuple_and_global_list_call_user_eq():
+    def g(x, e, lst):
+        return x + (1 if e not in tuple(lst) else 2) * 10 + (1 if e in _GLOBAL_PS else 2)
+    cnt = _each_call(g, (_X, _P(0), [_P(0), _P(5)]), (_X, _P(9), [_P(0), _P(5)]),
+                     (_X, _P(5), [_P(1)]))
+    assert g(_X, _P(5), [_P(1)]).item() == 11
+    assert cnt.frame_count == 3
+
+
+def test_in_asks_identity_before_eq():
+    """An object whose __eq__ is always False is in a list holding it."""
+    def g(x, e, lst):
+        return x + (1 if e in lst else 2)
+    never = _Never()
+    cnt = _each_call(g, (_X, never, [never]), (_X, _Never(), [never]), (_X, never, [never]))
+    assert g(_X, never, [never]).item() == 1
+    assert cnt.frame_count == 2           # ID_MATCH: the other object recompiles
+
+
+def test_nan_in_list_is_the_same_object():
+    def g(x, e, lst):
+        return x + (1 if e in lst else 2)
+    other_nan = float("nan")
+    cnt = _each_call(g, (_X, _NAN, [_NAN]), (_X, other_nan, [_NAN]), (_X, _NAN, [1.0, _NAN]),
+                     (_X, _NAN, [_NAN]))
+    assert g(_X, _NAN, [_NAN]).item() == 1 and g(_X, other_nan, [_NAN]).item() == 2
+    # EQUALS_MATCH takes any NaN for a NaN: SAME_OBJECT tells the objects apart
+    assert cnt.frame_count == 3
+
+
+def test_nan_in_constant_tuple_runs_eagerly_with_the_real_objects():
+    """A tuple of constants is one constant; its items have no source of
+    their own, so `in` with a NaN breaks the graph, and the break runs it
+    on the call's own objects (not the trace's)."""
+    def g(x, e, t):
+        return x + (1 if e in t else 2)
+    _each_call(g, (_X, _NAN, (_NAN, 2.0)), (_X, float("nan"), (_NAN, 2.0)),
+               (_X, _NAN, (_NAN, 2.0)))
+
+
+def test_in_compares_element_on_the_left_and_reflects():
+    def g(x, e, lst):
+        return x + (1 if e in lst else 2)
+    cnt = _each_call(g, (_X, 3, [_EqInt(3)]), (_X, 4, [_EqInt(3)]),
+                     (_X, _EqInt(3), [1, 3]), (_X, _EqInt(4), [1, 3]))
+    assert g(_X, 4, [_EqInt(3)]).item() == 2 and g(_X, _EqInt(3), [1, 3]).item() == 1
+    assert cnt.frame_count == 4
+
+
+def test_list_count_and_index_call_user_eq():
+    def g(x, lst, e):
+        return x + lst.count(e) * 10 + lst.index(e)
+    cnt = _each_call(g, (_X, [_P(1), _P(0), _P(0)], _P(0)), (_X, [_P(1), _P(0), _P(2)], _P(2)),
+                     (_X, [_NAN, 1.0, _NAN], _NAN))
+    assert cnt.frame_count == 3
+
+
+def test_eq_and_ne_dispatch_like_python():
+    class Sub(_P):
+        def __eq__(self, other):
+            return "sub"                   # the subclass's reflected method goes first
+
+    def g(x, a, b):
+        return x + (1 if a == b else 2) * 10 + (1 if a != b else 2) + (4 if (a == b) == "sub" else 0)
+    never = _Never()
+    cnt = _each_call(g, (_X, _P(1), _P(1)), (_X, _P(1), _P(2)), (_X, never, never),
+                     (_X, _P(1), Sub(1)), (_X, object(), object()))
+    assert g(_X, never, never).item() == 21        # __ne__ inverts the class's __eq__
+    assert cnt.frame_count == 5
+
+
+def _raised(fn, *args):
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - the test looks at it
+        return e
+    raise AssertionError("no exception")
+
+
+def test_in_over_tensors_identity_then_data():
+    def g(x, t, lst):
+        return x + (1 if t in lst else 2)
+    t, u = torch.ones(3), torch.ones(3)
+    cnt = _each_call(g, (_X, t, [t]), (_X, t, [None, t]), (_X, t, [None]))
+    assert cnt.frame_count == 3 and cnt.op_count == 3      # no break: identity and None decide
+    # t == u is a tensor of 3 items: eager raises at bool(); so must the compiled call
+    assert isinstance(_raised(g, _X, t, [u, t]), RuntimeError)
+    _each_call(g, (_X, t, [u, t]))
+    s = torch.ones(1)
+    _each_call(g, (_X, s, [torch.ones(1)]), (_X, s, [torch.zeros(1)]))
+
+
+def test_is_between_constants_is_guarded():
+    def g(x, a, b):
+        return x + (1 if a is b else 2)
+    big = 10 ** 6
+    cnt = _each_call(g, (_X, big, big), (_X, big, int(str(big))), (_X, _NAN, _NAN),
+                     (_X, _NAN, float("nan")), (_X, big, big))
+    assert g(_X, big, big).item() == 1 and g(_X, big, int(str(big))).item() == 2
+    assert cnt.frame_count == 4           # SAME_OBJECT(b, a) both ways, for ints and NaNs
+
+
+# ------------------------------------------------------------ reversed() of a live list
+# CPython's reversed list iterator reads the list by index at each step:
+# writes to items not yet visited are seen, and it stops once its index is
+# outside a list that shrank. Issue 29.2: the tracer iterated a snapshot.
+
+def _rev_write(lst):
+    out = []
+    for e in reversed(lst):
+        lst[0] = e + 100          # writes the list being iterated
+        out.append(e)
+    return out[-1]
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_reversed_sees_writes_issue_case(dynamic):
+    config.dynamic_shapes = dynamic
+    exp, got, cnt = run_both(_rev_write, [torch.zeros(2), torch.ones(2)])
+    assert same(exp[1], torch.full((2,), 101.))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 1 and cnt.op_count == 2
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_reversed_stops_when_the_list_shrinks(dynamic):
+    def f(x, lst):
+        for e in reversed(lst):
+            x = x * 2 + e
+            lst.pop()
+            if lst:
+                lst.pop()
+        return x, lst
+    config.dynamic_shapes = dynamic
+    cnt = _each_call(f, (_X, [1, 2, 3, 4, 5]), (_X, [1, 2, 3]), (_X, [1, 2, 3, 4, 5]))
+    assert cnt.frame_count == 2            # one per length
+
+
+def test_reversed_list_written_across_breaks():
+    """A break in the loop hands the resume function the live list and the
+    reversed position (resume.REVERSED_LIST_ITER): each resumed iteration
+    is traced and sees the write."""
+    def f(x, lst):
+        for e in reversed(lst):
+            x = x + e
+            _brk()
+            lst[0] = e + 100
+        return x, lst
+    exp, got, cnt = run_both(f, torch.zeros(1), [1, 2, 3])
+    assert exp[1][1] == [202, 2, 3] and exp[1][0].item() == 3 + 2 + 102
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 3            # one graph before the first break, one per resume
+
+    def g(x):
+        lst = [1, 2, 3]
+        for e in reversed(lst):
+            x = x + e
+            _brk()
+            lst[0] = e + 100
+        return x, lst
+    exp, got, cnt = run_both(g, torch.zeros(1))
+    assert_same_outcome(exp, got)
+    assert cnt.frame_count == 3
+
+
+def test_reversed_iterator_advanced_then_list_written_after_break():
+    def f(x, lst):
+        it = reversed(lst)
+        a = next(it)
+        _brk()
+        lst[0] = 50
+        for e in it:
+            x = x + e
+        return x + a
+    exp, got, _ = run_both(f, torch.zeros(1), [1, 2, 3])
+    assert exp[1].item() == 50 + 2 + 3
+    assert_same_outcome(exp, got)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_iter_enumerate_zip_see_writes_to_the_list(dynamic):
+    def fwd(lst):
+        out = []
+        for e in lst:
+            lst[-1] = e + 100
+            out.append(e)
+        return out[-1]
+
+    def enum(x, lst):
+        for i, e in enumerate(lst):
+            x = x + e * i
+            if i + 1 < len(lst):
+                lst[i + 1] = lst[i + 1] + 10
+        return x, lst
+
+    def zips(x, lst):
+        for a, b in zip(reversed(lst), lst):
+            x = x + a * b
+            lst[0] = a + 7
+            lst[-1] = b + 3
+        return x, lst
+    config.dynamic_shapes = dynamic
+    for fn, args in ((fwd, ([torch.zeros(2), torch.ones(2)],)), (enum, (_X, [1, 2, 3])),
+                     (zips, (_X, [1, 2, 3]))):
+        exp, got, cnt = run_both(fn, *args)
+        assert_same_outcome(exp, got)
+        assert cnt.frame_count == 1, fn.__name__
+
+
+def test_reversed_of_dict_tuple_and_iterator_like_eager():
+    def of_dict(x, d):
+        for k in reversed(d):
+            x = x + d[k]
+            d[k + "x"] = 1              # RuntimeError in eager
+        return x
+
+    def of_tuple(x, t):
+        for e in reversed(t):
+            x = x * 2 + e
+        return x
+
+    def of_iterator(x, lst):
+        return [x + e for e in reversed(iter(lst))]     # TypeError in eager
+    for fn, args in ((of_dict, (_X, {"a": 1, "b": 2})), (of_tuple, (_X, (1, 2, 3))),
+                     (of_iterator, (_X, [1, 2]))):
+        exp, got, _ = run_both(fn, *args)
+        assert_same_outcome(exp, got)

@@ -465,7 +465,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             if (type(var) is ListIteratorVariable and var.source is None and name not in self.cells
                     and name in self.code.co_varnames and counts[id(var)] == 1
                     and id(var) not in seen and self.iterator_kind(var, shared) == resume.ITER):
-                out[name] = TupleVariable([] if var.exhausted else var.live_items()[var.index:])
+                out[name] = TupleVariable(var.rest())
         return out
 
     def materialize(self, cg, stack, named, n_resume=None, iter_locals=True):
@@ -501,11 +501,10 @@ class InstructionTranslator(InstructionTranslatorBase):
             kind = None
             if i < n_resume and id(var) not in aliased:
                 kind = self.iterator_kind(var, shared)
-            if kind == resume.LIST_ITER:      # the live list and the position
+            if kind in (resume.LIST_ITER, resume.REVERSED_LIST_ITER):   # the live list, the position
                 TupleVariable([var.seq, ConstantVariable(var.index)]).reconstruct(cg)
             elif kind == resume.ITER:         # a snapshot is exact here
-                rest = var.remaining() if isinstance(var, LazyIteratorVariable) else \
-                    ([] if var.exhausted else var.live_items()[var.index:])
+                rest = var.remaining() if isinstance(var, LazyIteratorVariable) else var.rest()
                 TupleVariable(rest).reconstruct(cg)
             else:
                 cg.reconstruct(var)
@@ -548,7 +547,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             return container.source is not None or id(container) in shared
         if type(var) is ListIteratorVariable:
             if var.is_live_list() and escapes(var.seq):
-                return resume.LIST_ITER
+                return resume.REVERSED_LIST_ITER if var.reverse else resume.LIST_ITER
             if var.dict_seq is not None and not var.exhausted and escapes(var.dict_seq):
                 return None
             return resume.ITER

@@ -1,7 +1,8 @@
 """VariableTracker kinds: what the tracer knows about each value.
 
 base (constants, NULL, cells, classes), tensor, containers, functions,
-builtin (builtins and the shared operator helpers), torch (torch modules,
+builtin (builtins and the shared operator helpers), compare (`is`, the
+comparisons, `in`), torch (torch modules,
 functions, grad mode), nn_module, misc (Python modules, user objects,
 skipped callables), autograd_function (autograd.Function.apply), builder
 (wrap real values with guards).

@@ -160,6 +160,27 @@ def is_constant_value(value):
     return type(value) in CONSTANT_TYPES
 
 
+def is_nan(value):
+    return type(value) in (float, complex) and value != value
+
+
+def nan_inside(value):
+    """Does a tuple, list or (frozen)set constant hold a NaN at any depth?
+    Their ==, < and `in` compare items identity first, and a NaN equals
+    only itself as an object: the answers depend on which objects they are,
+    which guards on values (EQUALS_MATCH) do not pin."""
+    if not isinstance(value, (tuple, frozenset, set, list)):
+        return False
+    stack = [value]
+    while stack:
+        for v in stack.pop():
+            if is_nan(v):
+                return True
+            if isinstance(v, (tuple, frozenset, set, list)):
+                stack.append(v)
+    return False
+
+
 class ConstantVariable(VariableTracker):
     """A Python constant (numbers, strings, None, dtypes, devices, sizes,
     slices, ranges, tuples of those)."""
@@ -196,6 +217,11 @@ class ConstantVariable(VariableTracker):
         raise Unsupported(f"attribute {name} of {type(self.value).__name__}")
 
     def reconstruct(self, cg):
+        if self.source is not None and (is_nan(self.value) or nan_inside(self.value)):
+            # EQUALS_MATCH pins a NaN's bits, not the object, and `in` / `is`
+            # run after the break tell NaN objects apart: the run's own value
+            cg.load_source(self.source)
+            return
         if type(self.value) is set:           # built by the trace: a fresh set per run
             for item in self.value:
                 cg.load_const(item)

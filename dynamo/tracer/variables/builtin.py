@@ -1,5 +1,6 @@
 """Builtins, operator.* and math.* as traced callables, and the shared
-binary/compare/unary operation helpers the opcodes use.
+binary/unary operation helpers the opcodes use (comparisons, identity and
+`in`: compare.py).
 
 On constants these fold (run at trace time); on tensors they become fx
 nodes; on containers they work on the item lists. `print`, `id`, `setattr`
@@ -22,6 +23,7 @@ from .base import (ClassVariable, ConstantVariable, FunctionObjectVariable, Null
 from .containers import (BaseListVariable, DictVariable, GeneratorVariable, LazyIteratorVariable,
                          ListIteratorVariable, ListVariable, TupleVariable)
 from .tensor import TensorVariable, static_shape
+from .compare import compare_op, contains, identical, is_user_object
 
 
 class ObservedAttributeError(Unsupported):
@@ -68,11 +70,11 @@ def _user_dunder(tx, fn, a, b):
     if name is None:
         return None
     tries = []
-    if fn in _INPLACE_TO_BINARY and _is_user_object(a):
+    if fn in _INPLACE_TO_BINARY and is_user_object(a):
         tries.append((a, f"__i{name}__", b))
-    if _is_user_object(a):
+    if is_user_object(a):
         tries.append((a, f"__{name}__", b))
-    if _is_user_object(b):
+    if is_user_object(b):
         tries.append((b, f"__r{name}__", a))
     for obj, method, other in tries:
         if hasattr(obj.python_type(), method):
@@ -80,11 +82,6 @@ def _user_dunder(tx, fn, a, b):
             if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
                 return result
     return None
-
-
-def _is_user_object(var):
-    from .misc import NewObjectVariable, UserDefinedObjectVariable
-    return isinstance(var, (NewObjectVariable, UserDefinedObjectVariable))
 
 
 def binary_op(tx, fn, a, b):
@@ -96,7 +93,7 @@ def binary_op(tx, fn, a, b):
         # `n += t` for a Python number n: numbers have no in-place methods,
         # so Python computes n + t (t.__radd__) and rebinds n
         fn = _INPLACE_TO_BINARY[fn]
-    if _is_user_object(a) or _is_user_object(b):
+    if is_user_object(a) or is_user_object(b):
         result = _user_dunder(tx, fn, a, b)
         if result is not None:
             return result
@@ -138,94 +135,6 @@ _INPLACE_TO_BINARY = {
 }
 
 
-def compare_op(tx, fn, a, b):
-    from .tensor import ScalarOutputVariable
-    if isinstance(a, ScalarOutputVariable) or isinstance(b, ScalarOutputVariable):
-        return tx.output.scalar_op(tx, fn, a, b)
-    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
-        return tx.output.call_function(tx, fn, [a, b], {})
-    if a.is_python_constant() and b.is_python_constant():
-        return ConstantVariable(fn(a.as_python_constant(), b.as_python_constant()))
-    if fn in (operator.eq, operator.ne) and identity_eq(a) and identity_eq(b):
-        same = identical(a, b, tx)
-        if same is not None:
-            return ConstantVariable(same if fn is operator.eq else not same)
-    if fn in (operator.eq, operator.ne):
-        oa, ob = _object_of(a), _object_of(b)
-        if _frozen_enum(oa) and _frozen_enum(ob):
-            # members are fixed singletons and a builtin __eq__ (a str Enum's)
-            # reads only their values: folded, guarded on which members they are
-            _guard_identity(tx, a, oa, False)
-            _guard_identity(tx, b, ob, False)
-            return ConstantVariable(fn(oa, ob))
-    raise Unsupported(f"comparison {fn.__name__} of {a} and {b}")
-
-
-def _frozen_enum(obj):
-    """An Enum member whose == is a builtin type's (str, int) or object's."""
-    import enum
-    if not isinstance(obj, enum.Enum):
-        return False
-    return not isinstance(getattr_static(type(obj), "__eq__"), types.FunctionType)
-
-
-def identity_eq(var):
-    """Does == on var's object compare identity (its class keeps
-    object.__eq__: Enum members, functions, classes, plain instances)?"""
-    obj = _object_of(var)
-    return obj is _MISSING or isinstance(var, ConstantVariable) or type(obj).__eq__ is object.__eq__
-
-
-def _object_of(var):
-    """The real object a non-tensor VT stands for, or _MISSING (builtins
-    and functions are held as `fn`, classes and user objects as `value`)."""
-    from .functions import UserFunctionVariable
-    if isinstance(var, (FunctionObjectVariable, UserFunctionVariable, BuiltinVariable)):
-        return var.fn
-    return getattr(var, "value", _MISSING)
-
-
-def _guard_identity(tx, var, obj, by_type):
-    """A fold on `obj is ...` holds only for this very object: ID_MATCH on
-    var's source (TYPE_MATCH alone lets another instance, e.g. another Enum
-    member, hit the stale fold); TYPE_MATCH when the types alone decided."""
-    if tx is None or var.source is None or isinstance(var, ConstantVariable):
-        return
-    from ...guards import ID_MATCH, TYPE_MATCH
-    if by_type:
-        tx.output.add_guard(var.source, TYPE_MATCH, type(obj))
-    else:
-        tx.output.add_guard(var.source, ID_MATCH, obj)
-
-
-def identical(a, b, tx=None):
-    """`a is b` decided at trace time, or None if unknown. With `tx`, a
-    decision that rests on which objects the operands are adds ID_MATCH
-    guards on their sources."""
-    if a is b:
-        return True
-    if isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
-        if a.node is b.node:
-            return True
-        if a.source is not None and b.source is not None:
-            return a.source == b.source
-        return False
-    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
-        return False
-    va, vb = _object_of(a), _object_of(b)
-    if va is not _MISSING and vb is not _MISSING:
-        by_type = type(va) is not type(vb)      # objects of two types are never one
-        _guard_identity(tx, a, va, by_type)
-        _guard_identity(tx, b, vb, by_type)
-        return va is vb
-    if isinstance(a, ConstantVariable) or isinstance(b, ConstantVariable):
-        return False      # a constant (e.g. None) is never a container or function
-    return None
-
-
-_MISSING = object()
-
-
 def unary_op(tx, fn, a):
     if isinstance(a, TensorVariable):
         return tx.output.call_function(tx, fn, [a], {})
@@ -233,57 +142,6 @@ def unary_op(tx, fn, a):
         return ConstantVariable(fn(a.as_python_constant()))
     raise Unsupported(f"unary operation {fn.__name__} on {a}")
 
-
-def contains(tx, item, container):
-    if isinstance(container, DictVariable):
-        return item.as_python_constant() in container.items
-    from .base import OpaqueVariable
-    if isinstance(container, OpaqueVariable) and type(container.value) is frozenset \
-            and container.source is not None:
-        # immutable: the same object always has the same members
-        from ...guards import ID_MATCH
-        tx.output.add_guard(container.source, ID_MATCH, container.value)
-        return item.as_python_constant() in container.value
-    if isinstance(container, TensorVariable):
-        raise Unsupported("`in` on a tensor needs its data")
-    if _is_user_object(container):
-        found = _user_contains(tx, item, container)
-        if found is not None:
-            return found
-    if container.is_python_constant() and item.is_python_constant():
-        return item.as_python_constant() in container.as_python_constant()
-    for v in container.unpack(tx):
-        if item.is_python_constant() and v.is_python_constant():   # `in` compares with ==
-            same = item.as_python_constant() == v.as_python_constant()
-        else:
-            same = identical(item, v, tx)
-        if same is None:
-            raise Unsupported(f"`in` on {container}")
-        if same:
-            return True
-    return False
-
-
-def _user_contains(tx, item, container):
-    """`item in obj` for a user object: its class's own __contains__ inlined,
-    or, for the one collections.abc.Mapping gives (`try: self[key]` /
-    `except KeyError: False`), its __getitem__ inlined with a missing key
-    answering False. None when neither applies."""
-    import collections.abc
-    import inspect
-    import types
-    from .builder import is_skipped_function
-    method = getattr_static(container.python_type(), "__contains__", None)
-    if method is collections.abc.Mapping.__contains__:
-        from .containers import ObservedKeyError
-        try:
-            container.call_method(tx, "__getitem__", [item], {})
-        except ObservedKeyError:
-            return False
-        return True
-    if isinstance(method, types.FunctionType) and not is_skipped_function(method):
-        return container.call_method(tx, "__contains__", [item], {}).truth(tx)
-    return None
 
 
 # ---------------------------------------------------------------- builtins
@@ -668,7 +526,7 @@ def _next(tx, it, *default):
 
 
 def _reversed(tx, seq):
-    return ListIteratorVariable(list(reversed(seq.unpack(tx))))
+    return ListIteratorVariable.reversed_over(tx, seq)
 
 
 def _type(tx, obj):

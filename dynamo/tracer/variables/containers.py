@@ -53,16 +53,17 @@ class BaseListVariable(VariableTracker):
             return self.getitem(tx, args[0])
         if name == "__len__":
             return ConstantVariable(len(self.items))
-        if name == "index" and not kwargs:
-            target = args[0].as_python_constant()
+        if name == "__reversed__" and not args and not kwargs:
+            return ListIteratorVariable.reversed_over(tx, self)
+        if name == "index" and len(args) == 1 and not kwargs:
+            from .compare import element_matches
             for i, v in enumerate(self.items):
-                if v.is_python_constant() and v.as_python_constant() == target:
+                if element_matches(tx, v, args[0]):
                     return ConstantVariable(i)
             raise Unsupported("list.index of a value not found at trace time")
-        if name == "count" and not kwargs:
-            target = args[0].as_python_constant()
-            return ConstantVariable(sum(1 for v in self.items if v.is_python_constant()
-                                        and v.as_python_constant() == target))
+        if name == "count" and len(args) == 1 and not kwargs:
+            from .compare import element_matches
+            return ConstantVariable(sum(1 for v in list(self.items) if element_matches(tx, v, args[0])))
         return super().call_method(tx, name, args, kwargs)
 
     def var_getattr(self, tx, name):
@@ -226,7 +227,8 @@ class DictVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.items))
         if name == "__contains__":
-            return ConstantVariable(args[0].as_python_constant() in self.items)
+            from .compare import contains
+            return ConstantVariable(contains(tx, args[0], self))
         if name == "get":
             k = args[0].as_python_constant()
             default = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -320,15 +322,20 @@ class ListIteratorVariable(VariableTracker):
     reads `seq.items` at `index` as it is then (items appended while
     iterating are visited, like CPython's list iterator), and it is rebuilt
     as a real iterator over the same list object at the same position.
+    With `reverse` too it is reversed(list): `index` counts down from the
+    last item and each next() reads the item there as it is then (a write
+    to an item not yet visited is seen; it stops once `index` is outside
+    the list, as CPython's list_reverseiterator does when the list shrank).
     With `dict_seq` (a DictVariable) it iterates the keys snapshot `items`
     and fails when the dict changed size, as CPython's dict iterator does."""
     built_once = True
 
-    def __init__(self, items, index=0, seq=None, dict_seq=None):
+    def __init__(self, items, index=0, seq=None, dict_seq=None, reverse=False):
         super().__init__(None)
         self.items = list(items)
         self.index = index
         self.seq = seq
+        self.reverse = reverse
         self.dict_seq = dict_seq
         self.dict_len = len(dict_seq.items) if dict_seq is not None else None
         self.exhausted = False
@@ -341,6 +348,17 @@ class ListIteratorVariable(VariableTracker):
         if isinstance(obj, DictVariable):
             return cls(obj.unpack(tx), dict_seq=obj)
         return cls(obj.unpack(tx))
+
+    @classmethod
+    def reversed_over(cls, tx, obj):
+        """reversed(obj) for a traced sequence."""
+        if isinstance(obj, ListVariable):
+            return cls([], index=len(obj.items) - 1, seq=obj, reverse=True)
+        if isinstance(obj, DictVariable):
+            return cls(obj.unpack(tx)[::-1], dict_seq=obj)
+        if isinstance(obj, ListIteratorVariable):
+            raise Unsupported("reversed() of an iterator (a TypeError)")
+        return cls(obj.unpack(tx)[::-1])
 
     def python_type(self):
         return type(iter(()))
@@ -357,17 +375,23 @@ class ListIteratorVariable(VariableTracker):
         """The next item, or None when exhausted."""
         self.check_dict()
         items = self.live_items()
-        if self.exhausted or self.index >= len(items):
+        if self.exhausted or not 0 <= self.index < len(items):
             self.exhausted = True
             return None
-        self.index += 1
-        return items[self.index - 1]
+        self.index += -1 if self.reverse else 1
+        return items[self.index + (1 if self.reverse else -1)]
+
+    def rest(self):
+        """The items next() would give from here if nothing changed."""
+        items = self.live_items()
+        if self.exhausted or not 0 <= self.index < len(items):
+            return []
+        return items[self.index::-1] if self.reverse else items[self.index:]
 
     def unpack(self, tx):
         self.check_dict()
-        items = self.live_items()
-        rest = [] if self.exhausted else items[self.index:]
-        self.index = len(items)
+        rest = self.rest()
+        self.index = -1 if self.reverse else len(self.live_items())
         self.exhausted = True
         return rest
 
@@ -386,16 +410,21 @@ class ListIteratorVariable(VariableTracker):
             index = args[0].as_python_constant()
             if type(index) is not int:
                 raise Unsupported("list iterator __setstate__ of a non-int")
-            if not self.exhausted:
-                self.index = min(max(index, 0), len(self.seq.items))
+            if not self.exhausted:      # clamped as list_iterator / list_reverseiterator do
+                low, high = (-1, len(self.seq.items) - 1) if self.reverse else (0, len(self.seq.items))
+                self.index = min(max(index, low), high)
             return ConstantVariable(None)
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg):
         if self.is_live_list():
-            # iter(lst) positioned at index: the same list object, live
+            # iter(lst) / reversed(lst) positioned at index: the same list object, live
             cg.reconstruct(self.seq)
-            cg.emit("GET_ITER")
+            if self.reverse:
+                cg.load_method("__reversed__")
+                cg.emit_call(0)
+            else:
+                cg.emit("GET_ITER")
             cg.emit("COPY", arg=1)
             cg.load_method("__setstate__")
             cg.load_const(self.index)
@@ -415,7 +444,7 @@ class ListIteratorVariable(VariableTracker):
                 cg.emit("POP_TOP")
             return
         cg.load_const(iter)
-        rest = [] if self.exhausted else self.items[self.index:]
+        rest = self.rest()
         for item in rest:
             cg.reconstruct(item)
         cg.emit("BUILD_TUPLE", arg=len(rest))

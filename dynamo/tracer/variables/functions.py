@@ -12,7 +12,7 @@ import torch
 from ...bytecode import create_make_function
 from ...exc import Unsupported
 from ...guards import AttrSource, ItemSource
-from .base import ConstantVariable, VariableTracker
+from .base import ConstantVariable, VariableTracker, is_nan, nan_inside
 
 
 class BaseUserFunctionVariable(VariableTracker):
@@ -354,6 +354,10 @@ class ConstantMethodVariable(VariableTracker):
             k = {n: v.as_python_constant() for n, v in kwargs.items()}
         except Unsupported:
             raise Unsupported(f"{type(self.obj.value).__name__}.{self.name} with non-constant arguments")
+        if self.name in ("index", "count", "__contains__") and \
+                any(is_nan(v) or nan_inside(v) for v in (self.obj.value, *a)):
+            # they compare identity first: not the trace's objects' to decide
+            raise Unsupported(f"{type(self.obj.value).__name__}.{self.name} with a NaN")
         return ConstantVariable(getattr(self.obj.value, self.name)(*a, **k))
 
     def reconstruct(self, cg):
