@@ -11,8 +11,16 @@ dead process appeared during the session.
 """
 import glob
 import os
+import re
 
 SHM_PATTERN = "/dev/shm/dynamo-*"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def layout_version():
+    """DT_VERSION of inspect/layout.h (the one declaration of it)."""
+    with open(os.path.join(ROOT, "inspect", "layout.h")) as f:
+        return int(re.search(r"#define DT_VERSION\s+(\d+)u", f.read()).group(1))
 
 
 def shm_path(pid):
