@@ -1523,14 +1523,21 @@ dr_diagnose(pid_t pid, void *out, DrStatus *st)
     AnchorLoc loc = {0};
     DrStatus s2 = {DR_OK, ""};
     DtAnchor a;
+    char clean[sizeof loc.path];    /* the path and the anchor are the process's text */
     if (find_module(pid, &loc, &s2) == DR_OK) {
-        fprintf(f, "module: %s mapped at 0x%llx\n", loc.path, (unsigned long long)loc.base);
+        fprintf(f, "module: %s mapped at 0x%llx\n", str_clean(clean, sizeof clean, loc.path),
+                (unsigned long long)loc.base);
         if (resolve_anchor(pid, &loc, &s2) == DR_OK)
             fprintf(f, "anchor: %s at 0x%llx\n", DT_ANCHOR_SYMBOL, (unsigned long long)loc.anchor);
     }
-    if (s2.code == DR_OK && read_anchor(pid, &a, &loc, &s2) == DR_OK)
+    if (s2.code == DR_OK && read_anchor(pid, &a, &loc, &s2) == DR_OK) {
+        char shm[sizeof a.shm_path + 1];    /* not NUL-terminated when hostile */
+        memcpy(shm, a.shm_path, sizeof a.shm_path);
+        shm[sizeof a.shm_path] = '\0';
         fprintf(f, "anchor: version %u, region 0x%llx (%llu bytes), shm path \"%s\"\n", a.version,
-                (unsigned long long)a.region_addr, (unsigned long long)a.region_size, a.shm_path);
+                (unsigned long long)a.region_addr, (unsigned long long)a.region_size,
+                str_clean(clean, sizeof clean, shm));
+    }
     if (s2.code == DR_OK) {
         r = open_anchor(pid, &s2);
         if (r != NULL) {

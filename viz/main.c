@@ -198,10 +198,13 @@ static int list_processes(const char *path)
     for (size_t i = 0; i < n; i++) {
         DrReader *r = dr_open_pid(pids[i], 0, &st);
         DrSnapshot *s = r != NULL ? dr_snapshot(r, &st) : NULL;
-        if (s != NULL)
-            fprintf(out, "pid %d  %zu frame%s  %zu compile%s  telemetry v%u  %s\n", pids[i],
+        if (s != NULL) {
+            fprintf(out, "pid %d  %zu frame%s  %zu compile%s  telemetry v%u  ", pids[i],
                     s->n_codes, s->n_codes == 1 ? "" : "s", s->n_records,
-                    s->n_records == 1 ? "" : "s", s->process.version, s->process.argv);
+                    s->n_records == 1 ? "" : "s", s->process.version);
+            fput_escaped(out, s->process.argv, STR_LINE);   /* another process's text */
+            fputc('\n', out);
+        }
         else
             fprintf(out, "pid %d  (%s)\n", pids[i], st.msg);
         dr_snapshot_free(s);
