@@ -28,6 +28,7 @@ TOOLS        += $(INSPECT_LIB) $(INSPECT_CLI)
 INSTALL_BINS += $(INSPECT_CLI)
 
 .PHONY: inspect-asan
+asan: inspect-asan
 
 build/inspect/%.o: inspect/%.c $(INSPECT_HDR)
 	@mkdir -p build/inspect
@@ -41,7 +42,8 @@ $(INSPECT_CLI): inspect/cli.c $(INSPECT_LIB) $(INSPECT_HDR)
 	@mkdir -p build/bin
 	$(CC) $(CFLAGS) $(INSPECT_WFLAGS) $(INSPECT_CFLAGS) inspect/cli.c $(INSPECT_LIB) $(INSPECT_LDLIBS) -o $@
 
-# The reader and the CLI under AddressSanitizer/UBSan (tests/test_telemetry.py).
+# The reader and the CLI under AddressSanitizer/UBSan (tests/test_telemetry.py);
+# part of `make asan`, with build/asan/bin/dynamo-top and build/asan/dynamo-dot.
 INSPECT_ASAN_CLI := build/asan/dynamo-inspect
 inspect-asan: $(INSPECT_ASAN_CLI)
 $(INSPECT_ASAN_CLI): inspect/cli.c $(INSPECT_SRC) $(INSPECT_HDR)
