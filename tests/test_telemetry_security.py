@@ -40,6 +40,10 @@ import pytest
 from shm_util import remove_shm, shm_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "inspect", "fuzz"))
+import crafted  # noqa: E402 - inspect/fuzz/crafted.py: DtHeader offsets, proc_start
+
+ARGV = 264      # DtHeader.argv (char[512])
 TOP = os.path.join(ROOT, "build", "bin", "dynamo-top")
 DOT = os.path.join(ROOT, "build", "bin", "dynamo-dot")
 CLI = os.path.join(ROOT, "build", "bin", "dynamo-inspect")
@@ -135,20 +139,12 @@ def stop(*procs):
             p.wait()
 
 
-def proc_start(pid):
-    """Field 22 of /proc/PID/stat: what DtHeader.proc_start holds."""
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[19])
-
-
 def forged(region, pid, argv=None):
     """A copy of a region's bytes passing for process `pid`: its pid and
     start time (anyone can read /proc/PID/stat), and optionally argv."""
-    data = bytearray(region)
-    data[32:40] = pid.to_bytes(8, "little")                 # DtHeader.pid
-    data[840:848] = proc_start(pid).to_bytes(8, "little")   # DtHeader.proc_start
+    data = bytearray(crafted.patch(region, pid=pid, proc_start=crafted.proc_start(pid)))
     if argv is not None:
-        data[264:264 + 512] = argv.ljust(512, b"\0")[:512]  # DtHeader.argv
+        data[ARGV:ARGV + 512] = argv.ljust(512, b"\0")[:512]
     return bytes(data)
 
 
@@ -370,8 +366,8 @@ def test_file_of_an_earlier_process_with_the_same_pid_is_refused(attacker_region
     reused) is not that process's: it was shown as the new process's."""
     sleeper = subprocess.Popen(["sleep", "120"])
     try:
-        data = bytearray(forged(attacker_region, sleeper.pid))
-        data[840:848] = (proc_start(sleeper.pid) - 1).to_bytes(8, "little")
+        data = crafted.patch(attacker_region, pid=sleeper.pid,
+                             proc_start=crafted.proc_start(sleeper.pid) - 1)
         with open(shm_path(sleeper.pid), "wb") as f:
             f.write(data)
         for cmd in ([CLI, "-p", sleeper.pid], [TOP, "--once", sleeper.pid]):
