@@ -157,6 +157,7 @@ lookup(CallableState *st, CodeCache *cache, GevalFrame *gf, CacheEntry **hit, Py
         return PyErr_Occurred() ? -1 : 0;
     gf->generation = &cache_generation;
     gf->generation0 = cache_generation;
+    gf->backend = st->backend;                  /* BACKEND_MATCH: the callback's key */
     st->guard_depth++;                          /* Python code run by checks: not ours */
     Py_ssize_t r = gtree_lookup(tree, gf, failures);
     st->guard_depth--;
@@ -572,9 +573,8 @@ static PyObject *
 ask_callback(_PyInterpreterFrame *frame, PyObject *failures /* borrowed */)
 {
     PyObject *callback = Py_NewRef(callable_callback());
-    int prev_mode;
-    PyObject *prev_callback;
-    callable_swap(MODE_OFF, NULL, &prev_mode, &prev_callback);
+    CallableSaved prev;
+    callable_swap(MODE_OFF, NULL, 0, &prev);
     PyObject *todo = NULL, *result = NULL;
     int internal = 0;
     PyObject *f_locals = arguments_dict(frame);
@@ -603,7 +603,7 @@ done:
     Py_XDECREF(result);
     Py_XDECREF(f_locals);
     Py_DECREF(callback);
-    callable_restore(prev_mode, prev_callback);
+    callable_restore(&prev);
     return todo;
 }
 
@@ -673,11 +673,10 @@ compile_miss(CallableState *st, _PyInterpreterFrame *frame, GevalFrame *gf,
             /* the failure's text calls repr() on guarded objects (a module's
              * repr runs its submodules' extra_repr): with the mode OFF, so
              * those frames are not compiled */
-            int prev_mode;
-            PyObject *prev_callback;
-            callable_swap(MODE_OFF, NULL, &prev_mode, &prev_callback);
+            CallableSaved prev;
+            callable_swap(MODE_OFF, NULL, 0, &prev);
             telemetry_note_failure(cache, failures);
-            callable_restore(prev_mode, prev_callback);
+            callable_restore(&prev);
         }
         todo = ask_callback(frame, failures);
     }

@@ -29,7 +29,7 @@ import torch
 from . import _C, backends, config, decorators, records, resume, skipfiles, telemetry
 from .bytecode import HAS_PRECALL, arg_slot_count, assemble, prologue
 from .exc import BackendCompilerFailed, Unsupported
-from .guards import Guard, SourceError
+from .guards import BACKEND_MATCH, Guard, NoSource, SourceError, backend_key
 from . import output_graph
 from .output_graph import GraphInfo, OutputGraph
 
@@ -494,6 +494,10 @@ class _Callback:
         self.backend_name, fn = backends.lookup(backend)
         self.compiler_fn = backends.wrap(self.backend_name, fn)
         self.nopython = nopython
+        # BACKEND_MATCH: each entry this callback makes serves only callers
+        # whose callback has the same key (the C side reads it once, when an
+        # OptimizedCallable or set_mode installs this callback)
+        self.backend_key = backend_key(fn, repr(self.backend_name))
         # Codes the user handed to optimize() directly: compiled even when
         # they live in a skipped file (an nn.Sequential's forward, say).
         self.forced_codes = set()
@@ -588,6 +592,7 @@ class _Callback:
             self._note(code, "compiled, but traced no tensor operation"
                        + (f" (graph break: {out.break_reasons[0].reason})" if out.break_reasons else ""))
         record.graphs = list(out.graphs)
+        out.guards.append(Guard(NoSource(), BACKEND_MATCH, (self.backend_key,)))
         record.guards = list(out.guards)
         record.break_reasons = list(out.break_reasons)
         record.new_code = out.new_code
@@ -688,6 +693,10 @@ def describe_failure(failure, f_locals, f_globals, f_builtins, func):
             text = f"{guard.source.name()} is {guard.expected[0].name()}"
         elif guard.kind == guards.STORAGE_MATCH:
             text = f"{guard.source.name()} shares a storage with {guard.expected[0].name()}"
+        if guard.kind == guards.BACKEND_MATCH and isinstance(expected, int) and isinstance(actual, int):
+            return (f"{text}: expected {guards.backend_text(expected)}, actual "
+                    f"{guards.backend_text(actual)} ({kind} of entry {record.id}: another "
+                    f"optimize()/compile() wrapper of this code compiles for its own backend)")
         if guard.kind == guards.GLOBAL_STATE and isinstance(expected, int) and isinstance(actual, int):
             return f"{text}: {guards.global_state_diff(expected, actual)} ({kind} of entry {record.id})"
         return (f"{text}: expected {_short(expected)}, "

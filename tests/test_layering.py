@@ -72,7 +72,7 @@ def test_guard_vocabulary_is_the_c_modules():
 
     import guard_ref
     assert guards.KIND_NAMES == {v: k for k, v in _C.GUARD_KINDS.items()}
-    assert len(_C.GUARD_KINDS) == 12 and len(_C.SOURCE_KINDS) == 7
+    assert len(_C.GUARD_KINDS) == 13 and len(_C.SOURCE_KINDS) == 7
     for name, number in _C.GUARD_KINDS.items():
         assert getattr(guards, name) == number == getattr(guard_ref, name)
     for name, number in _C.SOURCE_KINDS.items():
