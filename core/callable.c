@@ -24,6 +24,20 @@ static _Thread_local CallableState tl_state;
  * locked read-modify-write here cost ~25 ns per call, twice). */
 static long active_threads;
 
+/* The force_eager stance: modes other than OFF are set as OFF (GIL held). */
+static int forced_off;
+
+void
+callable_set_forced_off(int on)
+{
+    forced_off = on != 0;
+}
+
+int
+callable_forced_off(void)
+{
+    return forced_off;
+}
 
 CallableState *
 callable_state(void)
@@ -164,9 +178,10 @@ oc_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *k
     OptimizedCallable *self = (OptimizedCallable *)self_;
     CallableState *st = &tl_state;              /* one TLS lookup for the call */
     CallableSaved prev;
-    state_swap(st, self->mode, self->callback, self->backend, &prev);  /* installs the hook */
-    PyObject *result = self->mode != MODE_OFF ? hook_vectorcall(st, self->fn, args, nargsf, kwnames)
-                                              : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    int mode = __builtin_expect(forced_off, 0) ? MODE_OFF : self->mode;  /* force_eager? */
+    state_swap(st, mode, self->callback, self->backend, &prev);  /* installs the hook */
+    PyObject *result = mode != MODE_OFF ? hook_vectorcall(st, self->fn, args, nargsf, kwnames)
+                                        : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
     state_restore(st, &prev);
     if (result == NULL && self->on_error != NULL) {
         PyObject *exc_type, *exc_value, *exc_tb;

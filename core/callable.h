@@ -32,6 +32,13 @@ typedef struct {
  * in step). */
 CallableState *callable_state(void);
 
+/* The "force_eager" stance (dynamo.set_stance): while set, every
+ * OptimizedCallable and set_mode that would turn a mode other than OFF on
+ * sets OFF instead, so nothing is compiled or looked up (torch's stance
+ * disables its callback the same way).  Process-wide; read per call. */
+void callable_set_forced_off(int on);
+int callable_forced_off(void);
+
 /* The calling thread's mode. */
 int callable_mode(void);
 

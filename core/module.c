@@ -66,12 +66,29 @@ set_mode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Format(PyExc_ValueError, "set_mode: mode must be 0, 1 or 2, not %d", mode);
         return NULL;
     }
+    if (callable_forced_off())                  /* the force_eager stance */
+        mode = MODE_OFF;
     if (mode != MODE_OFF)
         hook_install();
     int64_t backend = callable_backend_key(args[1]);
     CallableSaved prev;
     callable_swap(mode, args[1], backend, &prev);
     return Py_BuildValue("(iN)", prev.mode, prev.callback ? prev.callback : Py_NewRef(Py_None));
+}
+
+PyDoc_STRVAR(set_forced_off_doc,
+"_set_forced_off(on) -> bool: the force_eager stance (dynamo.set_stance): while on,\n"
+"OptimizedCallable and set_mode set mode OFF instead of any other; the previous value.");
+
+static PyObject *
+set_forced_off(PyObject *module, PyObject *on)
+{
+    int flag = PyObject_IsTrue(on);
+    if (flag < 0)
+        return NULL;
+    int prev = callable_forced_off();
+    callable_set_forced_off(flag);
+    return PyBool_FromLong(prev);
 }
 
 PyDoc_STRVAR(get_mode_doc, "get_mode() -> (mode, callback) of this thread.");
@@ -83,17 +100,23 @@ get_mode(PyObject *module, PyObject *unused)
     return Py_BuildValue("(iO)", callable_mode(), cb ? cb : Py_None);
 }
 
-PyDoc_STRVAR(set_skip_doc, "set_skip(code): frames of code always run the default evaluator.");
+PyDoc_STRVAR(set_skip_doc,
+"set_skip(code, recursive=False): frames of code always run the default evaluator;\n"
+"recursive: with the thread mode OFF, so the frames they call are neither\n"
+"compiled nor looked up (what torch.compiler.disable's wrapper asks).");
 
 static PyObject *
-set_skip(PyObject *module, PyObject *code)
+set_skip(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (require_code(code) < 0)
+    if (!dyn_check_positional("set_skip", nargs, 1, 2))
         return NULL;
-    CodeCache *c = cache_ensure(code);
+    int recursive = nargs > 1 ? PyObject_IsTrue(args[1]) : 0;
+    if (recursive < 0 || require_code(args[0]) < 0)
+        return NULL;
+    CodeCache *c = cache_ensure(args[0]);
     if (c == NULL)
         return NULL;
-    c->skip = 1;
+    c->skip = recursive ? SKIP_RECURSIVE : SKIP_FRAME;
     Py_RETURN_NONE;
 }
 
@@ -444,7 +467,8 @@ tree_property_text(PyObject *module, PyObject *args)
 static PyMethodDef module_methods[] = {
     {"set_mode", (PyCFunction)(void (*)(void))set_mode, METH_FASTCALL, set_mode_doc},
     {"get_mode", get_mode, METH_NOARGS, get_mode_doc},
-    {"set_skip", set_skip, METH_O, set_skip_doc},
+    {"_set_forced_off", set_forced_off, METH_O, set_forced_off_doc},
+    {"set_skip", (PyCFunction)(void (*)(void))set_skip, METH_FASTCALL, set_skip_doc},
     {"is_skip", is_skip, METH_O, is_skip_doc},
     {"cache_entries", cache_entries, METH_O, cache_entries_doc},
     {"cache_direct", cache_direct, METH_O, cache_direct_doc},

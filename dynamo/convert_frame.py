@@ -26,7 +26,7 @@ from typing import Any, Callable, List, Optional
 
 import torch
 
-from . import _C, backends, config, decorators, records, resume, skipfiles, telemetry
+from . import _C, backends, config, decorators, records, resume, skipfiles, stance, telemetry
 from .bytecode import HAS_PRECALL, arg_slot_count, assemble, prologue
 from .exc import BackendCompilerFailed, Unsupported
 from .guards import BACKEND_MATCH, Guard, NoSource, SourceError, backend_key
@@ -518,6 +518,8 @@ class _Callback:
             self._note(code, "dynamo.skip")
             _C.set_skip(code)
             return None
+        if self._torch_disabled(code, func):
+            return None
         if code not in self.forced_codes:
             why = skipfiles.skip_reason(code.co_filename)
             if why is not None and resume.base_code(code) not in self.forced_codes:
@@ -532,7 +534,16 @@ class _Callback:
             skipfiles.note(code, "no tensor, module or torch name in its arguments, "
                                  "globals or closure")
             return None
-        if code in _limit_warned or len(failures) >= config.cache_size_limit:
+        if stance.current() != "default" or (failures and config.error_on_recompile):
+            return self._stance_refuses(code, failures, f_locals, f_globals, f_builtins, func)
+        limit = min(config.cache_size_limit, config.accumulated_recompile_limit)
+        if failures and len(failures) >= limit and config.fail_on_recompile_limit_hit:
+            raise RuntimeError(f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) "
+                               f"hit the cache limit ({limit} entries) and "
+                               f"config.fail_on_recompile_limit_hit is set. Failing guard: "
+                               + describe_failure(failures[0], f_locals, f_globals, f_builtins,
+                                                  func))
+        if code in _limit_warned or len(failures) >= limit:
             if code not in _limit_warned:
                 self._reach_limit(code, failures, f_locals, f_globals, f_builtins, func)
             _eager_warned.add(code)     # the cache-limit warning said why it runs eagerly
@@ -612,6 +623,46 @@ class _Callback:
         # is dropped at the cache limit.
         box, out = [out], None
         return _entry_of(box.pop(), record)
+
+    def _stance_refuses(self, code, failures, f_locals, f_globals, f_builtins, func):
+        """A miss that would compile under a recompile stance
+        (dynamo.set_stance) or config.error_on_recompile: None (run
+        eagerly, "eager_on_recompile") or RuntimeError naming the frame and
+        the closest entry's failing guard."""
+        now = stance.current()
+        if now == "eager_on_recompile":
+            self._note(code, "stance eager_on_recompile: nothing new is compiled")
+            return None
+        why = "torch.compile stance is 'fail_on_recompile'" if now == "fail_on_recompile" \
+            else "config.error_on_recompile is set"
+        text = (f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) would "
+                f"compile, and {why}")
+        if failures:
+            text += "; failing guard: " + describe_failure(failures[0], f_locals, f_globals,
+                                                          f_builtins, func)
+        raise RuntimeError(text)
+
+    def _torch_disabled(self, code, func):
+        """torch's disable directives (decorators.torch_disable_kind): the
+        recursive wrapper's code is skip-marked recursively (its frames run
+        with the mode OFF: nothing they call is compiled), the other marks
+        skip the frame alone; a frame called by a recursive=False wrapper
+        runs eagerly this once (its callees still compile), as torch
+        decides it from the calling frame.  True when the frame runs eagerly."""
+        kind = decorators.torch_disable_kind(func)
+        if kind is not None:
+            if decorators.is_nonrecursive_disable_wrapper(func):
+                decorators.note_nonrecursive_wrapper(code)
+            self._note(code, "torch.compiler.disable" + ("" if kind == "recursive"
+                                                           else " (recursive=False)"))
+            _C.set_skip(code, kind == "recursive")
+            return True
+        # the hook calls this method from C: the frame above is the caller
+        # of the frame being compiled
+        if decorators.called_by_nonrecursive_wrapper(sys._getframe(2)):
+            self._note(code, "called by a torch.compiler.disable(recursive=False) wrapper")
+            return True
+        return False
 
     def _timed_compiler(self, record):
         compiler_fn = self.compiler_fn

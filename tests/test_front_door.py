@@ -142,3 +142,187 @@ def test_run_mode_serves_any_backend():
     assert same(dynamo.run(f)(x), x - 1)
     assert _C.tree_stats(f.__code__)["hits"] == before + 1 and calls == ["b1"]
 
+
+# ---------------------------------------------------------------- B. directives
+
+def _compiled_codes():
+    """Names of the codes that compiled graphs (records with graphs)."""
+    return [r.code.co_name for r in dynamo.records.all_records() if r.graphs]
+
+
+def test_torch_compiler_disable_is_not_compiled():
+    calls = []
+
+    @torch.compiler.disable
+    def must_not_compile(t):
+        return t + 1
+
+    def f(t):
+        return must_not_compile(t * 2) * 3
+    t = torch.randn(3)
+    for _ in range(2):
+        assert same(dynamo.optimize(counting_backend("b", calls))(f)(t), (t * 2 + 1) * 3)
+    assert "must_not_compile" not in _compiled_codes()
+    assert set(_compiled_codes()) <= {"f"} or all("resume" in n or n == "f" for n in _compiled_codes())
+
+
+def test_torch_compiler_disable_recursive_covers_callees():
+    def helper(t):
+        return t.cos()
+
+    @torch.compiler.disable
+    def outer(t):
+        return helper(t) + 1
+    opt = dynamo.optimize("eager")(lambda t: outer(t) * 2)
+    t = torch.randn(3)
+    assert same(opt(t), (t.cos() + 1) * 2)
+    names = [r.code.co_name for r in dynamo.records.all_records()]
+    assert "helper" not in names and "outer" not in names, names
+
+
+def test_torch_compiler_disable_non_recursive_compiles_callees():
+    def helper(t):
+        return t.cos()
+
+    @torch.compiler.disable(recursive=False)
+    def outer(t):
+        return helper(t) + 1
+    opt = dynamo.optimize("eager")(lambda t: outer(t) * 2)
+    t = torch.randn(3)
+    assert same(opt(t), (t.cos() + 1) * 2)
+    compiled = _compiled_codes()
+    assert "outer" not in compiled and "helper" in compiled, compiled
+
+
+def test_torch_disable_on_a_method():
+    class M(torch.nn.Module):
+        @torch.compiler.disable
+        def side(self, x):
+            return x.sum().item()
+
+        def forward(self, x):
+            return x * self.side(x)
+    m = M()
+    x = torch.randn(3)
+    assert same(dynamo.optimize("eager")(m)(x), m(x))
+    assert "side" not in [r.code.co_name for r in dynamo.records.all_records()]
+
+
+def test_torch_compiler_allow_in_graph_is_one_node():
+    def my_op(x):
+        return x.relu() + 1
+    torch.compiler.allow_in_graph(my_op)
+    graphs = []
+
+    def backend(gm, ex):
+        graphs.append(gm)
+        return gm.forward
+
+    def f(x):
+        return my_op(x * 2) - 1
+    x = torch.randn(4)
+    assert same(dynamo.optimize(backend)(f)(x), f(x))
+    assert len(graphs) == 1
+    targets = [n.target for n in graphs[0].graph.nodes if n.op == "call_function"]
+    assert my_op in targets, targets
+
+
+def test_torch_compiler_assume_constant_result_folds():
+    seen = []
+
+    @torch.compiler.assume_constant_result
+    def scale():
+        seen.append(1)
+        return 3
+    graphs = []
+
+    def backend(gm, ex):
+        graphs.append(gm)
+        return gm.forward
+
+    def f(x):
+        return x * scale()
+    x = torch.randn(2)
+    opt = dynamo.optimize(backend)(f)
+    assert same(opt(x), x * 3) and same(opt(x), x * 3)
+    assert len(graphs) == 1 and len(seen) == 1     # run once, at trace time
+
+
+def test_is_compiling_true_only_while_tracing():
+    def f(x):
+        if torch.compiler.is_compiling() and torch.compiler.is_dynamo_compiling():
+            return x + 1
+        return x - 1
+    x = torch.zeros(2)
+    assert same(f(x), x - 1)
+    assert same(dynamo.optimize("eager")(f)(x), x + 1)
+    assert not torch.compiler.is_compiling() and not torch.compiler.is_dynamo_compiling()
+
+
+# ---------------------------------------------------------------- B. stances
+
+def test_stance_force_eager_runs_nothing_compiled():
+    calls, runs = [], {}
+    opt = dynamo.optimize(counting_backend("b", calls, runs))(lambda x: x + 2)
+    x = torch.randn(2)
+    opt(x)
+    with dynamo.set_stance("force_eager"):
+        for _ in range(3):
+            assert same(opt(x), x + 2)
+    assert calls == ["b"] and runs == {"b": 1}
+    opt(x)
+    assert runs == {"b": 2}
+
+
+def test_stance_eager_on_recompile_and_fail_on_recompile():
+    import pytest
+    calls = []
+    opt = dynamo.optimize(counting_backend("b", calls))(lambda x: x * 2)
+    opt(torch.randn(2))
+    dynamo.set_stance("eager_on_recompile")
+    try:
+        assert same(opt(torch.ones(5)), torch.ones(5) * 2)
+        assert calls == ["b"]
+    finally:
+        dynamo.set_stance("default")
+
+    @dynamo.set_stance("fail_on_recompile")
+    def call(x):
+        return opt(x)
+    with pytest.raises(RuntimeError, match="fail_on_recompile.*size"):
+        call(torch.ones(7))
+    assert dynamo.stance.current() == "default"
+    opt(torch.ones(2))                          # hits are fine under any stance
+    with pytest.raises(ValueError, match="unknown stance"):
+        dynamo.set_stance("sometimes")
+
+
+def test_config_aliases_of_torch_names():
+    dynamo.config.recompile_limit = 3
+    assert dynamo.config.cache_size_limit == 3 and dynamo.config.recompile_limit == 3
+    dynamo.config.accumulated_cache_size_limit = 2
+    assert dynamo.config.accumulated_recompile_limit == 2
+    dynamo.config.capture_scalar_outputs = True
+    calls = []
+    opt = dynamo.optimize(counting_backend("b", calls))(lambda x: x + 1)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in range(2, 7):
+            opt(torch.randn(n))
+    assert len(calls) == 2                      # the lower limit applies
+
+
+def test_error_on_recompile_and_fail_on_limit():
+    import pytest
+    opt = dynamo.optimize("eager")(lambda x: x + 1)
+    opt(torch.randn(2))
+    dynamo.config.error_on_recompile = True
+    with pytest.raises(RuntimeError, match="error_on_recompile"):
+        opt(torch.randn(3))
+    dynamo.config.error_on_recompile = False
+    dynamo.config.recompile_limit = 1
+    dynamo.config.fail_on_recompile_limit_hit = True
+    with pytest.raises(RuntimeError, match="fail_on_recompile_limit_hit"):
+        opt(torch.randn(4))
+
