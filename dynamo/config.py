@@ -105,6 +105,30 @@ def _validate(name, value):
         raise TypeError(f"dynamo.config.{name} must be a str, got {type(value).__name__} {value!r}")
 
 
+# dynamo.compile(dynamic=...) as settings: True traces sizes symbolically
+# from the first compile, False specializes every size (no automatic
+# dynamic after a recompile), None leaves the settings as they are.  Names
+# not (yet) settings here are left out, so the dynamic-shape settings
+# (automatic_dynamic_shapes, assume_static_by_default) take effect for a
+# wrapper as soon as they exist.
+_DYNAMIC = {
+    True: {"dynamic_shapes": True, "automatic_dynamic_shapes": True,
+           "assume_static_by_default": False},
+    False: {"dynamic_shapes": False, "automatic_dynamic_shapes": False,
+            "assume_static_by_default": True},
+}
+
+
+def _dynamic_overrides(dynamic):
+    """The settings a dynamo.compile(dynamic=...) wrapper compiles with
+    (a dict; empty for None)."""
+    if dynamic is None:
+        return {}
+    if not isinstance(dynamic, bool):
+        raise TypeError(f"dynamic must be True, False or None, got {type(dynamic).__name__}")
+    return {k: v for k, v in _DYNAMIC[dynamic].items() if k in _DEFAULTS}
+
+
 class _Overrides:
     """Context manager: settings changed for a block (one compile), the
     previous values back at its end."""
@@ -152,6 +176,11 @@ class _Config(types.ModuleType):
         """`with config.overrides({"name": value}):` the settings changed for
         the block (validated as assignments are); aliases accepted."""
         return _Overrides(self, {ALIASES.get(k, k): v for k, v in values.items()})
+
+    def dynamic_overrides(self, dynamic):
+        """The settings dynamo.compile(dynamic=True/False/None) compiles
+        with: the one place the dynamic= argument meets the settings."""
+        return _dynamic_overrides(dynamic)
 
 
 

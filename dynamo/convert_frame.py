@@ -490,14 +490,19 @@ class _Callback:
     record). Raises only Unsupported in nopython mode.
     """
 
-    def __init__(self, backend, nopython):
+    def __init__(self, backend, nopython, mode=None, options=None, dynamic=None):
+        from .backends.compile_options import with_options
         self.backend_name, fn = backends.lookup(backend)
-        self.compiler_fn = backends.wrap(self.backend_name, fn)
+        self.compiler_fn = backends.wrap(self.backend_name,
+                                         with_options(self.backend_name, fn, mode, options))
         self.nopython = nopython
         # BACKEND_MATCH: each entry this callback makes serves only callers
         # whose callback has the same key (the C side reads it once, when an
         # OptimizedCallable or set_mode installs this callback)
-        self.backend_key = backend_key(fn, repr(self.backend_name))
+        self.backend_key = backend_key(fn, repr(self.backend_name), mode, options)
+        # dynamo.compile(dynamic=...): the settings this callback's compiles
+        # run with (config.dynamic_overrides; {} for None)
+        self.config_overrides = config.dynamic_overrides(dynamic)
         # Codes the user handed to optimize() directly: compiled even when
         # they live in a skipped file (an nn.Sequential's forward, say).
         self.forced_codes = set()
@@ -559,9 +564,10 @@ class _Callback:
                      config.cache_size_limit, record.recompile_reason)
         t0 = time.perf_counter_ns()
         try:
-            out = compile_frame(code, f_locals, f_globals, f_builtins, func,
-                                self._timed_compiler(record), nopython=self.nopython,
-                                frame_id=record.frame_id)
+            with config.overrides(self.config_overrides):
+                out = compile_frame(code, f_locals, f_globals, f_builtins, func,
+                                    self._timed_compiler(record), nopython=self.nopython,
+                                    frame_id=record.frame_id)
         except Unsupported as e:
             record.compile_ns = time.perf_counter_ns() - t0
             record.status, record.error = "unsupported", str(e)

@@ -326,3 +326,154 @@ def test_error_on_recompile_and_fail_on_limit():
     with pytest.raises(RuntimeError, match="fail_on_recompile_limit_hit"):
         opt(torch.randn(4))
 
+
+# ---------------------------------------------------------------- C. dynamo.compile
+
+def test_compile_decorator_with_and_without_arguments():
+    calls = []
+    b = counting_backend("b", calls)
+
+    @dynamo.compile(backend=b)
+    def f(x):
+        return x * 2
+
+    @dynamo.compile
+    def g(x):
+        return x + 0
+    x = torch.randn(3)
+    assert same(f(x), x * 2) and same(f(x), x * 2)
+    assert calls == ["b"]
+    assert isinstance(g, _C.OptimizedCallable) and g.__name__ == "g"
+
+
+def test_compile_fullgraph_raises_at_a_break():
+    import pytest
+
+    def f(x):
+        y = x + 1
+        print("break")
+        return y
+    with pytest.raises(dynamo.exc.Unsupported):
+        dynamo.compile(f, fullgraph=True, backend="eager")(torch.randn(2))
+    assert same(dynamo.compile(f, backend="eager")(torch.ones(2)), torch.ones(2) + 1)
+
+
+def test_compile_disable_returns_the_model():
+    m = torch.nn.Linear(2, 2)
+    assert dynamo.compile(m, disable=True) is m
+    f = lambda x: x  # noqa: E731
+    assert dynamo.compile(f, disable=True) is f
+
+
+def test_compile_dynamic_sets_the_wrappers_config_only():
+    seen = []
+
+    def backend(gm, ex):
+        seen.append(dynamo.config.dynamic_shapes)
+        return gm.forward
+    x = torch.randn(3)
+    dynamo.compile(lambda x: x + 1, backend=backend, dynamic=True)(x)
+    dynamo.compile(lambda x: x + 2, backend=backend, dynamic=False)(x)
+    dynamo.compile(lambda x: x + 3, backend=backend)(x)
+    assert seen == [True, False, False] and dynamo.config.dynamic_shapes is False
+    assert dynamo.config.dynamic_overrides(None) == {}
+    assert dynamo.config.dynamic_overrides(True)["dynamic_shapes"] is True
+
+
+def test_compile_mode_and_options_validation():
+    import pytest
+    with pytest.raises(RuntimeError, match="Unrecognized mode"):
+        dynamo.compile(lambda x: x, mode="fastest")
+    with pytest.raises(RuntimeError, match="Either mode or options"):
+        dynamo.compile(lambda x: x, mode="max-autotune", options={"max_autotune": True})
+    with pytest.raises(TypeError, match="dynamic must be"):
+        dynamo.compile(lambda x: x, dynamic="yes")
+
+
+def test_compile_mode_options_reach_inductor_config_for_that_compile_only():
+    from dynamo.backends.compile_options import with_options
+    import torch._inductor.config as iconfig
+    seen = []
+
+    def fake_inductor(gm, ex):
+        seen.append((iconfig.max_autotune, iconfig.triton.cudagraphs,
+                     iconfig.coordinate_descent_tuning))
+        return gm.forward
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)
+    for mode, want in (("max-autotune", (True, True, True)),
+                       ("max-autotune-no-cudagraphs", (True, False, True)),
+                       ("reduce-overhead", (False, True, False))):
+        with_options("inductor", fake_inductor, mode, None)(gm, [torch.randn(2)])
+        assert seen[-1] == want, mode
+        assert not iconfig.max_autotune and not iconfig.triton.cudagraphs
+    with_options("inductor", fake_inductor, None, {"max_autotune": True})(gm, [torch.randn(2)])
+    assert seen[-1][0] is True
+    import pytest
+    with pytest.raises(ValueError, match="no_such_option"):
+        with_options("inductor", fake_inductor, None, {"no_such_option": 1})(gm, [])
+    got = []
+
+    def custom(gm, ex, **kw):
+        got.append(kw)
+        return gm.forward
+    with_options("custom", custom, "max-autotune", None)(gm, [])
+    with_options("custom", custom, None, {"a": 1})(gm, [])
+    assert got == [{"mode": "max-autotune"}, {"options": {"a": 1}}]
+
+
+def test_compile_modes_are_separate_backends():
+    """Two wrappers of one function with different modes each compile
+    (BACKEND_MATCH keys on backend, mode and options)."""
+    calls = []
+
+    def custom(gm, ex, **kw):
+        calls.append(kw.get("mode"))
+        return gm.forward
+
+    def f(x):
+        return x * 5
+    x = torch.randn(2)
+    a = dynamo.compile(f, backend=custom, mode="max-autotune")
+    b = dynamo.compile(f, backend=custom)
+    c = dynamo.compile(f, backend=custom, mode="max-autotune")
+    a(x), b(x), c(x), a(x), b(x)
+    assert calls == ["max-autotune", None]
+
+
+def test_compile_reduce_overhead_on_cpu_runs():
+    """Inductor with CUDA graphs on a CPU graph: compiles and runs (the
+    CUDA graphs are skipped), with the result of eager."""
+    def f(x):
+        return torch.sin(x) * 2 + 1
+    x = torch.randn(8)
+    opt = dynamo.compile(f, mode="reduce-overhead")
+    assert same(opt(x), f(x)) and same(opt(x), f(x))
+    assert len(_C.cache_entries(f.__code__)) == 1
+
+
+def test_compile_module_behaves_as_torch_optimized_module():
+    m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU())
+    opt = dynamo.compile(m, backend="eager")
+    assert isinstance(opt, dynamo.OptimizedModule) and opt._orig_mod is m
+    assert list(opt.state_dict()) == ["_orig_mod." + k for k in m.state_dict()]
+    assert len(opt) == 2 and bool(opt)
+    opt.eval()
+    assert not m.training and not opt.training
+    opt.train()
+    assert m.training
+    opt.extra_attr = 5                      # writes go to the original, as torch's
+    assert m.extra_attr == 5 and opt.extra_attr == 5
+    del opt.extra_attr
+    assert not hasattr(m, "extra_attr")
+    x = torch.randn(2, 3)
+    assert same(opt(x), m(x))
+    assert "_orig_mod" in dir(opt) and "0" in dir(opt) or hasattr(opt, "forward")
+
+
+def test_model_passed_as_backend_is_a_type_error_at_once():
+    import pytest
+    m = torch.nn.Linear(2, 2)
+    with pytest.raises(TypeError, match="backend"):
+        dynamo.optimize(m)
+    with pytest.raises(TypeError, match="backend"):
+        dynamo.compile(lambda x: x, backend=m)
