@@ -148,6 +148,24 @@ class _Overrides:
         return False
 
 
+class StderrHandler(logging.StreamHandler):
+    """A handler writing to whatever sys.stderr is when a record is
+    emitted (a test's capture, a redirected stream), not the one of the day
+    it was made.  dynamo's loggers print through it with no logging setup."""
+
+    def __init__(self):
+        super().__init__()
+        self.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):      # StreamHandler.__init__ sets it: sys.stderr is read per record
+        pass
+
+
 class _Config(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -165,7 +183,12 @@ class _Config(types.ModuleType):
         if name in _DEFAULTS:
             _validate(name, value)
         if name == "log_level":
-            logging.getLogger("dynamo").setLevel(value)
+            logger = logging.getLogger("dynamo")
+            logger.setLevel(value)
+            if not logger.hasHandlers():
+                # nobody configured logging: print to stderr, as torch's
+                # loggers do (logging's last-resort handler shows WARNING only)
+                logger.addHandler(StderrHandler())
         super().__setattr__(name, value)
 
     def defaults(self):
@@ -189,4 +212,5 @@ _cfg = _Config(__name__, __doc__)
 for _k, _v in _DEFAULTS.items():
     _cfg.__dict__[_k] = _v
 _cfg.__dict__["__file__"] = __file__
+_cfg.__dict__["StderrHandler"] = StderrHandler      # not a setting: for dynamo.logs
 sys.modules[__name__] = _cfg

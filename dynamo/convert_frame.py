@@ -26,7 +26,7 @@ from typing import Any, Callable, List, Optional
 
 import torch
 
-from . import _C, backends, config, decorators, records, resume, skipfiles, stance, telemetry
+from . import _C, backends, config, decorators, logs, records, resume, skipfiles, stance, telemetry
 from .bytecode import HAS_PRECALL, arg_slot_count, assemble, prologue
 from .exc import BackendCompilerFailed, Unsupported
 from .guards import BACKEND_MATCH, Guard, NoSource, SourceError, backend_key
@@ -575,6 +575,7 @@ class _Callback:
             if hasattr(e, "break_reasons"):
                 record.break_reasons = list(e.break_reasons)
             _add_record(record)
+            logs.on_compile(record, len(failures), limit)
             if self.nopython:
                 raise
             if code in self.forced_codes and code not in _eager_warned:
@@ -615,6 +616,7 @@ class _Callback:
         record.new_code = out.new_code
         record.resume_codes = list(out.resume_codes)
         _add_record(record)
+        logs.on_compile(record, len(failures), limit)
         log.info("compiled %s %s (%s:%d): %d graph(s), %d op(s), %d guard(s) in %.1f ms",
                  record.id, code.co_name, code.co_filename, code.co_firstlineno,
                  len(record.graphs), record.op_count, len(record.guards), record.compile_ns / 1e6)
@@ -712,6 +714,8 @@ class _Callback:
                 f"config.cache_size_limit={config.cache_size_limit} and compiles no more until "
                 f"dynamo.reset(): {now}{gone}. Last failing guard: {why}")
         warnings.warn(text, RuntimeWarning)
+        if logs.enabled("recompiles"):
+            logs.artifact("recompiles").info("%s", text[len("dynamo: "):])
         if log.hasHandlers():
             # also a WARNING record for whoever configured logging (the
             # warning above already reaches stderr: not printed twice when

@@ -477,3 +477,85 @@ def test_model_passed_as_backend_is_a_type_error_at_once():
         dynamo.optimize(m)
     with pytest.raises(TypeError, match="backend"):
         dynamo.compile(lambda x: x, backend=m)
+
+
+# ---------------------------------------------------------------- D. logs
+
+LOG_SCRIPT = r'''
+import torch
+import dynamo
+
+
+def toy(a, b):
+    x = a / (torch.abs(a) + 1)
+    if b.sum() < 0:
+        b = b * -1
+    return x * b
+
+
+f = dynamo.optimize("eager")(toy)
+f(torch.ones(4), torch.ones(4))
+f(torch.ones(6), torch.ones(6))
+print("DONE")
+'''
+
+
+def test_dynamo_logs_from_the_environment_print_breaks_and_recompiles(tmp_path):
+    """DYNAMO_LOGS=recompiles,graph_breaks on an unchanged script: the break
+    with its reason in user words, file:line, source line and hint; the
+    recompile with the entry, the failing guard, expected and actual."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "script.py"
+    script.write_text(LOG_SCRIPT)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, DYNAMO_LOGS="recompiles,graph_breaks",
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0 and "DONE" in out.stdout, out.stderr
+    err = out.stderr
+    line = LOG_SCRIPT.splitlines().index("    if b.sum() < 0:") + 1
+    assert f"Graph break in toy at {script}:{line}" in err, err
+    assert "data-dependent control flow" in err and "if b.sum() < 0:" in err
+    assert "Hint: rewrite the branch with torch.where" in err
+    assert "Recompiling toy" in err and "entry 2 of at most 8" in err
+    assert "L['a'].size()[0]: expected 4, actual 6 (TENSOR_MATCH of entry [0/0])" in err
+    assert err.count("[dynamo.graph_breaks]") == 2 and err.count("[dynamo.recompiles]") == 2
+    # without the variable: nothing of it
+    env.pop("DYNAMO_LOGS")
+    quiet = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                           timeout=300)
+    assert "Graph break" not in quiet.stderr and "Recompiling" not in quiet.stderr
+    # config.log_level alone prints (no logging setup in the script)
+    level = subprocess.run([sys.executable, "-c", "import torch, dynamo\n"
+                            "dynamo.config.log_level = 'INFO'\n"
+                            "dynamo.optimize('eager')(lambda x: x + 1)(torch.ones(2))"],
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert "compiled [0/0] <lambda>" in level.stderr, level.stderr
+
+
+def test_set_logs_in_process(capsys):
+    import logging
+    import pytest
+    try:
+        dynamo.set_logs(guards=True, graph_code=True, graph_breaks=True)
+
+        def f(x):
+            y = x.sum().item()
+            return x * y
+        dynamo.optimize("eager")(f)(torch.ones(2))
+        err = capsys.readouterr().err
+        assert "[dynamo.guards] GUARDS of f" in err and "TENSOR_MATCH" in err
+        assert "BACKEND_MATCH 'eager'" in err
+        assert "capture_scalar_outputs" in err          # the .item() hint
+        with pytest.raises(ValueError, match="unknown log artifact"):
+            dynamo.set_logs(no_such=True)
+        from dynamo import logs
+        assert logs.parse("+dynamo,recompiles") == {"dynamo": logging.DEBUG, "recompiles": True}
+    finally:
+        dynamo.set_logs(guards=False, graph_code=False, graph_breaks=False)
+    dynamo.optimize("eager")(lambda x: x + 1)(torch.ones(2))
+    assert "[dynamo." not in capsys.readouterr().err
+
