@@ -665,9 +665,13 @@ class _Callback:
                                                            else " (recursive=False)"))
             _C.set_skip(code, kind == "recursive")
             return True
-        # the hook calls this method from C: the frame above is the caller
-        # of the frame being compiled
-        if decorators.called_by_nonrecursive_wrapper(sys._getframe(2)):
+        # the hook calls __call__ from C: the frame above it is the caller
+        # of the frame being compiled (none: a thread's first frame)
+        try:
+            caller = sys._getframe(2)
+        except ValueError:
+            caller = None
+        if decorators.called_by_nonrecursive_wrapper(caller):
             self._note(code, "called by a torch.compiler.disable(recursive=False) wrapper")
             return True
         return False

@@ -117,19 +117,24 @@ def is_nonrecursive_disable_wrapper(fn):
         and attrs.get("_torchdynamo_disable_recursive") is False
 
 
-# Codes of recursive=False wrappers seen: a frame called from one of them
-# runs eagerly (the caller's frame is read on that miss, as torch does).
-_nonrecursive_wrapper_codes = set()
+# Codes of recursive=False wrappers seen (torch has one): a frame called
+# from one of them runs eagerly (the caller's frame is read on that miss, as
+# torch does).  Compared by identity: a code holding a slice constant
+# cannot be hashed.
+_nonrecursive_wrapper_codes = []
 
 
 def note_nonrecursive_wrapper(code):
-    _nonrecursive_wrapper_codes.add(code)
+    if not any(c is code for c in _nonrecursive_wrapper_codes):
+        _nonrecursive_wrapper_codes.append(code)
 
 
 def called_by_nonrecursive_wrapper(frame):
     """Is `frame` (the caller of the frame being compiled) a
     recursive=False disable wrapper's?"""
-    return frame is not None and frame.f_code in _nonrecursive_wrapper_codes
+    if frame is None or not _nonrecursive_wrapper_codes:
+        return False
+    return any(frame.f_code is c for c in _nonrecursive_wrapper_codes)
 
 
 def skip(fn=None):
