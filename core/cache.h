@@ -64,7 +64,10 @@ typedef struct {
 /* The co_extra record of one code object. */
 typedef struct CodeCache {
     CacheEntry *entries;        /* owned reference: newest first, or NULL */
-    int skip;                   /* always run the default evaluator */
+    int skip;                   /* always run the default evaluator: SKIP_FRAME, or
+                                   SKIP_RECURSIVE (with the thread mode OFF, so
+                                   nothing the frame calls is looked up either:
+                                   torch.compiler.disable's wrapper) */
     /* filled from [0], types NULL after the last (cache_remember_eager):
      * a miss that matches one runs the default evaluator without asking */
     EagerSig eager_sigs[CACHE_EAGER_SIGS];
@@ -171,5 +174,8 @@ PyObject *cache_payloads(PyObject *code /* borrowed */);
  * (fn, slots, index, line), or None when hits run its code in a shadow
  * frame.  NULL on error. */
 PyObject *cache_directs(PyObject *code /* borrowed */);
+
+/* Values of CodeCache.skip besides 0. */
+enum { SKIP_FRAME = 1, SKIP_RECURSIVE = 2 };
 
 #endif /* DYNAMO_CORE_CACHE_H */

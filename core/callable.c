@@ -24,6 +24,21 @@ static _Thread_local CallableState tl_state;
  * locked read-modify-write here cost ~25 ns per call, twice). */
 static long active_threads;
 
+/* The force_eager stance: modes other than OFF are set as OFF (GIL held). */
+static int forced_off;
+
+void
+callable_set_forced_off(int on)
+{
+    forced_off = on != 0;
+}
+
+int
+callable_forced_off(void)
+{
+    return forced_off;
+}
+
 CallableState *
 callable_state(void)
 {
@@ -66,34 +81,53 @@ set_mode(CallableState *st, int mode)
 }
 
 static inline void
-state_swap(CallableState *st, int mode, PyObject *callback, int *prev_mode,
-           PyObject **prev_callback)
+state_swap(CallableState *st, int mode, PyObject *callback, int64_t backend, CallableSaved *prev)
 {
-    *prev_mode = st->mode;
-    *prev_callback = st->callback;              /* ownership moves out */
+    prev->mode = st->mode;
+    prev->callback = st->callback;              /* ownership moves out */
+    prev->backend = st->backend;
     st->callback = (callback == NULL || callback == Py_None) ? NULL : Py_NewRef(callback);
+    st->backend = st->callback != NULL ? backend : 0;
     set_mode(st, mode);
 }
 
 static inline void
-state_restore(CallableState *st, int mode, PyObject *callback)
+state_restore(CallableState *st, CallableSaved *prev)
 {
     PyObject *old = st->callback;
-    st->callback = callback;
-    set_mode(st, mode);
+    st->callback = prev->callback;
+    st->backend = prev->backend;
+    set_mode(st, prev->mode);
     Py_XDECREF(old);                            /* last: may run Python code */
 }
 
-void
-callable_swap(int mode, PyObject *callback, int *prev_mode, PyObject **prev_callback)
+int64_t
+callable_backend_key(PyObject *callback)
 {
-    state_swap(&tl_state, mode, callback, prev_mode, prev_callback);
+    if (callback == NULL || callback == Py_None)
+        return 0;
+    PyObject *key = PyObject_GetAttrString(callback, "backend_key");
+    if (key == NULL) {
+        PyErr_Clear();                          /* no key: any entry serves it */
+        return 0;
+    }
+    long long v = PyLong_Check(key) ? PyLong_AsLongLong(key) : 0;
+    Py_DECREF(key);
+    if (v == -1 && PyErr_Occurred())
+        PyErr_Clear();
+    return v > 0 ? (int64_t)v : 0;
 }
 
 void
-callable_restore(int mode, PyObject *callback)
+callable_swap(int mode, PyObject *callback, int64_t backend, CallableSaved *prev)
 {
-    state_restore(&tl_state, mode, callback);
+    state_swap(&tl_state, mode, callback, backend, prev);
+}
+
+void
+callable_restore(CallableSaved *prev)
+{
+    state_restore(&tl_state, prev);
 }
 
 /* ---- OptimizedCallable ------------------------------------------------ */
@@ -102,6 +136,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *fn;           /* strong: the wrapped callable */
     PyObject *callback;     /* strong: compile callback, or None */
+    int64_t backend;        /* callback's backend key, read once (callable_backend_key) */
     int mode;               /* MODE_* set around each call */
     PyObject *dict;         /* strong: instance __dict__, or NULL */
     Py_ssize_t outputs;     /* items each result must have (a tuple or list), or -1 */
@@ -142,12 +177,12 @@ oc_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *k
 {
     OptimizedCallable *self = (OptimizedCallable *)self_;
     CallableState *st = &tl_state;              /* one TLS lookup for the call */
-    int prev_mode;
-    PyObject *prev_callback;
-    state_swap(st, self->mode, self->callback, &prev_mode, &prev_callback);  /* installs the hook */
-    PyObject *result = self->mode != MODE_OFF ? hook_vectorcall(st, self->fn, args, nargsf, kwnames)
-                                              : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
-    state_restore(st, prev_mode, prev_callback);
+    CallableSaved prev;
+    int mode = __builtin_expect(forced_off, 0) ? MODE_OFF : self->mode;  /* force_eager? */
+    state_swap(st, mode, self->callback, self->backend, &prev);  /* installs the hook */
+    PyObject *result = mode != MODE_OFF ? hook_vectorcall(st, self->fn, args, nargsf, kwnames)
+                                        : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    state_restore(st, &prev);
     if (result == NULL && self->on_error != NULL) {
         PyObject *exc_type, *exc_value, *exc_tb;
         PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
@@ -212,6 +247,7 @@ oc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return NULL;
     self->fn = Py_NewRef(fn);
     self->callback = Py_NewRef(callback);
+    self->backend = callable_backend_key(callback);
     self->mode = mode;
     self->outputs = outputs < 0 ? -1 : outputs;
     self->what = Py_XNewRef(what);

@@ -111,6 +111,19 @@ eval_normally(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
     return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
 }
 
+/* A frame of a SKIP_RECURSIVE code (torch.compiler.disable's wrapper):
+ * evaluated with the thread mode OFF, so the frames it calls are neither
+ * compiled nor looked up; the mode is back when it returns or raises. */
+static PyObject *
+eval_off(PyThreadState *tstate, _PyInterpreterFrame *frame)
+{
+    CallableSaved prev;
+    callable_swap(MODE_OFF, NULL, 0, &prev);
+    PyObject *result = eval_normally(tstate, frame, 0);
+    callable_restore(&prev);
+    return result;
+}
+
 /* cache_get without the call: the co_extra slot read in place. */
 static inline CodeCache *
 frame_cache(PyCodeObject *code)
@@ -157,6 +170,7 @@ lookup(CallableState *st, CodeCache *cache, GevalFrame *gf, CacheEntry **hit, Py
         return PyErr_Occurred() ? -1 : 0;
     gf->generation = &cache_generation;
     gf->generation0 = cache_generation;
+    gf->backend = st->backend;                  /* BACKEND_MATCH: the callback's key */
     st->guard_depth++;                          /* Python code run by checks: not ours */
     Py_ssize_t r = gtree_lookup(tree, gf, failures);
     st->guard_depth--;
@@ -304,7 +318,7 @@ runs_own_frame(PyObject *func, int nargs)
     if (!binds_by_position(func, nargs, NULL))
         return 0;
     CodeCache *cache = frame_cache((PyCodeObject *)((PyFunctionObject *)func)->func_code);
-    return cache != NULL && cache->skip;
+    return cache != NULL && cache->skip == SKIP_FRAME;
 }
 
 /* Run hit e's direct plan on the argument slots argv (borrowed; the
@@ -572,9 +586,8 @@ static PyObject *
 ask_callback(_PyInterpreterFrame *frame, PyObject *failures /* borrowed */)
 {
     PyObject *callback = Py_NewRef(callable_callback());
-    int prev_mode;
-    PyObject *prev_callback;
-    callable_swap(MODE_OFF, NULL, &prev_mode, &prev_callback);
+    CallableSaved prev;
+    callable_swap(MODE_OFF, NULL, 0, &prev);
     PyObject *todo = NULL, *result = NULL;
     int internal = 0;
     PyObject *f_locals = arguments_dict(frame);
@@ -603,7 +616,7 @@ done:
     Py_XDECREF(result);
     Py_XDECREF(f_locals);
     Py_DECREF(callback);
-    callable_restore(prev_mode, prev_callback);
+    callable_restore(&prev);
     return todo;
 }
 
@@ -673,11 +686,10 @@ compile_miss(CallableState *st, _PyInterpreterFrame *frame, GevalFrame *gf,
             /* the failure's text calls repr() on guarded objects (a module's
              * repr runs its submodules' extra_repr): with the mode OFF, so
              * those frames are not compiled */
-            int prev_mode;
-            PyObject *prev_callback;
-            callable_swap(MODE_OFF, NULL, &prev_mode, &prev_callback);
+            CallableSaved prev;
+            callable_swap(MODE_OFF, NULL, 0, &prev);
             telemetry_note_failure(cache, failures);
-            callable_restore(prev_mode, prev_callback);
+            callable_restore(&prev);
         }
         todo = ask_callback(frame, failures);
     }
@@ -703,8 +715,8 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
         return eval_normally(tstate, frame, throwflag);
     PyCodeObject *code = dyn_frame_code(frame);
     CodeCache *cache = frame_cache(code);
-    if (cache != NULL && cache->skip)
-        return eval_normally(tstate, frame, 0);
+    if (cache != NULL && cache->skip)           /* skip-marked? recursively? */
+        return cache->skip == SKIP_RECURSIVE ? eval_off(tstate, frame) : eval_normally(tstate, frame, 0);
 
     CacheEntry *hit = NULL;
     GevalFrame gf = {
@@ -762,6 +774,9 @@ hook_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
         todo = Py_NewRef(Py_None);
     if (todo == Py_None) {
         Py_DECREF(todo);
+        cache = frame_cache(code);              /* the callback may have marked it */
+        if (cache != NULL && cache->skip == SKIP_RECURSIVE)
+            return eval_off(tstate, frame);
         return eval_normally(tstate, frame, 0);
     }
     PyObject *result = run_shadow(tstate, dyn_frame_func(frame), frame->f_globals, frame->f_builtins,

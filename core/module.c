@@ -51,7 +51,8 @@ require_code(PyObject *code)
 
 PyDoc_STRVAR(set_mode_doc,
 "set_mode(mode, callback) -> (prev_mode, prev_callback)\n\n"
-"Set this thread's mode (0 OFF, 1 COMPILE, 2 RUN) and compile callback.");
+"Set this thread's mode (0 OFF, 1 COMPILE, 2 RUN) and compile callback\n"
+"(its backend key, callback.backend_key, is read here).");
 
 static PyObject *
 set_mode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -65,12 +66,29 @@ set_mode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Format(PyExc_ValueError, "set_mode: mode must be 0, 1 or 2, not %d", mode);
         return NULL;
     }
+    if (callable_forced_off())                  /* the force_eager stance */
+        mode = MODE_OFF;
     if (mode != MODE_OFF)
         hook_install();
-    int prev_mode;
-    PyObject *prev_callback;
-    callable_swap(mode, args[1], &prev_mode, &prev_callback);
-    return Py_BuildValue("(iN)", prev_mode, prev_callback ? prev_callback : Py_NewRef(Py_None));
+    int64_t backend = callable_backend_key(args[1]);
+    CallableSaved prev;
+    callable_swap(mode, args[1], backend, &prev);
+    return Py_BuildValue("(iN)", prev.mode, prev.callback ? prev.callback : Py_NewRef(Py_None));
+}
+
+PyDoc_STRVAR(set_forced_off_doc,
+"_set_forced_off(on) -> bool: the force_eager stance (dynamo.set_stance): while on,\n"
+"OptimizedCallable and set_mode set mode OFF instead of any other; the previous value.");
+
+static PyObject *
+set_forced_off(PyObject *module, PyObject *on)
+{
+    int flag = PyObject_IsTrue(on);
+    if (flag < 0)
+        return NULL;
+    int prev = callable_forced_off();
+    callable_set_forced_off(flag);
+    return PyBool_FromLong(prev);
 }
 
 PyDoc_STRVAR(get_mode_doc, "get_mode() -> (mode, callback) of this thread.");
@@ -82,17 +100,23 @@ get_mode(PyObject *module, PyObject *unused)
     return Py_BuildValue("(iO)", callable_mode(), cb ? cb : Py_None);
 }
 
-PyDoc_STRVAR(set_skip_doc, "set_skip(code): frames of code always run the default evaluator.");
+PyDoc_STRVAR(set_skip_doc,
+"set_skip(code, recursive=False): frames of code always run the default evaluator;\n"
+"recursive: with the thread mode OFF, so the frames they call are neither\n"
+"compiled nor looked up (what torch.compiler.disable's wrapper asks).");
 
 static PyObject *
-set_skip(PyObject *module, PyObject *code)
+set_skip(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (require_code(code) < 0)
+    if (!dyn_check_positional("set_skip", nargs, 1, 2))
         return NULL;
-    CodeCache *c = cache_ensure(code);
+    int recursive = nargs > 1 ? PyObject_IsTrue(args[1]) : 0;
+    if (recursive < 0 || require_code(args[0]) < 0)
+        return NULL;
+    CodeCache *c = cache_ensure(args[0]);
     if (c == NULL)
         return NULL;
-    c->skip = 1;
+    c->skip = recursive ? SKIP_RECURSIVE : SKIP_FRAME;
     Py_RETURN_NONE;
 }
 
@@ -243,21 +267,35 @@ frame_from_args(const char *fname, PyObject *const *args /* borrowed */, GevalFr
     return 0;
 }
 
+/* The optional backend key argument of the test functions into fr.
+ * 0, or -1 with an exception. */
+static int
+backend_arg(PyObject *arg /* borrowed */, GevalFrame *fr)
+{
+    long long v = PyLong_AsLongLong(arg);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    fr->backend = v;
+    return 0;
+}
+
 PyDoc_STRVAR(eval_guards_doc,
-"eval_guards(guards, f_locals, f_globals, f_builtins, closure) -> int\n\n"
+"eval_guards(guards, f_locals, f_globals, f_builtins, closure, backend=0) -> int\n\n"
 "Compile and evaluate a guard list once (tests).  LOCAL slot i is the i-th\n"
-"value of f_locals.  -1 if every guard passes, else the first failing index.");
+"value of f_locals; backend: the caller's backend key (BACKEND_MATCH; 0 any).\n"
+"-1 if every guard passes, else the first failing index.");
 
 static PyObject *
 eval_guards(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!dyn_check_positional("eval_guards", nargs, 5, 5))
+    if (!dyn_check_positional("eval_guards", nargs, 5, 6))
         return NULL;
     PyObject *result = NULL, *locals = NULL;
     GirSet *gs = NULL;
     GTree *tree = NULL;
     GevalFrame fr = {0};
-    if (frame_from_args("eval_guards", args + 1, &fr, &locals) < 0)
+    if (frame_from_args("eval_guards", args + 1, &fr, &locals) < 0
+            || (nargs > 5 && backend_arg(args[5], &fr) < 0))
         goto error;
     ModuleState *st = PyModule_GetState(module);
     if ((gs = gir_compile(args[0], &st->runtime)) == NULL)
@@ -325,20 +363,22 @@ error:
 }
 
 PyDoc_STRVAR(tree_lookup_doc,
-"_tree_lookup(tree, f_locals, f_globals, f_builtins, closure) -> (hit, failures)\n\n"
-"hit: index of the chosen entry or -1; failures: the callback's list on a miss.");
+"_tree_lookup(tree, f_locals, f_globals, f_builtins, closure, backend=0) -> (hit, failures)\n\n"
+"hit: index of the chosen entry or -1; failures: the callback's list on a miss;\n"
+"backend: the caller's backend key (BACKEND_MATCH; 0 any).");
 
 static PyObject *
 tree_lookup(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!dyn_check_positional("_tree_lookup", nargs, 5, 5))
+    if (!dyn_check_positional("_tree_lookup", nargs, 5, 6))
         return NULL;
     GTree *tree = PyCapsule_GetPointer(args[0], tree_capsule_name);
     if (tree == NULL)
         return NULL;
     PyObject *locals = NULL, *failures = NULL, *result = NULL;
     GevalFrame fr = {0};
-    if (frame_from_args("_tree_lookup", args + 1, &fr, &locals) < 0)
+    if (frame_from_args("_tree_lookup", args + 1, &fr, &locals) < 0
+            || (nargs > 5 && backend_arg(args[5], &fr) < 0))
         goto error;
     gtree_incref(tree);
     Py_ssize_t hit = gtree_lookup(tree, &fr, &failures);
@@ -456,7 +496,8 @@ tree_property_text(PyObject *module, PyObject *args)
 static PyMethodDef module_methods[] = {
     {"set_mode", (PyCFunction)(void (*)(void))set_mode, METH_FASTCALL, set_mode_doc},
     {"get_mode", get_mode, METH_NOARGS, get_mode_doc},
-    {"set_skip", set_skip, METH_O, set_skip_doc},
+    {"_set_forced_off", set_forced_off, METH_O, set_forced_off_doc},
+    {"set_skip", (PyCFunction)(void (*)(void))set_skip, METH_FASTCALL, set_skip_doc},
     {"is_skip", is_skip, METH_O, is_skip_doc},
     {"remember_eager", remember_eager, METH_VARARGS, remember_eager_doc},
     {"cache_entries", cache_entries, METH_O, cache_entries_doc},

@@ -30,6 +30,16 @@ _DEFAULTS = {
     "trace_try_regions": True,
     # raise BackendCompilerFailed instead of warning and running eagerly
     "raise_on_backend_error": False,
+    # --- torch.compile's names (docs/FROM_TORCH_COMPILE.md; aliases below)
+    # compiled entries per code object, all backends together; the lower of
+    # this and cache_size_limit applies (torch counts cache_size_limit per
+    # guarded object and this one per code: one count here)
+    "accumulated_recompile_limit": 256,
+    # raise RuntimeError (instead of warning and running eagerly) when a
+    # frame reaches the cache limit
+    "fail_on_recompile_limit_hit": False,
+    # raise RuntimeError on every recompile (a miss of a code that has entries)
+    "error_on_recompile": False,
     # --- TorchDynamo-compatible names (docs/USER_GUIDE.md, "TorchDynamo-compatible API")
     # Tensor.item() is a graph node whose number is a graph output (the graph
     # breaks where code needs the number itself) instead of a graph break
@@ -48,6 +58,14 @@ _DEFAULTS = {
     "specialize_int_float": True,
     # there is no record/replay of failing frames.
     "replay_record_enabled": False,
+}
+
+
+# torch.compile's names of settings that exist here under another name:
+# reading or writing one reads or writes the other.
+ALIASES = {
+    "recompile_limit": "cache_size_limit",
+    "accumulated_cache_size_limit": "accumulated_recompile_limit",
 }
 
 
@@ -76,8 +94,8 @@ def _validate(name, value):
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(f"dynamo.config.{name} must be an int, "
                             f"got {type(value).__name__} {value!r}")
-        if name == "cache_size_limit" and value < 0:
-            raise ValueError(f"dynamo.config.cache_size_limit must be >= 0 (0: compile "
+        if name in ("cache_size_limit", "accumulated_recompile_limit") and value < 0:
+            raise ValueError(f"dynamo.config.{name} must be >= 0 (0: compile "
                              f"nothing new), got {value}")
     elif isinstance(default, float):
         if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -87,26 +105,106 @@ def _validate(name, value):
         raise TypeError(f"dynamo.config.{name} must be a str, got {type(value).__name__} {value!r}")
 
 
+# dynamo.compile(dynamic=...) as settings: True traces sizes symbolically
+# from the first compile, False specializes every size (no automatic
+# dynamic after a recompile), None leaves the settings as they are.  Names
+# not (yet) settings here are left out, so the dynamic-shape settings
+# (automatic_dynamic_shapes, assume_static_by_default) take effect for a
+# wrapper as soon as they exist.
+_DYNAMIC = {
+    True: {"dynamic_shapes": True, "automatic_dynamic_shapes": True,
+           "assume_static_by_default": False},
+    False: {"dynamic_shapes": False, "automatic_dynamic_shapes": False,
+            "assume_static_by_default": True},
+}
+
+
+def _dynamic_overrides(dynamic):
+    """The settings a dynamo.compile(dynamic=...) wrapper compiles with
+    (a dict; empty for None)."""
+    if dynamic is None:
+        return {}
+    if not isinstance(dynamic, bool):
+        raise TypeError(f"dynamic must be True, False or None, got {type(dynamic).__name__}")
+    return {k: v for k, v in _DYNAMIC[dynamic].items() if k in _DEFAULTS}
+
+
+class _Overrides:
+    """Context manager: settings changed for a block (one compile), the
+    previous values back at its end."""
+
+    def __init__(self, cfg, values):
+        self.cfg, self.values, self.saved = cfg, values, []
+
+    def __enter__(self):
+        self.saved.append({k: getattr(self.cfg, k) for k in self.values})
+        for k, v in self.values.items():
+            setattr(self.cfg, k, v)
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.pop().items():
+            setattr(self.cfg, k, v)
+        return False
+
+
+class StderrHandler(logging.StreamHandler):
+    """A handler writing to whatever sys.stderr is when a record is
+    emitted (a test's capture, a redirected stream), not the one of the day
+    it was made.  dynamo's loggers print through it with no logging setup."""
+
+    def __init__(self):
+        super().__init__()
+        self.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):      # StreamHandler.__init__ sets it: sys.stderr is read per record
+        pass
+
+
 class _Config(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in ALIASES:
+            return getattr(self, ALIASES[name])
         raise AttributeError(f"dynamo.config has no setting {name!r}; "
                              f"known: {', '.join(sorted(_DEFAULTS))}")
 
     def __setattr__(self, name, value):
+        name = ALIASES.get(name, name)
         if name not in _DEFAULTS and not name.startswith("_"):
             raise AttributeError(f"dynamo.config has no setting {name!r}; "
                                  f"known: {', '.join(sorted(_DEFAULTS))}")
         if name in _DEFAULTS:
             _validate(name, value)
         if name == "log_level":
-            logging.getLogger("dynamo").setLevel(value)
+            logger = logging.getLogger("dynamo")
+            logger.setLevel(value)
+            if not logger.hasHandlers():
+                # nobody configured logging: print to stderr, as torch's
+                # loggers do (logging's last-resort handler shows WARNING only)
+                logger.addHandler(StderrHandler())
         super().__setattr__(name, value)
 
     def defaults(self):
         """Return a copy of the default settings."""
         return dict(_DEFAULTS)
+
+    def overrides(self, values):
+        """`with config.overrides({"name": value}):` the settings changed for
+        the block (validated as assignments are); aliases accepted."""
+        return _Overrides(self, {ALIASES.get(k, k): v for k, v in values.items()})
+
+    def dynamic_overrides(self, dynamic):
+        """The settings dynamo.compile(dynamic=True/False/None) compiles
+        with: the one place the dynamic= argument meets the settings."""
+        return _dynamic_overrides(dynamic)
+
 
 
 _self = sys.modules[__name__]
@@ -114,4 +212,5 @@ _cfg = _Config(__name__, __doc__)
 for _k, _v in _DEFAULTS.items():
     _cfg.__dict__[_k] = _v
 _cfg.__dict__["__file__"] = __file__
+_cfg.__dict__["StderrHandler"] = StderrHandler      # not a setting: for dynamo.logs
 sys.modules[__name__] = _cfg

@@ -26,10 +26,10 @@ from typing import Any, Callable, List, Optional
 
 import torch
 
-from . import _C, backends, config, decorators, records, resume, skipfiles, telemetry
+from . import _C, backends, config, decorators, logs, records, resume, skipfiles, stance, telemetry
 from .bytecode import HAS_PRECALL, arg_slot_count, assemble, prologue
 from .exc import BackendCompilerFailed, Unsupported
-from .guards import Guard, SourceError
+from .guards import BACKEND_MATCH, Guard, NoSource, SourceError, backend_key
 from . import output_graph
 from .output_graph import GraphInfo, OutputGraph
 
@@ -514,10 +514,19 @@ class _Callback:
     record). Raises only Unsupported in nopython mode.
     """
 
-    def __init__(self, backend, nopython):
+    def __init__(self, backend, nopython, mode=None, options=None, dynamic=None):
+        from .backends.compile_options import with_options
         self.backend_name, fn = backends.lookup(backend)
-        self.compiler_fn = backends.wrap(self.backend_name, fn)
+        self.compiler_fn = backends.wrap(self.backend_name,
+                                         with_options(self.backend_name, fn, mode, options))
         self.nopython = nopython
+        # BACKEND_MATCH: each entry this callback makes serves only callers
+        # whose callback has the same key (the C side reads it once, when an
+        # OptimizedCallable or set_mode installs this callback)
+        self.backend_key = backend_key(fn, repr(self.backend_name), mode, options)
+        # dynamo.compile(dynamic=...): the settings this callback's compiles
+        # run with (config.dynamic_overrides; {} for None)
+        self.config_overrides = config.dynamic_overrides(dynamic)
         # Codes the user handed to optimize() directly: compiled even when
         # they live in a skipped file (an nn.Sequential's forward, say).
         self.forced_codes = set()
@@ -538,6 +547,8 @@ class _Callback:
             self._note(code, "dynamo.skip")
             _C.set_skip(code)
             return None
+        if self._torch_disabled(code, func):
+            return None
         if code not in self.forced_codes:
             why = skipfiles.skip_reason(code.co_filename)
             if why is not None and resume.base_code(code) not in self.forced_codes:
@@ -555,7 +566,16 @@ class _Callback:
             if sig is not None:     # later calls like this one: no callback at all
                 _C.remember_eager(code, sig, getattr(func, "__closure__", None))
             return None
-        if code in _limit_warned or len(failures) >= config.cache_size_limit:
+        if stance.current() != "default" or (failures and config.error_on_recompile):
+            return self._stance_refuses(code, failures, f_locals, f_globals, f_builtins, func)
+        limit = min(config.cache_size_limit, config.accumulated_recompile_limit)
+        if failures and len(failures) >= limit and config.fail_on_recompile_limit_hit:
+            raise RuntimeError(f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) "
+                               f"hit the cache limit ({limit} entries) and "
+                               f"config.fail_on_recompile_limit_hit is set. Failing guard: "
+                               + describe_failure(failures[0], f_locals, f_globals, f_builtins,
+                                                  func))
+        if code in _limit_warned or len(failures) >= limit:
             if code not in _limit_warned:
                 self._reach_limit(code, failures, f_locals, f_globals, f_builtins, func)
             _eager_warned.add(code)     # the cache-limit warning said why it runs eagerly
@@ -571,9 +591,10 @@ class _Callback:
                      config.cache_size_limit, record.recompile_reason)
         t0 = time.perf_counter_ns()
         try:
-            out = compile_frame(code, f_locals, f_globals, f_builtins, func,
-                                self._timed_compiler(record), nopython=self.nopython,
-                                frame_id=record.frame_id)
+            with config.overrides(self.config_overrides):
+                out = compile_frame(code, f_locals, f_globals, f_builtins, func,
+                                    self._timed_compiler(record), nopython=self.nopython,
+                                    frame_id=record.frame_id)
         except Unsupported as e:
             record.compile_ns = time.perf_counter_ns() - t0
             record.status, record.error = "unsupported", str(e)
@@ -581,6 +602,7 @@ class _Callback:
             if hasattr(e, "break_reasons"):
                 record.break_reasons = list(e.break_reasons)
             _add_record(record)
+            logs.on_compile(record, len(failures), limit)
             if self.nopython:
                 raise
             if code in self.forced_codes and code not in _eager_warned:
@@ -615,11 +637,13 @@ class _Callback:
             self._note(code, "compiled, but traced no tensor operation"
                        + (f" (graph break: {out.break_reasons[0].reason})" if out.break_reasons else ""))
         record.graphs = list(out.graphs)
+        out.guards.append(Guard(NoSource(), BACKEND_MATCH, (self.backend_key,)))
         record.guards = list(out.guards)
         record.break_reasons = list(out.break_reasons)
         record.new_code = out.new_code
         record.resume_codes = list(out.resume_codes)
         _add_record(record)
+        logs.on_compile(record, len(failures), limit)
         log.info("compiled %s %s (%s:%d): %d graph(s), %d op(s), %d guard(s) in %.1f ms",
                  record.id, code.co_name, code.co_filename, code.co_firstlineno,
                  len(record.graphs), record.op_count, len(record.guards), record.compile_ns / 1e6)
@@ -634,6 +658,50 @@ class _Callback:
         # is dropped at the cache limit.
         box, out = [out], None
         return _entry_of(box.pop(), record)
+
+    def _stance_refuses(self, code, failures, f_locals, f_globals, f_builtins, func):
+        """A miss that would compile under a recompile stance
+        (dynamo.set_stance) or config.error_on_recompile: None (run
+        eagerly, "eager_on_recompile") or RuntimeError naming the frame and
+        the closest entry's failing guard."""
+        now = stance.current()
+        if now == "eager_on_recompile":
+            self._note(code, "stance eager_on_recompile: nothing new is compiled")
+            return None
+        why = "torch.compile stance is 'fail_on_recompile'" if now == "fail_on_recompile" \
+            else "config.error_on_recompile is set"
+        text = (f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) would "
+                f"compile, and {why}")
+        if failures:
+            text += "; failing guard: " + describe_failure(failures[0], f_locals, f_globals,
+                                                          f_builtins, func)
+        raise RuntimeError(text)
+
+    def _torch_disabled(self, code, func):
+        """torch's disable directives (decorators.torch_disable_kind): the
+        recursive wrapper's code is skip-marked recursively (its frames run
+        with the mode OFF: nothing they call is compiled), the other marks
+        skip the frame alone; a frame called by a recursive=False wrapper
+        runs eagerly this once (its callees still compile), as torch
+        decides it from the calling frame.  True when the frame runs eagerly."""
+        kind = decorators.torch_disable_kind(func)
+        if kind is not None:
+            if decorators.is_nonrecursive_disable_wrapper(func):
+                decorators.note_nonrecursive_wrapper(code)
+            self._note(code, "torch.compiler.disable" + ("" if kind == "recursive"
+                                                           else " (recursive=False)"))
+            _C.set_skip(code, kind == "recursive")
+            return True
+        # the hook calls __call__ from C: the frame above it is the caller
+        # of the frame being compiled (none: a thread's first frame)
+        try:
+            caller = sys._getframe(2)
+        except ValueError:
+            caller = None
+        if decorators.called_by_nonrecursive_wrapper(caller):
+            self._note(code, "called by a torch.compiler.disable(recursive=False) wrapper")
+            return True
+        return False
 
     def _timed_compiler(self, record):
         compiler_fn = self.compiler_fn
@@ -677,6 +745,8 @@ class _Callback:
                 f"config.cache_size_limit={config.cache_size_limit} and compiles no more until "
                 f"dynamo.reset(): {now}{gone}. Last failing guard: {why}")
         warnings.warn(text, RuntimeWarning)
+        if logs.enabled("recompiles"):
+            logs.artifact("recompiles").info("%s", text[len("dynamo: "):])
         if log.hasHandlers():
             # also a WARNING record for whoever configured logging (the
             # warning above already reaches stderr: not printed twice when
@@ -715,6 +785,10 @@ def describe_failure(failure, f_locals, f_globals, f_builtins, func):
             text = f"{guard.source.name()} is {guard.expected[0].name()}"
         elif guard.kind == guards.STORAGE_MATCH:
             text = f"{guard.source.name()} shares a storage with {guard.expected[0].name()}"
+        if guard.kind == guards.BACKEND_MATCH and isinstance(expected, int) and isinstance(actual, int):
+            return (f"{text}: expected {guards.backend_text(expected)}, actual "
+                    f"{guards.backend_text(actual)} ({kind} of entry {record.id}: another "
+                    f"optimize()/compile() wrapper of this code compiles for its own backend)")
         if guard.kind == guards.GLOBAL_STATE and isinstance(expected, int) and isinstance(actual, int):
             return f"{text}: {guards.global_state_diff(expected, actual)} ({kind} of entry {record.id})"
         return (f"{text}: expected {_short(expected)}, "

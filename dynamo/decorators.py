@@ -16,7 +16,20 @@ traced with until it recompiles (call dynamo.reset() after changing them).
   still compiled);
 - assume_constant_result(fn): fn is run at trace time on the real values of
   its arguments and its result is put into the graph as a constant.
+
+torch's spellings of the same directives are honoured as torch leaves them,
+read without importing torch._dynamo (torch.compiler's functions import it
+themselves, so a library that used them has it loaded):
+- torch.compiler.disable / torch._dynamo.disable / torch._dynamo.skip set
+  attributes on the function they return (`_torchdynamo_disable`,
+  `_torchdynamo_disable_recursive`): `torch_disable_kind`;
+- torch.compiler.allow_in_graph / torch._dynamo.disallow_in_graph keep ids
+  in torch._dynamo.trace_rules' `_allowed_callable_ids` /
+  `_disallowed_callable_ids` sets only (no mark on the function): read from
+  `sys.modules` when that module is loaded (`_torch_registry_has`);
+- torch.compiler.assume_constant_result sets `_dynamo_marked_constant`.
 """
+import sys
 import types
 
 _allowed = {}       # id(fn) -> fn
@@ -53,11 +66,75 @@ def disallow_in_graph(fn):
 
 
 def is_allowed(fn):
-    return _allowed.get(_key(fn)) is getattr(fn, "__func__", fn)
+    return _allowed.get(_key(fn)) is getattr(fn, "__func__", fn) or \
+        _torch_registry_has("_allowed_callable_ids", fn)
 
 
 def is_disallowed(fn):
-    return _disallowed.get(_key(fn)) is getattr(fn, "__func__", fn)
+    return _disallowed.get(_key(fn)) is getattr(fn, "__func__", fn) or \
+        _torch_registry_has("_disallowed_callable_ids", fn)
+
+
+def _torch_registry_has(name, fn):
+    """Is `fn` in torch._dynamo.trace_rules' id set `name` (where
+    torch.compiler.allow_in_graph and torch._dynamo.disallow_in_graph put a
+    function)?  Read only when the user's code loaded that module; torch's
+    own functions are left to dynamo's torch rules.  torch removes an id
+    when its function dies (weakref.finalize), so an id is not reused."""
+    rules = sys.modules.get("torch._dynamo.trace_rules")
+    if rules is None:
+        return False
+    module = getattr(fn, "__module__", None) or ""
+    if module == "torch" or module.startswith("torch."):
+        return False
+    ids = getattr(rules, name, None)
+    try:
+        return ids is not None and id(fn) in ids
+    except Exception:  # noqa: BLE001 - a changed torch internal: not a directive
+        return False
+
+
+def torch_disable_kind(fn):
+    """How torch's disable directives marked `fn` (a function a frame runs
+    or the tracer meets; a bound method is read through __func__):
+    "recursive" for torch.compiler.disable's wrapper (recursive=True: the
+    frame and every frame it calls run without dynamo), "frame" for the
+    recursive=False wrapper and torch._dynamo.skip (this frame only), else
+    None.  Reads the function's own __dict__: no user code runs."""
+    fn = getattr(fn, "__func__", fn)
+    attrs = getattr(fn, "__dict__", None) if isinstance(fn, types.FunctionType) else None
+    if type(attrs) is not dict or attrs.get("_torchdynamo_disable") is not True:
+        return None
+    return "recursive" if attrs.get("_torchdynamo_disable_recursive") is True else "frame"
+
+
+def is_nonrecursive_disable_wrapper(fn):
+    """Is `fn` torch.compiler.disable(recursive=False)'s wrapper (whose
+    callee's frame must not be compiled, though the frames it calls are)?"""
+    fn = getattr(fn, "__func__", fn)
+    attrs = getattr(fn, "__dict__", None) if isinstance(fn, types.FunctionType) else None
+    return type(attrs) is dict and attrs.get("_torchdynamo_disable") is True \
+        and attrs.get("_torchdynamo_disable_recursive") is False
+
+
+# Codes of recursive=False wrappers seen (torch has one): a frame called
+# from one of them runs eagerly (the caller's frame is read on that miss, as
+# torch does).  Compared by identity: a code holding a slice constant
+# cannot be hashed.
+_nonrecursive_wrapper_codes = []
+
+
+def note_nonrecursive_wrapper(code):
+    if not any(c is code for c in _nonrecursive_wrapper_codes):
+        _nonrecursive_wrapper_codes.append(code)
+
+
+def called_by_nonrecursive_wrapper(frame):
+    """Is `frame` (the caller of the frame being compiled) a
+    recursive=False disable wrapper's?"""
+    if frame is None or not _nonrecursive_wrapper_codes:
+        return False
+    return any(frame.f_code is c for c in _nonrecursive_wrapper_codes)
 
 
 def skip(fn=None):

@@ -90,10 +90,14 @@ def _wrap(fn, mode, callback):
 class OptimizedModule(torch.nn.Module):
     """An nn.Module whose calls run the original module under the hook.
 
-    Attribute access falls through to the original module, so parameters,
-    submodules and methods stay reachable; state_dict keys carry the
-    `_orig_mod.` prefix.
+    As torch.compile's: attribute reads fall through to the original module
+    (parameters, submodules, methods), attribute writes and deletions of
+    names the wrapper does not own go to it, `training` is the original's,
+    len() and dir() are its; state_dict keys carry the `_orig_mod.` prefix.
     """
+
+    # names the wrapper keeps itself; every other write goes to _orig_mod
+    _own_attributes = frozenset({"_orig_mod", "forward", "__dict__"})
 
     def __init__(self, mod, call):
         super().__init__()
@@ -112,8 +116,50 @@ class OptimizedModule(torch.nn.Module):
         except AttributeError:
             return getattr(self._modules["_orig_mod"], name)
 
+    @property
+    def training(self):
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, value):
+        # nn.Module.__init__ sets it before _orig_mod exists: nothing to mirror yet
+        modules = self.__dict__.get("_modules")
+        if modules is not None and "_orig_mod" in modules:
+            modules["_orig_mod"].training = value
+
+    def __setattr__(self, name, value):
+        if name in self._own_attributes or hasattr(type(self), name):
+            return super().__setattr__(name, value)
+        return setattr(self._modules["_orig_mod"], name, value)
+
+    def __delattr__(self, name):
+        if name in self._own_attributes or hasattr(type(self), name):
+            return super().__delattr__(name)
+        return delattr(self._modules["_orig_mod"], name)
+
+    def __len__(self):
+        return len(self._orig_mod)
+
+    def __bool__(self):         # a module is true even when len() does not apply
+        return True
+
+    def __dir__(self):
+        mine = self._orig_mod.__dir__()
+        return mine + [a for a in super().__dir__() if a not in mine]
+
     def __repr__(self):
         return f"OptimizedModule({self._orig_mod!r})"
+
+
+def _check_backend(backend, what):
+    """A model where the backend goes is a mistake said at once (it is
+    callable, so it would otherwise fail at the first call)."""
+    if isinstance(backend, torch.nn.Module):
+        raise TypeError(f"dynamo.{what}() got a torch.nn.Module ({type(backend).__name__}) as its "
+                        f"backend; the model goes to the wrapper: dynamo.{what}(backend)(model)"
+                        if what == "optimize" else
+                        f"dynamo.{what}() got a torch.nn.Module ({type(backend).__name__}) as "
+                        f"backend=; pass the model first: dynamo.{what}(model, backend=...)")
 
 
 def optimize(backend="inductor", nopython=False, disable=False):
@@ -129,12 +175,54 @@ def optimize(backend="inductor", nopython=False, disable=False):
         raise TypeError(f"nopython must be a bool, got {type(nopython).__name__}")
     if not isinstance(disable, bool):
         raise TypeError(f"disable must be a bool, got {type(disable).__name__}")
+    _check_backend(backend, "optimize")
     if disable:
         backends.lookup(backend)        # still a clear error for a bad backend
         return _ModeContext(MODE_OFF, None)
     from . import mutation_guard
     mutation_guard.install_generation_tagging()
     return _ModeContext(MODE_COMPILE, _Callback(backend, nopython))
+
+
+def compile(model_or_fn=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
+            options=None, disable=False):
+    """torch.compile's signature and meaning: `model_or_fn` wrapped so that
+    its frames are compiled by `backend` (a registered name or a callable
+    (gm, example_inputs) -> callable); an nn.Module gives an
+    OptimizedModule.  Without `model_or_fn` it returns a decorator
+    (`@dynamo.compile(fullgraph=True)`; plain `@dynamo.compile` works too).
+
+    fullgraph: a graph break raises dynamo.exc.Unsupported (nopython).
+    dynamic: True traces sizes symbolically from the first compile, False
+      specializes every size, None (default) leaves config as set
+      (config.dynamic_overrides: the settings this wrapper compiles with).
+    mode: "default", "reduce-overhead" (Inductor with CUDA graphs; CPU
+      graphs run without them), "max-autotune", "max-autotune-no-cudagraphs".
+    options: Inductor config settings for this wrapper's compiles only
+      (not with mode).  A backend other than Inductor gets mode= and
+      options= as keyword arguments, as torch.compile passes them.
+    disable: return model_or_fn unchanged (compilation switched off).
+    Entries compiled for one (backend, mode, options) serve only wrappers of
+    the same three (the BACKEND_MATCH guard)."""
+    from .backends.compile_options import check
+    if not isinstance(fullgraph, bool):
+        raise TypeError(f"fullgraph must be a bool, got {type(fullgraph).__name__}")
+    if dynamic is not None and not isinstance(dynamic, bool):
+        raise TypeError(f"dynamic must be True, False or None, got {type(dynamic).__name__}")
+    _check_backend(backend, "compile")
+    check(mode, options)
+
+    def wrap(target):
+        if disable:
+            return target
+        from . import mutation_guard
+        mutation_guard.install_generation_tagging()
+        callback = _Callback(backend, fullgraph, mode=mode, options=options, dynamic=dynamic)
+        return _wrap(target, MODE_COMPILE, callback)
+    if model_or_fn is None:
+        backends.lookup(backend)            # a bad backend is said at the decorator
+        return wrap
+    return wrap(model_or_fn)
 
 
 def optimize_assert(backend="inductor"):

@@ -35,6 +35,8 @@ SAME_OBJECT = _C.GUARD_KINDS["SAME_OBJECT"]    # expected (other: Source, same: 
 GLOBAL_STATE = _C.GUARD_KINDS["GLOBAL_STATE"]  # expected (word,): global_state_word() == word
 # expected (other: Source, same: bool): both tensors, (one storage) == same
 STORAGE_MATCH = _C.GUARD_KINDS["STORAGE_MATCH"]
+# expected (key,): the calling wrapper's backend key (backend_key) is key
+BACKEND_MATCH = _C.GUARD_KINDS["BACKEND_MATCH"]
 # the kinds relating two sources: expected (other source, bool)
 RELATION_KINDS = (SAME_OBJECT, STORAGE_MATCH)
 
@@ -378,6 +380,48 @@ def global_state_diff(expected: int, actual: int) -> str:
     return "; ".join(out) or "no difference"
 
 
+# ---------------------------------------------------------------- backends
+
+# BACKEND_MATCH keys: one number per (backend callable, mode, options) a
+# wrapper compiles for, never reused in the process (an old wrapper keeps
+# its number: a new backend never takes it over).  The C side reads a
+# callback's key once, when the callback is installed (its `backend_key`),
+# and compares it with each entry's in the guard tree.
+_backend_keys = {}          # (id(fn), mode, options text) -> key
+_backend_texts = {}         # key -> what the listings print
+_backend_next = [1]
+
+
+def backend_key(fn, text: str, mode=None, options=None) -> int:
+    """The BACKEND_MATCH key of compiling with backend callable `fn` (as
+    backends.lookup returns it: one object per registered name) in `mode`
+    with `options` (a dict, compared by its sorted items' repr).  `text`
+    names the backend in guard listings.  A key dies with `fn` (a weakref
+    callback forgets it; its number is not given out again)."""
+    opts = repr(sorted(options.items(), key=lambda kv: str(kv[0]))) if options else ""
+    ident = (id(fn), mode, opts)
+    key = _backend_keys.get(ident)
+    if key is not None:
+        return key
+    key = _backend_next[0]
+    _backend_next[0] += 1
+    _backend_keys[ident] = key
+    extra = "".join(f", {k}={v!r}" for k, v in (("mode", mode), ("options", options)) if v)
+    _backend_texts[key] = f"{text}{extra}"
+    try:
+        weakref.finalize(fn, _backend_keys.pop, ident, None)
+    except TypeError:               # no weakref support: kept for the process
+        pass
+    return key
+
+
+def backend_text(key: int) -> str:
+    """How BACKEND_MATCH's key reads in listings: "'eager'", "b1 (mode=...)"."""
+    if key == 0:
+        return "any (dynamo.run)"
+    return _backend_texts.get(key, f"backend #{key}")
+
+
 # ---------------------------------------------------------------- tensors
 
 def dispatch_keys(t) -> int:
@@ -481,6 +525,8 @@ class Guard:
         else:
             where = src.name()
         line = f" - {where} {KIND_NAMES[self.kind]}"
+        if self.kind == BACKEND_MATCH:
+            line += f" {backend_text(self._expected[0])}"
         if self.kind == SAME_OBJECT:
             line += f" {'is' if self._expected[1] else 'is not'} {self._expected[0].name()}"
         elif self.kind == STORAGE_MATCH:

@@ -268,6 +268,7 @@ static const Py_ssize_t check_arity[GIR_NKINDS] = {
     [GIR_LENGTH] = 4, [GIR_TENSOR_MATCH] = 10, [GIR_GRAD_MODE] = 3,
     [GIR_DICT_KEYS] = 3, [GIR_FUNCTION_MATCH] = 3, [GIR_NONE_MATCH] = 3,
     [GIR_SAME_OBJECT] = 4, [GIR_GLOBAL_STATE] = 3, [GIR_STORAGE_MATCH] = 4,
+    [GIR_BACKEND_MATCH] = 3,
 };
 
 /* Fill check c from guard tuple g. */
@@ -287,9 +288,10 @@ compile_check(Builder *b, GirCheck *c, PyObject *g /* borrowed */)
     if (c->source < 0)
         return -1;
     int none_source = b->gs->sources[c->source].kind == GIR_SRC_NONE;
-    if (none_source != (kind == GIR_GRAD_MODE || kind == GIR_GLOBAL_STATE))
-        return fail(b, PyExc_ValueError,
-                    "GRAD_MODE/GLOBAL_STATE need source (5,), other kinds a value source");
+    if (none_source != (kind == GIR_GRAD_MODE || kind == GIR_GLOBAL_STATE
+                        || kind == GIR_BACKEND_MATCH))
+        return fail(b, PyExc_ValueError, "GRAD_MODE/GLOBAL_STATE/BACKEND_MATCH need source (5,), "
+                                         "other kinds a value source");
     PyObject *e = PyTuple_GET_ITEM(g, 2);
     switch (kind) {
     case GIR_TYPE_MATCH:
@@ -322,6 +324,15 @@ compile_check(Builder *b, GirCheck *c, PyObject *g /* borrowed */)
         c->n = (Py_ssize_t)PyLong_AsLongLong(e);
         b->gs->needs_torch = 1;
         return (c->n == -1 && PyErr_Occurred()) ? -1 : 0;
+    case GIR_BACKEND_MATCH:
+        if (!PyLong_CheckExact(e))
+            return fail(b, PyExc_TypeError, "BACKEND_MATCH expects an int backend key");
+        c->n = (Py_ssize_t)PyLong_AsLongLong(e);
+        if (c->n == -1 && PyErr_Occurred())
+            return -1;
+        if (c->n <= 0)                          /* 0 is "any": no entry is made for it */
+            return fail(b, PyExc_ValueError, "BACKEND_MATCH expects a key > 0");
+        return 0;
     case GIR_DICT_KEYS:
         if (!PyTuple_Check(e))
             return fail(b, PyExc_TypeError, "DICT_KEYS expects a tuple of keys");
@@ -573,7 +584,7 @@ _Static_assert(sizeof source_kind_names / sizeof *source_kind_names == GIR_SRC_S
 static const char *const check_kind_names[] = {
     "TYPE_MATCH", "ID_MATCH", "EQUALS_MATCH", "LENGTH", "TENSOR_MATCH", "GRAD_MODE",
     "DICT_KEYS", "FUNCTION_MATCH", "NONE_MATCH", "SAME_OBJECT", "GLOBAL_STATE",
-    "STORAGE_MATCH",
+    "STORAGE_MATCH", "BACKEND_MATCH",
 };
 _Static_assert(sizeof check_kind_names / sizeof *check_kind_names == GIR_NKINDS,
                "a name per check kind");

@@ -47,6 +47,9 @@ typedef enum {
     GIR_GLOBAL_STATE = 10,  /* (10, (5,), word): tmeta_global_state() == word */
     GIR_STORAGE_MATCH = 11, /* (11, source, other_source, same): both are tensors
                                and (they view one storage) == same */
+    GIR_BACKEND_MATCH = 12, /* (12, (5,), key): the frame's backend key (the
+                               thread's callback's, GevalFrame.backend) is key,
+                               or 0 (RUN mode: any entry serves) */
     GIR_NKINDS
 } GirCheckKind;
 
@@ -87,7 +90,8 @@ typedef struct {
     Py_ssize_t n;           /* LENGTH n; GRAD_MODE enabled; NONE_MATCH is_none;
                                SAME_OBJECT / STORAGE_MATCH: index of the
                                other source;
-                               GLOBAL_STATE: the expected state word */
+                               GLOBAL_STATE: the expected state word;
+                               BACKEND_MATCH: the expected backend key (> 0) */
     GirTensor *tensor;      /* owned, TENSOR_MATCH only, else NULL */
 } GirCheck;
 

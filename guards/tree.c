@@ -18,7 +18,7 @@
  *
  * Design (also in ARCHITECTURE.md, "Guard trees"):
  * - A test is (source, property, expected): TYPE, ID, IS_NONE, GRAD, LEN,
- *   GLOBAL_STATE, DTYPE, DEVICE, REQUIRES_GRAD, DISPATCH_KEYS, NDIM, SIZE[i],
+ *   GLOBAL_STATE, BACKEND, DTYPE, DEVICE, REQUIRES_GRAD, DISPATCH_KEYS, NDIM, SIZE[i],
  *   STRIDE[i], SAME_OBJECT and SAME_STORAGE (with another source) (int64
  *   values: pointers or numbers), VALUE (same type and
  *   equal; floats bit for bit) and KEYS
@@ -54,7 +54,7 @@
 #include "../core/pyversion.h"  /* dyn_lookup_attr, dyn_dict_version */
 
 const char *const prop_names[NPROPS] = {
-    "type", "id", "is_none", "grad_mode", "global_state", "same_object", "len", "dtype", "device",
+    "type", "id", "is_none", "grad_mode", "global_state", "backend", "same_object", "len", "dtype", "device",
     "requires_grad", "dispatch_keys", "ndim", "size()", "stride()", "same_storage", "value", "keys",
 };
 
@@ -564,6 +564,9 @@ scalar_actual(Walk *w, const Key *k, PyObject *v, int64_t *out)
     case P_GSTATE:
         *out = walk_gstate(w);
         return 1;
+    case P_BACKEND:
+        *out = w->fr->backend;
+        return 1;
     case P_SAME: {
         PyObject *other = fetch(w, k->dim);
         if (other == NULL)
@@ -723,6 +726,8 @@ test_pass(Walk *w, const Test *t)
         return walk_grad(w) == t->bits;
     case P_GSTATE:
         return walk_gstate(w) == t->bits;
+    case P_BACKEND:                                 /* 0: RUN mode, any backend */
+        return w->fr->backend == t->bits || w->fr->backend == 0;
     case P_SAME: {                                  /* dim: the other source */
         PyObject *other = w->slots[t->dim].value;
         if (UNLIKELY(other == NULL) && (other = fetch(w, t->dim)) == NULL)

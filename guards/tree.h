@@ -31,6 +31,9 @@ typedef struct {
                                    generation0, i.e. when Python code run by
                                    a check dropped cache entries */
     uint64_t generation0;
+    int64_t backend;            /* the caller's backend key (BACKEND_MATCH
+                                   tests pass when it is the expected key or
+                                   0: "any", RUN mode) */
 } GevalFrame;
 
 /* One entry handed to gtree_build, newest first. */

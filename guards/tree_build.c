@@ -113,8 +113,8 @@ add_test(Build *b, int entry, int guard, int src, int prop, int dim, int64_t bit
             x->bits = h;
         }
     }
-    else if (prop == P_KEYS)
-        x->switchable = 0;
+    else if (prop == P_KEYS || prop == P_BACKEND)
+        x->switchable = 0;      /* BACKEND: key 0 (RUN mode) matches every branch */
     t->ntests++;
     return 0;
 }
@@ -151,6 +151,8 @@ decompose(Build *b, int entry, int g, const GirCheck *c, const int *map)
         return add_test(b, entry, g, src, P_GRAD, 0, c->n != 0, NULL);
     case GIR_GLOBAL_STATE:
         return add_test(b, entry, g, src, P_GSTATE, 0, (int64_t)c->n, NULL);
+    case GIR_BACKEND_MATCH:
+        return add_test(b, entry, g, src, P_BACKEND, 0, (int64_t)c->n, NULL);
     case GIR_DICT_KEYS: {
         PyObject *type = (PyObject *)&PyDict_Type;
         if (add_test(b, entry, g, src, P_TYPE, 0, ptr_bits(type), type) < 0)

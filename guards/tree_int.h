@@ -27,7 +27,7 @@
 /* Properties, in evaluation-cost order (shared and leaf tests run in this
  * order: TYPE first, so dependent properties see the expected type). */
 typedef enum {
-    P_TYPE, P_ID, P_NONE, P_GRAD, P_GSTATE, P_SAME, P_LEN, P_DTYPE, P_DEVICE, P_REQGRAD, P_DKEYS,
+    P_TYPE, P_ID, P_NONE, P_GRAD, P_GSTATE, P_BACKEND, P_SAME, P_LEN, P_DTYPE, P_DEVICE, P_REQGRAD, P_DKEYS,
     P_NDIM, P_SIZE, P_STRIDE, P_STORAGE, P_VALUE, P_KEYS, NPROPS
 } Prop;
 

@@ -205,7 +205,7 @@ gtree_visit(const GTree *t, GtreeVisitor visit, void *ctx)
  * (exported as TREE_PROPERTY_FORMS; prop_names' order). */
 static const char *const prop_forms[NPROPS] = {
     "type({})", "id({})", "{} is None", "torch.is_grad_enabled()", "global torch state",
-    "{}.same_object", "len({})", "{}.dtype", "{}.device", "{}.requires_grad",
+    "compile backend", "{}.same_object", "len({})", "{}.dtype", "{}.device", "{}.requires_grad",
     "{}.dispatch_keys", "{}.ndim", "{}.size()", "{}.stride()", "{}.same_storage", "{}",
     "{}.keys()",
 };

@@ -15,7 +15,8 @@ grad_mode; GLOBAL_STATE -> global_state; DICT_KEYS -> type, keys;
 NONE_MATCH -> is_none; SAME_OBJECT -> same_object, STORAGE_MATCH ->
 same_storage (their expected field here is (other source, same); the report
 gives `same`; same_storage exists only when both are tensors with a
-storage).  Source kind 6
+storage); BACKEND_MATCH -> backend (the frame's backend key: the expected
+key passes, and key 0, RUN mode, passes every entry).  Source kind 6
 (STATIC_ATTR) is guards.static_lookup; VALUE compares floats bit for bit
 (guards.same_constant).
 """
@@ -29,7 +30,7 @@ from dynamo.guards import (_NOT_FOUND, KIND_NAMES, Guard, SourceError, _dims, di
 
 LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE, STATIC_ATTR = range(7)
 (TYPE_MATCH, ID_MATCH, EQUALS_MATCH, LENGTH, TENSOR_MATCH, GRAD_MODE, DICT_KEYS,
- FUNCTION_MATCH, NONE_MATCH, SAME_OBJECT, GLOBAL_STATE, STORAGE_MATCH) = range(12)
+ FUNCTION_MATCH, NONE_MATCH, SAME_OBJECT, GLOBAL_STATE, STORAGE_MATCH, BACKEND_MATCH) = range(13)
 
 
 class _Missing:
@@ -55,6 +56,8 @@ def decompose(guard: tuple) -> List[Tuple[tuple, str, Any]]:
         return [(src, "grad_mode", bool(guard[2]))]
     if kind == GLOBAL_STATE:
         return [(src, "global_state", guard[2])]
+    if kind == BACKEND_MATCH:
+        return [(src, "backend", guard[2])]
     if kind == DICT_KEYS:
         return [(src, "type", dict), (src, "keys", guard[2])]
     if kind == NONE_MATCH:
@@ -78,9 +81,11 @@ def decompose(guard: tuple) -> List[Tuple[tuple, str, Any]]:
 
 class Frame:
     """The values the guards see: f_locals (slot i = i-th value), globals
-    with the builtins fallback, closure cells."""
+    with the builtins fallback, closure cells; `backend`: the caller's
+    backend key (0: any)."""
 
-    def __init__(self, f_locals, f_globals, f_builtins, closure=None):
+    def __init__(self, f_locals, f_globals, f_builtins, closure=None, backend=0):
+        self.backend = backend
         self.slots = list(f_locals.values())
         self.f_globals, self.f_builtins, self.closure = f_globals, f_builtins, closure
         self.memo = {}
@@ -176,6 +181,8 @@ def actual(test, frame: Frame):
         return torch.is_grad_enabled()
     if prop == "global_state":
         return global_state_word()
+    if prop == "backend":
+        return frame.backend
     if prop == "same_object":
         other = frame.fetch(test[2][0])
         return None if other is MISSING else v is other
@@ -212,6 +219,8 @@ def passes(test, frame: Frame) -> bool:
         return torch.is_grad_enabled() == expected
     if prop == "global_state":
         return global_state_word() == expected
+    if prop == "backend":
+        return frame.backend in (expected, 0)
     if prop == "same_object":
         other = frame.fetch(expected[0])
         return other is not MISSING and (v is other) == expected[1]
@@ -244,13 +253,13 @@ def first_failure(tests, frame: Frame) -> int:
 
 
 def lookup(entries: Sequence[Tuple[Sequence[tuple], Any]], f_locals, f_globals, f_builtins,
-           closure=None) -> Tuple[int, Optional[list]]:
+           closure=None, backend=0) -> Tuple[int, Optional[list]]:
     """(hit, failures) as the C side defines them: hit = index of the newest
     entry whose guards all pass, else -1 with failures = the closest entry
     (longest passing prefix of its tests; ties: newest) as (payload,
     guard_index, property, expected, actual), then (payload, guard_index) of
     every other entry, newest first."""
-    frame = Frame(f_locals, f_globals, f_builtins, closure)
+    frame = Frame(f_locals, f_globals, f_builtins, closure, backend)
     per_entry = [entry_tests(guards) for guards, _ in entries]
     fails = []
     for i, tests in enumerate(per_entry):

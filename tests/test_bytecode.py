@@ -789,6 +789,7 @@ def test_shared_decoding_is_per_code_object_not_per_equal_code():
                 if i.opname == "LOAD_CONST" and isinstance(i.argval, type(code))][0]
     assert nested(code_a).co_filename == "a.py" and nested(code_b).co_filename == "b.py"
     assert decode_mod.decode_shared(code_a) is decode_mod.decode_shared(code_a)
+    gc.collect()            # codes earlier tests left in reference cycles go first
     before = len(decode_mod._SHARED)
     del ns_a, code_a
     gc.collect()

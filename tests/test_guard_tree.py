@@ -189,8 +189,14 @@ def random_guards(rng, inp, alias=0.0):
                 guards_for(rng, (GLOBAL, n), v, guards)
     if rng.random() < 0.3:
         guards.append((GRAD_MODE, (NONE,), grad))
+    if rng.random() < 0.5:                  # the wrapper's backend (key > 0)
+        guards.append((guard_ref.BACKEND_MATCH, (NONE,), rng.choice(BACKEND_KEYS[1:])))
     rng.shuffle(guards)
     return guards
+
+
+# Backend keys a lookup runs with: 0 is RUN mode (every entry's backend passes).
+BACKEND_KEYS = (0, 1, 2, 3)
 
 
 def same(a, b):
@@ -246,16 +252,17 @@ def check_case(rng, nentries, ninputs, alias=0.0):
         else:
             inp = random_input(rng, alias)
         f_locals, f_globals, grad = inp
+        backend = rng.choice(BACKEND_KEYS)
         with torch.set_grad_enabled(grad), warnings.catch_warnings():
             warnings.simplefilter("ignore")             # tensor["a"] indexing warnings
             try:
-                got = C._tree_lookup(tree, f_locals, f_globals, BUILTINS, None)
+                got = C._tree_lookup(tree, f_locals, f_globals, BUILTINS, None, backend)
             except Exception:
                 # The tree may fetch a source the flat order never reaches;
                 # an error there is an error: some source must raise.
                 assert some_source_raises(entries, f_locals, f_globals)
                 continue
-            want = guard_ref.lookup(entries, f_locals, f_globals, BUILTINS)
+            want = guard_ref.lookup(entries, f_locals, f_globals, BUILTINS, None, backend)
         assert got[0] == want[0], (entries, inp, got, want)
         if got[0] < 0:
             assert same_failures(got[1], want[1]), (got[1], want[1])
@@ -303,6 +310,31 @@ def test_same_object_guard_and_report():
     assert hit == -1 and failures == [("e", 0, "same_object", True, False)]
     with pytest.raises(ValueError, match="another value source"):
         C.eval_guards([(SAME_OBJECT, (LOCAL, 0), (LOCAL, 0), True)], {"x": a}, {}, BUILTINS, None)
+
+
+def test_backend_match_keeps_both_entries_and_reports_keys():
+    """Two entries with the same guards but for two backends (keys 1 and
+    2): each backend hits its own entry, RUN mode (key 0) takes the newest,
+    a third backend misses with the closest entry's key as expected and its
+    own as actual; the reference agrees on each."""
+    BACKEND = guard_ref.BACKEND_MATCH
+    guards = [(TYPE_MATCH, (LOCAL, 0), int)]
+    entries = [(guards + [(BACKEND, (NONE,), 2)], "b2"), (guards + [(BACKEND, (NONE,), 1)], "b1")]
+    tree = C._tree_new(entries)
+    for key, want in ((1, 1), (2, 0), (0, 0), (3, -1)):
+        got = C._tree_lookup(tree, {"x": 5}, {}, BUILTINS, None, key)
+        ref = guard_ref.lookup(entries, {"x": 5}, {}, BUILTINS, None, key)
+        assert got[0] == ref[0] == want
+        if want < 0:
+            assert got[1][0] == ("b2", 1, "backend", 2, 3) and same_failures(got[1], ref[1])
+    info = C._tree_info(tree)
+    assert info["entries"] == ["b2", "b1"]          # one tree holds both: no thrash
+    assert C.eval_guards([(BACKEND, (NONE,), 4)], {}, {}, BUILTINS, None, 5) == 0
+    assert C.eval_guards([(BACKEND, (NONE,), 4)], {}, {}, BUILTINS, None, 4) == -1
+    assert C.eval_guards([(BACKEND, (NONE,), 4)], {}, {}, BUILTINS, None) == -1
+    with pytest.raises(ValueError):
+        C.eval_guards([(BACKEND, (NONE,), 0)], {}, {}, BUILTINS, None)
+    assert C.tree_property_text("global state", "backend") == "compile backend"
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -84,10 +84,11 @@ FLOORS = [
     ("the symbolic interpreter and its variables", {"dynamo/tracer"}),
     ("what a trace hands on: the fx graph, rewritten code, resume functions, backends, records",
      {"dynamo/output_graph", "dynamo/codegen", "dynamo/resume", "dynamo/backends", "dynamo/records",
-      "dynamo/telemetry"}),
+      "dynamo/telemetry", "dynamo/logs"}),
     ("the services the pipeline calls", {"dynamo/modes", "dynamo/decorators", "dynamo/skipfiles",
                                          "dynamo/debug", "dynamo/utils", "dynamo/testing", "dynamo/rng",
-                                         "dynamo/mutation_guard", "dynamo/guards", "dynamo/bytecode"}),
+                                         "dynamo/mutation_guard", "dynamo/guards", "dynamo/bytecode",
+                                         "dynamo/stance"}),
     ("the base", {"dynamo/config", "dynamo/exc", "dynamo/_C"}),
 ]
 
@@ -196,7 +197,7 @@ def test_guard_vocabulary_is_the_c_modules():
 
     import guard_ref
     assert guards.KIND_NAMES == {v: k for k, v in _C.GUARD_KINDS.items()}
-    assert len(_C.GUARD_KINDS) == 12 and len(_C.SOURCE_KINDS) == 7
+    assert len(_C.GUARD_KINDS) == 13 and len(_C.SOURCE_KINDS) == 7
     for name, number in _C.GUARD_KINDS.items():
         assert getattr(guards, name) == number == getattr(guard_ref, name)
     for name, number in _C.SOURCE_KINDS.items():

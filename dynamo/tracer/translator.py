@@ -179,6 +179,8 @@ class InstructionTranslatorBase:
             from .. import decorators
             if decorators.is_skipped_code(code) or decorators.is_disallowed(fn):
                 raise Unsupported(f"call to {code.co_name} (dynamo.skip / disallow_in_graph)")
+            if decorators.torch_disable_kind(fn) is not None:
+                raise Unsupported(f"call to {code.co_name} (torch.compiler.disable)")
             if decorators.is_assumed_constant(fn):
                 return self.output.fold_constant_call(self, fn, args, kwargs)
         if isinstance(fn_var, UserFunctionVariable) and fn_var.source is not None:

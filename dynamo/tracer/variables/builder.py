@@ -229,12 +229,13 @@ def _is_state_module(value):
 
 def _directive(tx, value, source):
     """The VT for a callable under a dynamo.allow_in_graph /
-    disallow_in_graph / skip directive (dynamo.decorators), else None."""
+    disallow_in_graph / skip directive or torch's spelling of one
+    (dynamo.decorators), else None."""
     from ... import decorators
     if not callable(value) or isinstance(value, torch.nn.Module):
         return None
     try:
-        if decorators.is_disallowed(value):
+        if decorators.is_disallowed(value) or decorators.torch_disable_kind(value) is not None:
             return SkippedFunctionVariable(value, source)
         if decorators.is_allowed(value):
             _guard(tx, source, FUNCTION_MATCH, value)

@@ -1,0 +1,198 @@
+"""Logs a user switches on without touching the program: DYNAMO_LOGS and
+dynamo.set_logs (torch's TORCH_LOGS / torch._logging.set_logs).
+
+Owns the artifact loggers ("dynamo.<artifact>", each with its own stderr
+handler: nothing to set up) and the texts of the two a user reads most:
+a recompile (entry, failing guard, expected and actual) and a graph break
+(the reason in user words, the user's file:line and source line, a hint).
+The compile callback calls `on_compile(record, entries, limit)` once per
+compile; nothing here runs on a cache hit, and an artifact that
+is off costs one attribute read.
+
+    DYNAMO_LOGS=graph_breaks,recompiles python script.py
+    DYNAMO_LOGS=+dynamo         (the "dynamo" logger at DEBUG; "dynamo": INFO)
+    dynamo.set_logs(graph_breaks=True, recompiles=True, dynamo=logging.INFO)
+"""
+import linecache
+import logging
+import os
+
+ARTIFACTS = ("graph_breaks", "recompiles", "guards", "bytecode", "graph", "graph_code",
+             "dynamic", "perf_hints")
+
+_on = set()                 # artifacts switched on
+_handlers = {}              # logger name -> the stderr handler this module added
+
+
+def artifact(name):
+    """The logger of artifact `name` ("dynamo.<name>")."""
+    return logging.getLogger(f"dynamo.{name}")
+
+
+def enabled(name):
+    return name in _on
+
+
+def _attach(logger):
+    """Give `logger` a stderr handler of its own (once), so it prints with
+    no logging setup; it does not propagate (no double lines when the
+    application configured the root logger)."""
+    from .config import StderrHandler
+    if logger.name not in _handlers and not any(isinstance(h, StderrHandler)
+                                                for h in logger.handlers):
+        handler = StderrHandler()
+        logger.addHandler(handler)
+        _handlers[logger.name] = handler
+    logger.propagate = False
+
+
+def set_logs(dynamo=None, **artifacts):
+    """Switch artifacts on (True) or off (False): graph_breaks, recompiles,
+    guards, bytecode, graph, graph_code, dynamic, perf_hints.  `dynamo`: a
+    logging level for the "dynamo" logger (printed to stderr).  Unknown
+    names raise ValueError listing the known ones."""
+    unknown = sorted(set(artifacts) - set(ARTIFACTS))
+    if unknown:
+        raise ValueError(f"unknown log artifact(s) {', '.join(unknown)}; known: "
+                         f"{', '.join(ARTIFACTS)}, and dynamo=<level>")
+    for name, on in artifacts.items():
+        logger = artifact(name)
+        if on:
+            _on.add(name)
+            _attach(logger)
+            logger.setLevel(logging.INFO)
+        else:
+            _on.discard(name)
+            logger.setLevel(logging.CRITICAL + 1)
+    if dynamo is not None:
+        from . import config
+        config.log_level = dynamo
+        _attach(logging.getLogger("dynamo"))
+
+
+def parse(spec):
+    """set_logs' arguments of a DYNAMO_LOGS value: comma-separated
+    artifacts, "dynamo" (INFO) or "+dynamo" (DEBUG)."""
+    kwargs = {}
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        if item in ("dynamo", "+dynamo"):
+            kwargs["dynamo"] = logging.DEBUG if item.startswith("+") else logging.INFO
+        elif item.lstrip("+") in ARTIFACTS:
+            kwargs[item.lstrip("+")] = True
+        else:
+            raise ValueError(f"DYNAMO_LOGS: unknown item {item!r}; known: "
+                             f"{', '.join(ARTIFACTS)}, dynamo, +dynamo")
+    return kwargs
+
+
+def from_environment():
+    """Apply DYNAMO_LOGS, if set (at import of dynamo).  A bad value is a
+    warning, not an import failure."""
+    spec = os.environ.get("DYNAMO_LOGS")
+    if not spec:
+        return
+    try:
+        set_logs(**parse(spec))
+    except ValueError as e:
+        import warnings
+        warnings.warn(str(e), RuntimeWarning)
+
+
+# ---------------------------------------------------------------- texts
+
+# (words in a break reason, what it means to a user, the hint)
+_BREAK_WORDS = (
+    (("generic_jump", "branch on", "data-dependent", "jump on a tensor", "bool() of a tensor"),
+     "data-dependent control flow: Python branches on a tensor's value",
+     "rewrite the branch with torch.where(cond, a, b) or torch.cond(pred, true_fn, false_fn), "
+     "so both sides are in the graph"),
+    ((".item()", "item()", "scalar output", "capture_scalar_outputs"),
+     "a tensor's value is read as a Python number (Tensor.item())",
+     "set dynamo.config.capture_scalar_outputs = True to keep .item() in the graph"),
+    (("call to", "not traceable", "skipped", "torch.compiler.disable", "dynamo.skip"),
+     "a call dynamo does not trace into",
+     "if the function is safe to put in the graph as one op, mark it "
+     "torch.compiler.allow_in_graph(fn); if it must run eagerly, torch.compiler.disable(fn)"),
+    (("print", "logging", "warnings.warn"),
+     "a side effect (printing, logging) in the middle of the code",
+     "move it out of the compiled function, or accept the break"),
+)
+
+
+def explain_break(reason):
+    """(user words, hint) for a break reason text: the first row of
+    _BREAK_WORDS whose words appear in it, else (reason, generic hint)."""
+    low = reason.lower()
+    for words, meaning, hint in _BREAK_WORDS:
+        if any(w.lower() in low for w in words):
+            return meaning, hint
+    return reason, "see docs/FROM_TORCH_COMPILE.md, \"Graph breaks\""
+
+
+def break_text(code, br):
+    """The graph_breaks text of one BreakReason of a compile of `code`."""
+    meaning, hint = explain_break(br.reason)
+    lines = [f"Graph break in {code.co_name} at {br.filename}:{br.lineno}",
+             f"  Reason: {meaning}" + ("" if meaning == br.reason else f" ({br.reason})")]
+    stack = list(br.user_stack or ())
+    if stack:
+        lines.append("  User code traceback:")
+        for fs in stack:
+            lines.append(f"    File \"{fs.filename}\", line {fs.lineno}, in {fs.name}")
+            text = (fs.line or linecache.getline(fs.filename, fs.lineno or 0)).strip()
+            if text:
+                lines.append(f"      {text}")
+    elif br.filename and br.lineno:
+        text = linecache.getline(br.filename, br.lineno).strip()
+        if text:
+            lines.append(f"    {text}")
+    lines.append(f"  Hint: {hint}")
+    return "\n".join(lines)
+
+
+def _function_text(record):
+    """`toy`, or `toy (resume function __resume_at_112_1)` for the code
+    that continues a function after a graph break."""
+    from . import resume
+    base = resume.base_code(record.code)
+    if base is not None and base is not record.code:
+        return f"{base.co_name} (resume function {record.name})"
+    return record.name
+
+
+def recompile_text(record, reason, n_entries, limit):
+    """The recompiles text: which function, which entry's guard failed,
+    expected and actual (`reason`: convert_frame.describe_failure's)."""
+    return (f"Recompiling {_function_text(record)} ({record.filename}:{record.firstlineno}), "
+            f"entry {n_entries + 1} of at most {limit}\n"
+            f"  triggered by the guard failure: {reason}")
+
+
+def on_compile(record, entries=0, limit=0):
+    """Emit the artifacts that are on for one compile record (`entries`:
+    the code's live entries before it, `limit`: the cache limit)."""
+    if not _on:
+        return
+    from . import debug
+    code = record.code
+    if "recompiles" in _on and record.recompile_reason:
+        artifact("recompiles").info("%s", recompile_text(record, record.recompile_reason,
+                                                         entries, limit))
+    if "graph_breaks" in _on:
+        for br in record.break_reasons or ():
+            artifact("graph_breaks").info("%s", break_text(code, br))
+    if "guards" in _on and record.guards:
+        artifact("guards").info("GUARDS of %s (%s):\n%s", record.name, record.id,
+                                "\n".join(g.describe() for g in record.guards))
+    if "bytecode" in _on and getattr(record, "new_code", None) is not None:
+        where = f"{record.name} {record.filename} {record.firstlineno}"
+        artifact("bytecode").info("ORIGINAL BYTECODE %s\n%s\nMODIFIED BYTECODE %s\n%s", where,
+                                  record.original_bytecode.rstrip(), where,
+                                  record.modified_bytecode.rstrip())
+    for info in record.graphs or ():
+        if "graph" in _on:
+            artifact("graph").info("%s\n%s", debug.graph_header(info), debug.graph_table(info.gm))
+        if "graph_code" in _on:
+            artifact("graph_code").info("%s\n%s", info.name, info.gm.code)
