@@ -16,7 +16,6 @@ import dataclasses
 import dis
 import logging
 import sys
-import threading
 import time
 import traceback
 import types
@@ -194,7 +193,11 @@ def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, 
 # (globals dict, name, value), strong until then (the values are the
 # compiled graphs and resume functions the installed code calls).
 _installed = []
-_installed_lock = threading.Lock()
+# The compile lock (reentrant; every caller below but reset()'s already
+# holds it): a plain Lock here was held while a dict store or a list
+# comprehension could free a value or start a GC pass, and a finalizer
+# run then that compiles comes back here on the same thread (issue 29).
+_installed_lock = _C.compile_lock
 # The same items by the code whose compile installed them (the entry's
 # new_code, for release_globals): id(code) -> (weak ref to code, [items]).
 # Records keep those codes alive until reset(), so the ids stay theirs.
