@@ -27,7 +27,7 @@ import torch
 
 from . import _C, backends, config, decorators, records, resume, skipfiles, telemetry
 from .bytecode import HAS_PRECALL, arg_slot_count, assemble, prologue
-from .exc import BackendCompilerFailed, Unsupported
+from .exc import ENVIRONMENT_ERRORS, BackendCompilerFailed, Unsupported, environment_error
 from .guards import Guard, SourceError
 from . import output_graph
 from .output_graph import GraphInfo, OutputGraph
@@ -413,6 +413,28 @@ def _add_record(record):
     count_record(record)
 
 
+# code -> (compiles failed for an environmental reason in a row, misses
+# still to run eagerly before the next try): each such failure doubles the
+# wait (0, 1, 3, 7, ... up to 1023 misses), so a failure that is not so
+# transient after all costs a few compiles, not one per call; a compile
+# that succeeds forgets it. reset() clears it.
+_environment_failures = {}
+
+
+def _note_environment_failure(code):
+    failures = _environment_failures.get(code, (0, 0))[0] + 1
+    _environment_failures[code] = (failures, min(2 ** (failures - 1) - 1, 1023))
+
+
+def _may_try_again(code):
+    """False while `code` waits out its backoff (counting this miss)."""
+    state = _environment_failures.get(code)
+    if state is None or state[1] == 0:
+        return True
+    _environment_failures[code] = (state[0], state[1] - 1)
+    return False
+
+
 # Codes that reached cache_size_limit: they compile nothing more until
 # reset() (one warning per code, whichever optimize() wrapper reached it).
 _limit_warned = set()
@@ -512,6 +534,18 @@ class _Callback:
             self.notes.append(f"{code.co_name} ({code.co_filename}:{code.co_firstlineno}): {why}")
 
     def __call__(self, code, f_locals, f_globals, f_builtins, func, failures):
+        try:
+            return self._callback(code, f_locals, f_globals, f_builtins, func, failures)
+        except ENVIRONMENT_ERRORS:
+            # raised outside the compile (the first compile's lazy imports
+            # at the edge of the recursion limit): this call runs eagerly,
+            # nothing is remembered. No function call here: near the
+            # recursion limit it could raise again.
+            if self.nopython:
+                raise
+            return None
+
+    def _callback(self, code, f_locals, f_globals, f_builtins, func, failures):
         self.misses += 1
         if decorators.is_skipped_code(code):      # dynamo.skip
             self._note(code, "dynamo.skip")
@@ -536,6 +570,8 @@ class _Callback:
                 self._reach_limit(code, failures, f_locals, f_globals, f_builtins, func)
             _eager_warned.add(code)     # the cache-limit warning said why it runs eagerly
             return None
+        if not _may_try_again(code):
+            return None
         from . import debug
         record = records.new_record(code)
         record.backend = self.backend_name
@@ -552,6 +588,8 @@ class _Callback:
                                 frame_id=record.frame_id)
         except Unsupported as e:
             record.compile_ns = time.perf_counter_ns() - t0
+            if self._failed_for_environment(code, record, e):
+                return None
             record.status, record.error = "unsupported", str(e)
             self._note(code, str(e).splitlines()[0] if str(e) else "unsupported")
             if hasattr(e, "break_reasons"):
@@ -570,6 +608,8 @@ class _Callback:
             return None
         except Exception as e:  # noqa: BLE001 - any tracer failure: run eagerly, keep why
             record.compile_ns = time.perf_counter_ns() - t0
+            if self._failed_for_environment(code, record, e):
+                return None
             record.status, record.error = "error", f"{type(e).__name__}: {e}"
             self._note(code, record.error.splitlines()[0])
             _add_record(record)
@@ -586,6 +626,7 @@ class _Callback:
             _C.set_skip(code)
             return None
         record.compile_ns = time.perf_counter_ns() - t0
+        _environment_failures.pop(code, None)
         self.graphs += len(out.graphs)
         if not out.graphs:
             self._note(code, "compiled, but traced no tensor operation"
@@ -610,6 +651,27 @@ class _Callback:
         # is dropped at the cache limit.
         box, out = [out], None
         return _entry_of(box.pop(), record)
+
+    def _failed_for_environment(self, code, record, e):
+        """Did the compile fail for the environment of this call (exc.py,
+        ENVIRONMENT_ERRORS)? Then it is recorded and warned about, and
+        `code` is not skip-marked: a later call compiles it again (after a
+        backoff if it keeps failing). Call from the except block (nopython
+        re-raises the exception being handled). A backend's failure the
+        user asked to see (BackendCompilerFailed) is never one."""
+        env = None if isinstance(e, BackendCompilerFailed) else environment_error(e)
+        if env is None:
+            return False
+        record.status, record.error = "error", f"{type(env).__name__}: {env}"
+        self._note(code, record.error.splitlines()[0])
+        _add_record(record)
+        if self.nopython:
+            raise                   # noqa: PLE0704 - the caller's exception
+        _note_environment_failure(code)
+        warnings.warn(f"dynamo: could not compile {code.co_name} ({code.co_filename}:"
+                      f"{code.co_firstlineno}) this time; this call runs eagerly, a later one "
+                      f"compiles it again: {record.error}", RuntimeWarning)
+        return True
 
     def _timed_compiler(self, record):
         compiler_fn = self.compiler_fn

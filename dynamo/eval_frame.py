@@ -23,7 +23,7 @@ from .modes import MODE_COMPILE, MODE_OFF, MODE_RUN, ModeContext  # noqa: E402,F
 # The skip rules live in dynamo.skipfiles; is_skipped_file is re-exported here.
 from .skipfiles import is_skipped_file  # noqa: E402,F401
 # The hook's callback lives in convert_frame; re-exported for old import paths.
-from .convert_frame import (_Callback, _add_record, _eager_warned, _limit_warned,  # noqa: E402,F401
+from .convert_frame import (_Callback, _add_record, _eager_warned, _environment_failures, _limit_warned,  # noqa: E402,F401
                             describe_failure, frame_may_use_torch)
 
 
@@ -171,6 +171,7 @@ def reset():
         skipfiles.clear()
         _limit_warned.clear()
         _eager_warned.clear()
+        _environment_failures.clear()
     try:
         from . import resume
         if hasattr(resume, "clear"):
