@@ -16,7 +16,6 @@ import dataclasses
 import dis
 import logging
 import sys
-import threading
 import time
 import traceback
 import types
@@ -28,7 +27,7 @@ import torch
 
 from . import _C, backends, config, decorators, logs, records, resume, skipfiles, stance, telemetry
 from .bytecode import HAS_PRECALL, arg_slot_count, assemble, prologue
-from .exc import BackendCompilerFailed, Unsupported
+from .exc import ENVIRONMENT_ERRORS, BackendCompilerFailed, Unsupported, environment_error
 from .guards import BACKEND_MATCH, Guard, NoSource, SourceError, backend_key
 from . import output_graph
 from .output_graph import GraphInfo, OutputGraph
@@ -194,7 +193,11 @@ def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, 
 # (globals dict, name, value), strong until then (the values are the
 # compiled graphs and resume functions the installed code calls).
 _installed = []
-_installed_lock = threading.Lock()
+# The compile lock (reentrant; every caller below but reset()'s already
+# holds it): a plain Lock here was held while a dict store or a list
+# comprehension could free a value or start a GC pass, and a finalizer
+# run then that compiles comes back here on the same thread (issue 29).
+_installed_lock = _C.compile_lock
 # The same items by the code whose compile installed them (the entry's
 # new_code, for release_globals): id(code) -> (weak ref to code, [items]).
 # Records keep those codes alive until reset(), so the ids stay theirs.
@@ -410,6 +413,28 @@ def _add_record(record):
     count_record(record)
 
 
+# code -> (compiles failed for an environmental reason in a row, misses
+# still to run eagerly before the next try): each such failure doubles the
+# wait (0, 1, 3, 7, ... up to 1023 misses), so a failure that is not so
+# transient after all costs a few compiles, not one per call; a compile
+# that succeeds forgets it. reset() clears it.
+_environment_failures = {}
+
+
+def _note_environment_failure(code):
+    failures = _environment_failures.get(code, (0, 0))[0] + 1
+    _environment_failures[code] = (failures, min(2 ** (failures - 1) - 1, 1023))
+
+
+def _may_try_again(code):
+    """False while `code` waits out its backoff (counting this miss)."""
+    state = _environment_failures.get(code)
+    if state is None or state[1] == 0:
+        return True
+    _environment_failures[code] = (state[0], state[1] - 1)
+    return False
+
+
 # Codes that reached cache_size_limit: they compile nothing more until
 # reset() (one warning per code, whichever optimize() wrapper reached it).
 _limit_warned = set()
@@ -542,6 +567,18 @@ class _Callback:
             self.notes.append(f"{code.co_name} ({code.co_filename}:{code.co_firstlineno}): {why}")
 
     def __call__(self, code, f_locals, f_globals, f_builtins, func, failures):
+        try:
+            return self._callback(code, f_locals, f_globals, f_builtins, func, failures)
+        except ENVIRONMENT_ERRORS:
+            # raised outside the compile (the first compile's lazy imports
+            # at the edge of the recursion limit): this call runs eagerly,
+            # nothing is remembered. No function call here: near the
+            # recursion limit it could raise again.
+            if self.nopython:
+                raise
+            return None
+
+    def _callback(self, code, f_locals, f_globals, f_builtins, func, failures):
         self.misses += 1
         if decorators.is_skipped_code(code):      # dynamo.skip
             self._note(code, "dynamo.skip")
@@ -580,6 +617,8 @@ class _Callback:
                 self._reach_limit(code, failures, f_locals, f_globals, f_builtins, func)
             _eager_warned.add(code)     # the cache-limit warning said why it runs eagerly
             return None
+        if not _may_try_again(code):
+            return None
         from . import debug
         record = records.new_record(code)
         record.backend = self.backend_name
@@ -597,6 +636,8 @@ class _Callback:
                                     frame_id=record.frame_id)
         except Unsupported as e:
             record.compile_ns = time.perf_counter_ns() - t0
+            if self._failed_for_environment(code, record, e):
+                return None
             record.status, record.error = "unsupported", str(e)
             self._note(code, str(e).splitlines()[0] if str(e) else "unsupported")
             if hasattr(e, "break_reasons"):
@@ -616,6 +657,8 @@ class _Callback:
             return None
         except Exception as e:  # noqa: BLE001 - any tracer failure: run eagerly, keep why
             record.compile_ns = time.perf_counter_ns() - t0
+            if self._failed_for_environment(code, record, e):
+                return None
             record.status, record.error = "error", f"{type(e).__name__}: {e}"
             self._note(code, record.error.splitlines()[0])
             _add_record(record)
@@ -632,6 +675,7 @@ class _Callback:
             _C.set_skip(code)
             return None
         record.compile_ns = time.perf_counter_ns() - t0
+        _environment_failures.pop(code, None)
         self.graphs += len(out.graphs)
         if not out.graphs:
             self._note(code, "compiled, but traced no tensor operation"
@@ -692,16 +736,37 @@ class _Callback:
                                                            else " (recursive=False)"))
             _C.set_skip(code, kind == "recursive")
             return True
-        # the hook calls __call__ from C: the frame above it is the caller
-        # of the frame being compiled (none: a thread's first frame)
-        try:
-            caller = sys._getframe(2)
-        except ValueError:
-            caller = None
+        # the hook calls the callback from C: the first frame above the
+        # callback's own (this file's) is the caller of the frame being
+        # compiled (none: a thread's first frame)
+        caller = sys._getframe(1)
+        while caller is not None and caller.f_code.co_filename == __file__:
+            caller = caller.f_back
         if decorators.called_by_nonrecursive_wrapper(caller):
             self._note(code, "called by a torch.compiler.disable(recursive=False) wrapper")
             return True
         return False
+
+    def _failed_for_environment(self, code, record, e):
+        """Did the compile fail for the environment of this call (exc.py,
+        ENVIRONMENT_ERRORS)? Then it is recorded and warned about, and
+        `code` is not skip-marked: a later call compiles it again (after a
+        backoff if it keeps failing). Call from the except block (nopython
+        re-raises the exception being handled). A backend's failure the
+        user asked to see (BackendCompilerFailed) is never one."""
+        env = None if isinstance(e, BackendCompilerFailed) else environment_error(e)
+        if env is None:
+            return False
+        record.status, record.error = "error", f"{type(env).__name__}: {env}"
+        self._note(code, record.error.splitlines()[0])
+        _add_record(record)
+        if self.nopython:
+            raise                   # noqa: PLE0704 - the caller's exception
+        _note_environment_failure(code)
+        warnings.warn(f"dynamo: could not compile {code.co_name} ({code.co_filename}:"
+                      f"{code.co_firstlineno}) this time; this call runs eagerly, a later one "
+                      f"compiles it again: {record.error}", RuntimeWarning)
+        return True
 
     def _timed_compiler(self, record):
         compiler_fn = self.compiler_fn

@@ -21,7 +21,7 @@ from .modes import MODE_COMPILE, MODE_OFF, MODE_RUN, ModeContext  # noqa: E402,F
 
 # ---------------------------------------------------------------- the callback
 # The hook's callback lives in convert_frame.
-from .convert_frame import _Callback, _eager_warned, _limit_warned  # noqa: E402
+from .convert_frame import _Callback, _eager_warned, _environment_failures, _limit_warned  # noqa: E402
 
 
 # ---------------------------------------------------------------- wrappers
@@ -256,6 +256,7 @@ def reset():
         skipfiles.clear()
         _limit_warned.clear()
         _eager_warned.clear()
+        _environment_failures.clear()
     try:
         from . import resume
         if hasattr(resume, "clear"):

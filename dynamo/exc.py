@@ -48,3 +48,27 @@ class BackendCompilerFailed(DynamoError):
 
 class CacheLimitExceeded(DynamoError):
     """Not raised to users; used to tag records where cache_size_limit was hit."""
+
+
+# Failures of a compile caused by the call's environment, not by the code:
+# this call's stack depth (RecursionError: a first call near the recursion
+# limit), memory (MemoryError), a module half imported when a signal handler
+# or another thread reached the compiler during the process's first compile
+# (ImportError), the operating system (OSError: files, descriptors). A
+# compile that fails with one of them is not remembered as a property of
+# the code (convert_frame tries again on a later call); KeyboardInterrupt
+# and SystemExit are not caught at all: they reach the caller.
+ENVIRONMENT_ERRORS = (RecursionError, MemoryError, ImportError, OSError)
+
+
+def environment_error(exc):
+    """The ENVIRONMENT_ERRORS instance that `exc` is, or that caused it
+    (its __cause__ / __context__ chain: a tracer that turned the failure of
+    an example-value run into Unsupported), else None."""
+    seen = 0
+    while exc is not None and seen < 16:
+        if isinstance(exc, ENVIRONMENT_ERRORS):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None

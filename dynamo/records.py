@@ -3,18 +3,23 @@
 Owns the registry of CompileRecord objects and the frame/compile id counters
 ([F/C]). explain(), the debug printouts and (later) telemetry read from here;
 nothing here touches the C hook.
+
+No lock: each access to the registry is one list or dict operation (or
+next() of a counter), atomic under the GIL. A lock held here could be held
+while a Python frame starts (a finalizer of a freed record, a GC pass at an
+allocation) and that frame may compile, coming back here (issue 29).
 """
 import dataclasses
 import dis
-import threading
+import itertools
 import time
 import types
 from typing import Any, List, Optional
 
-_lock = threading.Lock()
 _records: List["CompileRecord"] = []
 _frame_ids = {}          # code object -> frame id; strong keys, cleared by reset()
-_compile_counts = {}     # frame id -> compiles so far
+_next_frame_id = itertools.count()
+_compile_counts = {}     # frame id -> itertools.count of its compiles
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,41 +151,44 @@ def resume_infos(codes):
 
 
 def new_record(code):
-    """Allocate the next [F/C] id for `code` and return an empty record."""
-    with _lock:
-        fid = _frame_ids.get(code)
-        if fid is None:
-            fid = _frame_ids[code] = len(_frame_ids)
-        cid = _compile_counts.get(fid, 0)
-        _compile_counts[fid] = cid + 1
+    """Allocate the next [F/C] id for `code` and return an empty record.
+    (Two threads racing on a new code may leave a frame id unused.)"""
+    fid = _frame_ids.get(code)
+    if fid is None:
+        fid = _frame_ids.setdefault(code, next(_next_frame_id))
+    counter = _compile_counts.get(fid)
+    if counter is None:
+        counter = _compile_counts.setdefault(fid, itertools.count())
+    cid = next(counter)
     return CompileRecord(frame_id=fid, compile_id=cid, code=code, name=code.co_name,
                          filename=code.co_filename, firstlineno=code.co_firstlineno)
 
 
 def add(record):
-    with _lock:
-        _records.append(record)
+    _records.append(record)
 
 
 def all_records():
     """A snapshot list of every record so far, oldest first."""
-    with _lock:
-        return list(_records)
+    return list(_records)
 
 
 def mark():
     """An opaque position; records_since(mark) returns what came after it."""
-    with _lock:
-        return len(_records)
+    return len(_records)
 
 
 def records_since(position):
-    with _lock:
-        return list(_records[position:])
+    return _records[position:]
 
 
 def clear():
-    with _lock:
-        _records.clear()
-        _frame_ids.clear()
-        _compile_counts.clear()
+    """Forget every record and id (dynamo.reset()). The ids first, the
+    records last: freeing them may run finalizers that compile, and those
+    compiles number from 0 in the new registry. list.clear() empties the
+    list before it drops the items."""
+    global _next_frame_id
+    _frame_ids.clear()
+    _compile_counts.clear()
+    _next_frame_id = itertools.count()
+    _records.clear()

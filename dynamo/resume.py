@@ -11,17 +11,21 @@ original instructions (exception table included). Same filename and
 co_firstlineno as the original. Codes are cached per (code, offset, stack
 shape, locals) so repeated compiles reuse the same code object and the
 hook's cache entries for it. Nothing here traces or compiles graphs.
+
+No lock guards the caches: each access is one dict operation, atomic under
+the GIL (the keys hash in C). A lock held here would deadlock: any Python
+frame started while it is held (a finalizer or weakref callback run by
+freeing a cleared code, a GC pass at an allocation) may be a compiled
+frame, and the hook's callback comes back here (issue 29).
 """
 import inspect
 import itertools
-import threading
 import types
 
 from .bytecode.instruction import PAIRED_LOCAL_OPS
 from .bytecode import (code_with_new_body, create_call, create_instruction, create_load_method,
                        decode, strip_prologue)
 
-_lock = threading.Lock()
 _cache = {}                      # key -> (code, name)
 _origin = {}                     # resume code -> (original code, {its offset: original offset})
 _counter = itertools.count()
@@ -48,8 +52,6 @@ def run_original(code, f_globals, closure, grad_mode, rng_state, args):
     import torch
     from . import _C
     from .utils import counters
-    # no lock here, and no Python-level call while one is held: any Python
-    # frame started now goes through the hook's callback, which takes _lock
     copy = _eager_copies.get(code)
     if copy is None:
         copy = _eager_copies.setdefault(code, code.replace())
@@ -109,11 +111,10 @@ def resume_code(code, offset, null_mask, local_names, iter_locals=()):
     key = (code, offset, tuple(null_mask), tuple(local_names), tuple(iter_locals))
     lead = lead_local(code)
     lead = [lead] if lead in local_names else []
-    with _lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            return hit
-        name = f"__resume_at_{offset}_{next(_counter)}"
+    hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    name = f"__resume_at_{offset}_{next(_counter)}"
     body = strip_prologue(decode(code))
     target = next((inst for inst in body if inst.offset == offset), None)
     if target is None:
@@ -143,10 +144,12 @@ def resume_code(code, offset, null_mask, local_names, iter_locals=()):
         if b.opname in PAIRED_LOCAL_OPS and copied[j].opname != b.opname:
             j += 1          # 3.13: split in two by the assembler (slots above 15)
         j += 1
-    with _lock:
-        hit = _cache.setdefault(key, (new, name))
-        _origin.setdefault(hit[0], (code, offsets))
-        return hit
+    # the origin first: a code found in _cache always has one
+    _origin.setdefault(new, (code, offsets))
+    hit = _cache.setdefault(key, (new, name))
+    if hit[0] is not new:           # another thread made the same one first
+        _origin.pop(new, None)
+    return hit
 
 
 def _list_iter_at(reverse):
@@ -177,8 +180,7 @@ def origin(code, offset):
     resume function resumes through a function of the original (a loop that
     breaks on every iteration reuses one resume code instead of nesting a
     new one per iteration)."""
-    with _lock:
-        hit = _origin.get(code)
+    hit = _origin.get(code)
     if hit is None or offset not in hit[1]:
         return code, offset
     return hit[0], hit[1][offset]
@@ -187,8 +189,7 @@ def origin(code, offset):
 def base_code(code):
     """The original function's code a resume code was cut from (`code`
     itself for any other code)."""
-    with _lock:
-        hit = _origin.get(code)
+    hit = _origin.get(code)
     return code if hit is None else hit[0]
 
 
@@ -205,7 +206,9 @@ def restart_names():
 
 
 def clear():
-    """Forget cached resume codes (dynamo.reset())."""
-    with _lock:
-        _cache.clear()
-        _origin.clear()
+    """Forget cached resume codes (dynamo.reset()). _origin first (its
+    values free no code: _cache still holds them); dict.clear() empties the
+    dict before it drops the items, so a frame that freeing the codes
+    starts (see the module note) finds empty caches and fills both."""
+    _origin.clear()
+    _cache.clear()

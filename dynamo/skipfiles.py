@@ -27,7 +27,6 @@ import os
 import site
 import sys
 import sysconfig
-import threading
 
 # Packages whose code is never traced: torch's own internals, numerical
 # libraries the tracer cannot follow, test runners and their helpers.
@@ -133,32 +132,29 @@ def is_stdlib_file(filename):
 
 # ---------------------------------------------------------------- log
 
-_lock = threading.Lock()
+# No lock: each access is one list or dict operation, atomic under the GIL.
+# A lock held here could be held while a Python frame starts (a finalizer
+# run by freeing a code, a GC pass) that compiles and comes back (issue 29).
 _log = []           # (code, reason) of frames the callback skipped, in order
-_logged = set()
+_logged = {}        # code -> its item of _log
 
 
 def note(code, reason):
     """Record that the hook's callback skipped `code` for `reason`."""
-    with _lock:
-        if code in _logged:
-            return
-        _logged.add(code)
-        _log.append((code, reason))
+    item = (code, reason)
+    if _logged.setdefault(code, item) is item:      # the first note of `code`
+        _log.append(item)
 
 
 def mark():
-    with _lock:
-        return len(_log)
+    return len(_log)
 
 
 def since(position):
     """[(code, reason)] noted since `mark()` returned `position`."""
-    with _lock:
-        return list(_log[position:])
+    return _log[position:]
 
 
 def clear():
-    with _lock:
-        _log.clear()
-        _logged.clear()
+    _logged.clear()
+    _log.clear()

@@ -186,3 +186,141 @@ def test_reset_waits_for_a_compile_in_progress():
     r.join(JOIN_S)
     assert done.is_set() and not t.is_alive()
     assert _C.cache_entries(f.__code__) == []      # reset ran after the entry was added
+
+
+# ------------------------------------------------------------ reset() from anywhere
+# Issue 29.6: reset() cleared resume's caches (and the records) under a
+# non-reentrant lock; freeing what it cleared ran a weakref callback or a
+# finalizer, that started a compiled frame, whose compile waited on the
+# same lock for ever. No blocking lock may be held where a Python frame can
+# start (a finalizer, a weakref callback, a GC pass at any allocation).
+# Each script runs in a subprocess: a deadlock fails the test (with every
+# thread's stack) instead of hanging the suite.
+
+_RESET_PRELUDE = '''
+import faulthandler, gc, sys, threading, warnings, weakref
+faulthandler.dump_traceback_later(float(sys.argv[1]), exit=True)
+import torch
+import dynamo
+from dynamo import records, resume
+warnings.simplefilter("ignore")
+
+def brk():
+    print("", end="")
+
+def g(x):
+    y = x - 1
+    brk()                  # a graph break: g's resume function compiles too
+    return y * 3
+
+opt_g = dynamo.optimize("eager")(g)
+ran = []
+
+def start_compiled_frame(_ref):
+    ran.append(opt_g(torch.ones(len(ran) + 2)))
+'''
+
+_RESET_FREES_RESUME_CODE = _RESET_PRELUDE + '''
+def f(x):
+    y = x + 1
+    brk()
+    return y * 2
+
+dynamo.optimize("eager")(f)(torch.ones(2))
+codes = [code for code, _name in resume._cache.values() if code.co_name.startswith("__resume_at")]
+refs = [weakref.ref(code, start_compiled_frame) for code in codes]
+del codes
+gc.collect()               # the tracer's cycles: resume's cache holds the last reference
+dynamo.reset()             # frees the resume code: a compiled frame starts in the clear
+assert ran and all(r() is None for r in refs), (ran, refs)
+print("done", len(ran))
+'''
+
+_RESET_FREES_RECORD = _RESET_PRELUDE + '''
+def h(x):
+    return x + 1
+
+dynamo.optimize("eager")(h)(torch.ones(2))
+refs = [weakref.ref(r, start_compiled_frame) for r in records.all_records()]
+gc.collect()
+dynamo.reset()             # frees the record: a compiled frame starts in the clear
+assert ran, refs
+print("done", len(ran))
+'''
+
+_RESET_STRESS = _RESET_PRELUDE + '''
+ITERS = int(sys.argv[2])
+
+def body(x, k):
+    y = x + 1
+    brk()
+    if k % 7 == 0:
+        dynamo.reset()     # reset() inside a compiled frame
+    return y * 2
+
+opt = dynamo.optimize("eager")(body)
+
+class Cycle:
+    """Cyclic garbage: its finalizer runs in some thread's GC pass."""
+    def __init__(self, n):
+        self.me, self.n = self, n
+
+    def __del__(self):
+        if self.n % 3 == 0:
+            dynamo.reset()
+        opt(torch.ones(self.n % 5 + 1), self.n)
+
+class Target:
+    pass
+
+def on_dead(_ref, n=[0]):
+    n[0] += 1
+    if n[0] % 2:
+        dynamo.reset()
+    opt(torch.ones(n[0] % 4 + 1), n[0])
+
+refs, errors = [], []
+
+def worker(i):
+    try:
+        for it in range(ITERS):
+            Cycle(i * 1000 + it)
+            t = Target()
+            refs.append(weakref.ref(t, on_dead))
+            del t                   # the weakref callback runs here
+            assert torch.equal(opt(torch.ones(it % 6 + 1), it + i), torch.full((it % 6 + 1,), 4.0))
+    except Exception as e:  # noqa: BLE001 - reported below
+        errors.append(repr(e))
+
+gc.set_threshold(1)                 # a GC pass at (nearly) every allocation
+threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+gc.set_threshold(700)
+gc.collect()
+assert not errors, errors
+print("done", len(refs))
+'''
+
+
+def _run_reset_script(script, *args, timeout_s=240):
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-c", script, str(timeout_s - 20), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout_s)
+    assert proc.returncode == 0 and "done" in proc.stdout, (proc.returncode, proc.stdout[-2000:],
+                                                             proc.stderr[-6000:])
+
+
+def test_reset_freeing_a_resume_code_starts_a_compiled_frame():
+    _run_reset_script(_RESET_FREES_RESUME_CODE, timeout_s=120)
+
+
+def test_reset_freeing_a_record_starts_a_compiled_frame():
+    _run_reset_script(_RESET_FREES_RECORD, timeout_s=120)
+
+
+def test_reset_from_finalizers_weakref_callbacks_and_compiled_frames_of_8_threads():
+    _run_reset_script(_RESET_STRESS, 12)

@@ -973,3 +973,20 @@ def test_reversed_of_dict_tuple_and_iterator_like_eager():
                      (of_iterator, (_X, [1, 2]))):
         exp, got, _ = run_both(fn, *args)
         assert_same_outcome(exp, got)
+
+
+def test_in_and_eq_over_enum_members_fold():
+    """Enum members with a builtin __eq__ (a str Enum's, as transformers'
+    ExplicitEnum) fold, against members and constants, without a break."""
+    import enum
+
+    class Action(str, enum.Enum):
+        NONE = "none"
+        NOTIFY = "notify"
+        RAISE = "raise"
+
+    def g(x, a):
+        r = x + (1 if a in (Action.NOTIFY, Action.RAISE) else 2)
+        return r + (10 if a == "none" else 20)
+    cnt = _each_call(g, *[(_X, a) for a in Action], (_X, Action.NONE))
+    assert cnt.frame_count == 3 and cnt.op_count == 6       # one whole graph per member

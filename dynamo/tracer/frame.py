@@ -33,7 +33,7 @@ import dis
 from ..bytecode import (COND_JUMP, NULL_ABOVE_CALLABLE, arg_slot_count,
                         create_instruction, create_make_function, live_locals)
 from ..bytecode.instruction import ExnTabEntry, takes_arg
-from ..exc import Unsupported
+from ..exc import Unsupported, environment_error
 from ..guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
 from ..codegen import PyCodegen
 from .. import resume
@@ -215,6 +215,9 @@ class InstructionTranslator(InstructionTranslatorBase):
         try:
             super().step(inst)
         except Unsupported as e:
+            env = environment_error(e)
+            if env is not None:
+                raise env          # this call's environment, not the code: no break for it
             if self.nopython:
                 raise
             start = self.break_group_start(inst)
