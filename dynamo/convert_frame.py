@@ -213,24 +213,6 @@ def install_globals(f_globals, names, owner=None):
             _installed_by.setdefault(id(owner), (weakref.ref(owner), []))[1].extend(items)
 
 
-def drop_unused_entries(code):
-    """Drop the cache entries of `code` that served no call since their
-    compile, with what holds their graphs: the globals their compiles
-    installed (release_globals) and the backend's callable in their records
-    (the records stay, for explain() and the tools).  With no entry left,
-    skip-mark `code`.  Returns (dropped records, entries kept)."""
-    from . import _C
-    dropped = _C.drop_unused(code)
-    release_globals([r.new_code for r in dropped if getattr(r, "new_code", None) is not None])
-    for record in dropped:
-        for info in getattr(record, "graphs", ()):
-            info.compiled_fn = None
-    kept = len(_C.cache_entries(code))
-    if kept == 0:
-        _C.set_skip(code)
-    return dropped, kept
-
-
 def release_globals(codes):
     """The cache entries of `codes` (their new_code) were dropped: remove the
     names their compiles installed (the compiled graphs they hold) unless
@@ -534,6 +516,8 @@ class _Callback:
 
     def __call__(self, code, f_locals, f_globals, f_builtins, func, failures):
         self.misses += 1
+        if code in _limit_warned:       # at the limit: the miss runs eagerly
+            return None
         if decorators.is_skipped_code(code):      # dynamo.skip
             self._note(code, "dynamo.skip")
             _C.set_skip(code)
@@ -555,9 +539,8 @@ class _Callback:
             if sig is not None:     # later calls like this one: no callback at all
                 _C.remember_eager(code, sig, getattr(func, "__closure__", None))
             return None
-        if code in _limit_warned or len(failures) >= config.cache_size_limit:
-            if code not in _limit_warned:
-                self._reach_limit(code, failures, f_locals, f_globals, f_builtins, func)
+        if len(failures) >= config.cache_size_limit:
+            self._reach_limit(code, failures, f_locals, f_globals, f_builtins, func)
             _eager_warned.add(code)     # the cache-limit warning said why it runs eagerly
             return None
         from . import debug
@@ -649,39 +632,65 @@ class _Callback:
 
     def _reach_limit(self, code, failures, f_locals, f_globals, f_builtins, func):
         """The limit policy (docs/USER_GUIDE.md, "Guards and recompiles"):
-        `code` compiles nothing more until reset(); its entries that served
-        a call since their compile keep serving, the others (made for values
-        seen once: the churn that reached the limit) are dropped with the
-        graphs they hold; with none left the frame is skip-marked (no lookup
-        at all from then on).  One record, one warning."""
+        `code` compiles nothing more until reset(); every entry it has keeps
+        serving the calls its guards accept, and only the calls none of them
+        matches run eagerly.  One record, one warning, which names the size
+        that keeps changing when a size guard is what failed."""
         _limit_warned.add(code)
         if not failures:        # cache_size_limit 0: asked for, so recorded but not warned
             why = "config.cache_size_limit is 0: nothing new is compiled"
         else:
             why = describe_failure(failures[0], f_locals, f_globals, f_builtins, func)
-        dropped, kept = drop_unused_entries(code)
         record = records.new_record(code)
         record.status, record.recompile_reason = "limit", why
         record.backend = self.backend_name
         _add_record(record)
         if not failures:
             return
-        if kept:
-            now = (f"it runs eagerly when none of its {kept} compiled "
-                   f"entr{'y' if kept == 1 else 'ies'} that served calls matches")
-        else:
-            now = "it runs eagerly from now on"
-        gone = (f"; {len(dropped)} entr{'y' if len(dropped) == 1 else 'ies'} that served no "
-                f"call since compiled dropped") if dropped else ""
+        kept = len(failures)
+        now = (f"its {kept} compiled entr{'y keeps' if kept == 1 else 'ies keep'} serving the "
+               f"calls {'it matches' if kept == 1 else 'they match'}; a call none matches runs "
+               f"eagerly")
         text = (f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
                 f"config.cache_size_limit={config.cache_size_limit} and compiles no more until "
-                f"dynamo.reset(): {now}{gone}. Last failing guard: {why}")
+                f"dynamo.reset(): {now}. Last failing guard: {why}")
+        hint = _changing_size_hint(code, failures[0])
+        if hint:
+            text += ". " + hint
         warnings.warn(text, RuntimeWarning)
         if log.hasHandlers():
             # also a WARNING record for whoever configured logging (the
             # warning above already reaches stderr: not printed twice when
             # nobody did)
             log.warning("%s", text)
+
+
+def _changing_size_hint(code, failure):
+    """When the closest entry failed on a tensor size, the sentence naming
+    that dimension, the sizes the entries were compiled for, and the call
+    that makes it dynamic; else None."""
+    if len(failure) < 5 or not isinstance(failure[2], str) or not failure[2].startswith("size()["):
+        return None
+    record, index = failure[0], failure[1]
+    try:
+        guard = record.guards[index]
+        dim = int(failure[2][len("size()["):-1])
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return None
+    from . import guards
+    name = guard.source.name()
+    seen = set()
+    for payload in _C.cache_entries(code):
+        for g in getattr(payload, "guards", ()):
+            if g.kind == guards.TENSOR_MATCH and g.source.name() == name:
+                sizes = g.expected[6]
+                if sizes is not None and dim < len(sizes) and sizes[dim] is not None:
+                    seen.add(sizes[dim])
+    compiled = ", ".join(str(v) for v in sorted(seen)[:8]) + (", ..." if len(seen) > 8 else "")
+    arg = name[3:-2] if name.startswith("L['") and name.endswith("']") else name
+    return (f"The size of {name} in dimension {dim} keeps changing (compiled for {compiled}; "
+            f"this call {_short(failure[4])}): mark it dynamic before the call, "
+            f"dynamo.mark_dynamic({arg}, {dim}), to compile one graph for every size")
 
 
 def _entry_of(out, record):
