@@ -64,9 +64,10 @@ from .explain import ExplainOutput, explain  # noqa: E402
 from .export import export  # noqa: E402
 from .telemetry import save_snapshot  # noqa: E402
 from .decorators import allow_in_graph, assume_constant_result, disallow_in_graph, skip  # noqa: E402
+from .dynamic_shapes import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
 from . import utils  # noqa: E402,F401
 
 __all__ = ["optimize", "optimize_assert", "run", "disable", "reset", "explain", "export",
            "list_backends", "register_backend", "config", "exc", "OptimizedModule",
            "ExplainOutput", "save_snapshot", "allow_in_graph", "disallow_in_graph", "skip",
-           "assume_constant_result"]
+           "assume_constant_result", "mark_dynamic", "maybe_mark_dynamic", "mark_static"]

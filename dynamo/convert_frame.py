@@ -549,6 +549,7 @@ class _Callback:
         if failures:
             record.recompile_reason = describe_failure(failures[0], f_locals, f_globals,
                                                        f_builtins, func)
+            _note_size_change(code, failures[0], f_locals, f_globals, f_builtins, func)
             log.info("recompiling %s (%s:%d), entry %d of at most %d: %s", code.co_name,
                      code.co_filename, code.co_firstlineno, len(failures) + 1,
                      config.cache_size_limit, record.recompile_reason)
@@ -665,6 +666,31 @@ class _Callback:
             log.warning("%s", text)
 
 
+def _note_size_change(code, failure, f_locals, f_globals, f_builtins, func):
+    """Automatic dynamic shapes: the closest entry failed on a size (its
+    TENSOR_MATCH, or a SHAPE_GUARD that specialized one): every dimension
+    of its tensor inputs whose size differs in this call becomes symbolic
+    in this compile (all at once: `a + b` with `a`'s size alone symbolic
+    would tie it to `b`'s constant one)."""
+    from . import dynamic_shapes, guards
+    if len(failure) < 5 or not isinstance(failure[2], str) or \
+            not (failure[2].startswith("size()[") or failure[2] == "shape"):
+        return
+    closure = getattr(func, "__closure__", None)
+    for g in getattr(failure[0], "guards", ()):
+        if g.kind != guards.TENSOR_MATCH or g.expected[6] is None:
+            continue
+        try:
+            value = g.source.get(f_locals, f_globals, f_builtins, closure)
+        except guards.SourceError:
+            continue
+        if not isinstance(value, torch.Tensor) or value.dim() != len(g.expected[6]):
+            continue
+        for dim, (was, now) in enumerate(zip(g.expected[6], value.shape)):
+            if was is not None and was != now:
+                dynamic_shapes.note_size_change(code, g.source.name(), dim)
+
+
 def _changing_size_hint(code, failure):
     """When the closest entry failed on a tensor size, the sentence naming
     that dimension, the sizes the entries were compiled for, and the call
@@ -724,6 +750,12 @@ def describe_failure(failure, f_locals, f_globals, f_builtins, func):
             text = f"{guard.source.name()} is {guard.expected[0].name()}"
         elif guard.kind == guards.STORAGE_MATCH:
             text = f"{guard.source.name()} shares a storage with {guard.expected[0].name()}"
+        if guard.kind == guards.SHAPE_GUARD:
+            values = actual if isinstance(actual, tuple) else ()
+            now = ", ".join(f"{leaf} = {'<none>' if v is None else v}"
+                            for leaf, v in zip(guard.shape_leaves(), values))
+            return (f"{guard.expected[0]}: expected True, actual False with {now or _short(actual)} "
+                    f"({kind} of entry {record.id})")
         if guard.kind == guards.GLOBAL_STATE and isinstance(expected, int) and isinstance(actual, int):
             return f"{text}: {guards.global_state_diff(expected, actual)} ({kind} of entry {record.id})"
         return (f"{text}: expected {_short(expected)}, "

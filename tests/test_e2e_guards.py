@@ -634,7 +634,9 @@ def test_threads_different_shapes_concurrently():
     for t in ts:
         t.join()
     assert not errors, errors[:3]
-    assert 4 <= cnt.frame_count <= 8
+    # the first size and size 1 static, one graph for every size >= 2
+    # (automatic dynamic shapes); racing threads may compile a shape twice
+    assert 2 <= cnt.frame_count <= 8
 
 
 def test_thread_without_optimize_not_compiled():
