@@ -87,7 +87,8 @@ FLOORS = [
       "dynamo/telemetry"}),
     ("the services the pipeline calls", {"dynamo/modes", "dynamo/decorators", "dynamo/skipfiles",
                                          "dynamo/debug", "dynamo/utils", "dynamo/testing", "dynamo/rng",
-                                         "dynamo/mutation_guard", "dynamo/guards", "dynamo/bytecode"}),
+                                         "dynamo/mutation_guard", "dynamo/guards", "dynamo/bytecode",
+                                         "dynamo/dynamic_shapes", "dynamo/shape_guards"}),
     ("the base", {"dynamo/config", "dynamo/exc", "dynamo/_C"}),
 ]
 
