@@ -66,6 +66,7 @@ from .telemetry import save_snapshot  # noqa: E402
 from .decorators import allow_in_graph, assume_constant_result, disallow_in_graph, skip  # noqa: E402
 from .stance import set_stance  # noqa: E402
 from .logs import set_logs  # noqa: E402
+from .dynamic_shapes import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
 from . import utils  # noqa: E402,F401
 from . import logs as _logs  # noqa: E402
 _logs.from_environment()
@@ -73,4 +74,4 @@ _logs.from_environment()
 __all__ = ["compile", "set_stance", "set_logs", "optimize", "optimize_assert", "run", "disable", "reset", "explain", "export",
            "list_backends", "register_backend", "config", "exc", "OptimizedModule",
            "ExplainOutput", "save_snapshot", "allow_in_graph", "disallow_in_graph", "skip",
-           "assume_constant_result"]
+           "assume_constant_result", "mark_dynamic", "maybe_mark_dynamic", "mark_static"]

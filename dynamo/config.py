@@ -13,8 +13,17 @@ _DEFAULTS = {
     "verbose": False,
     # compiled entries per code object before the frame runs eagerly
     "cache_size_limit": 8,
-    # do not specialize on tensor sizes and strides (TENSOR_MATCH without them)
+    # every dimension of every tensor input is a symbolic size from the
+    # first compile (torch.compile(dynamic=True); sizes 0 and 1 stay
+    # specialized); False: the policy below (docs/USER_GUIDE.md, "Dynamic shapes")
     "dynamic_shapes": False,
+    # a recompile caused by the size of an input dimension makes that
+    # dimension a symbolic size in the frame's later compiles (one graph
+    # for every size instead of one per size)
+    "automatic_dynamic_shapes": True,
+    # dimensions neither marked (dynamo.mark_dynamic) nor seen changing are
+    # traced as constants; False: every dimension is symbolic
+    "assume_static_by_default": True,
     # ops whose output size depends on the data (nonzero, torch.where(mask),
     # boolean indexing) stay in the graph, their sizes symbolic; reading such
     # a size in Python (.shape, len) is a break. False: a break at the op.

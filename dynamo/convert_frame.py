@@ -216,24 +216,6 @@ def install_globals(f_globals, names, owner=None):
             _installed_by.setdefault(id(owner), (weakref.ref(owner), []))[1].extend(items)
 
 
-def drop_unused_entries(code):
-    """Drop the cache entries of `code` that served no call since their
-    compile, with what holds their graphs: the globals their compiles
-    installed (release_globals) and the backend's callable in their records
-    (the records stay, for explain() and the tools).  With no entry left,
-    skip-mark `code`.  Returns (dropped records, entries kept)."""
-    from . import _C
-    dropped = _C.drop_unused(code)
-    release_globals([r.new_code for r in dropped if getattr(r, "new_code", None) is not None])
-    for record in dropped:
-        for info in getattr(record, "graphs", ()):
-            info.compiled_fn = None
-    kept = len(_C.cache_entries(code))
-    if kept == 0:
-        _C.set_skip(code)
-    return dropped, kept
-
-
 def release_globals(codes):
     """The cache entries of `codes` (their new_code) were dropped: remove the
     names their compiles installed (the compiled graphs they hold) unless
@@ -580,6 +562,8 @@ class _Callback:
 
     def _callback(self, code, f_locals, f_globals, f_builtins, func, failures):
         self.misses += 1
+        if code in _limit_warned:       # at the limit: the miss runs eagerly
+            return None
         if decorators.is_skipped_code(code):      # dynamo.skip
             self._note(code, "dynamo.skip")
             _C.set_skip(code)
@@ -625,6 +609,7 @@ class _Callback:
         if failures:
             record.recompile_reason = describe_failure(failures[0], f_locals, f_globals,
                                                        f_builtins, func)
+            _note_size_change(code, failures[0], f_locals, f_globals, f_builtins, func)
             log.info("recompiling %s (%s:%d), entry %d of at most %d: %s", code.co_name,
                      code.co_filename, code.co_firstlineno, len(failures) + 1,
                      config.cache_size_limit, record.recompile_reason)
@@ -782,33 +767,31 @@ class _Callback:
 
     def _reach_limit(self, code, failures, f_locals, f_globals, f_builtins, func):
         """The limit policy (docs/USER_GUIDE.md, "Guards and recompiles"):
-        `code` compiles nothing more until reset(); its entries that served
-        a call since their compile keep serving, the others (made for values
-        seen once: the churn that reached the limit) are dropped with the
-        graphs they hold; with none left the frame is skip-marked (no lookup
-        at all from then on).  One record, one warning."""
+        `code` compiles nothing more until reset(); every entry it has keeps
+        serving the calls its guards accept, and only the calls none of them
+        matches run eagerly.  One record, one warning, which names the size
+        that keeps changing when a size guard is what failed."""
         _limit_warned.add(code)
         if not failures:        # cache_size_limit 0: asked for, so recorded but not warned
             why = "config.cache_size_limit is 0: nothing new is compiled"
         else:
             why = describe_failure(failures[0], f_locals, f_globals, f_builtins, func)
-        dropped, kept = drop_unused_entries(code)
         record = records.new_record(code)
         record.status, record.recompile_reason = "limit", why
         record.backend = self.backend_name
         _add_record(record)
         if not failures:
             return
-        if kept:
-            now = (f"it runs eagerly when none of its {kept} compiled "
-                   f"entr{'y' if kept == 1 else 'ies'} that served calls matches")
-        else:
-            now = "it runs eagerly from now on"
-        gone = (f"; {len(dropped)} entr{'y' if len(dropped) == 1 else 'ies'} that served no "
-                f"call since compiled dropped") if dropped else ""
+        kept = len(failures)
+        now = (f"its {kept} compiled entr{'y keeps' if kept == 1 else 'ies keep'} serving the "
+               f"calls {'it matches' if kept == 1 else 'they match'}; a call none matches runs "
+               f"eagerly")
         text = (f"dynamo: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
                 f"config.cache_size_limit={config.cache_size_limit} and compiles no more until "
-                f"dynamo.reset(): {now}{gone}. Last failing guard: {why}")
+                f"dynamo.reset(): {now}. Last failing guard: {why}")
+        hint = _changing_size_hint(code, failures[0])
+        if hint:
+            text += ". " + hint
         warnings.warn(text, RuntimeWarning)
         if logs.enabled("recompiles"):
             logs.artifact("recompiles").info("%s", text[len("dynamo: "):])
@@ -817,6 +800,59 @@ class _Callback:
             # warning above already reaches stderr: not printed twice when
             # nobody did)
             log.warning("%s", text)
+
+
+def _note_size_change(code, failure, f_locals, f_globals, f_builtins, func):
+    """Automatic dynamic shapes: the closest entry failed on a size (its
+    TENSOR_MATCH, or a SHAPE_GUARD that specialized one): every dimension
+    of its tensor inputs whose size differs in this call becomes symbolic
+    in this compile (all at once: `a + b` with `a`'s size alone symbolic
+    would tie it to `b`'s constant one)."""
+    from . import dynamic_shapes, guards
+    if len(failure) < 5 or not isinstance(failure[2], str) or \
+            not (failure[2].startswith("size()[") or failure[2] == "shape"):
+        return
+    closure = getattr(func, "__closure__", None)
+    for g in getattr(failure[0], "guards", ()):
+        if g.kind != guards.TENSOR_MATCH or g.expected[6] is None:
+            continue
+        try:
+            value = g.source.get(f_locals, f_globals, f_builtins, closure)
+        except guards.SourceError:
+            continue
+        if not isinstance(value, torch.Tensor) or value.dim() != len(g.expected[6]):
+            continue
+        for dim, (was, now) in enumerate(zip(g.expected[6], value.shape)):
+            if was is not None and was != now:
+                dynamic_shapes.note_size_change(code, g.source.name(), dim)
+
+
+def _changing_size_hint(code, failure):
+    """When the closest entry failed on a tensor size, the sentence naming
+    that dimension, the sizes the entries were compiled for, and the call
+    that makes it dynamic; else None."""
+    if len(failure) < 5 or not isinstance(failure[2], str) or not failure[2].startswith("size()["):
+        return None
+    record, index = failure[0], failure[1]
+    try:
+        guard = record.guards[index]
+        dim = int(failure[2][len("size()["):-1])
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return None
+    from . import guards
+    name = guard.source.name()
+    seen = set()
+    for payload in _C.cache_entries(code):
+        for g in getattr(payload, "guards", ()):
+            if g.kind == guards.TENSOR_MATCH and g.source.name() == name:
+                sizes = g.expected[6]
+                if sizes is not None and dim < len(sizes) and sizes[dim] is not None:
+                    seen.add(sizes[dim])
+    compiled = ", ".join(str(v) for v in sorted(seen)[:8]) + (", ..." if len(seen) > 8 else "")
+    arg = name[3:-2] if name.startswith("L['") and name.endswith("']") else name
+    return (f"The size of {name} in dimension {dim} keeps changing (compiled for {compiled}; "
+            f"this call {_short(failure[4])}): mark it dynamic before the call, "
+            f"dynamo.mark_dynamic({arg}, {dim}), to compile one graph for every size")
 
 
 def _entry_of(out, record):
@@ -854,6 +890,12 @@ def describe_failure(failure, f_locals, f_globals, f_builtins, func):
             return (f"{text}: expected {guards.backend_text(expected)}, actual "
                     f"{guards.backend_text(actual)} ({kind} of entry {record.id}: another "
                     f"optimize()/compile() wrapper of this code compiles for its own backend)")
+        if guard.kind == guards.SHAPE_GUARD:
+            values = actual if isinstance(actual, tuple) else ()
+            now = ", ".join(f"{leaf} = {'<none>' if v is None else v}"
+                            for leaf, v in zip(guard.shape_leaves(), values))
+            return (f"{guard.expected[0]}: expected True, actual False with {now or _short(actual)} "
+                    f"({kind} of entry {record.id})")
         if guard.kind == guards.GLOBAL_STATE and isinstance(expected, int) and isinstance(actual, int):
             return f"{text}: {guards.global_state_diff(expected, actual)} ({kind} of entry {record.id})"
         return (f"{text}: expected {_short(expected)}, "

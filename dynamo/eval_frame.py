@@ -249,6 +249,7 @@ def reset():
     the `__compiled_fn_<n>` / `__resume_at_*` globals compiles installed.
     Waits for a compile running in another thread to finish first."""
     from .convert_frame import uninstall_globals
+    from . import dynamic_shapes
     with _C.compile_lock:
         _C.reset()
         uninstall_globals()
@@ -257,6 +258,7 @@ def reset():
         _limit_warned.clear()
         _eager_warned.clear()
         _environment_failures.clear()
+        dynamic_shapes.clear()
     try:
         from . import resume
         if hasattr(resume, "clear"):

@@ -39,6 +39,11 @@ STORAGE_MATCH = _C.GUARD_KINDS["STORAGE_MATCH"]
 BACKEND_MATCH = _C.GUARD_KINDS["BACKEND_MATCH"]
 # the kinds relating two sources: expected (other source, bool)
 RELATION_KINDS = (SAME_OBJECT, STORAGE_MATCH)
+# expected (text, program): a relation between tensor sizes (a ShapeEnv
+# guard) as a postfix program of SHAPE_OPS steps whose leaves are
+# (SIZE or STRIDE, Source, dim); its source is the first leaf's
+SHAPE_GUARD = _C.GUARD_KINDS["SHAPE_GUARD"]
+SHAPE_OPS = dict(_C.SHAPE_OPS)
 
 KIND_NAMES = {number: name for name, number in _C.GUARD_KINDS.items()}
 
@@ -502,6 +507,8 @@ class Guard:
     def key(self):
         if self.kind in RELATION_KINDS:
             return (self.source.name(), self.kind, self._expected[0].name())
+        if self.kind == SHAPE_GUARD:
+            return (self.source.name(), self.kind, self._expected[0])
         return (self.source.name(), self.kind)
 
     def lower(self) -> tuple:
@@ -509,7 +516,18 @@ class Guard:
         if self.kind in RELATION_KINDS:
             other, same = self._expected
             return (self.kind, self.source.lower(), other.lower(), bool(same))
+        if self.kind == SHAPE_GUARD:
+            text, program = self._expected
+            return (self.kind, self.source.lower(), text,
+                    tuple((s[0], s[1].lower(), s[2]) if s[0] in _SHAPE_LEAVES else s
+                          for s in program))
         return (self.kind, self.source.lower(), *self.expected)
+
+    def shape_leaves(self) -> List[str]:
+        """SHAPE_GUARD: the texts of its leaves in program order, as the C
+        miss report lists their actual values (`L['x'].size()[0]`)."""
+        return [f"{s[1].name()}.{'size' if s[0] == SHAPE_OPS['SIZE'] else 'stride'}()[{s[2]}]"
+                for s in self._expected[1] if s[0] in _SHAPE_LEAVES]
 
     def describe(self) -> str:
         """` - local 'a' TENSOR_MATCH` style line."""
@@ -532,6 +550,8 @@ class Guard:
         elif self.kind == STORAGE_MATCH:
             line += (f" {'shares a storage with' if self._expected[1] else 'shares no storage with'}"
                      f" {self._expected[0].name()}")
+        elif self.kind == SHAPE_GUARD:
+            line += f" {self._expected[0]}"
         elif self._ref is not None and self._ref() is None:
             line += " <dead>"
         return line
@@ -544,6 +564,9 @@ class Guard:
 
     def __repr__(self):
         return f"Guard({self.source.name()}, {KIND_NAMES[self.kind]})"
+
+
+_SHAPE_LEAVES = (SHAPE_OPS["SIZE"], SHAPE_OPS["STRIDE"])
 
 
 def _same_expected(a, b):

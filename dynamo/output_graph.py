@@ -101,6 +101,8 @@ def _check_same_dtypes(name, ex_args, ex_kw, autocast):
 
 
 _PROBE_MAX_NUMEL = 4096
+# ops whose integer tensor arguments are indices (probed with zeros)
+_INDEXING_OPS = frozenset({"getitem", "setitem", "Tensor.__getitem__", "Tensor.__setitem__"})
 _PLAIN_FLOATS = (torch.float32, torch.float64)
 
 
@@ -115,7 +117,7 @@ def example_is_leaf(v):
     return not v.requires_grad if v._is_view() else v.is_leaf
 
 
-def _probe_inputs(ex_args, ex_kw, wrote=False):
+def _probe_inputs(ex_args, ex_kw, wrote=False, index=False):
     """Real stand-ins for a probe of an op on fake examples: ones of each
     tensor's shape, strides, dtype and requires_grad (top level, or in a
     list or tuple), tensors that share a storage (a view of another
@@ -126,12 +128,17 @@ def _probe_inputs(ex_args, ex_kw, wrote=False):
     storage (a write that partly overlaps another argument is refused),
     and no Python bool operand (`t - True` is refused), which fake tensors
     describe well; a tensor not on the CPU, more than _PROBE_MAX_NUMEL
-    elements, or tensors anywhere else (a dict)."""
+    elements, or tensors anywhere else (a dict). `index`: the op indexes
+    (getitem, setitem): integer tensors are zeros, not ones."""
     tensors = []
 
     def walk(v, fn, depth=0):
         if isinstance(v, torch.Tensor):
             return fn(v)
+        if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return _hint(v)                     # a symbolic size argument: this call's value
+        if isinstance(v, slice):
+            return slice(walk(v.start, fn, depth), walk(v.stop, fn, depth), walk(v.step, fn, depth))
         if isinstance(v, (list, tuple)) and depth < 2:
             items = [walk(x, fn, depth + 1) for x in v]
             return items if isinstance(v, list) else tuple(items)
@@ -141,27 +148,28 @@ def _probe_inputs(ex_args, ex_kw, wrote=False):
         return v
 
     def extent(v):
-        if v.device.type != "cpu" or v.layout != torch.strided or v.is_quantized or \
-                not all(type(d) is int for d in (*v.shape, *v.stride(), v.storage_offset())):
-            raise LookupError                   # symbolic sizes: no probe
+        if v.device.type != "cpu" or v.layout != torch.strided or v.is_quantized:
+            raise LookupError
+        shape, stride, offset = _hints(v)       # symbolic sizes: this call's values
         tensors.append(v)
-        span = 1 + sum((n - 1) * st for n, st in zip(v.shape, v.stride())) if v.numel() else 0
+        span = 1 + sum((n - 1) * st for n, st in zip(shape, stride)) if 0 not in shape else 0
         if span > _PROBE_MAX_NUMEL:
             raise LookupError
         key = (v.untyped_storage()._cdata, v.dtype)     # views as two dtypes: two buffers
-        lo, hi = storages.get(key, (v.storage_offset(), 0))
-        storages[key] = (min(lo, v.storage_offset()), max(hi, v.storage_offset() + span))
+        lo, hi = storages.get(key, (offset, 0))
+        storages[key] = (min(lo, offset), max(hi, offset + span))
 
     def real(v):
         key = (v.untyped_storage()._cdata, v.dtype)
-        offset = v.storage_offset() - storages[key][0]
+        shape, stride, offset = _hints(v)
+        offset -= storages[key][0]
         grad = v.requires_grad and (v.is_floating_point() or v.is_complex())
         leaf = example_is_leaf(v)
         if grad and not leaf:           # a computed value: in-place ops on it are allowed
             if key not in computed:     # one per storage: views of one value still overlap
                 computed[key] = buffers[key].detach().requires_grad_(True) * 1
-            return computed[key].as_strided(v.shape, v.stride(), offset)
-        r = buffers[key].as_strided(v.shape, v.stride(), offset)
+            return computed[key].as_strided(shape, stride, offset)
+        r = buffers[key].as_strided(shape, stride, offset)
         return r.requires_grad_(True) if grad else r
     storages, computed = {}, {}
     try:
@@ -170,17 +178,53 @@ def _probe_inputs(ex_args, ex_kw, wrote=False):
         if not tensors or sum(hi - lo for lo, hi in storages.values()) > _PROBE_MAX_NUMEL:
             return None
         dtypes = {t.dtype for t in tensors}
-        if len(dtypes) == 1 and dtypes <= set(_PLAIN_FLOATS) and all(t.numel() for t in tensors) and \
-                not any(torch._debug_has_internal_overlap(t) == 1 for t in tensors) and \
+        if len(dtypes) == 1 and dtypes <= set(_PLAIN_FLOATS) and \
+                all(0 not in _hints(t)[0] for t in tensors) and \
+                not any(_overlaps(t) for t in tensors) and \
                 (not wrote or len(storages) == len({id(t) for t in tensors})) and \
                 not any(type(a) is bool for a in ex_args):
             return None             # decided before any real tensor is made
-        buffers = {k: torch.ones(hi - lo, dtype=k[1]) for k, (lo, hi) in storages.items()}
+        # integer tensors of an indexing op are indices: zeros are valid for
+        # every non-empty dim, where ones fail on a dim of size 1 (a padding
+        # mask indexed by arange(batch) at batch 1: a spurious break)
+        fill = {k: 0 if index and not k[1].is_floating_point and not k[1].is_complex
+                and k[1] is not torch.bool else 1 for k in storages}
+        buffers = {k: torch.full((hi - lo,), fill[k], dtype=k[1]) for k, (lo, hi) in storages.items()}
         args = [walk(a, real) for a in ex_args]
         kw = {k: walk(v, real) for k, v in ex_kw.items()}
     except LookupError:
         return None
     return args, kw
+
+
+def _hint(d):
+    """A number, or the value a symbolic one (SymInt, SymFloat, SymBool)
+    has in this trace's call (LookupError for one computed from data: no
+    probe)."""
+    if type(d) in (int, float, bool):
+        return d
+    hint = d.node.hint
+    if hint is None:
+        raise LookupError
+    return {torch.SymFloat: float, torch.SymBool: bool}.get(type(d), int)(hint)
+
+
+def _overlaps(v):
+    """Has example `v` internal overlap (an expanded tensor)?  Read on a
+    meta tensor of its call's sizes and strides when they are symbolic
+    (no guard on them)."""
+    if all(type(d) is int for d in (*v.shape, *v.stride())):
+        return torch._debug_has_internal_overlap(v) == 1
+    shape, stride, _ = _hints(v)
+    return torch._debug_has_internal_overlap(
+        torch.empty_strided(shape, stride, dtype=v.dtype, device="meta")) == 1
+
+
+def _hints(v):
+    """(sizes, strides, storage offset) of example `v` as this call's ints,
+    without guarding on them."""
+    return ([_hint(d) for d in v.shape], [_hint(d) for d in v.stride()],
+            _hint(v.storage_offset()))
 
 
 class _ProbeFilter(logging.Filter):
@@ -249,10 +293,20 @@ class OutputGraph:
         self.frame = frame                      # convert_frame.FrameInfo
         self.compiler_fn = compiler_fn
         self.graph = torch.fx.Graph()
-        # data-dependent output sizes become unbacked symbols of a shape env
-        # (inputs stay static: from_tensor(static_shapes=True))
-        self.fake_mode = FakeTensorMode(shape_env=ShapeEnv(allow_scalar_outputs=False)
-                                        if config.capture_dynamic_output_shape_ops else None)
+        # the dynamic dimensions of inputs are symbols of this shape env
+        # (dynamic_shapes.dynamic_dims; the others stay constants), and
+        # data-dependent output sizes unbacked ones (or a break when
+        # capture_dynamic_output_shape_ops is off)
+        from .shape_guards import release_shape_env_caches
+        release_shape_env_caches()      # an earlier compile's ShapeEnv lives in them
+        self.shape_env = ShapeEnv(allow_scalar_outputs=False, duck_shape=False,
+                                  allow_dynamic_output_shape_ops=config.capture_dynamic_output_shape_ops)
+        self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
+        # symbol -> shape_guards.Leaf: the input size each symbol stands for;
+        # (Leaf, sympy expr): input strides the examples hold as expressions
+        self.shape_leaves = {}
+        self.stride_facts = []
+        self.symbolic_inputs = {}               # source name -> symbolic example
         self.guards = []
         self.inputs = {}                        # source name -> TensorVariable
         self.input_objs = {}                    # id(tensor) -> (tensor, TensorVariable)
@@ -266,7 +320,6 @@ class OutputGraph:
         self.fake_modules = {}                  # id(module) -> (module, fake copy)
         self.initial_grad = torch.is_grad_enabled()
         self.grad_enabled = self.initial_grad
-        self.sizes_read = False
         self.tensor_guard_values = {}           # source name -> (source, tensor)
         self.install = {}                       # name -> object for f_globals
         self.graphs = []                        # GraphInfo compiled by this compile
@@ -313,19 +366,36 @@ class OutputGraph:
     def final_guards(self):
         """Guards in print order, with TENSOR_MATCH sizes decided now (kept
         when dynamic_shapes is off or the trace read any size)."""
-        dynamic = config.dynamic_shapes and not self.sizes_read
         out = []
         for g in self.guards:
             if g.kind == TENSOR_MATCH:
-                g = Guard(g.source, TENSOR_MATCH, tensor_expected(g.expected[0], dynamic))
+                g = Guard(g.source, TENSOR_MATCH, self._tensor_expected(g.source, g.expected[0]))
             out.append(g)
         out += self._distinct_input_guards([g for g in out if g.kind == TENSOR_MATCH])
+        if self.shape_leaves:
+            from .shape_guards import produce, release_shape_env_caches
+            out += produce(self.shape_env, self.shape_leaves, self.stride_facts)
+            release_shape_env_caches()
         storage = self._storage_guards()
         # GLOBAL_STATE, then GRAD_MODE last (as printed since the seeds)
         grad = ([g for g in out if g.kind == GLOBAL_STATE] + [g for g in out if g.kind == GRAD_MODE])
         alias = [g for g in out if g.kind == SAME_OBJECT]       # relations last, as printed
         rest = [g for g in out if g.kind not in (GRAD_MODE, GLOBAL_STATE, SAME_OBJECT)]
         return ordered(rest) + ordered(alias) + ordered(storage) + grad
+
+    def _tensor_expected(self, source, tensor):
+        """TENSOR_MATCH's fields for input `tensor`: sizes and strides the
+        example holds as symbols are unchecked there (None: SHAPE_GUARDs
+        relate them)."""
+        expected = tensor_expected(tensor, False)
+        example = self.symbolic_inputs.get(source.name())
+        if example is None:
+            return expected
+        sizes = tuple(None if type(e) is not int else d
+                      for d, e in zip(expected[6], example.shape))
+        strides = tuple(None if type(e) is not int else d
+                        for d, e in zip(expected[7], example.stride()))
+        return (*expected[:6], sizes, strides)
 
     def globals_alias(self, f_globals):
         """Name of a global of the frame bound to another module's globals
@@ -512,7 +582,7 @@ class OutputGraph:
         size 1): then the op only runs eagerly."""
         if self._autocast_on():
             return
-        probe = _probe_inputs(ex_args, ex_kw, wrote)
+        probe = _probe_inputs(ex_args, ex_kw, wrote, index=what in _INDEXING_OPS)
         if probe is None:
             return
         args, kw = probe
@@ -593,6 +663,9 @@ class OutputGraph:
         if self.grad_enabled != self.initial_grad:
             self.graph.call_function(torch._C._set_grad_enabled, (self.initial_grad,))
         self.graph.output(tuple(outputs))
+        for node in reversed(list(self.graph.nodes)):
+            if not node.users and _is_size_node(node):     # a size read only at trace time
+                self.graph.erase_node(node)
         for node in list(self.graph.nodes):
             if node.op == "placeholder" and not node.users:
                 self.graph.erase_node(node)
@@ -601,10 +674,32 @@ class OutputGraph:
         gm.meta = {}
         example_inputs = [n.meta.pop("real") for n in placeholders]   # gm keeps no real inputs
         name = f"__compiled_fn_{next(_graph_counter)}"
-        compiled = self.compiler_fn(gm, example_inputs)
+        # a graph with symbolic sizes gets the fake examples of this trace
+        # (one fake mode and shape env), as torch.compile hands them to
+        # AOT autograd and Inductor: a backend that traces again keeps the
+        # sizes symbolic instead of specializing on the real ones
+        symbolic = any(n.meta["source"].name() in self.symbolic_inputs for n in placeholders)
+        if symbolic:
+            # sizes computed from data by this trace's fake run (nonzero's
+            # length) belong to its nodes: a backend tracing again under the
+            # same shape env makes its own, and refuses to find ours pending
+            self.shape_env.pending_fresh_unbacked_symbols.clear()
+        compiled = self.compiler_fn(gm, [n.meta["example_value"] for n in placeholders]
+                                    if symbolic else example_inputs)
         self.install[name] = compiled
         info = GraphInfo(name, gm, compiled, example_inputs, self.op_count())
         return info, index, [n.meta["source"] for n in placeholders]
+
+
+def _is_size_node(node):
+    """A node computing a size or a relation of sizes (its example a
+    SymInt/SymBool, or a torch.Size): pure, so dropped when unused."""
+    if node.op not in ("call_function", "call_method"):
+        return False
+    ex = node.meta.get("example_value")
+    if isinstance(ex, (torch.SymInt, torch.SymBool, torch.SymFloat)):
+        return True
+    return type(ex) is torch.Size and node.op == "call_method" and node.target == "size"
 
 
 def _has_node(args):

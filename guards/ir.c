@@ -269,7 +269,91 @@ static const Py_ssize_t check_arity[GIR_NKINDS] = {
     [GIR_DICT_KEYS] = 3, [GIR_FUNCTION_MATCH] = 3, [GIR_NONE_MATCH] = 3,
     [GIR_SAME_OBJECT] = 4, [GIR_GLOBAL_STATE] = 3, [GIR_STORAGE_MATCH] = 4,
     [GIR_BACKEND_MATCH] = 3,
+    [GIR_SHAPE_GUARD] = 4,
 };
+
+/* Stack effect of each program step: values popped, values pushed. */
+static int
+shape_step_arity(int op, int *pops)
+{
+    if (op <= GIR_SH_CONST)
+        *pops = 0;
+    else if (op >= GIR_SH_NOT)
+        *pops = 1;
+    else
+        *pops = 2;
+    return op >= 0 && op < GIR_SH_NOPS;
+}
+
+/* Compile SHAPE_GUARD's program tuple into c->shape: every step known, its
+ * leaves value sources, the stack never deeper than GIR_SHAPE_MAX_STACK and
+ * exactly one value left.  c->source must be the first leaf's source. */
+static int
+parse_shape(Builder *b, GirCheck *c, PyObject *prog /* borrowed */)
+{
+    if (!PyTuple_Check(prog) || PyTuple_GET_SIZE(prog) == 0 || PyTuple_GET_SIZE(prog) > 4096)
+        return fail(b, PyExc_TypeError, "SHAPE_GUARD expects (text, program tuple)");
+    GirShape *sh = PyMem_Calloc(1, sizeof(GirShape));
+    if (sh == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    c->shape = sh;
+    sh->spec = Py_NewRef(prog);
+    sh->n = (int)PyTuple_GET_SIZE(prog);
+    sh->steps = PyMem_Calloc(sh->n, sizeof(GirShapeStep));
+    if (sh->steps == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int depth = 0, first_leaf = -1;
+    for (int i = 0; i < sh->n; i++) {
+        PyObject *st = PyTuple_GET_ITEM(prog, i);
+        if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) < 1 || !PyLong_Check(PyTuple_GET_ITEM(st, 0)))
+            return fail(b, PyExc_TypeError, "SHAPE_GUARD step must be a tuple (op, ...)");
+        GirShapeStep *s = &sh->steps[i];
+        long op = PyLong_AsLong(PyTuple_GET_ITEM(st, 0));
+        int pops;
+        if (!shape_step_arity((int)op, &pops) || (op == -1 && PyErr_Occurred()))
+            return PyErr_Occurred() ? -1 : fail(b, PyExc_ValueError, "unknown SHAPE_GUARD step");
+        s->op = (int)op;
+        s->source = -1;
+        Py_ssize_t want = op == GIR_SH_CONST ? 2 : op < GIR_SH_CONST ? 3 : 1;
+        if (PyTuple_GET_SIZE(st) != want)
+            return fail(b, PyExc_ValueError, "wrong number of fields in a SHAPE_GUARD step");
+        if (op == GIR_SH_CONST) {
+            s->value = PyLong_AsLongLong(PyTuple_GET_ITEM(st, 1));
+            if (s->value == -1 && PyErr_Occurred())
+                return -1;
+        }
+        else if (op < GIR_SH_CONST) {
+            long dim = PyLong_AsLong(PyTuple_GET_ITEM(st, 2));
+            if (dim == -1 && PyErr_Occurred())
+                return -1;
+            if (dim < 0 || dim > INT_MAX)
+                return fail(b, PyExc_ValueError, "SHAPE_GUARD dimension out of range");
+            s->dim = (int)dim;
+            s->source = compile_source(b, PyTuple_GET_ITEM(st, 1), 0);
+            if (s->source < 0)
+                return -1;
+            if (b->gs->sources[s->source].kind == GIR_SRC_NONE)
+                return fail(b, PyExc_ValueError, "SHAPE_GUARD leaves need a value source");
+            if (first_leaf < 0)
+                first_leaf = s->source;
+        }
+        if (depth < pops)
+            return fail(b, PyExc_ValueError, "SHAPE_GUARD program pops an empty stack");
+        depth += 1 - pops;
+        if (depth > GIR_SHAPE_MAX_STACK)
+            return fail(b, PyExc_ValueError, "SHAPE_GUARD program too deep");
+    }
+    if (depth != 1)
+        return fail(b, PyExc_ValueError, "SHAPE_GUARD program must leave one value");
+    if (first_leaf != c->source)
+        return fail(b, PyExc_ValueError, "SHAPE_GUARD source must be its first leaf's");
+    b->gs->needs_torch = 1;                     /* sizes are read through tmeta */
+    return gir_runtime_load(b->rt);
+}
 
 /* Fill check c from guard tuple g. */
 static int
@@ -358,6 +442,11 @@ compile_check(Builder *b, GirCheck *c, PyObject *g /* borrowed */)
         c->obj = Py_NewRef(same ? Py_True : Py_False);
         return 0;
     }
+    case GIR_SHAPE_GUARD:
+        if (!PyUnicode_Check(e))
+            return fail(b, PyExc_TypeError, "SHAPE_GUARD expects (text, program)");
+        c->obj = Py_NewRef(e);
+        return parse_shape(b, c, PyTuple_GET_ITEM(g, 3));
     }
     return fail(b, PyExc_ValueError, "unknown guard kind");
 }
@@ -425,6 +514,12 @@ gir_free(GirSet *gs)
             PyMem_Free(c->tensor->strides);
             PyMem_Free(c->tensor);
             c->tensor = NULL;
+        }
+        if (c->shape != NULL) {
+            Py_CLEAR(c->shape->spec);
+            PyMem_Free(c->shape->steps);
+            PyMem_Free(c->shape);
+            c->shape = NULL;
         }
     }
     for (Py_ssize_t i = 0; i < gs->nsources; i++) {
@@ -584,10 +679,16 @@ _Static_assert(sizeof source_kind_names / sizeof *source_kind_names == GIR_SRC_S
 static const char *const check_kind_names[] = {
     "TYPE_MATCH", "ID_MATCH", "EQUALS_MATCH", "LENGTH", "TENSOR_MATCH", "GRAD_MODE",
     "DICT_KEYS", "FUNCTION_MATCH", "NONE_MATCH", "SAME_OBJECT", "GLOBAL_STATE",
-    "STORAGE_MATCH", "BACKEND_MATCH",
+    "STORAGE_MATCH", "BACKEND_MATCH", "SHAPE_GUARD",
 };
 _Static_assert(sizeof check_kind_names / sizeof *check_kind_names == GIR_NKINDS,
                "a name per check kind");
+static const char *const shape_op_names[] = {
+    "SIZE", "STRIDE", "CONST", "ADD", "SUB", "MUL", "FLOORDIV", "MOD", "EQ", "NE", "LT", "LE",
+    "AND", "OR", "MIN", "MAX", "NOT", "NEG",
+};
+_Static_assert(sizeof shape_op_names / sizeof *shape_op_names == GIR_SH_NOPS,
+               "a name per shape step");
 
 /* New dict {names[i]: i}, or NULL with an exception. */
 static PyObject *
@@ -618,6 +719,8 @@ gir_add_vocabulary(PyObject *module)
 {
     int n_src = (int)(sizeof source_kind_names / sizeof *source_kind_names);
     if (add_new(module, "SOURCE_KINDS", kind_dict(source_kind_names, n_src)) < 0)
+        return -1;
+    if (add_new(module, "SHAPE_OPS", kind_dict(shape_op_names, GIR_SH_NOPS)) < 0)
         return -1;
     return add_new(module, "GUARD_KINDS", kind_dict(check_kind_names, GIR_NKINDS));
 }

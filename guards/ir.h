@@ -50,8 +50,53 @@ typedef enum {
     GIR_BACKEND_MATCH = 12, /* (12, (5,), key): the frame's backend key (the
                                thread's callback's, GevalFrame.backend) is key,
                                or 0 (RUN mode: any entry serves) */
+    GIR_SHAPE_GUARD = 13,   /* (13, source, text, program): the postfix program
+                               over tensor sizes/strides (GirShapeOp) yields
+                               non-zero; source: its first leaf's source */
     GIR_NKINDS
 } GirCheckKind;
+
+/* SHAPE_GUARD program steps, numbered as in the Python tuples: one relation
+ * between tensor sizes (a ShapeEnv guard such as `2 <= s0`, `s0 == s1`,
+ * `s0 % 8 == 0`) in postfix order over int64 values. */
+typedef enum {
+    GIR_SH_SIZE = 0,        /* (0, source, dim): push source.size()[dim] */
+    GIR_SH_STRIDE = 1,      /* (1, source, dim): push source.stride()[dim] */
+    GIR_SH_CONST = 2,       /* (2, value): push an int64 constant */
+    GIR_SH_ADD = 3,         /* binary steps pop b, then a, push a OP b */
+    GIR_SH_SUB = 4,
+    GIR_SH_MUL = 5,
+    GIR_SH_FLOORDIV = 6,    /* Python's //; a zero divisor fails the guard */
+    GIR_SH_MOD = 7,         /* Python's %; a zero divisor fails the guard */
+    GIR_SH_EQ = 8,          /* comparisons push 0 / 1 */
+    GIR_SH_NE = 9,
+    GIR_SH_LT = 10,
+    GIR_SH_LE = 11,
+    GIR_SH_AND = 12,
+    GIR_SH_OR = 13,
+    GIR_SH_MIN = 14,
+    GIR_SH_MAX = 15,
+    GIR_SH_NOT = 16,        /* unary steps pop a, push OP a */
+    GIR_SH_NEG = 17,
+    GIR_SH_NOPS
+} GirShapeOp;
+
+/* Deepest value stack of a SHAPE_GUARD program (checked at compile: the walk
+ * evaluates on a fixed array, no allocation). */
+#define GIR_SHAPE_MAX_STACK 32
+
+typedef struct {
+    int op;                 /* GirShapeOp */
+    int source;             /* SIZE/STRIDE: index into GirSet.sources, else -1 */
+    int dim;                /* SIZE/STRIDE: the dimension, else 0 */
+    int64_t value;          /* CONST: the value, else 0 */
+} GirShapeStep;
+
+typedef struct {
+    int n;                  /* steps */
+    GirShapeStep *steps;    /* owned */
+    PyObject *spec;         /* strong: the program tuple it was compiled from */
+} GirShape;
 
 /* Deepest ATTR/ITEM chain accepted; keeps the fetch recursion bounded. */
 #define GIR_MAX_DEPTH 32
@@ -93,6 +138,7 @@ typedef struct {
                                GLOBAL_STATE: the expected state word;
                                BACKEND_MATCH: the expected backend key (> 0) */
     GirTensor *tensor;      /* owned, TENSOR_MATCH only, else NULL */
+    GirShape *shape;        /* owned, SHAPE_GUARD only, else NULL (obj: its text) */
 } GirCheck;
 
 typedef struct {
@@ -148,8 +194,8 @@ gir_incref(GirSet *gs)
     return gs;
 }
 
-/* Add SOURCE_KINDS and GUARD_KINDS ({name: number} of the two enums above,
- * the one vocabulary dynamo.guards imports) to the module.  0, or -1 with
+/* Add SOURCE_KINDS, GUARD_KINDS and SHAPE_OPS ({name: number} of the three
+ * enums above, the one vocabulary dynamo.guards imports) to the module.  0, or -1 with
  * an exception. */
 int gir_add_vocabulary(PyObject *module);
 

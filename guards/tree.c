@@ -56,6 +56,7 @@
 const char *const prop_names[NPROPS] = {
     "type", "id", "is_none", "grad_mode", "global_state", "backend", "same_object", "len", "dtype", "device",
     "requires_grad", "dispatch_keys", "ndim", "size()", "stride()", "same_storage", "value", "keys",
+    "shape",
 };
 
 /* ---- per-call scratch ------------------------------------------------------ */
@@ -704,6 +705,106 @@ slot_view(Walk *w, int i, PyObject *v)
     return slot->tstate < 0 ? NULL : tensor_view(w, i, v);
 }
 
+/* Value of a SHAPE_GUARD leaf: size()[dim] or stride()[dim] of tree source
+ * src.  1 with *out, 0 when the source is missing, not a tensor or has no
+ * such dim (the relation fails), -1 on error. */
+static int
+shape_leaf(Walk *w, const GirShapeStep *s, int64_t *out)
+{
+    PyObject *v = w->slots[s->source].value;
+    if (UNLIKELY(v == NULL) && (v = fetch(w, s->source)) == NULL)
+        return -1;
+    if (v == MISSING)
+        return 0;
+    const TmetaView *tm = slot_view(w, s->source, v);
+    if (tm == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    const int64_t *dims = s->op == GIR_SH_SIZE ? tm->sizes : tm->strides;
+    if (s->dim >= tm->ndim || dims == NULL)
+        return 0;
+    *out = dims[s->dim];
+    return 1;
+}
+
+static inline int64_t
+floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* Evaluate SHAPE relation sh on a fixed stack (depth checked by
+ * gir_compile): -1 error, 0 fail (false, a missing leaf, a zero divisor,
+ * an overflow), 1 pass.  No allocation, no Python call for tmeta tensors. */
+static int
+shape_pass(Walk *w, const TShape *sh)
+{
+    int64_t st[GIR_SHAPE_MAX_STACK];
+    int sp = 0;
+    for (int i = 0; i < sh->n; i++) {
+        const GirShapeStep *s = &sh->steps[i];
+        int64_t a, b, r;
+        switch (s->op) {
+        case GIR_SH_SIZE: case GIR_SH_STRIDE: {
+            int rc = shape_leaf(w, s, &st[sp]);
+            if (rc <= 0)
+                return rc;
+            sp++;
+            continue;
+        }
+        case GIR_SH_CONST:
+            st[sp++] = s->value;
+            continue;
+        case GIR_SH_NOT:
+            st[sp - 1] = st[sp - 1] == 0;
+            continue;
+        case GIR_SH_NEG:
+            if (st[sp - 1] == INT64_MIN)
+                return 0;
+            st[sp - 1] = -st[sp - 1];
+            continue;
+        default:
+            break;
+        }
+        b = st[--sp];
+        a = st[sp - 1];
+        switch (s->op) {
+        case GIR_SH_ADD:
+            if (__builtin_add_overflow(a, b, &r))
+                return 0;
+            break;
+        case GIR_SH_SUB:
+            if (__builtin_sub_overflow(a, b, &r))
+                return 0;
+            break;
+        case GIR_SH_MUL:
+            if (__builtin_mul_overflow(a, b, &r))
+                return 0;
+            break;
+        case GIR_SH_FLOORDIV:
+            if (b == 0 || (a == INT64_MIN && b == -1))
+                return 0;
+            r = floor_div(a, b);
+            break;
+        case GIR_SH_MOD:
+            if (b == 0 || (a == INT64_MIN && b == -1))
+                return 0;
+            r = a - floor_div(a, b) * b;
+            break;
+        case GIR_SH_EQ: r = a == b; break;
+        case GIR_SH_NE: r = a != b; break;
+        case GIR_SH_LT: r = a < b; break;
+        case GIR_SH_LE: r = a <= b; break;
+        case GIR_SH_AND: r = a != 0 && b != 0; break;
+        case GIR_SH_OR: r = a != 0 || b != 0; break;
+        case GIR_SH_MIN: r = a < b ? a : b; break;
+        default: r = a > b ? a : b; break;         /* MAX */
+        }
+        st[sp - 1] = r;
+    }
+    return st[0] != 0;
+}
+
 /* Run one test; -1 error, 0 fail, 1 pass.  The per-call hot loop: the
  * common properties are compared inline, the rest go through
  * scalar_actual (the same reads the miss report uses). */
@@ -778,6 +879,8 @@ test_pass(Walk *w, const Test *t)
         return value_match(v, t->obj);
     case P_KEYS:
         return dict_keys_match(v, t->obj);
+    case P_SHAPE:
+        return shape_pass(w, &w->t->shapes[t->dim]);
     default: {                                      /* LEN */
         int64_t actual;
         int rc = scalar_actual(w, &w->t->keys[t->key], v, &actual);
@@ -991,7 +1094,7 @@ expected_obj(const GTree *tr, const Test *t)
     switch (tr->keys[t->key].prop) {
     case P_ID:
         return Py_NewRef(tr->entries[t->entry].gs->dead ? dead_obj : t->obj);
-    case P_TYPE: case P_VALUE: case P_KEYS: case P_DTYPE: case P_DEVICE:
+    case P_TYPE: case P_VALUE: case P_KEYS: case P_DTYPE: case P_DEVICE: case P_SHAPE:
         return Py_NewRef(t->obj);
     case P_NONE: case P_GRAD: case P_REQGRAD: case P_SAME: case P_STORAGE:
         return PyBool_FromLong(t->bits != 0);
@@ -1000,6 +1103,29 @@ expected_obj(const GTree *tr, const Test *t)
     default:
         return PyLong_FromLongLong(t->bits);
     }
+}
+
+/* A SHAPE relation's actual leaf values in this call: a new tuple, one
+ * item per SIZE/STRIDE step in program order (None where it has none). */
+static PyObject *
+shape_actual(Walk *w, const TShape *sh)
+{
+    PyObject *out = PyList_New(0);
+    for (int i = 0; out != NULL && i < sh->n; i++) {
+        const GirShapeStep *s = &sh->steps[i];
+        if (s->op != GIR_SH_SIZE && s->op != GIR_SH_STRIDE)
+            continue;
+        int64_t v;
+        int rc = shape_leaf(w, s, &v);
+        PyObject *item = rc < 0 ? NULL : rc == 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(v);
+        if (item == NULL || PyList_Append(out, item) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(item);
+    }
+    if (out == NULL)
+        return NULL;
+    Py_SETREF(out, PyList_AsTuple(out));
+    return out;
 }
 
 /* Actual value of test t's property in this call, as a new object (cold
@@ -1020,6 +1146,8 @@ actual_obj(Walk *w, const Test *t)
         return Py_NewRef(v);
     case P_KEYS:
         return PyDict_CheckExact(v) ? PySequence_Tuple(v) : Py_NewRef(v);
+    case P_SHAPE:
+        return shape_actual(w, &w->t->shapes[k->dim]);
     case P_DTYPE: case P_DEVICE:
         if (tensor_view(w, k->src, v) == NULL) {
             if (PyErr_Occurred())

@@ -16,7 +16,8 @@ typedef struct {
     GTree *t;               /* under construction */
     PyObject *src_memo;     /* strong: dict source tuple -> tree source */
     PyObject *key_memo;     /* strong: dict packed key -> key index */
-    int cap_sources, cap_keys, cap_tests;
+    PyObject *shape_memo;   /* strong: dict program tuple -> GTree.shapes index */
+    int cap_sources, cap_keys, cap_tests, cap_shapes;
     char *consumed;         /* owned: per test, consumed on the current path */
 } Build;
 
@@ -90,6 +91,39 @@ key_of(Build *b, int src, int prop, int dim)
     return t->nkeys++;
 }
 
+/* Index in GTree.shapes of SHAPE_GUARD program sh (map: tree source of
+ * each source of the entry's set), added when new; -1 on error. */
+static int
+shape_of(Build *b, const GirShape *sh, const int *map)
+{
+    PyObject *known = PyDict_GetItemWithError(b->shape_memo, sh->spec);
+    if (known != NULL)
+        return (int)PyLong_AsLong(known);
+    if (PyErr_Occurred())
+        return -1;
+    GTree *t = b->t;
+    if (grow((void **)&t->shapes, &b->cap_shapes, t->nshapes + 1, sizeof(TShape)) < 0)
+        return -1;
+    GirShapeStep *steps = PyMem_Malloc((size_t)sh->n * sizeof(GirShapeStep));
+    if (steps == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < sh->n; i++) {
+        steps[i] = sh->steps[i];
+        if (steps[i].source >= 0)
+            steps[i].source = map[steps[i].source];
+    }
+    t->shapes[t->nshapes] = (TShape){.n = sh->n, .steps = steps};
+    PyObject *boxed = PyLong_FromLong(t->nshapes++);    /* owned by the tree from here */
+    if (boxed == NULL || PyDict_SetItem(b->shape_memo, sh->spec, boxed) < 0) {
+        Py_XDECREF(boxed);
+        return -1;
+    }
+    Py_DECREF(boxed);
+    return t->nshapes - 1;
+}
+
 /* Append a test of entry `entry`, guard `guard`. */
 static int
 add_test(Build *b, int entry, int guard, int src, int prop, int dim, int64_t bits,
@@ -113,7 +147,7 @@ add_test(Build *b, int entry, int guard, int src, int prop, int dim, int64_t bit
             x->bits = h;
         }
     }
-    else if (prop == P_KEYS || prop == P_BACKEND)
+    else if (prop == P_KEYS || prop == P_BACKEND || prop == P_SHAPE)
         x->switchable = 0;      /* BACKEND: key 0 (RUN mode) matches every branch */
     t->ntests++;
     return 0;
@@ -165,6 +199,10 @@ decompose(Build *b, int entry, int g, const GirCheck *c, const int *map)
         return add_test(b, entry, g, src, P_SAME, map[c->n], c->obj == Py_True, NULL);
     case GIR_STORAGE_MATCH:                         /* key dim: the other source */
         return add_test(b, entry, g, src, P_STORAGE, map[c->n], c->obj == Py_True, NULL);
+    case GIR_SHAPE_GUARD: {                         /* key dim: the relation */
+        int shape = shape_of(b, c->shape, map);
+        return shape < 0 ? -1 : add_test(b, entry, g, src, P_SHAPE, shape, 1, c->obj);
+    }
     case GIR_TENSOR_MATCH: {
         const GirTensor *e = c->tensor;
         if (add_test(b, entry, g, src, P_TYPE, 0, ptr_bits(e->cls), e->cls) < 0
@@ -230,7 +268,7 @@ static int
 same_expected(const GTree *t, const Test *a, const Test *b)
 {
     int prop = t->keys[a->key].prop;
-    if (is_scalar_prop(prop))
+    if (is_scalar_prop(prop) || prop == P_SHAPE)    /* SHAPE: one key, one program */
         return a->bits == b->bits;
     if (a->obj == b->obj)
         return 1;
@@ -739,7 +777,7 @@ gtree_build(const GtreeInput *in, Py_ssize_t n, GirRuntime *rt)
     }
     b.t = t;
     if ((b.src_memo = PyDict_New()) == NULL || (b.key_memo = PyDict_New()) == NULL
-            || decompose_entries(&b) < 0)
+            || (b.shape_memo = PyDict_New()) == NULL || decompose_entries(&b) < 0)
         goto error;
     b.consumed = PyMem_Calloc(t->ntests ? t->ntests : 1, 1);
     all = PyMem_Malloc((n ? n : 1) * sizeof(int));
@@ -755,12 +793,14 @@ gtree_build(const GtreeInput *in, Py_ssize_t n, GirRuntime *rt)
     PyMem_Free(b.consumed);
     Py_DECREF(b.src_memo);
     Py_DECREF(b.key_memo);
+    Py_DECREF(b.shape_memo);
     return t;
 error:
     PyMem_Free(all);
     PyMem_Free(b.consumed);
     Py_XDECREF(b.src_memo);
     Py_XDECREF(b.key_memo);
+    Py_XDECREF(b.shape_memo);
     gtree_decref(t);
     return NULL;
 }
@@ -776,6 +816,9 @@ gtree_decref(GTree *t)
     PyMem_Free(t->tests);
     PyMem_Free(t->keys);
     PyMem_Free(t->sources);
+    for (int i = 0; i < t->nshapes; i++)
+        PyMem_Free(t->shapes[i].steps);
+    PyMem_Free(t->shapes);
     TEntry *entries = t->entries;
     int n = t->nentries;
     PyMem_Free(t);

@@ -28,7 +28,9 @@
  * order: TYPE first, so dependent properties see the expected type). */
 typedef enum {
     P_TYPE, P_ID, P_NONE, P_GRAD, P_GSTATE, P_BACKEND, P_SAME, P_LEN, P_DTYPE, P_DEVICE, P_REQGRAD, P_DKEYS,
-    P_NDIM, P_SIZE, P_STRIDE, P_STORAGE, P_VALUE, P_KEYS, NPROPS
+    P_NDIM, P_SIZE, P_STRIDE, P_STORAGE, P_VALUE, P_KEYS,
+    P_SHAPE,            /* a SHAPE_GUARD relation (dim: its GTree.shapes index) */
+    NPROPS
 } Prop;
 
 static inline int
@@ -54,8 +56,15 @@ typedef struct {
     int src;            /* tree source */
     int prop;           /* Prop */
     int dim;            /* SIZE/STRIDE dimension; SAME, STORAGE: the other tree
-                           source; else 0 */
+                           source; SHAPE: the relation (GTree.shapes); else 0 */
 } Key;
+
+/* A SHAPE_GUARD program with tree sources: one per distinct program tuple
+ * in the tree (entries guarding the same relation share it and its key). */
+typedef struct {
+    int n;
+    GirShapeStep *steps;    /* owned: GirSet steps, `source` mapped to tree sources */
+} TShape;
 
 typedef struct {
     int key;            /* index into GTree.keys */
@@ -65,7 +74,8 @@ typedef struct {
     int switchable;     /* `bits` may route a switch */
     int64_t bits;       /* int64 properties: the value; VALUE: its hash */
     PyObject *obj;      /* borrowed from the entry's GirSet: expected object
-                           of TYPE, ID, VALUE, KEYS, DTYPE, DEVICE; or NULL */
+                           of TYPE, ID, VALUE, KEYS, DTYPE, DEVICE; SHAPE's
+                           relation text; or NULL */
 } Test;
 
 typedef struct {
@@ -169,6 +179,8 @@ struct GTree {
     Key *keys;              /* owned */
     int nsources;
     TSource *sources;       /* owned */
+    int nshapes;
+    TShape *shapes;         /* owned: the SHAPE tests' programs */
     Node *root;             /* owned, or NULL (no entries) */
     int nnodes;
     uint64_t lookups, hits, misses;     /* counts */

@@ -207,7 +207,7 @@ static const char *const prop_forms[NPROPS] = {
     "type({})", "id({})", "{} is None", "torch.is_grad_enabled()", "global torch state",
     "compile backend", "{}.same_object", "len({})", "{}.dtype", "{}.device", "{}.requires_grad",
     "{}.dispatch_keys", "{}.ndim", "{}.size()", "{}.stride()", "{}.same_storage", "{}",
-    "{}.keys()",
+    "{}.keys()", "shape relation over {}",
 };
 
 PyObject *

@@ -16,7 +16,10 @@ NONE_MATCH -> is_none; SAME_OBJECT -> same_object, STORAGE_MATCH ->
 same_storage (their expected field here is (other source, same); the report
 gives `same`; same_storage exists only when both are tensors with a
 storage); BACKEND_MATCH -> backend (the frame's backend key: the expected
-key passes, and key 0, RUN mode, passes every entry).  Source kind 6
+key passes, and key 0, RUN mode, passes every entry); SHAPE_GUARD -> shape (expected here
+(text, program); the report gives the text, and the actual leaf values as a
+tuple: `shape_eval` runs the postfix program with Python's integer
+semantics, a missing leaf or a zero divisor failing the guard).  Source kind 6
 (STATIC_ATTR) is guards.static_lookup; VALUE compares floats bit for bit
 (guards.same_constant).
 """
@@ -30,7 +33,21 @@ from dynamo.guards import (_NOT_FOUND, KIND_NAMES, Guard, SourceError, _dims, di
 
 LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE, STATIC_ATTR = range(7)
 (TYPE_MATCH, ID_MATCH, EQUALS_MATCH, LENGTH, TENSOR_MATCH, GRAD_MODE, DICT_KEYS,
- FUNCTION_MATCH, NONE_MATCH, SAME_OBJECT, GLOBAL_STATE, STORAGE_MATCH, BACKEND_MATCH) = range(13)
+ FUNCTION_MATCH, NONE_MATCH, SAME_OBJECT, GLOBAL_STATE, STORAGE_MATCH, BACKEND_MATCH,
+ SHAPE_GUARD) = range(14)
+# SHAPE_GUARD program steps (guards/ir.h GirShapeOp)
+(SH_SIZE, SH_STRIDE, SH_CONST, SH_ADD, SH_SUB, SH_MUL, SH_FLOORDIV, SH_MOD, SH_EQ, SH_NE, SH_LT,
+ SH_LE, SH_AND, SH_OR, SH_MIN, SH_MAX, SH_NOT, SH_NEG) = range(18)
+SHAPE_OPS = dict(SIZE=SH_SIZE, STRIDE=SH_STRIDE, CONST=SH_CONST, ADD=SH_ADD, SUB=SH_SUB,
+                 MUL=SH_MUL, FLOORDIV=SH_FLOORDIV, MOD=SH_MOD, EQ=SH_EQ, NE=SH_NE, LT=SH_LT,
+                 LE=SH_LE, AND=SH_AND, OR=SH_OR, MIN=SH_MIN, MAX=SH_MAX, NOT=SH_NOT, NEG=SH_NEG)
+_BINARY = {SH_ADD: lambda a, b: a + b, SH_SUB: lambda a, b: a - b, SH_MUL: lambda a, b: a * b,
+           SH_FLOORDIV: lambda a, b: a // b, SH_MOD: lambda a, b: a % b,
+           SH_EQ: lambda a, b: int(a == b), SH_NE: lambda a, b: int(a != b),
+           SH_LT: lambda a, b: int(a < b), SH_LE: lambda a, b: int(a <= b),
+           SH_AND: lambda a, b: int(bool(a) and bool(b)), SH_OR: lambda a, b: int(bool(a) or bool(b)),
+           SH_MIN: min, SH_MAX: max}
+_INT64 = (-2 ** 63, 2 ** 63 - 1)
 
 
 class _Missing:
@@ -66,6 +83,8 @@ def decompose(guard: tuple) -> List[Tuple[tuple, str, Any]]:
         return [(src, "same_object", (guard[2], bool(guard[3])))]
     if kind == STORAGE_MATCH:
         return [(src, "same_storage", (guard[2], bool(guard[3])))]
+    if kind == SHAPE_GUARD:
+        return [(src, "shape", (guard[2], guard[3]))]
     if kind == TENSOR_MATCH:
         cls, dtype, device, rg, keys, ndim, sizes, strides = guard[2:]
         tests = [(src, "type", cls), (src, "dtype", dtype), (src, "device", device),
@@ -165,9 +184,51 @@ def _same_storage(v, other):
     return None if a is None or b is None else a == b
 
 
+def _shape_leaf(step, frame):
+    """size()[dim] / stride()[dim] of a SHAPE_GUARD leaf, None when absent."""
+    v = frame.fetch(step[1])
+    if v is MISSING:
+        return None
+    ok, value = _tensor_prop(v, f"{'size()' if step[0] == SH_SIZE else 'stride()'}[{step[2]}]")
+    return value if ok else None
+
+
+def shape_eval(program, frame: Frame) -> bool:
+    """Does the SHAPE_GUARD program yield non-zero?  Int64 arithmetic as the
+    C walk does it: an overflow, a zero divisor or a missing leaf fails."""
+    stack = []
+    for step in program:
+        op = step[0]
+        if op in (SH_SIZE, SH_STRIDE):
+            value = _shape_leaf(step, frame)
+            if value is None:
+                return False
+            stack.append(value)
+            continue
+        if op == SH_CONST:
+            stack.append(step[1])
+            continue
+        if op == SH_NOT:
+            stack[-1] = int(stack[-1] == 0)
+            continue
+        if op == SH_NEG:
+            stack[-1] = -stack[-1]
+        else:
+            b = stack.pop()
+            if op in (SH_FLOORDIV, SH_MOD) and b == 0:
+                return False
+            stack[-1] = _BINARY[op](stack[-1], b)
+        if not _INT64[0] <= stack[-1] <= _INT64[1]:
+            return False
+    return stack[0] != 0
+
+
 def actual(test, frame: Frame):
     """The property's value in this frame (None when it does not exist)."""
     src, prop, _ = test
+    if prop == "shape":
+        return tuple(_shape_leaf(step, frame) for step in test[2][1]
+                     if step[0] in (SH_SIZE, SH_STRIDE))
     v = frame.fetch(src)
     if v is MISSING:
         return MISSING
@@ -207,6 +268,8 @@ def passes(test, frame: Frame) -> bool:
     v = frame.fetch(src)
     if v is MISSING:
         return False
+    if prop == "shape":
+        return shape_eval(expected[1], frame)
     if prop == "type":
         return type(v) is expected
     if prop == "id":
@@ -275,7 +338,8 @@ def lookup(entries: Sequence[Tuple[Sequence[tuple], Any]], f_locals, f_globals, 
         g, test = per_entry[i][fails[i]]
         payload = entries[i][1]
         if i == closest:
-            expected = test[2][1] if test[1] in ("same_object", "same_storage") else test[2]
+            expected = test[2][1] if test[1] in ("same_object", "same_storage") else \
+                test[2][0] if test[1] == "shape" else test[2]
             out.append((payload, g, test[1], expected, actual(test, frame)))
         else:
             out.append((payload, g))

@@ -35,6 +35,8 @@ import torch
 import dynamo
 from dynamo import records
 
+dynamo.config.automatic_dynamic_shapes = False     # scale: one entry per size (a size switch)
+
 
 @dynamo.optimize("eager")
 def toy_example(a, b):

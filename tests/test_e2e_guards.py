@@ -445,54 +445,32 @@ def _counting_backend(calls, made):
     return backend
 
 
-def test_cache_size_limit_drops_the_entries_that_served_no_call():
-    """At the limit the entries made for values seen once (here the only
-    one) are dropped with their compiled graph, and a frame left with none
-    runs with no lookup at all (skip-marked) until reset()."""
-    dynamo.config.cache_size_limit = 1
-    calls, made = [], []
-    opt = dynamo.optimize(_counting_backend(calls, made))(mul)
-    assert same(opt(T, 0), T * 0) and len(calls) == 1
-    assert len(dynamo._C.cache_entries(mul.__code__)) == 1
-    installed = [k for k in globals() if k.startswith("__compiled_fn")]
-    assert len(installed) == 1
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        assert same(opt(T, 1), T * 1)
-    (msg,) = [str(m.message) for m in w if "cache_size_limit" in str(m.message)]
-    assert "1 entry that served no call since compiled dropped" in msg
-    assert dynamo._C.cache_entries(mul.__code__) == [] and dynamo._C.is_skip(mul.__code__)
-    assert made[0]() is None            # the backend's callable is freed at once
-    assert not any(k.startswith("__compiled_fn") for k in globals())
-    assert same(opt(T, 0), T * 0)       # eager now: no call of a compiled graph
-    assert len(made) == 1 and len(calls) == 1
-    assert [r.status for r in dynamo.records.all_records()] == ["ok", "limit"]
-    dynamo.reset()                      # and compiled again after reset()
-    assert same(opt(T, 0), T * 0) and len(made) == 2 and len(calls) == 2
-
-
-def test_cache_size_limit_keeps_the_entries_that_served_calls():
-    """Entries hit since their compile keep serving after the limit; the
-    frame compiles nothing more (even below the limit after the drop)."""
+def test_cache_size_limit_keeps_every_entry():
+    """At the limit every entry keeps serving the calls it matches, those
+    made for a value seen once too (their graphs stay); only a call none
+    matches runs eagerly, and the frame compiles nothing more until reset()."""
     dynamo.config.cache_size_limit = 2
     calls, made = [], []
     opt = dynamo.optimize(_counting_backend(calls, made))(mul)
     opt(T, 0)
-    opt(T, 0)                           # a hit: entry for 0 served a call
     opt(T, 1)                           # compiled, never hit
-    assert len(made) == 2 and len(calls) == 3
+    assert len(made) == 2 and len(calls) == 2
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        assert same(opt(T, 2), T * 2)   # the limit
+        assert same(opt(T, 2), T * 2)   # the limit: eager
     (msg,) = [str(m.message) for m in w if "cache_size_limit" in str(m.message)]
-    assert "none of its 1 compiled entry that served calls matches" in msg
-    entries = dynamo._C.cache_entries(mul.__code__)
-    assert [r.id for r in entries] == ["[0/0]"] and not dynamo._C.is_skip(mul.__code__)
-    assert made[0]() is not None and made[1]() is None
-    assert same(opt(T, 0), T * 0) and len(calls) == 4      # still a hit
-    for n in (1, 3):                    # eager: one entry left, yet no compile
+    assert "its 2 compiled entries keep serving the calls they match" in msg
+    assert [r.id for r in dynamo._C.cache_entries(mul.__code__)] == ["[0/1]", "[0/0]"]
+    assert not dynamo._C.is_skip(mul.__code__)
+    assert made[0]() is not None and made[1]() is not None
+    assert same(opt(T, 1), T * 1) and same(opt(T, 0), T * 0)
+    assert len(calls) == 4              # both still hits
+    for n in (2, 3):                    # eager: no compile
         assert same(opt(T, n), T * n)
     assert len(made) == 2 and len(calls) == 4
+    assert [r.status for r in dynamo.records.all_records()] == ["ok", "ok", "limit"]
+    dynamo.reset()                      # and compiled again after reset()
+    assert same(opt(T, 3), T * 3) and len(made) == 3 and len(calls) == 5
 
 
 def brk(x, k):
@@ -501,28 +479,27 @@ def brk(x, k):
     return y + 1
 
 
-def test_cache_size_limit_keeps_a_resume_function_a_kept_entry_loads():
+def test_cache_size_limit_keeps_resume_functions_of_every_entry():
     """(fuzz seeds 8104322, 8109257) Two compiles of one frame break at the
     same place: one resume function name, `__resume_at_<offset>_<n>`, each
-    compile binding its own function object to it. Dropping the entry that
-    served no call (the later compile, whose object was bound) deleted the
-    name, and the kept entry raised NameError on its next hit. The name
-    stays, bound to the kept compile's function."""
+    compile binding its own function object to it. At the limit both
+    entries keep serving, each with the resume function it loads."""
     dynamo.config.cache_size_limit = 2
     cnt = CompileCounter()
     opt = dynamo.optimize(cnt)(brk)
     assert same(opt(T, 0), T * 0 + 1)
-    assert same(opt(T, 0), T * 0 + 1)   # a hit: the entry for 0 served a call
-    assert same(opt(T, 1), T * 1 + 1)   # compiled, never hit: dropped at the limit
+    assert same(opt(T, 1), T * 1 + 1)
     names = [k for k in globals() if k.startswith("__resume_at_")]
     assert len(names) == 1
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         assert same(opt(T, 2), T * 2 + 1)
-    assert any("1 entry that served no call since compiled dropped" in str(m.message) for m in w)
+    assert any("cache_size_limit" in str(m.message) for m in w)
     assert [k for k in globals() if k.startswith("__resume_at_")] == names
-    assert same(opt(T, 0), T * 0 + 1)   # raised NameError
-    assert [r.id for r in dynamo._C.cache_entries(brk.__code__)] == ["[0/0]"]
+    frames = cnt.frame_count
+    assert same(opt(T, 0), T * 0 + 1) and same(opt(T, 1), T * 1 + 1)
+    assert cnt.frame_count == frames
+    assert [r.id for r in dynamo._C.cache_entries(brk.__code__)] == ["[0/1]", "[0/0]"]
 
 
 def test_cache_size_limit_warns_again_after_reset():
@@ -657,7 +634,9 @@ def test_threads_different_shapes_concurrently():
     for t in ts:
         t.join()
     assert not errors, errors[:3]
-    assert 4 <= cnt.frame_count <= 8
+    # the first size and size 1 static, one graph for every size >= 2
+    # (automatic dynamic shapes); racing threads may compile a shape twice
+    assert 2 <= cnt.frame_count <= 8
 
 
 def test_thread_without_optimize_not_compiled():

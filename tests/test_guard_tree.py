@@ -165,7 +165,7 @@ def mutate(rng, inp, alias=0.0):
     return f_locals, f_globals, grad
 
 
-def random_guards(rng, inp, alias=0.0):
+def random_guards(rng, inp, alias=0.0, shape=0.0):
     f_locals, f_globals, grad = inp
     guards = []
     for i, (k, v) in enumerate(f_locals.items()):
@@ -191,12 +191,58 @@ def random_guards(rng, inp, alias=0.0):
         guards.append((GRAD_MODE, (NONE,), grad))
     if rng.random() < 0.5:                  # the wrapper's backend (key > 0)
         guards.append((guard_ref.BACKEND_MATCH, (NONE,), rng.choice(BACKEND_KEYS[1:])))
+    if shape and rng.random() < shape:
+        guards += shape_guards(rng, inp)
     rng.shuffle(guards)
     return guards
 
 
 # Backend keys a lookup runs with: 0 is RUN mode (every entry's backend passes).
 BACKEND_KEYS = (0, 1, 2, 3)
+def shape_guards(rng, inp):
+    """Random SHAPE_GUARDs over the sizes/strides of the tensor locals of
+    `inp`: an arithmetic of one or two leaves and a constant compared with
+    a constant or another leaf, true on `inp` most of the time."""
+    f_locals, f_globals, _ = inp
+    leaves = [(op, (LOCAL, i), d) for i, v in enumerate(f_locals.values())
+              if isinstance(v, torch.Tensor) for d in range(v.dim())
+              for op in (guard_ref.SH_SIZE, guard_ref.SH_STRIDE)]
+    if not leaves:
+        return []
+    out = []
+    for _ in range(rng.randint(1, 2)):
+        first = rng.choice(leaves)
+        prog = [first]
+        if rng.random() < 0.5:
+            prog += [rng.choice(leaves), (rng.choice([guard_ref.SH_ADD, guard_ref.SH_MUL,
+                                                      guard_ref.SH_MAX, guard_ref.SH_SUB]),)]
+        if rng.random() < 0.4:
+            prog += [(guard_ref.SH_CONST, rng.choice([1, 2, 3])),
+                     (rng.choice([guard_ref.SH_FLOORDIV, guard_ref.SH_MOD, guard_ref.SH_ADD]),)]
+        frame = guard_ref.Frame(f_locals, f_globals, BUILTINS)
+        value = None
+        if guard_ref.shape_eval(tuple(prog) + ((guard_ref.SH_CONST, -10 ** 9), (guard_ref.SH_NE,)),
+                                frame):
+            stack_prog = tuple(prog) + ((guard_ref.SH_CONST, 0), (guard_ref.SH_ADD,))
+            for c in range(-4, 40):
+                if guard_ref.shape_eval(stack_prog + ((guard_ref.SH_CONST, c), (guard_ref.SH_EQ,)),
+                                        frame):
+                    value = c
+                    break
+        if value is None:
+            value = 2
+        rel = rng.choice([guard_ref.SH_EQ, guard_ref.SH_LE, guard_ref.SH_LT, guard_ref.SH_NE])
+        if rel == guard_ref.SH_LE:
+            rhs = value + rng.choice([0, 0, 1, -1])
+        elif rel == guard_ref.SH_LT:
+            rhs = value + rng.choice([1, 1, 0])
+        else:
+            rhs = value + rng.choice([0, 0, 0, 1]) * (1 if rel == guard_ref.SH_EQ else -1)
+        prog += [(guard_ref.SH_CONST, rhs), (rel,)]
+        if rng.random() < 0.2:
+            prog.append((guard_ref.SH_NOT,))
+        out.append((guard_ref.SHAPE_GUARD, first[1], f"relation {len(out)}", tuple(prog)))
+    return out
 
 
 def same(a, b):
@@ -232,14 +278,14 @@ def some_source_raises(entries, f_locals, f_globals):
     return False
 
 
-def check_case(rng, nentries, ninputs, alias=0.0):
+def check_case(rng, nentries, ninputs, alias=0.0, shape=0.0):
     bases = [random_input(rng, alias) for _ in range(max(1, nentries // 3 + 1))]
     entries, entry_inputs = [], []
     for i in range(nentries):
         inp = rng.choice(bases)
         if rng.random() < 0.5:
             inp = mutate(rng, inp, alias)
-        entries.append((random_guards(rng, inp, alias), i))
+        entries.append((random_guards(rng, inp, alias, shape), i))
         entry_inputs.append(inp)
     tree = C._tree_new(entries)
     hits = 0
@@ -293,6 +339,45 @@ def test_random_aliasing_matches_reference(seed):
         hits += check_case(rng, rng.randint(0, 12), 10, alias=0.4)
     hits += check_case(rng, 150, 100, alias=0.3)
     assert hits > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_shape_guards_match_reference(seed):
+    """SHAPE_GUARD (kind 12): postfix relations over the sizes and strides
+    of tensor arguments, mixed with the other kinds; missing leaves (a
+    non-tensor, a dim the tensor lacks) fail them, as in the reference."""
+    rng = random.Random(700 + seed)
+    hits = 0
+    for _ in range(40):
+        hits += check_case(rng, rng.randint(0, 12), 10, shape=0.6)
+    hits += check_case(rng, 120, 80, shape=0.5)
+    assert hits > 0
+
+
+def test_shape_guard_is_a_tree_test_and_reports_its_leaves():
+    SIZE, CONST, LE, EQ = (C.SHAPE_OPS[k] for k in ("SIZE", "CONST", "LE", "EQ"))
+    at_least_2 = (guard_ref.SHAPE_GUARD, (LOCAL, 0), "2 <= L['x'].size()[0]",
+                  ((CONST, 2), (SIZE, (LOCAL, 0), 0), (LE,)))
+    same_rows = (guard_ref.SHAPE_GUARD, (LOCAL, 0), "L['x'].size()[0] == L['y'].size()[0]",
+                 ((SIZE, (LOCAL, 0), 0), (SIZE, (LOCAL, 1), 0), (EQ,)))
+    tree = C._tree_new([([at_least_2, same_rows], "p")])
+    x, y = torch.zeros(3, 2), torch.zeros(3)
+    assert C._tree_lookup(tree, {"x": x, "y": y}, {}, BUILTINS, None) == (0, None)
+    got = C._tree_lookup(tree, {"x": x, "y": torch.zeros(4)}, {}, BUILTINS, None)
+    assert got == (-1, [("p", 1, "shape", "L['x'].size()[0] == L['y'].size()[0]", (3, 4))])
+    got = C._tree_lookup(tree, {"x": torch.zeros(1, 2), "y": torch.zeros(1)}, {}, BUILTINS, None)
+    assert got == (-1, [("p", 0, "shape", "2 <= L['x'].size()[0]", (1,))])
+    got = C._tree_lookup(tree, {"x": 3, "y": y}, {}, BUILTINS, None)        # not a tensor
+    assert got == (-1, [("p", 0, "shape", "2 <= L['x'].size()[0]", (None,))])
+    info = C._tree_info(tree)
+    tests = info["root"]["tests"] + [t for leaf in (info["root"]["leaf"] or ()) for t in leaf[2]]
+    assert [t[1] for t in tests].count("shape") == 2
+    with pytest.raises(ValueError, match="first leaf"):
+        C.eval_guards([(guard_ref.SHAPE_GUARD, (LOCAL, 1), "t", ((CONST, 2), (SIZE, (LOCAL, 0), 0),
+                                                                 (LE,)))], {"x": x, "y": y}, {}, {}, None)
+    with pytest.raises(ValueError, match="one value"):
+        C.eval_guards([(guard_ref.SHAPE_GUARD, (LOCAL, 0), "t", ((SIZE, (LOCAL, 0), 0),
+                                                                 (CONST, 2)))], {"x": x}, {}, {}, None)
 
 
 def test_same_object_guard_and_report():

@@ -88,7 +88,7 @@ FLOORS = [
     ("the services the pipeline calls", {"dynamo/modes", "dynamo/decorators", "dynamo/skipfiles",
                                          "dynamo/debug", "dynamo/utils", "dynamo/testing", "dynamo/rng",
                                          "dynamo/mutation_guard", "dynamo/guards", "dynamo/bytecode",
-                                         "dynamo/stance"}),
+                                         "dynamo/stance", "dynamo/dynamic_shapes", "dynamo/shape_guards"}),
     ("the base", {"dynamo/config", "dynamo/exc", "dynamo/_C"}),
 ]
 
@@ -197,9 +197,11 @@ def test_guard_vocabulary_is_the_c_modules():
 
     import guard_ref
     assert guards.KIND_NAMES == {v: k for k, v in _C.GUARD_KINDS.items()}
-    assert len(_C.GUARD_KINDS) == 13 and len(_C.SOURCE_KINDS) == 7
+    assert len(_C.GUARD_KINDS) == 14 and len(_C.SOURCE_KINDS) == 7
     for name, number in _C.GUARD_KINDS.items():
         assert getattr(guards, name) == number == getattr(guard_ref, name)
+    # SHAPE_GUARD's program steps (guards/ir.h GirShapeOp)
+    assert guards.SHAPE_OPS == _C.SHAPE_OPS == guard_ref.SHAPE_OPS and len(_C.SHAPE_OPS) == 18
     for name, number in _C.SOURCE_KINDS.items():
         assert getattr(guards, "SRC_" + name) == number == getattr(guard_ref, name)
     # the lowered tuples start with the C numbers

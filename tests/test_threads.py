@@ -124,6 +124,7 @@ def test_concurrent_recompiles_respect_cache_limit():
     def f(x):
         return x * 2 + 1
 
+    config.automatic_dynamic_shapes = False      # one entry per shape
     for _ in range(10):
         dynamo.reset()
         cnt = CompileCounter()

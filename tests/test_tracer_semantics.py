@@ -76,8 +76,10 @@ def test_dynamic_shapes_split_count_follows_size(name):
         a = torch.randn(n, 2)
         exp, got = f(a), opt(a)
         assert got[0] == exp[0] and same(got[1], exp[1]) and same(got[2], exp[2]), (n, got, exp)
-    # one compile per distinct size: the count is specialized, not shared
-    assert cnt.frame_count == 4
+    # the count is guarded, never shared across counts: one compile per
+    # distinct size, except where the ShapeEnv proves the same count for a
+    # range of sizes (chunk(3) of 6 and 7 rows: 3 parts each)
+    assert cnt.frame_count == {"chunk": 3, "tensor_split": 3}.get(name, 4)
 
 
 def test_dynamic_shapes_len_of_unbind():

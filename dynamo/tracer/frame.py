@@ -44,6 +44,7 @@ from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, Li
 from .variables.base import FrameCellOwner, VariableTracker
 from .variables.containers import DictVariable, write_back_dict
 from .variables.tensor import ScalarOutputVariable
+from .variables.symbolic import SymNodeVariable
 
 GRAPH_OUT = "___graph_out"
 _OPMAP = dis.opmap
@@ -271,7 +272,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         for var in list(roots) + mutated:
             self.collect(var, found, seen)
         info, index, sources = self.output.compile_graph(
-            [v for v in found if isinstance(v, (TensorVariable, ScalarOutputVariable))], branch_on)
+            [v for v in found if isinstance(v, (TensorVariable, ScalarOutputVariable, SymNodeVariable))],
+            branch_on)
         if info is not None:
             self.output.graphs.append(info)
         cg = PyCodegen(self.code, (GRAPH_OUT, index))

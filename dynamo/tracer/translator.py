@@ -27,6 +27,7 @@ from .variables import (CellVariable, ConstantVariable, DictVariable, GeneratorV
                         wrap, wrap_const)
 from .variables.base import BINARY_OPS, COMPARE_OPS, FrameCellOwner, VariableTracker
 from .variables.tensor import ScalarOutputVariable
+from .variables.symbolic import make_slice
 from .variables.builtin import (BuiltinVariable, binary_op, compare_op, contains, getitem,
                                 identical, unary_op)
 
@@ -520,7 +521,7 @@ class InstructionTranslatorBase:
 
     def _slice(self):
         stop, start = self.pop(), self.pop()
-        return ConstantVariable(slice(start.as_python_constant(), stop.as_python_constant()))
+        return make_slice([start, stop])
 
     def BINARY_SLICE(self, inst):               # 3.12: obj[start:stop]
         key = self._slice()
@@ -575,8 +576,7 @@ class InstructionTranslatorBase:
         self.push(DictVariable(dict(zip(keys, values))))
 
     def BUILD_SLICE(self, inst):
-        parts = self.popn(inst.arg)
-        self.push(ConstantVariable(slice(*[p.as_python_constant() for p in parts])))
+        self.push(make_slice(self.popn(inst.arg)))
 
     def BUILD_STRING(self, inst):
         parts = self.popn(inst.arg)

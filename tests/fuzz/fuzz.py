@@ -1,7 +1,7 @@
 """Differential fuzzer driver: `make fuzz` / `make fuzz N=20000 SEED=0`.
 
     python tests/fuzz/fuzz.py [-n N] [--start S] [-j J] [--features all|safe|f1,f2,-f3]
-                              [--backend eager|aot_eager] [--batch B] [--timeout T]
+                              [--backend eager|aot_eager] [--dynamic] [--batch B] [--timeout T]
                               [--deadline-s D] [--grace-s G] [--summary FILE.json]
                               [--out build/fuzz-failures] [--no-minimize] [--log FILE]
     python tests/fuzz/fuzz.py --show SEED        # print a program and its call plan
@@ -26,6 +26,11 @@ when the workers still running are terminated and their seeds reported as
 unfinished (neither passed nor failed). --summary writes a JSON summary:
 programs, calls, compiles, mismatches by kind, timeouts, crashes, the seed
 ranges actually completed, python/torch versions, wall and CPU seconds.
+
+--dynamic: every program runs with dynamo.config.dynamic_shapes = True
+(every dimension of every tensor argument a symbolic size from the first
+compile; without it, programs whose calls change sizes get automatic
+dynamic shapes from their second compile on).
 
 Exit status 1 when any mismatch, timeout or crash was seen. The last line
 is a summary: programs, calls, compiles, mismatches per kind.
@@ -99,6 +104,9 @@ def worker(args):
     import fuzzrun
     import torch
     logging.getLogger("dynamo").setLevel(logging.ERROR)   # "compiled no graph" notes: per program, not news
+    if args.dynamic:
+        import dynamo
+        dynamo.config.dynamic_shapes = True
     feats = parse_features(args.features)
     warm_up(fuzzrun)
     print("FUZZ-INFO " + json.dumps({"python": platform.python_version(), "torch": torch.__version__,
@@ -163,6 +171,8 @@ def main():
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--features", default="all")
     ap.add_argument("--backend", default=None)
+    ap.add_argument("--dynamic", action="store_true",
+                    help="config.dynamic_shapes: every size symbolic from the first compile")
     ap.add_argument("--batch", type=int, default=2000, help="programs per worker process before a fresh one")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="worker processes at a time")
     ap.add_argument("--progress-s", type=float, default=30.0, help="progress line on stderr every this many seconds")
@@ -248,6 +258,8 @@ def drive(args):
            "--timeout", str(args.timeout), "--out", args.out, "--batch", str(args.batch)]
     if args.backend:
         cmd += ["--backend", args.backend]
+    if args.dynamic:
+        cmd.append("--dynamic")
     if args.no_minimize:
         cmd.append("--no-minimize")
     if hard is not None:

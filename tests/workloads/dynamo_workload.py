@@ -98,6 +98,7 @@ def main(argv=None):
     ap.add_argument("--period", type=float, default=0.05)
     args = ap.parse_args(argv)
     dynamo.config.cache_size_limit = CACHE_LIMIT
+    dynamo.config.automatic_dynamic_shapes = False      # one entry per shape (churn, scale)
     import warnings
     warnings.simplefilter("ignore")
     warm_up()

@@ -323,6 +323,61 @@ def _returned_input(args, kwargs, example, versions):
     return None
 
 
+def _dense_order(t):
+    """Dimensions of `t` innermost first when its strides are those of a
+    dense tensor of its sizes laid out in that order (contiguous: the last
+    dimension first; channels-last: the channel one), else None."""
+    if t.is_contiguous():
+        return list(range(t.dim() - 1, -1, -1))
+    if t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
+        return [1, 3, 2, 0]
+    if t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d):
+        return [1, 4, 3, 2, 0]
+    return None
+
+
+def _dense_strides(sizes, order):
+    """Strides of a dense tensor of `sizes` laid out innermost-first in
+    `order` (ints or SymInts)."""
+    strides = [0] * len(sizes)
+    step = 1
+    for d in order:
+        strides[d] = step
+        step = step * sizes[d]
+    return tuple(strides)
+
+
+def _shape_source_class():
+    """The ShapeEnv names each symbol by an object of its Source class (the
+    type create_symbol requires); ours only carries the leaf's text."""
+    from torch.fx.experimental import symbolic_shapes
+
+    class ShapeSource(symbolic_shapes.Source):
+        def __init__(self, text):
+            self.text = text
+
+        @property
+        def _name_template(self):
+            return self.text
+
+        def __hash__(self):
+            return hash(self.text)
+
+        def __eq__(self, other):
+            return type(other) is type(self) and other.text == self.text
+    return ShapeSource
+
+
+_ShapeSource = None
+
+
+def _make_shape_source(text):
+    global _ShapeSource
+    if _ShapeSource is None:
+        _ShapeSource = _shape_source_class()
+    return _ShapeSource(text)
+
+
 class GraphBuilder(OutputGraph):
     """OutputGraph for the tracer: graph inputs, attributes, ops and
     constants as VariableTrackers (output_graph.py holds only fx nodes)."""
@@ -350,12 +405,55 @@ class GraphBuilder(OutputGraph):
         with self.graph.inserting_before(before):
             node = self.graph.placeholder(_identifier(_mangle(source)))
         node.meta.update(rank=rank, source=source, real=value)
-        example = self.fake_mode.from_tensor(value, static_shapes=True)
+        example = self._symbolic_example(source, value)
+        if example is None:
+            example = self.fake_mode.from_tensor(value, static_shapes=True)
         node.meta["example_value"] = example
         var = TensorVariable(node, example, source, cls=type(value))
         self.inputs[key] = var
         self.input_objs[id(value)] = (value, var)
         return var
+
+    def _symbolic_example(self, source, value):
+        """The example of input `value` with symbolic sizes for its dynamic
+        dimensions (dynamo.dynamic_shapes.dynamic_dims; a size of 0 or 1
+        stays a constant, as torch specializes them), or None when it has
+        none or is not a plain dense tensor whose strides follow from its
+        sizes (contiguous or channels-last: strides become expressions of
+        the sizes, related by SHAPE_GUARDs; other layouts stay static)."""
+        from ... import config, dynamic_shapes
+        from ...shape_guards import Leaf
+        if config.verify_correctness:
+            return None     # the check runs the graphs on real example inputs: static ones
+        if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.layout != torch.strided \
+                or value.is_quantized or value._is_view() or value.is_sparse:
+            return None
+        dims = dynamic_shapes.dynamic_dims(self.frame.code, source.name(), value)
+        dims = [d for d in dims if value.size(d) >= 2]
+        if not dims:
+            return None
+        order = _dense_order(value)
+        if order is None or _dense_strides(value.shape, order) != tuple(value.stride()):
+            return None                 # size-1 dims with other strides: kept static
+        from torch.fx.experimental.symbolic_shapes import DimDynamic
+        env = self.shape_env
+        sizes = list(value.shape)
+        for d in sorted(dims):
+            leaf = Leaf(source, d)
+            sym = env.create_symbol(sizes[d], _make_shape_source(leaf.text()),
+                                    dynamic_dim=DimDynamic.DYNAMIC)
+            self.shape_leaves[sym] = leaf
+            sizes[d] = env.create_symintnode(sym, hint=sizes[d])
+        strides = _dense_strides(sizes, order)
+        with self.fake_mode:
+            example = torch.empty_strided(sizes, strides, dtype=value.dtype, device=value.device)
+        if value.requires_grad:
+            example.requires_grad_(True)
+        for i, st in enumerate(example.stride()):
+            if type(st) is not int:
+                self.stride_facts.append((Leaf(source, i, stride=True), st.node.expr))
+        self.symbolic_inputs[source.name()] = example
+        return example
 
     def get_attr(self, tensor, source):
         """A parameter/buffer reached from a module: a get_attr node on the
@@ -375,8 +473,12 @@ class GraphBuilder(OutputGraph):
     def _examples(self, value):
         from . import (ConstantVariable, DictVariable, TensorVariable,
                                        TupleVariable, ListVariable)
-        if isinstance(value, TensorVariable):
+        from .symbolic import SliceVariable, SymNodeVariable
+        if isinstance(value, (TensorVariable, SymNodeVariable)):
             return value.example, value.node
+        if isinstance(value, SliceVariable):
+            pairs = [self._examples(p) for p in value.parts]
+            return slice(*[p[0] for p in pairs]), slice(*[p[1] for p in pairs])
         if isinstance(value, (TupleVariable, ListVariable)):
             pairs = [self._examples(v) for v in value.items]
             t = value.python_type()
@@ -535,10 +637,73 @@ class GraphBuilder(OutputGraph):
         return self._wrap_result("call_module", target, n_args, n_kw, example,
                                  called=(module_path(source), type(module).__name__))
 
+    def sym_op(self, tx, fn, args):
+        """`fn(*args)` where an argument is a SymNodeVariable and the others
+        SymNodeVariables or numbers: a node whose example is computed on the
+        examples (a constant result, `s0 * 0`, is a constant). None when an
+        argument is something else (the caller specializes)."""
+        from . import ConstantVariable
+        from .symbolic import SymNodeVariable, is_symbolic, specialize
+        fn = _INPLACE_NUMBER_OPS.get(fn, fn)
+        nodes, examples = [], []
+        for v in args:
+            if isinstance(v, SymNodeVariable):
+                nodes.append(v.node)
+                examples.append(v.example)
+            elif isinstance(v, ConstantVariable) and type(v.value) in (int, float, bool):
+                nodes.append(v.value)
+                examples.append(v.value)
+            else:
+                return None
+        try:
+            example = fn(*examples)
+        except Exception as e:  # noqa: BLE001 - e.g. a zero divisor: let it run eagerly
+            raise Unsupported(f"{getattr(fn, '__name__', fn)} on sizes "
+                              f"({type(e).__name__}: {e})") from e
+        if not is_symbolic(example):
+            return ConstantVariable(specialize(example) if isinstance(
+                example, (torch.SymInt, torch.SymFloat, torch.SymBool)) else example)
+        node = self.graph.call_function(fn, tuple(nodes))
+        self._tag(node)
+        node.meta["example_value"] = example
+        return SymNodeVariable(node, example)
+
+    def _wrap_sizes(self, op, target, n_args, n_kw, example, called):
+        """A symbolic size (or a torch.Size / tuple holding some) returned
+        by an op: a node, and SymNodeVariables for its symbolic items. None
+        when `example` holds no symbolic size."""
+        from . import ConstantVariable, SizeVariable, TupleVariable
+        from .symbolic import SymNodeVariable, is_symbolic
+        from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+        items = example if type(example) in (torch.Size, tuple) else (example,)
+        if not any(is_symbolic(e) for e in items):
+            return None
+        if free_unbacked_symbols(items):
+            raise Unsupported(f"size of a tensor whose shape depends on its data {items}")
+        node = self.graph.create_node(op, target, n_args, n_kw)
+        self._tag(node, called)
+        node.meta["example_value"] = example
+        if items is not example:
+            return SymNodeVariable(node, example)
+        out = []
+        for i, e in enumerate(example):
+            if not is_symbolic(e):
+                out.append(ConstantVariable(int(e) if isinstance(e, torch.SymInt) else e))
+                continue
+            item = self.graph.call_function(operator.getitem, (node, i))
+            self._tag(item)
+            item.meta["example_value"] = e
+            out.append(SymNodeVariable(item, e))
+        return (SizeVariable if type(example) is torch.Size else TupleVariable)(out)
+
     def _wrap_result(self, op, target, n_args, n_kw, example, effect=False, called=None):
         from . import ConstantVariable, TensorVariable, TupleVariable, ListVariable
         from .containers import NamedTupleVariable
         from .base import is_constant_value
+        if not isinstance(example, torch.Tensor) and not effect:
+            sizes = self._wrap_sizes(op, target, n_args, n_kw, example, called)
+            if sizes is not None:
+                return sizes
         if isinstance(example, torch.Tensor):
             node = self.graph.create_node(op, target, n_args, n_kw)
             self._tag(node, called)
@@ -560,10 +725,9 @@ class GraphBuilder(OutputGraph):
                 else:
                     raise Unsupported(f"{target} returned a {type(e).__name__} item")
             fields = getattr(type(example), "_fields", None) or _structseq_fields(example)
-            if not fields:
-                # split/unbind/chunk/...: how many tensors come out depends
-                # on the input sizes, and the trace bakes that count in
-                self.sizes_read = True
+            # split/unbind/chunk/...: how many tensors come out depends on
+            # the input sizes; the fake run guarded it (static sizes are
+            # checked by TENSOR_MATCH, symbolic ones by the ShapeEnv's guards)
             if isinstance(example, list):
                 return ListVariable(items)
             return TupleVariable(items) if not fields else NamedTupleVariable(items, fields)
@@ -663,11 +827,12 @@ class GraphBuilder(OutputGraph):
         generated code still reads the input from its source).
         Returns (GraphInfo or None, {node: output index}, [input sources])."""
         from . import TensorVariable
+        from .symbolic import SymNodeVariable
         from .tensor import ScalarOutputVariable
         outputs, index = [], {}
         for var in output_vars:
             # a get_attr without a source is a constant of the graph (assume_constant_result)
-            if isinstance(var, ScalarOutputVariable) and var.node not in index:
+            if isinstance(var, (ScalarOutputVariable, SymNodeVariable)) and var.node not in index:
                 index[var.node] = len(outputs)
                 outputs.append(var.node)
             elif isinstance(var, TensorVariable) and var.node not in index and (

@@ -84,9 +84,29 @@ def _user_dunder(tx, fn, a, b):
     return None
 
 
+def sym_operands(tx, fn, args):
+    """Operator `fn` on operands of which one is a symbolic size
+    (SymNodeVariable) and none a tensor: (result, None) when it is a node
+    or constant (OutputGraph.sym_op), else (None, the operands with the
+    sizes specialized)."""
+    from .symbolic import SymNodeVariable
+    if not any(isinstance(v, SymNodeVariable) for v in args) or \
+            any(isinstance(v, TensorVariable) for v in args):
+        return None, args
+    out = tx.output.sym_op(tx, fn, args)
+    if out is not None:
+        return out, None
+    return None, [ConstantVariable(v.as_python_constant()) if isinstance(v, SymNodeVariable) else v
+                  for v in args]
+
+
 def binary_op(tx, fn, a, b):
     """a <fn> b for traced values (fn from the operator module)."""
     from .tensor import ScalarOutputVariable
+    out, specialized = sym_operands(tx, fn, [a, b])
+    if out is not None:
+        return out
+    a, b = specialized
     if isinstance(a, ScalarOutputVariable) or isinstance(b, ScalarOutputVariable):
         return tx.output.scalar_op(tx, fn, a, b)
     if isinstance(b, TensorVariable) and not isinstance(a, TensorVariable) and fn in _INPLACE_TO_BINARY:
@@ -136,6 +156,10 @@ _INPLACE_TO_BINARY = {
 
 
 def unary_op(tx, fn, a):
+    out, specialized = sym_operands(tx, fn, [a])
+    if out is not None:
+        return out
+    a, = specialized
     if isinstance(a, TensorVariable):
         return tx.output.call_function(tx, fn, [a], {})
     if a.is_python_constant():
@@ -159,6 +183,10 @@ class BuiltinVariable(FunctionObjectVariable):
 
     def call(self, tx, args, kwargs):
         fn = self.fn
+        if fn not in _SIZE_AWARE and getattr(fn, "__module__", None) not in ("_operator", "operator"):
+            # a symbolic size passed to a builtin: its value, guarded
+            args = [_specialized(a) for a in args]
+            kwargs = {k: _specialized(v) for k, v in kwargs.items()}
         handler = _HANDLERS.get(fn)
         if handler is not None:
             out = handler(tx, *args, **kwargs)
@@ -245,12 +273,14 @@ def _unsupported(msg):
     raise Unsupported(msg)
 
 
+def _specialized(v):
+    from .symbolic import SymNodeVariable
+    return ConstantVariable(v.as_python_constant()) if isinstance(v, SymNodeVariable) else v
+
+
 def _len(tx, obj):
     if isinstance(obj, TensorVariable):
-        tx.output.sizes_read = True
-        if obj.example.dim() == 0:
-            raise Unsupported("len() of a 0-d tensor")
-        return ConstantVariable(static_shape(obj.example)[0])
+        return obj.call_method(tx, "__len__", [], {})
     if isinstance(obj, (BaseListVariable, DictVariable)):
         return ConstantVariable(len(obj.items))
     if obj.is_python_constant():
@@ -383,9 +413,9 @@ def _map(tx, fn, *iterables):
 def _tuple(tx, iterable=None):
     if iterable is None:
         return TupleVariable([])
-    if isinstance(iterable, TupleVariable):
+    if isinstance(iterable, TupleVariable) and iterable.python_type() is tuple:
         return iterable
-    return TupleVariable(iterable.unpack(tx))
+    return TupleVariable(iterable.unpack(tx))   # tuple(x.shape): a tuple, not a torch.Size
 
 
 def _list(tx, iterable=None):
@@ -548,7 +578,8 @@ def _callable(tx, obj):
 
 
 def _slice(tx, *args):
-    return ConstantVariable(slice(*[a.as_python_constant() for a in args]))
+    from .symbolic import make_slice
+    return make_slice(list(args))
 
 
 def _sorted(tx, iterable, **kwargs):
@@ -646,6 +677,9 @@ def _reduce(tx, fn, iterable, *initial):
         acc = fn.call(tx, [acc, item], {})
     return acc
 
+
+# builtins that read only the type of a symbolic size (no specialization)
+_SIZE_AWARE = frozenset({isinstance, type, callable, id, hasattr, getattr, slice})
 
 _HANDLERS = {
     len: _len, isinstance: _isinstance, getattr: _getattr, hasattr: _hasattr,

@@ -165,6 +165,11 @@ _PLAIN_CONSTANTS = (type(None), bool, int, float, complex, str, bytes, tuple, fr
 
 def compare_op(tx, fn, a, b):
     """a <fn> b (fn one of operator's six comparisons) for traced values."""
+    from .builtin import sym_operands
+    out, specialized = sym_operands(tx, fn, [a, b])
+    if out is not None:
+        return out              # a relation of symbolic sizes: a SymBool node
+    a, b = specialized
     if isinstance(a, ScalarOutputVariable) or isinstance(b, ScalarOutputVariable):
         return tx.output.scalar_op(tx, fn, a, b)
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):

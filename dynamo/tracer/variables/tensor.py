@@ -27,9 +27,6 @@ _DATA_METHODS = {"item", "tolist", "numpy", "backward", "__bool__", "data_ptr",
                  "__int__", "__float__", "__index__", "nonzero", "unique", "register_hook",
                  "retain_grad", "untyped_storage", "storage", "__len__", "__iter__",
                  "masked_select", "equal"}
-_SHAPE_METHODS = {"size", "dim", "ndimension", "numel", "nelement", "stride",
-                  "is_contiguous", "element_size", "get_device", "is_floating_point",
-                  "is_complex", "__len__"}
 
 
 # ops whose output strides follow from the input's sizes and strides alone
@@ -83,12 +80,22 @@ def _eager_view_strides(node):
 
 
 def static_shape(example):
-    """example.shape as ints; a size computed from the data (nonzero's
-    length, an unbacked symbol of the fake run) is not a constant: a break."""
+    """example.shape as ints: a symbolic size of an input is specialized
+    (the ShapeEnv guards its value); a size computed from the data
+    (nonzero's length, an unbacked symbol of the fake run) is not a
+    constant: a break."""
     shape = example.shape
-    if not all(type(d) is int for d in shape):
+    if all(type(d) is int for d in shape):
+        return shape
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    if free_unbacked_symbols(tuple(shape)):
         raise Unsupported(f"size of a tensor whose shape depends on its data {tuple(shape)}")
-    return shape
+    from .symbolic import specialize
+    return torch.Size(specialize(d) for d in shape)
+
+
+def _has_symbolic_size(example):
+    return not all(type(d) is int for d in example.shape)
 
 
 class TensorVariable(VariableTracker):
@@ -109,10 +116,9 @@ class TensorVariable(VariableTracker):
 
     def unpack(self, tx):
         """Iteration: one getitem node per row (the first dimension's size is
-        read, so TENSOR_MATCH keeps sizes)."""
+        a constant: a symbolic one is specialized)."""
         if self.example.dim() == 0:
             raise Unsupported("iteration over a 0-d tensor")
-        tx.output.sizes_read = True
         return [tx.output.call_function(tx, operator.getitem, [self, ConstantVariable(i)], {})
                 for i in range(static_shape(self.example)[0])]
 
@@ -122,7 +128,8 @@ class TensorVariable(VariableTracker):
             from .base import ClassVariable
             return ClassVariable(self.cls)
         if name == "shape":
-            tx.output.sizes_read = True
+            if _has_symbolic_size(self.example):
+                return tx.output.call_method(tx, "size", [self], {})
             return ConstantVariable(static_shape(self.example))
         if name == "is_leaf":
             from ...output_graph import example_is_leaf
@@ -160,7 +167,8 @@ class TensorVariable(VariableTracker):
         if name == "__len__":
             if self.example.dim() == 0:
                 raise Unsupported("len() of a 0-d tensor")
-            tx.output.sizes_read = True
+            if type(self.example.shape[0]) is not int:
+                return tx.output.call_method(tx, "size", [self, ConstantVariable(0)], {})
             return ConstantVariable(static_shape(self.example)[0])
         if name == "item" and not args and not kwargs and self.example.numel() == 1:
             from ... import config
@@ -168,8 +176,6 @@ class TensorVariable(VariableTracker):
                 return tx.output.capture_item(tx, self)
         if name in _DATA_METHODS:
             raise Unsupported(f"Tensor.{name}() needs the tensor's data")
-        if name in _SHAPE_METHODS:
-            tx.output.sizes_read = True
         if name == "stride":
             known = self._stride_of_view(tx, args)
             if known is not None:

@@ -559,14 +559,13 @@ class NumericInfoVariable(VariableTracker):
 def _shape_as_tensor(tx, var):
     """torch._shape_as_tensor(x) (torch.onnx.operators.shape_as_tensor): a
     graph node; its example (fake tensors have no data to run it on) is the
-    int64 tensor of x's sizes, which the trace thus reads (sizes kept in
-    TENSOR_MATCH)."""
+    int64 tensor of x's sizes, which the trace thus reads (symbolic ones
+    are specialized)."""
     from .tensor import TensorVariable
     if not isinstance(var, TensorVariable):
         raise Unsupported(f"torch._shape_as_tensor of {var}")
     out = tx.output
     out.check_not_in_try(tx)
-    out.sizes_read = True
     with out.fake_mode:
         example = torch.tensor(list(var.example.shape), dtype=torch.int64)
     return out._wrap_result("call_function", torch._shape_as_tensor, (var.node,), {}, example)

@@ -1,0 +1,95 @@
+"""Which tensor dimensions a compile traces as symbolic sizes (issue 24).
+
+Owns: the user's marks on tensors (`mark_dynamic`, `maybe_mark_dynamic`,
+`mark_static`: the attributes torch's own functions leave on tensors too,
+`_dynamo_dynamic_indices`, `_dynamo_weak_dynamic_indices`,
+`_dynamo_static_indices`), the automatic-dynamic memory (per code object,
+the (source, dim) pairs whose size changed between compiles), and the
+decision `dynamic_dims` that combines them with the config:
+
+- `config.dynamic_shapes` (alias of torch.compile's dynamic=True): every
+  dimension of every tensor input is dynamic from the first compile;
+- else a dimension marked static is static; one marked dynamic (strongly
+  or weakly) is dynamic; one the automatic memory holds is dynamic when
+  `config.automatic_dynamic_shapes`; the rest are static when
+  `config.assume_static_by_default`, else dynamic.
+
+Sizes 0 and 1 are always specialized (the caller's job: a dynamic size
+below 2 is traced as a constant, as torch does).  It must not trace or
+guard; it is read by the tracer (tracer/variables/builder.py) and written
+by the callback on a recompile (convert_frame.py).
+"""
+import threading
+
+from . import config
+
+_lock = threading.Lock()
+# code -> {source name: set of dims}: sizes that changed between compiles
+_automatic = {}
+
+
+def mark_dynamic(t, index):
+    """Trace dimension `index` (an int or a list of ints) of tensor `t` as a
+    symbolic size from the first compile that sees `t` on (torch's
+    `torch._dynamo.mark_dynamic`: the same attribute)."""
+    _mark(t, "_dynamo_dynamic_indices", index)
+
+
+def maybe_mark_dynamic(t, index):
+    """Like mark_dynamic, as a hint: the compile may still specialize it."""
+    _mark(t, "_dynamo_weak_dynamic_indices", index)
+
+
+def mark_static(t, index=None):
+    """Keep dimension `index` (all of them when None) of `t` static, even
+    under automatic dynamic shapes or config.dynamic_shapes."""
+    if index is None:
+        index = list(range(t.dim()))
+    _mark(t, "_dynamo_static_indices", index)
+
+
+def _mark(t, attr, index):
+    dims = [index] if isinstance(index, int) else list(index)
+    for d in dims:
+        if not isinstance(d, int) or not -t.dim() <= d < t.dim():
+            raise IndexError(f"dimension {d} out of range for a tensor of {t.dim()} dims")
+    marks = set(getattr(t, attr, ()))
+    marks.update(d % t.dim() for d in dims)
+    setattr(t, attr, marks)
+
+
+def note_size_change(code, source_name, dim):
+    """A recompile of `code` was caused by the size of `source_name` in
+    dimension `dim`: with config.automatic_dynamic_shapes, later compiles
+    of `code` trace that dimension as a symbolic size.  True when that is
+    new."""
+    if not config.automatic_dynamic_shapes:
+        return False
+    with _lock:
+        dims = _automatic.setdefault(code, {}).setdefault(source_name, set())
+        new = dim not in dims
+        dims.add(dim)
+    return new
+
+
+def dynamic_dims(code, source_name, t):
+    """The dimensions of tensor `t` (read at `source_name` by a frame of
+    `code`) to trace as symbolic sizes: a frozenset."""
+    ndim = t.dim()
+    static = set(getattr(t, "_dynamo_static_indices", ()))
+    if config.dynamic_shapes:
+        return frozenset(d for d in range(ndim) if d not in static)
+    dims = set(getattr(t, "_dynamo_dynamic_indices", ())) | \
+        set(getattr(t, "_dynamo_weak_dynamic_indices", ()))
+    if config.automatic_dynamic_shapes:
+        with _lock:
+            dims |= _automatic.get(code, {}).get(source_name, set())
+    if not config.assume_static_by_default:
+        dims = set(range(ndim))
+    return frozenset(d for d in dims if d not in static and 0 <= d < ndim)
+
+
+def clear():
+    """Forget the automatic-dynamic memory (dynamo.reset())."""
+    with _lock:
+        _automatic.clear()
