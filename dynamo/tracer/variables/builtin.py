@@ -172,6 +172,18 @@ class BuiltinVariable(FunctionObjectVariable):
                                        **{k: v.as_python_constant() for k, v in kwargs.items()}))
         raise Unsupported(f"call to builtin {getattr(fn, '__qualname__', fn)}")
 
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__getitem__" and isinstance(self.fn, type) and len(args) == 1 and not kwargs \
+                and hasattr(self.fn, "__class_getitem__"):
+            # list[Tensor], dict[str, int]: an annotation (typing.cast's first argument)
+            from .misc import TypingAliasVariable
+            try:
+                key = args[0].as_python_constant()
+            except Unsupported:
+                raise Unsupported(f"{self.fn.__name__}[...] of a non-constant") from None
+            return TypingAliasVariable(self.fn[key])
+        return super().call_method(tx, name, args, kwargs)
+
     def __repr__(self):
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
 
