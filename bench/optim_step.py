@@ -24,7 +24,9 @@ from dynamo import records  # noqa: E402
 def make(kind, foreach, seed=0):
     torch.manual_seed(seed)
     m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
-    opt = getattr(torch.optim, kind)(m.parameters(), lr=0.01, foreach=foreach)
+    name, _, extra = kind.partition("+")       # "SGD+momentum": SGD with momentum 0.9
+    kw = {"momentum": 0.9} if extra == "momentum" else {}
+    opt = getattr(torch.optim, name)(m.parameters(), lr=0.01, foreach=foreach, **kw)
     return m, opt
 
 
@@ -76,23 +78,22 @@ def torch_counts(backend, kind, foreach, steps, scheduler):
     m, opt = make(kind, foreach)
     params = run_steps(m, opt, lambda fn: torch.compile(fn, backend=be), steps, scheduler)
     breaks = sum(counters["graph_break"].values())
-    return params, {"frames": counters["stats"]["unique_graphs"],
-                    "compiles": counters["stats"]["calls_captured"] and
-                    counters["frames"]["ok"], "graphs": len(graphs) if backend != "inductor"
+    return params, {"frames": "-", "compiles": counters["frames"]["ok"],
+                    "graphs": len(graphs) if backend != "inductor"
                     else counters["stats"]["unique_graphs"], "breaks": breaks,
-                    "generated": 0}
+                    "generated": "-"}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--compilers", default="dynamo,torch")
     ap.add_argument("--backends", default="eager,aot_eager,inductor")
-    ap.add_argument("--optims", default="SGD,Adam,AdamW")
+    ap.add_argument("--optims", default="SGD,SGD+momentum,Adam,AdamW")
     ap.add_argument("--foreach", default="0,1")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--scheduler", action="store_true")
     a = ap.parse_args()
-    print(f"{'compiler':8} {'backend':10} {'optim':6} {'foreach':7} {'frames':>6} {'compiles':>8} "
+    print(f"{'compiler':8} {'backend':10} {'optim':12} {'foreach':7} {'frames':>6} {'compiles':>8} "
           f"{'graphs':>6} {'breaks':>6} {'gen':>4}  params==eager")
     for kind in a.optims.split(","):
         for fe in a.foreach.split(","):
@@ -104,7 +105,7 @@ def main():
                     fn = dynamo_counts if comp == "dynamo" else torch_counts
                     params, c = fn(backend, kind, foreach, a.steps, a.scheduler)
                     ok = all(torch.allclose(p, q, rtol=1e-5, atol=1e-6) for p, q in zip(params, ref))
-                    print(f"{comp:8} {backend:10} {kind:6} {fe:7} {c['frames']:>6} {c['compiles']!s:>8} "
+                    print(f"{comp:8} {backend:10} {kind:12} {fe:7} {c['frames']:>6} {c['compiles']!s:>8} "
                           f"{c['graphs']:>6} {c['breaks']:>6} {c['generated']:>4}  {ok}", flush=True)
 
 

@@ -459,6 +459,8 @@ class GraphBuilder(OutputGraph):
 
     def call_method(self, tx, name, args, kwargs):
         self.check_not_in_try(tx)
+        if name in ("add", "add_", "sub", "sub_") and "alpha" in kwargs and len(args) == 2:
+            args, kwargs = self._tensor_alpha(tx, args, kwargs)
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
 
         def run():
@@ -476,6 +478,19 @@ class GraphBuilder(OutputGraph):
             return same
         return self._wrap_result("call_method", name, n_args, n_kw, example,
                                  effect=name.endswith("_") or name == "__setitem__")
+
+    def _tensor_alpha(self, tx, args, kwargs):
+        """`x.add_(y, alpha=a)` with a 0-d tensor `a` (an optimizer's lr
+        read as a graph input) as `x.add_(y * a)`: a Scalar argument made
+        from a tensor would need its data.  Other calls are returned as
+        they are."""
+        from .tensor import TensorVariable
+        alpha = kwargs["alpha"]
+        if not isinstance(alpha, TensorVariable) or alpha.example.dim() != 0 or \
+                not isinstance(args[1], TensorVariable):
+            return args, kwargs
+        kwargs = {k: v for k, v in kwargs.items() if k != "alpha"}
+        return [args[0], self.call_function(tx, operator.mul, [args[1], alpha], {})], kwargs
 
     def capture_item(self, tx, tensor):
         """`tensor.item()` as a node (config.capture_scalar_outputs): its

@@ -172,18 +172,6 @@ class BuiltinVariable(FunctionObjectVariable):
                                        **{k: v.as_python_constant() for k, v in kwargs.items()}))
         raise Unsupported(f"call to builtin {getattr(fn, '__qualname__', fn)}")
 
-    def call_method(self, tx, name, args, kwargs):
-        if name == "__getitem__" and isinstance(self.fn, type) and len(args) == 1 and not kwargs \
-                and hasattr(self.fn, "__class_getitem__"):
-            # list[Tensor], dict[str, int]: an annotation (typing.cast's first argument)
-            from .misc import TypingAliasVariable
-            try:
-                key = args[0].as_python_constant()
-            except Unsupported:
-                raise Unsupported(f"{self.fn.__name__}[...] of a non-constant") from None
-            return TypingAliasVariable(self.fn[key])
-        return super().call_method(tx, name, args, kwargs)
-
     def __repr__(self):
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
 
@@ -224,6 +212,9 @@ def _typing_value(var):
         return var.value
     if isinstance(var, BuiltinVariable) and isinstance(var.fn, type):
         return var.fn
+    from .torch import TorchFunctionVariable
+    if isinstance(var, TorchFunctionVariable) and isinstance(var.fn, type):    # list[torch.Tensor]
+        return var.fn
     if isinstance(var, OpaqueVariable) and _is_typing_object(var.value):
         return var.value
     if isinstance(var, TupleVariable):
@@ -239,13 +230,14 @@ def _is_typing_object(value):
 def getitem(tx, obj, key):
     from .base import ClassVariable, OpaqueVariable
     if (isinstance(obj, OpaqueVariable) and _is_typing_object(obj.value)) or (
-            isinstance(obj, ClassVariable) and obj.value in (list, dict, tuple, set, type)):
+            isinstance(obj, ClassVariable) and obj.value in (list, dict, tuple, set, type)) or (
+            isinstance(obj, BuiltinVariable) and obj.fn in (list, dict, tuple, set, type)):
         # List[Variable], list[int], Optional["T"]: a type expression (an
         # annotation), pure; evaluated now, kept as an opaque value
-        return OpaqueVariable(obj.value[_typing_value(key)])
+        return OpaqueVariable(_typing_value(obj)[_typing_value(key)])
     if isinstance(obj, TensorVariable):
         return tx.output.call_function(tx, operator.getitem, [obj, key], {})
-    if isinstance(key, TensorVariable):
+    if isinstance(key, TensorVariable) and not getattr(obj, "tensor_keys", False):
         raise Unsupported("indexing a container with a tensor")
     return obj.call_method(tx, "__getitem__", [key], {}) if not isinstance(obj, ConstantVariable) \
         else ConstantVariable(obj.value[key.as_python_constant()]) \

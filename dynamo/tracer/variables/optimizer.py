@@ -23,9 +23,9 @@ What a traced step does, and why:
 - Everything else an optimizer's step calls in torch.optim is inlined
   (skipfiles.INLINED_TORCH_CODE), so the foreach and single-tensor paths
   land in the graph as `torch._foreach_*` and tensor ops.
-Hyperparameters in `param_groups` (lr, betas, ...) are read as constants
-guarded by value (EQUALS_MATCH): an lr a scheduler changes recompiles
-unless the group holds lr as a tensor (docs/USER_GUIDE.md, "Optimizers").
+A float `lr` is a graph input (see _trace_groups): LR schedulers change it
+without a recompile.  The other hyperparameters in `param_groups` (betas,
+weight_decay, ...) are constants guarded by value (EQUALS_MATCH).
 """
 import inspect
 import itertools
@@ -62,6 +62,8 @@ class OptimizerState:
 
     def __getitem__(self, k):
         opt = self._ref()
+        if isinstance(k, str):
+            return self._lr(opt, k)
         if opt is None or not 0 <= k < len(self._slots):
             raise KeyError(k)
         g, j = self._slots[k]
@@ -73,6 +75,19 @@ class OptimizerState:
         if state is None:
             raise KeyError(k)
         return state
+
+    @staticmethod
+    def _lr(opt, key):
+        """`view["lr<g>"]`: param group g's float lr now, as a float64 0-d
+        tensor (a graph input: a scheduler's change recompiles nothing);
+        KeyError once it is no float (the guard fails, the trace sees it)."""
+        try:
+            lr = opt.param_groups[int(key[2:])]["lr"]
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+            raise KeyError(key) from None
+        if type(lr) is not float:
+            raise KeyError(key)
+        return torch.tensor(lr, dtype=torch.float64)
 
     def __repr__(self):
         return f"<optimizer state view of {len(self._slots)} parameters>"
@@ -98,6 +113,9 @@ class OptimizerVariable(UserDefinedObjectVariable):
             return OptimizerStepVariable(self)
         if name == "_init_group":
             return InitGroupVariable(self)
+        if name == "state" and "state" in self.value.__dict__ and self.source is not None:
+            tx.output.add_guard(AttrSource(self.source, "state"), ID_MATCH, self.value.state)
+            return OptimizerStateVariable(self)
         stored = tx.output.attr_stores.get((id(self.value), name))
         if stored is not None:
             return stored[1]
@@ -114,6 +132,49 @@ class OptimizerVariable(UserDefinedObjectVariable):
 
     def __repr__(self):
         return f"OptimizerVariable({type(self.value).__name__})"
+
+
+class OptimizerStateVariable(VariableTracker):
+    """`opt.state` (guarded by identity: load_state_dict replaces it),
+    indexed by one of the optimizer's parameters: that parameter's state
+    dict, read and written through the OptimizerState view (SGD stores its
+    momentum buffers after the update)."""
+    tensor_keys = True          # builtin.getitem hands a tensor key to __getitem__
+
+    def __init__(self, opt_var):
+        super().__init__(None)
+        self.opt_var = opt_var
+
+    def python_type(self):
+        return type(self.opt_var.value.state)
+
+    def call_method(self, tx, name, args, kwargs):
+        from .tensor import TensorVariable
+        opt = self.opt_var.value
+        if name != "__getitem__" or len(args) != 1 or kwargs or \
+                not isinstance(args[0], TensorVariable) or args[0].source is None:
+            raise Unsupported(f"optimizer.state.{name}(...) inside the compiled frame: only "
+                              "`opt.state[param]` of one of its parameters is traced")
+        want = args[0].source.name()
+        for g, group in enumerate(opt.param_groups):
+            for j in range(len(group["params"])):
+                psrc = ItemSource(ItemSource(ItemSource(AttrSource(self.opt_var.source,
+                                                                   "param_groups"), g), "params"), j)
+                if psrc.name() != want:
+                    continue
+                param = group["params"][j]
+                if param not in opt.state:
+                    raise Unsupported("optimizer.state[param] of a parameter without state")
+                name_, view = InitGroupVariable._state_view(tx, opt, self.opt_var.source)
+                if (g, j) not in view._slots:
+                    view._slots.append((g, j))
+                k = view._slots.index((g, j))
+                return tx.wrap(opt.state[param], ItemSource(GlobalSource(name_), k))
+        raise Unsupported("optimizer.state[t] of a tensor the trace does not know as one of the "
+                          "optimizer's parameters")
+
+    def __repr__(self):
+        return f"OptimizerStateVariable({type(self.opt_var.value).__name__})"
 
 
 def _unwrap_step(fn):
@@ -160,20 +221,26 @@ class OptimizerStepVariable(VariableTracker):
         for name, hooks in global_:
             tx.output.add_guard(ItemSource(GlobalSource(alias), name), LENGTH, type(hooks), 0)
         wrapper = getattr_static(type(opt), "step")
-        if not inspect.isfunction(wrapper) or "step" in opt.__dict__:
+        if not inspect.isfunction(wrapper):
             raise Unsupported(f"{type(opt).__name__}.step is not a plain method")
-        fn_src = StaticAttrSource(src, "step")
-        tx.output.add_guard(fn_src, ID_MATCH, wrapper)
+        tx.output.add_guard(AttrSource(AttrSource(src, "__class__"), "step"), ID_MATCH, wrapper)
+        tx.output.add_guard(StaticAttrSource(src, "step"), ID_MATCH,
+                            opt.__dict__.get("step", wrapper))
+        if "step" in opt.__dict__:
+            _scheduler_counted_step(tx, opt_var, wrapper)
         fn, use_grad = _unwrap_step(wrapper)
-        _trace_capturable(tx, opt_var)
+        end_groups = _trace_groups(tx, opt_var)
         if not use_grad:
-            return UserMethodVariable(fn, opt_var).call(tx, args, kwargs)
+            out = UserMethodVariable(fn, opt_var).call(tx, args, kwargs)
+            end_groups()
+            return out
         differentiable = tx.wrap(opt.defaults["differentiable"],
                                  ItemSource(AttrSource(src, "defaults"), "differentiable"))
         ctx = GradModeVariable(bool(differentiable.as_python_constant()))
         ctx.enter(tx)
         out = UserMethodVariable(fn, opt_var).call(tx, args, kwargs)
         tx.output.set_grad_enabled(ctx.prev)
+        end_groups()
         return out
 
     def reconstruct(self, cg):
@@ -184,20 +251,73 @@ class OptimizerStepVariable(VariableTracker):
         return f"OptimizerStepVariable({type(self.opt_var.value).__name__})"
 
 
-def _trace_capturable(tx, opt_var):
-    """The trace reads `capturable` as True in every param group that has
-    the flag (the real groups keep theirs), as torch.compile does: the
-    capturable paths keep step counts and step sizes as tensors, which
-    fake tensors can run (the other paths call `.item()` or hand a CPU
-    tensor of scalars to a foreach kernel)."""
+def _scheduler_counted_step(tx, opt_var, wrapper):
+    """An LR scheduler replaced `opt.step` on the instance by a wrapper that
+    notes the call (`opt._opt_called = True`) and calls the class's step:
+    the note is traced as an attribute store (written back after the
+    graph); any other instance `step` is Unsupported."""
+    opt = opt_var.value
+    inst = opt.__dict__["step"]
+    cells = {}
+    if inspect.isfunction(inst) and inst.__closure__:
+        cells = {n: c.cell_contents for n, c in zip(inst.__code__.co_freevars, inst.__closure__)}
+    opt_ref = cells.get("opt_ref")
+    if not (getattr(inst, "_wrapped_by_lr_sched", False) and getattr(inst, "__wrapped__", None)
+            is wrapper and callable(opt_ref) and opt_ref() is opt and opt_var.can_store_attr("_opt_called")):
+        raise Unsupported(f"{type(opt).__name__}.step replaced on the instance by "
+                          f"{getattr(inst, '__qualname__', type(inst).__name__)}: the step runs "
+                          "eagerly (only an LR scheduler's call counter is traced)")
+    tx.output.attr_stores[(id(opt), "_opt_called")] = (opt_var, ConstantVariable(True), opt)
+
+
+def _trace_groups(tx, opt_var):
+    """What the step's trace reads in the param groups, where it differs
+    from the real groups (which keep their values); returns the function
+    that ends it after the step (later reads in the frame see the groups
+    as they are, with their own guards):
+    - `capturable` is True in every group that has the flag, as under
+      torch.compile: the capturable paths keep step counts and step sizes
+      as tensors, which fake tensors can run (the other paths call
+      `.item()` or hand a CPU tensor of scalars to a foreach kernel);
+    - a float `lr` is a graph input, read through the OptimizerState view
+      at each call as a float64 0-d tensor, not a guarded constant: an LR
+      scheduler changing it recompiles nothing (torch.compile recompiles
+      once, then makes the float dynamic).  A group whose lr stops being a
+      float fails the view's guard.  When the frame read the groups before
+      the step, lr stays the guarded constant it already is."""
+    from ...guards import EQUALS_MATCH
     from .containers import DictVariable, ListVariable
+    opt, out = opt_var.value, tx.output
+    fresh = id(opt.param_groups) not in out.container_objs
+    first_guard = len(out.guards)
     groups = opt_var.var_getattr(tx, "param_groups")
-    if not isinstance(groups, ListVariable):
-        raise Unsupported(f"{type(opt_var.value).__name__}.param_groups is not a list the trace "
-                          "can read")
-    for group in groups.items:
-        if isinstance(group, DictVariable) and "capturable" in group.items:
+    if not isinstance(groups, ListVariable) or len(groups.items) != len(opt.param_groups):
+        raise Unsupported(f"{type(opt).__name__}.param_groups is not a list the trace can read")
+    saved = []
+    for g, group in enumerate(groups.items):
+        if not isinstance(group, DictVariable):
+            continue
+        saved.append((group, dict(group.items)))
+        if "capturable" in group.items:
             group.items["capturable"] = ConstantVariable(True)
+        if fresh and type(opt.param_groups[g].get("lr")) is float:
+            lr_name = group.items["lr"].source.name() if group.items["lr"].source else None
+            out.guards[first_guard:] = [
+                gd for gd in out.guards[first_guard:]
+                if not (gd.kind == EQUALS_MATCH and gd.source.name() == lr_name)]
+            name, _view = InitGroupVariable._state_view(tx, opt, opt_var.source)
+            group.items["lr"] = out.add_input(
+                ItemSource(GlobalSource(name), f"lr{g}"),
+                torch.tensor(opt.param_groups[g]["lr"], dtype=torch.float64))
+
+    def end():
+        for group, items in saved:
+            group.items.clear()
+            group.items.update(items)
+        if fresh:          # later reads wrap the groups again, with their guards
+            for value in [opt.param_groups, *opt.param_groups]:
+                out.container_objs.pop(id(value), None)
+    return end
 
 
 class InitGroupVariable(VariableTracker):
