@@ -86,6 +86,7 @@ FLOORS = [
      {"dynamo/output_graph", "dynamo/codegen", "dynamo/resume", "dynamo/backends", "dynamo/records",
       "dynamo/telemetry"}),
     ("the services the pipeline calls", {"dynamo/modes", "dynamo/decorators", "dynamo/skipfiles",
+                                         "dynamo/distributed",
                                          "dynamo/debug", "dynamo/utils", "dynamo/testing", "dynamo/rng",
                                          "dynamo/mutation_guard", "dynamo/guards", "dynamo/bytecode"}),
     ("the base", {"dynamo/config", "dynamo/exc", "dynamo/_C"}),
