@@ -516,7 +516,8 @@ class _Callback:
 
     def __init__(self, backend, nopython):
         self.backend_name, fn = backends.lookup(backend)
-        self.compiler_fn = backends.wrap(self.backend_name, fn)
+        # DDPSplit hands graphs on whole unless a DDP forward is running
+        self.compiler_fn = backends.wrap(self.backend_name, backends.ddp_split(fn))
         self.nopython = nopython
         # Codes the user handed to optimize() directly: compiled even when
         # they live in a skipped file (an nn.Sequential's forward, say).

@@ -21,7 +21,9 @@ pytestmark = pytest.mark.skipif(
 
 
 def run_case(case, backend, tmp_path):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # no telemetry region: nothing of the workers' can be left in /dev/shm
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               DYNAMO_TELEMETRY="0")
     proc = subprocess.run([sys.executable, SCRIPT, case, backend, str(tmp_path)], env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -64,3 +66,67 @@ def test_ddp_no_sync_accumulates_locally(tmp_path):
 def test_ddp_find_unused_parameters(tmp_path):
     got = run_case("unused", "aot_eager", tmp_path)
     assert (got["compiles"], got["graphs"], got["breaks"]) == (1, 1, [])
+
+
+def test_ddp_graph_is_cut_at_bucket_boundaries(tmp_path):
+    """10 KB buckets (a layer is 4.1 KB): the captured graph is cut where
+    DDP's buckets end, counted from the graph's end, each piece compiled by
+    the backend on its own; gradients still equal eager DDP's."""
+    got = run_case("split", "aot_eager", tmp_path)
+    assert (got["compiles"], got["graphs"], got["breaks"]) == (1, 1, [])
+    (buckets,) = got["buckets"]
+    assert [len(b) for b in buckets] == [4, 6, 6]      # layers 0-1 | 2-4 | 5-7
+    assert buckets[0][0] == "self_layers_0.bias" and buckets[-1][-1] == "self_layers_7.weight"
+
+
+# ---------------------------------------------------------------- the cut, one process
+
+class Chain(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(16, 16) for _ in range(6))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.tanh(layer(x))
+        return x.sum(), x
+
+
+def test_ddp_split_pieces_compile_apart_and_keep_results():
+    import dynamo
+    from dynamo.testing import CompileCounter
+    layer_bytes = (16 * 16 + 16) * 4
+    torch.manual_seed(0)
+    ref, model = Chain(), Chain()
+    model.load_state_dict(ref.state_dict())
+    cnt = CompileCounter()
+    split = dynamo.backends.ddp_split(cnt, bucket_bytes=2 * layer_bytes,
+                                      first_bucket_bytes=layer_bytes)
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append(gm)
+        return split(gm, example_inputs)
+    f = dynamo.optimize(backend)(model)
+    x = torch.randn(4, 16)
+    for _ in range(2):
+        (loss, out), (ref_loss, ref_out) = f(x), ref(x)
+        torch.testing.assert_close(out, ref_out)
+        loss.backward()
+        ref_loss.backward()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    # one graph, cut last layer first: [5] (first bucket) | [3, 4] | [1, 2] | [0]
+    assert len(seen) == 1
+    buckets = seen[0].meta["ddp_buckets"]
+    assert [len(b) for b in buckets] == [2, 4, 4, 2]
+    assert cnt.frame_count == 4                    # each piece compiled once
+
+
+def test_ddp_split_without_a_ddp_forward_hands_the_graph_on_whole():
+    import dynamo
+    from dynamo.testing import CompileCounter
+    cnt = CompileCounter()
+    f = dynamo.optimize(dynamo.backends.ddp_split(cnt))(Chain())
+    f(torch.randn(2, 16))
+    assert cnt.frame_count == 1

@@ -10,8 +10,8 @@ per rank: the compile counts of its process.
 CASE: "mlp" (optimize(DDP(MLP))), "sequential" (optimize(DDP(nn.Sequential))),
 "inside" (a training step that calls the DDP model, compiled whole),
 "no_sync" (gradient accumulation under ddp.no_sync()), "unused"
-(find_unused_parameters=True, one layer unused), "split" (ddp_split: the
-graph cut at bucket boundaries, small buckets).
+(find_unused_parameters=True, one layer unused), "split" (10 KB buckets:
+the graph is cut at the bucket boundaries, config.optimize_ddp).
 """
 import json
 import os
@@ -82,8 +82,6 @@ def worker(rank, world, port, case, backend, out_dir):
     ref, mine = ddp(ref_model, case), ddp(model, case)
     ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
     opt = torch.optim.SGD(mine.parameters(), lr=0.1)
-    if case == "split":
-        backend = dynamo.backends.ddp_split(backend)
     if case == "inside":
         def step(x):
             loss = mine(x).pow(2).mean()
@@ -116,7 +114,7 @@ def worker(rank, world, port, case, backend, out_dir):
               "graphs": sum(len(r.graphs) for r in recs),
               "breaks": [br.reason for r in recs for br in r.break_reasons],
               "names": [r.name for r in recs],
-              "pieces": [getattr(g, "ddp_pieces", 0) for r in recs for g in r.graphs]}
+              "buckets": [g.gm.meta.get("ddp_buckets") for r in recs for g in r.graphs]}
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump(result, f)
     dist.destroy_process_group()
