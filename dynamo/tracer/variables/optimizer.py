@@ -2,7 +2,8 @@
 the graph, the optimizer's per-parameter state reached through a live view.
 
 What a traced step does, and why:
-- `step` is the class's own step function, unwrapped from torch's profiling
+- `step` is the class's own step function (an LR scheduler's call counter
+  on the instance traced as the attribute store it makes), unwrapped from torch's profiling
   wrapper and `_use_grad_for_differentiable`, inlined with grad mode set to
   `defaults["differentiable"]` (what the wrapper does).  torch.compile
   breaks twice inside that wrapper (so AOT sees an inference graph); here
@@ -355,8 +356,13 @@ class InitGroupVariable(VariableTracker):
         init = getattr_static(type(opt), "_init_group")
         tx.output.add_guard(StaticAttrSource(src, "_init_group"), ID_MATCH, init)
         real_lists = [[] for _ in lists]
-        with hook_off(), torch.set_grad_enabled(tx.output.grad_enabled):
-            result = init(opt, group, *real_lists)
+        try:
+            with hook_off(), torch.set_grad_enabled(tx.output.grad_enabled):
+                result = init(opt, group, *real_lists)
+        except Exception as e:  # noqa: BLE001 - eager's step raises it again, from its own init
+            raise Unsupported(f"{type(opt).__name__}._init_group raised {type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else ''} (the step runs "
+                              "eagerly)") from e
         params_var = group_var.items.get("params")
         if not isinstance(params_var, ListVariable) or len(params_var.items) != len(group["params"]):
             raise Unsupported("optimizer param group whose 'params' the trace did not read")
