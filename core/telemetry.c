@@ -1,7 +1,9 @@
 /* core/telemetry.c — the telemetry writer (part of dynamo._C).
  *
  * Owns the region of this process (layout.h) and everything written to it:
- * creation at module load, the anchor symbol, slots, blobs, events, the
+ * creation at module load (never a file it did not create; its space
+ * reserved, so that a full /dev/shm cannot SIGBUS the process), the anchor
+ * symbol, slots, blobs, events, the
  * seqlock, snapshots (_telemetry_save), EXITED + unlink at exit, and the
  * detachment of forked children.  Structural writes happen under the GIL
  * between seq_begin() and seq_end(); counters are bumped by the hook with
@@ -19,13 +21,16 @@
 #include <stdio.h>      /* snprintf */
 #include <stdlib.h>     /* atexit, getenv */
 #include <string.h>     /* memcpy, memset */
+#include <sys/file.h>   /* flock: a live writer holds its shm file */
 #include <sys/mman.h>   /* mmap */
-#include <sys/stat.h>   /* fchmod */
+#include <sys/stat.h>   /* fchmod, fstat */
+#include <sys/statvfs.h> /* fstatvfs: the region is sized from the free space */
 #include <time.h>       /* clock_gettime */
-#include <unistd.h>     /* ftruncate, unlink, getpid */
+#include <unistd.h>     /* unlink, getpid, close */
 
 #include "telemetry.h"
 #include "../inspect/image.h"  /* image_capture, image_save */
+#include "../inspect/procid.h" /* procid_start: the header's proc_start */
 #include "cache.h"          /* CodeCache, CacheEntry: slots hang off them */
 #include "teletext.h"       /* the published texts: a guard tree's TREE payload */
 
@@ -40,6 +45,10 @@ DtAnchor dynamo_telemetry_anchor = {
 static DtHeader *region;        /* owned mapping; NULL: telemetry off */
 static size_t region_len;       /* bytes mapped */
 static int region_is_file;      /* mapped from shm_path */
+static int region_fd = -1;      /* the shm file, open and flock'ed (LOCK_SH) while the region
+                                   lives, so that no cleaner removes it; -1 when anonymous */
+static char init_warning[240];  /* why the region is not a shm file, one line; "" when it is
+                                   (dynamo/telemetry.py logs it once) */
 static pid_t region_pid;        /* the process that created it */
 static CodeCache **slot_caches; /* owned array, borrowed items: code slot -> cache while alive */
 
@@ -355,6 +364,9 @@ after_fork_child(void)
     if (region_is_file)
         mmap(region, region_len, PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (region_fd >= 0)
+        close(region_fd);       /* the parent's flock stays: it is the parent's file */
+    region_fd = -1;
     region = NULL;
     dynamo_telemetry_anchor.enabled = 0;
     dynamo_telemetry_anchor.region_addr = 0;
@@ -369,27 +381,112 @@ telemetry_disabled_by_env(int *anonymous)
                          || strcmp(v, "false") == 0 || strcmp(v, "no") == 0);
 }
 
-/* Map the shm file at path (created 0600, replacing a stale one of a dead
- * process with our pid); NULL with errno. */
+/* Capacities of a region: layout.h's defaults divided by 2^shift. */
+typedef struct {
+    uint32_t codes_cap, entries_cap, events_cap, blob_cap;  /* slots, slots, slots, bytes */
+} Geometry;
+
+#define GEOMETRY_MAX_SHIFT 6    /* 1/64 of the defaults: ~0.9 MiB, 64 codes */
+
+static Geometry
+geometry(unsigned shift)
+{
+    return (Geometry){DT_CODES_CAP >> shift, DT_ENTRIES_CAP >> shift, DT_EVENTS_CAP >> shift,
+                      DT_BLOB_CAP >> shift};
+}
+
+/* Bytes of a region of geometry g. */
+static size_t
+geometry_bytes(const Geometry *g)
+{
+    return DT_HEADER_SIZE + (size_t)g->codes_cap * sizeof(DtCode)
+           + (size_t)g->entries_cap * sizeof(DtEntry) + (size_t)g->events_cap * sizeof(DtEvent)
+           + g->blob_cap;
+}
+
+/* The file at path exists: is it a stale one of ours (a dead process that
+ * had our pid and our uid: it cannot be alive, the pid is ours now) that
+ * no live writer holds?  Then it is removed: 0.  Else -1 with a warning in
+ * init_warning: another user's file (squatted, or left by a process of
+ * another user), or one a writer in another pid namespace holds. */
+static int
+remove_stale_own(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    int regular = fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    int ours = regular && sb.st_uid == geteuid();
+    int unheld = ours && flock(fd, LOCK_EX | LOCK_NB) == 0;
+    int removed = unheld && unlink(path) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (removed)
+        return 0;
+    if (!regular)
+        snprintf(init_warning, sizeof init_warning, "%s exists and is not a regular file: "
+                 "refused, telemetry kept in anonymous memory", path);
+    else if (!ours)
+        snprintf(init_warning, sizeof init_warning, "%s exists and belongs to uid %u, not to "
+                 "this process: refused, telemetry kept in anonymous memory", path,
+                 (unsigned)sb.st_uid);
+    else
+        snprintf(init_warning, sizeof init_warning, "%s is held by a live process (another pid "
+                 "namespace?): telemetry kept in anonymous memory", path);
+    errno = EEXIST;
+    return -1;
+}
+
+/* Create the shm file at path (O_EXCL, 0600: a file we did not create is
+ * never used), reserve its space for the largest geometry that takes at
+ * most a quarter of the free space, hold it (flock LOCK_SH) and map it.
+ * The mapping, *g and region_fd; NULL with init_warning set (the caller
+ * falls back to anonymous memory). */
 static void *
-map_shm(const char *path, size_t len)
+map_shm(const char *path, Geometry *g)
 {
     int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
     int fd = open(path, flags, 0600);
-    if (fd < 0 && errno == EEXIST && unlink(path) == 0)   /* a dead process's file */
+    if (fd < 0 && errno == EEXIST && remove_stale_own(path) == 0)
         fd = open(path, flags, 0600);
-    if (fd < 0)
-        return NULL;
-    void *p = MAP_FAILED;
-    if (fchmod(fd, 0600) == 0 && ftruncate(fd, (off_t)len) == 0)
-        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int saved = errno;
-    close(fd);
-    if (p == MAP_FAILED) {
-        unlink(path);
+    if (fd < 0) {
+        int saved = errno;
+        if (init_warning[0] == '\0')
+            snprintf(init_warning, sizeof init_warning, "cannot create %s (%s): telemetry kept "
+                     "in anonymous memory", path, strerror(saved));
         errno = saved;
         return NULL;
     }
+    void *p = MAP_FAILED;
+    struct statvfs vfs;
+    unsigned long long avail = fstatvfs(fd, &vfs) == 0
+                               ? (unsigned long long)vfs.f_bavail * vfs.f_frsize : 0;
+    unsigned shift = 0;         /* the largest region that takes at most a quarter of it */
+    for (; shift < GEOMETRY_MAX_SHIFT; shift++) {
+        Geometry t = geometry(shift);
+        if (geometry_bytes(&t) <= avail / 4)
+            break;
+    }
+    *g = geometry(shift);
+    size_t len = geometry_bytes(g);
+    int err = 0;
+    if (len > avail / 4)
+        err = ENOSPC;
+    else if (fchmod(fd, 0600) != 0 || flock(fd, LOCK_SH | LOCK_NB) != 0)
+        err = errno;
+    else if ((err = posix_fallocate(fd, 0, (off_t)len)) == 0) {
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        err = p == MAP_FAILED ? errno : 0;
+    }
+    if (p == MAP_FAILED) {
+        snprintf(init_warning, sizeof init_warning, "cannot reserve %zu KiB for %s (%s; %llu KiB "
+                 "free): telemetry kept in anonymous memory", len >> 10, path, strerror(err),
+                 avail >> 10);
+        unlink(path);
+        close(fd);
+        errno = err;
+        return NULL;
+    }
+    region_fd = fd;
     return p;
 }
 
@@ -412,7 +509,7 @@ read_cmdline(char *out, size_t cap)
 }
 
 static void
-fill_header(DtHeader *h, size_t len, const char *path)
+fill_header(DtHeader *h, size_t len, const Geometry *g, const char *path)
 {
     memcpy(h->magic, DT_MAGIC, 8);
     h->version = DT_VERSION;
@@ -421,14 +518,16 @@ fill_header(DtHeader *h, size_t len, const char *path)
     h->pid = (uint64_t)getpid();
     h->start_ns = now_ns();
     h->flags = path[0] ? 0 : DT_F_ANON;
-    h->codes_cap = DT_CODES_CAP;
-    h->entries_cap = DT_ENTRIES_CAP;
-    h->events_cap = DT_EVENTS_CAP;
-    h->blob_cap = DT_BLOB_CAP;
+    h->codes_cap = g->codes_cap;
+    h->entries_cap = g->entries_cap;
+    h->events_cap = g->events_cap;
+    h->blob_cap = g->blob_cap;
     h->codes_off = DT_HEADER_SIZE;
-    h->entries_off = h->codes_off + (uint64_t)DT_CODES_CAP * sizeof(DtCode);
-    h->events_off = h->entries_off + (uint64_t)DT_ENTRIES_CAP * sizeof(DtEntry);
-    h->blob_off = h->events_off + (uint64_t)DT_EVENTS_CAP * sizeof(DtEvent);
+    h->entries_off = h->codes_off + (uint64_t)g->codes_cap * sizeof(DtCode);
+    h->events_off = h->entries_off + (uint64_t)g->entries_cap * sizeof(DtEntry);
+    h->blob_off = h->events_off + (uint64_t)g->events_cap * sizeof(DtEvent);
+    uint64_t start;
+    h->proc_start = procid_start(0, &start) == 0 ? start : 0;
     const char *v = Py_GetVersion();
     size_t n = strcspn(v, " ");
     memcpy(h->python_version, v, n < sizeof h->python_version ? n : sizeof h->python_version - 1);
@@ -453,9 +552,7 @@ telemetry_init(void)
     const char *rv = getenv("DYNAMO_TELEMETRY_REDACT");
     redact = rv != NULL && *rv != '\0' && strcmp(rv, "0") != 0;
     teletext_configure(redact, NULL);
-    size_t len = DT_HEADER_SIZE + (size_t)DT_CODES_CAP * sizeof(DtCode)
-                 + (size_t)DT_ENTRIES_CAP * sizeof(DtEntry)
-                 + (size_t)DT_EVENTS_CAP * sizeof(DtEvent) + DT_BLOB_CAP;
+    Geometry g = geometry(0);
     slot_caches = PyMem_Calloc(DT_CODES_CAP, sizeof(CodeCache *));
     code_res = PyMem_Calloc(DT_CODES_CAP, sizeof *code_res);
     if (slot_caches == NULL || code_res == NULL) {
@@ -470,13 +567,15 @@ telemetry_init(void)
     void *p = NULL;
     if (!anonymous) {
         snprintf(path, sizeof path, "/dev/shm/dynamo-%d", (int)getpid());
-        p = map_shm(path, len);
+        p = map_shm(path, &g);
         if (p == NULL) {
             dynamo_telemetry_anchor.init_errno = (uint32_t)errno;
             path[0] = '\0';
+            g = geometry(0);
         }
     }
-    if (p == NULL) {            /* no shm: anonymous memory, found via the anchor */
+    size_t len = geometry_bytes(&g);
+    if (p == NULL) {            /* no shm: anonymous memory (lazy pages), found via the anchor */
         p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
             dynamo_telemetry_anchor.init_errno = (uint32_t)errno;
@@ -487,7 +586,7 @@ telemetry_init(void)
             return;
         }
     }
-    fill_header(p, len, path);
+    fill_header(p, len, &g, path);
     region = p;
     region_len = len;
     region_is_file = path[0] != '\0';
@@ -840,15 +939,16 @@ t_enabled(PyObject *module, PyObject *unused)
 
 PyDoc_STRVAR(t_info_doc,
 "_telemetry_info() -> dict: enabled, path ('' when anonymous), pid, region_size,\n"
-"blob_used, blob_cap, n_codes, n_entries, n_events, events_cap, init_errno, redact\n"
-"(DYNAMO_TELEMETRY_REDACT: string values are left out of the region).");
+"blob_used, blob_cap, n_codes, n_entries, n_events, events_cap, codes_cap, init_errno,\n"
+"redact (DYNAMO_TELEMETRY_REDACT: string values are left out of the region), warning\n"
+"(why the region is not a /dev/shm file, one line; '' when it is or was asked to be).");
 
 static PyObject *
 t_info(PyObject *module, PyObject *unused)
 {
     DtHeader empty = {0};
     const DtHeader *h = region != NULL ? region : &empty;
-    return Py_BuildValue("{s:O,s:s,s:i,s:K,s:I,s:K,s:I,s:I,s:K,s:I,s:I,s:O}",
+    return Py_BuildValue("{s:O,s:s,s:i,s:K,s:I,s:K,s:I,s:I,s:K,s:I,s:I,s:O,s:s,s:I}",
                          "enabled", region != NULL ? Py_True : Py_False,
                          "path", h->shm_path, "pid", (int)getpid(),
                          "region_size", (unsigned long long)region_len,
@@ -857,7 +957,8 @@ t_info(PyObject *module, PyObject *unused)
                          "n_entries", h->n_entries, "n_events", (unsigned long long)h->n_events,
                          "events_cap", h->events_cap,
                          "init_errno", dynamo_telemetry_anchor.init_errno,
-                         "redact", redact ? Py_True : Py_False);
+                         "redact", redact ? Py_True : Py_False,
+                         "warning", init_warning, "codes_cap", h->codes_cap);
 }
 
 PyDoc_STRVAR(t_set_info_doc,

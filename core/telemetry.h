@@ -1,8 +1,9 @@
 /* core/telemetry.h — the telemetry writer inside dynamo._C.
  *
  * Owns: the process's telemetry region (layout.h): its creation when the
- * module loads (/dev/shm/dynamo-<pid>, 0600; anonymous memory as the
- * fallback), the anchor symbol, removal at exit and on fatal signals left
+ * module loads (/dev/shm/dynamo-<pid>, O_EXCL, 0600, its space reserved and
+ * sized from what is free; anonymous memory as the fallback, with one
+ * warning line), the anchor symbol, removal at exit and on fatal signals left
  * at SIG_DFL (DYNAMO_TELEMETRY_KEEP=1: never), redaction of string values
  * (DYNAMO_TELEMETRY_REDACT=1), the slots of codes and
  * cache entries, blobs, events, and the Python functions that publish

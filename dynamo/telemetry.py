@@ -37,6 +37,22 @@ failures = 0              # publishes that failed (tests, diagnostics)
 REDACT = bool(_C._telemetry_info().get("redact"))   # DYNAMO_TELEMETRY_REDACT=1
 
 
+def _log_init_warning():
+    """The writer could not use /dev/shm (no space, a file it did not
+    create at its name): one line on the "dynamo" logger; telemetry goes on
+    in anonymous memory.  Never raises: importing dynamo must not fail for
+    telemetry."""
+    try:
+        text = _C._telemetry_info().get("warning")
+        if text:
+            log.warning("dynamo telemetry: %s", text)
+    except Exception:  # noqa: BLE001 - a logging failure must not break the import
+        pass
+
+
+_log_init_warning()
+
+
 def redact_text(text):
     """text with every quoted string literal replaced (when REDACT); a
     subscript key, `local '...'`, `global '...'` and `device(type='...')`

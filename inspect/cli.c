@@ -12,7 +12,7 @@
  *                                  with dynamo (dr_list), one per line
  *
  * Owns only argument parsing and printing; all reading is the reader
- * library's.  Errors: the reader's message on stderr, exit status
+ * library's, all escaping of the snapshot's strings strutil's.  Errors: the reader's message on stderr, exit status
  * dr_exit_code() (usage: 2).
  */
 #include <stdio.h>      /* printf */
@@ -21,6 +21,7 @@
 #include <time.h>       /* nanosleep */
 
 #include "reader.h"
+#include "strutil.h"    /* fput_escaped: every string of a snapshot is escaped */
 
 static void
 usage(void)
@@ -34,22 +35,13 @@ usage(void)
 
 /* ---- JSON output -------------------------------------------------------------- */
 
+/* A JSON string of text from the region or snapshot: escaped by the shared
+ * walker (controls, invalid UTF-8 and bidi overrides never go out raw). */
 static void
 jstr(const char *s)
 {
     putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", stdout);
-        else if (*p == '\t')
-            fputs("\\t", stdout);
-        else if (*p < 0x20)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
+    fput_escaped(stdout, s, STR_JSON);
     putchar('"');
 }
 
@@ -336,14 +328,21 @@ static void
 summary(const DrSnapshot *s)
 {
     const DrProcess *p = &s->process;
-    printf("pid %d python %s torch %s%s: %zu frames, %zu entries, %zu events\n", p->pid,
-           p->python_version, p->torch_version, p->exited ? " EXITED" : "", s->n_codes,
+    printf("pid %d python ", p->pid);
+    fput_escaped(stdout, p->python_version, STR_LINE);
+    fputs(" torch ", stdout);
+    fput_escaped(stdout, p->torch_version, STR_LINE);
+    printf("%s: %zu frames, %zu entries, %zu events\n", p->exited ? " EXITED" : "", s->n_codes,
            s->n_entries, s->n_events);
     for (size_t i = 0; i < s->n_codes; i++) {
         const DrCode *c = &s->codes[i];
-        printf("  [%u] %s %s:%u calls %llu hits %llu misses %llu entries %zu\n", c->frame_id,
-               c->name, c->filename, c->firstlineno, (unsigned long long)c->calls,
-               (unsigned long long)c->hits, (unsigned long long)c->misses, c->n_entries);
+        printf("  [%u] ", c->frame_id);
+        fput_escaped(stdout, c->name, STR_LINE);
+        putchar(' ');
+        fput_escaped(stdout, c->filename, STR_LINE);
+        printf(":%u calls %llu hits %llu misses %llu entries %zu\n", c->firstlineno,
+               (unsigned long long)c->calls, (unsigned long long)c->hits,
+               (unsigned long long)c->misses, c->n_entries);
     }
 }
 

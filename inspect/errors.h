@@ -19,6 +19,10 @@ typedef enum {
     DR_ENOMEM,          /* out of memory */
     DR_EBUSY,           /* the writer kept changing the region; try again */
     DR_EINTR,           /* stopped by the tool's interrupt flag (dr_set_interrupt) */
+    DR_EFOREIGN,        /* the pid's /dev/shm file is not that process's region: owned by
+                           a user the process does not run as (squatted), or written by
+                           an earlier process with the same pid (its pid field or start
+                           time differ): refused */
 } DrError;
 
 #endif /* DYNAMO_INSPECT_ERRORS_H */

@@ -5,19 +5,22 @@
 #
 # Tools link the reader with:  $(INSPECT_LIB) $(INSPECT_LDLIBS)
 # and compile with:            $(INSPECT_CFLAGS)   (for "reader.h", "strutil.h")
-# The library also carries strutil.c: checked allocation, StrBuf and fmt_ns,
-# shared by dynamo-top and dynamo-dot.
+# The library also carries strutil.c: checked allocation, StrBuf, fmt_ns and
+# the escaping of text read from a process, shared by the three tools.
+# procid.c (a process's start time and uids) is compiled into both _C and
+# the reader.
 # They may depend on $(INSPECT_LIB) in their rules (it is a file target).
 
-EXT_SRC += inspect/image.c
-EXT_HDR += inspect/layout.h inspect/image.h inspect/errors.h
+EXT_SRC += inspect/image.c inspect/procid.c
+EXT_HDR += inspect/layout.h inspect/image.h inspect/errors.h inspect/procid.h
 
 INSPECT_LIB    := build/libdynamo_inspect.a
 INSPECT_CFLAGS := -Iinspect
 INSPECT_LDLIBS := -lelf
 INSPECT_WFLAGS := -Wall -Wextra -Werror -Wshadow -std=c11 -D_GNU_SOURCE
-INSPECT_SRC    := inspect/reader.c inspect/image.c inspect/value.c inspect/strutil.c
-INSPECT_HDR    := inspect/layout.h inspect/errors.h inspect/reader.h inspect/image.h inspect/value.h inspect/strutil.h
+INSPECT_SRC    := inspect/reader.c inspect/image.c inspect/procid.c inspect/value.c inspect/strutil.c
+INSPECT_HDR    := inspect/layout.h inspect/errors.h inspect/reader.h inspect/image.h inspect/procid.h \
+                  inspect/value.h inspect/strutil.h
 INSPECT_OBJ    := $(patsubst inspect/%.c,build/inspect/%.o,$(INSPECT_SRC))
 INSPECT_CLI    := build/bin/dynamo-inspect
 
@@ -25,6 +28,7 @@ TOOLS        += $(INSPECT_LIB) $(INSPECT_CLI)
 INSTALL_BINS += $(INSPECT_CLI)
 
 .PHONY: inspect-asan
+asan: inspect-asan
 
 build/inspect/%.o: inspect/%.c $(INSPECT_HDR)
 	@mkdir -p build/inspect
@@ -38,7 +42,8 @@ $(INSPECT_CLI): inspect/cli.c $(INSPECT_LIB) $(INSPECT_HDR)
 	@mkdir -p build/bin
 	$(CC) $(CFLAGS) $(INSPECT_WFLAGS) $(INSPECT_CFLAGS) inspect/cli.c $(INSPECT_LIB) $(INSPECT_LDLIBS) -o $@
 
-# The reader and the CLI under AddressSanitizer/UBSan (tests/test_telemetry.py).
+# The reader and the CLI under AddressSanitizer/UBSan (tests/test_telemetry.py);
+# part of `make asan`, with build/asan/bin/dynamo-top and build/asan/dynamo-dot.
 INSPECT_ASAN_CLI := build/asan/dynamo-inspect
 inspect-asan: $(INSPECT_ASAN_CLI)
 $(INSPECT_ASAN_CLI): inspect/cli.c $(INSPECT_SRC) $(INSPECT_HDR)

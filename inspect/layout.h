@@ -9,8 +9,10 @@
  * every counter says its unit.  Changing any struct, constant or blob schema
  * here means bumping DT_VERSION: readers refuse other versions.
  *
- * Region (one per process; /dev/shm/dynamo-<pid>, mode 0600, a sparse file
- * mapped MAP_SHARED; or anonymous memory found through the anchor):
+ * Region (one per process; /dev/shm/dynamo-<pid>, mode 0600, created with
+ * O_EXCL by the writer, its space reserved, mapped MAP_SHARED and held with
+ * a shared flock while the writer lives; or anonymous memory found through
+ * the anchor):
  *
  *   [0, DT_HEADER_SIZE)        DtHeader
  *   [codes_off, ...)           DtCode   codes[codes_cap]     one per code object
@@ -52,12 +54,17 @@
 #include <stdint.h>
 
 #define DT_MAGIC        "DYNTELEM"  /* 8 bytes, no NUL: DtHeader.magic */
-#define DT_VERSION      2u          /* 2: DtCode.cache_size_limit, tree_counters;
-                                       RECORD resumes, NODE module_class */
+#define DT_VERSION      3u          /* 3: DtHeader.proc_start; capacities sized from
+                                       the free space of /dev/shm.  2: DtCode.
+                                       cache_size_limit, tree_counters; RECORD resumes,
+                                       NODE module_class */
 #define DT_HEADER_SIZE  4096u       /* bytes; DtHeader is padded to this */
 
 /* Default capacities (the header carries the real ones: readers must use
- * those).  Region ~ 51 MiB of address space; only touched pages cost. */
+ * those).  Region ~ 54 MiB.  A /dev/shm file is reserved whole
+ * (posix_fallocate: a full tmpfs must not kill the writer with SIGBUS), so
+ * the writer divides every capacity by the same power of two, down to
+ * 1/64, until the region takes at most a quarter of the free space. */
 #define DT_CODES_CAP    4096u
 #define DT_ENTRIES_CAP  16384u
 #define DT_EVENTS_CAP   4096u
@@ -121,9 +128,13 @@ typedef struct {
     char dynamo_version[32];
     char argv[512];                 /* command line, arguments separated by ' ' */
     char shm_path[64];              /* "/dev/shm/dynamo-<pid>" or "" (anonymous) */
-    uint8_t pad[4096 - 840];
+    uint64_t proc_start;            /* writer's process start: clock ticks after boot, field 22
+                                       of /proc/PID/stat (inspect/procid.h); readers refuse a
+                                       shm file whose pid is alive with another start time */
+    uint8_t pad[4096 - 848];
 } DtHeader;
 _Static_assert(sizeof(DtHeader) == DT_HEADER_SIZE, "DtHeader must fill its page");
+_Static_assert(__builtin_offsetof(DtHeader, proc_start) == 840, "DtHeader.proc_start: after shm_path");
 
 /* DtCode.flags / DtEntry.flags */
 #define DT_C_DEAD       0x1u        /* code object freed (counters frozen) */

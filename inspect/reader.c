@@ -20,6 +20,7 @@
 #include <stdio.h>      /* FILE, snprintf */
 #include <stdlib.h>     /* malloc, free */
 #include <string.h>     /* memcpy, strcmp */
+#include <sys/file.h>   /* flock: a live writer holds its shm file */
 #include <sys/stat.h>   /* fstat */
 #include <sys/uio.h>    /* process_vm_readv */
 #include <time.h>       /* clock_gettime */
@@ -28,6 +29,8 @@
 #include "reader.h"
 #include "layout.h"
 #include "image.h"
+#include "procid.h"     /* procid_start, procid_uids: is a shm file the live process's? */
+#include "strutil.h"    /* str_clean: the target's text in dr_diagnose's lines */
 #include "value.h"
 
 enum { SRC_SHM, SRC_ANCHOR, SRC_FILE };
@@ -72,6 +75,7 @@ dr_strerror(DrError code)
     case DR_ENOMEM: return "out of memory";
     case DR_EBUSY: return "telemetry region busy";
     case DR_EINTR: return "interrupted";
+    case DR_EFOREIGN: return "not the process's own telemetry file";
     }
     return "unknown error";
 }
@@ -86,6 +90,7 @@ dr_exit_code(DrError code)
     case DR_EPERM: return 5;
     case DR_EVERSION: return 6;
     case DR_ECORRUPT: return 7;
+    case DR_EFOREIGN: return 8;
     case DR_EINTR: return 130;
     default: return 1;
     }
@@ -295,6 +300,51 @@ check_regular(int fd, const char *path, DrStatus *st)
     return DR_OK;
 }
 
+/* Is the shm file r (just captured) the region of the live process r->pid?
+ * Anyone may create /dev/shm/dynamo-<pid> before that pid exists (the
+ * directory is world-writable), and a file may outlive its process until
+ * the pid is reused, so the name proves nothing.  The file's owner must be
+ * one of the process's uids (or root, who could write anything anyway: a
+ * process that dropped root after importing dynamo keeps its root-owned
+ * file), and the header's pid and start time must be the process's.  A
+ * file whose process is gone is only checked for its pid: it is read
+ * post-mortem, as the file of an exited process.  DR_OK, or DR_EFOREIGN /
+ * DR_EIO in *st. */
+static DrError
+check_owner(const DrReader *r, const char *path, DrStatus *st)
+{
+    const DtHeader *h = (const DtHeader *)r->image;
+    struct stat sb;
+    if (fstat(r->fd, &sb) < 0)
+        return set_status(st, DR_EIO, "%s: %s", path, strerror(errno));
+    uid_t uids[4];
+    uint64_t start;
+    if (h->pid != (uint64_t)r->pid)
+        return set_status(st, DR_EFOREIGN, "%s was written by pid %llu, not by pid %d: refused",
+                          path, (unsigned long long)h->pid, (int)r->pid);
+    if (!process_alive(r->pid))
+        return DR_OK;
+    if (procid_uids(r->pid, uids) < 0 || procid_start(r->pid, &start) < 0) {
+        if (!process_alive(r->pid))
+            return DR_OK;       /* it exited meanwhile */
+        return set_status(st, DR_EFOREIGN, "%s: cannot read /proc/%d to check that the file is "
+                          "that process's (%s): refused", path, (int)r->pid, strerror(errno));
+    }
+    int owner_ok = sb.st_uid == 0;
+    for (int i = 0; i < 4; i++)
+        owner_ok |= sb.st_uid == uids[i];
+    if (!owner_ok)
+        return set_status(st, DR_EFOREIGN, "%s is owned by uid %u, but pid %d runs as uid %u: "
+                          "not its telemetry (a file planted under its name): refused", path,
+                          (unsigned)sb.st_uid, (int)r->pid, (unsigned)uids[1]);
+    if (h->proc_start != start)
+        return set_status(st, DR_EFOREIGN, "%s was written by an earlier process with pid %d "
+                          "(started at tick %llu, the running one at tick %llu): refused", path,
+                          (int)r->pid, (unsigned long long)h->proc_start,
+                          (unsigned long long)start);
+    return DR_OK;
+}
+
 /* Open through the shm file; NULL with *st (ENOENT gives DR_ENODYNAMO). */
 static DrReader *
 open_shm(pid_t pid, DrStatus *st)
@@ -328,13 +378,7 @@ open_shm(pid_t pid, DrStatus *st)
     }
     r->fd = fd;
     snprintf(r->source, sizeof r->source, "shm %s", path);
-    if (refresh(r, st) != DR_OK) {
-        dr_close(r);
-        return NULL;
-    }
-    if (((const DtHeader *)r->image)->pid != (uint64_t)pid) {
-        set_status(st, DR_ECORRUPT, "%s belongs to pid %llu, not %d", path,
-                   (unsigned long long)((const DtHeader *)r->image)->pid, (int)pid);
+    if (refresh(r, st) != DR_OK || check_owner(r, path, st) != DR_OK) {
         dr_close(r);
         return NULL;
     }
@@ -524,6 +568,13 @@ dr_open_pid(pid_t pid, int flags, DrStatus *st)
     DrStatus shm_st = {DR_ENODYNAMO, ""};
     if (!(flags & DR_OPEN_ANCHOR_ONLY)) {
         r = open_shm(pid, &shm_st);
+        if (shm_st.code == DR_EFOREIGN && alive && !(flags & DR_OPEN_SHM_ONLY)) {
+            /* not the process's file: its own region, if any, is in its memory */
+            r = open_anchor(pid, st);
+            if (r == NULL)
+                *st = shm_st;   /* the refusal explains more than the anchor's failure */
+            return r;
+        }
         if (r != NULL || shm_st.code != DR_ENODYNAMO) {     /* found, or a real error */
             *st = shm_st;
             if (r != NULL && !alive)
@@ -1391,6 +1442,54 @@ intr:
     return -1;
 }
 
+/* Is the entry `name` of the open /dev/shm `dir` a telemetry file of a
+ * dead process (pid), owned by `me`, that no writer holds?  It is then
+ * removed: 1; else 0.  The checks run on an open descriptor, and the name
+ * must still be that inode just before the unlink. */
+static int
+remove_if_stale(DIR *dir, const char *name, pid_t pid, uid_t me)
+{
+    int dfd = dirfd(dir);
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat sb, now;
+    char magic[8];
+    int stale = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == me
+                && pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic
+                && memcmp(magic, DT_MAGIC, sizeof magic) == 0
+                && flock(fd, LOCK_EX | LOCK_NB) == 0       /* no live writer (any pid namespace) */
+                && !process_alive(pid)
+                && fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0
+                && now.st_ino == sb.st_ino && now.st_dev == sb.st_dev
+                && unlinkat(dfd, name, 0) == 0;
+    close(fd);
+    return stale;
+}
+
+int
+dr_remove_stale(size_t *removed, DrStatus *st)
+{
+    struct dirent *de;
+    uid_t me = geteuid();
+    set_status(st, DR_OK, "%s", "");
+    *removed = 0;
+    DIR *shm = opendir("/dev/shm");
+    while (shm != NULL && (de = readdir(shm)) != NULL) {
+        if (interrupted()) {
+            closedir(shm);
+            set_status(st, DR_EINTR, "interrupted");
+            return -1;
+        }
+        pid_t pid = strncmp(de->d_name, "dynamo-", 7) == 0 ? pid_of_name(de->d_name + 7) : 0;
+        if (pid > 0 && !process_alive(pid))
+            *removed += (size_t)remove_if_stale(shm, de->d_name, pid, me);
+    }
+    if (shm != NULL)
+        closedir(shm);
+    return 0;
+}
+
 /* ---- diagnostics ---------------------------------------------------------------------- */
 
 int
@@ -1424,14 +1523,21 @@ dr_diagnose(pid_t pid, void *out, DrStatus *st)
     AnchorLoc loc = {0};
     DrStatus s2 = {DR_OK, ""};
     DtAnchor a;
+    char clean[sizeof loc.path];    /* the path and the anchor are the process's text */
     if (find_module(pid, &loc, &s2) == DR_OK) {
-        fprintf(f, "module: %s mapped at 0x%llx\n", loc.path, (unsigned long long)loc.base);
+        fprintf(f, "module: %s mapped at 0x%llx\n", str_clean(clean, sizeof clean, loc.path),
+                (unsigned long long)loc.base);
         if (resolve_anchor(pid, &loc, &s2) == DR_OK)
             fprintf(f, "anchor: %s at 0x%llx\n", DT_ANCHOR_SYMBOL, (unsigned long long)loc.anchor);
     }
-    if (s2.code == DR_OK && read_anchor(pid, &a, &loc, &s2) == DR_OK)
+    if (s2.code == DR_OK && read_anchor(pid, &a, &loc, &s2) == DR_OK) {
+        char shm[sizeof a.shm_path + 1];    /* not NUL-terminated when hostile */
+        memcpy(shm, a.shm_path, sizeof a.shm_path);
+        shm[sizeof a.shm_path] = '\0';
         fprintf(f, "anchor: version %u, region 0x%llx (%llu bytes), shm path \"%s\"\n", a.version,
-                (unsigned long long)a.region_addr, (unsigned long long)a.region_size, a.shm_path);
+                (unsigned long long)a.region_addr, (unsigned long long)a.region_size,
+                str_clean(clean, sizeof clean, shm));
+    }
     if (s2.code == DR_OK) {
         r = open_anchor(pid, &s2);
         if (r != NULL) {

@@ -48,7 +48,7 @@ typedef struct {
 const char *dr_strerror(DrError code);
 
 /* Conventional process exit status for a tool failing with `code`:
- * ENOPROC 3, ENODYNAMO 4, EPERM 5, EVERSION 6, ECORRUPT 7, EINTR 130,
+ * ENOPROC 3, ENODYNAMO 4, EPERM 5, EVERSION 6, ECORRUPT 7, EFOREIGN 8, EINTR 130,
  * others 1. */
 int dr_exit_code(DrError code);
 
@@ -68,9 +68,14 @@ typedef struct DrReader DrReader;
 
 /* Attach to process `pid`: /dev/shm/dynamo-<pid> (opened read-only; the fd
  * keeps the last state readable after the process exits and unlinks it),
- * else the anchor path.  Validates magic, version, geometry.  Returns a
- * reader, or NULL with *st filled (ENOPROC, ENODYNAMO, EPERM, EVERSION,
- * ECORRUPT, EIO, ENOMEM).  st may not be NULL. */
+ * else the anchor path.  Validates magic, version, geometry.  A shm file
+ * of a live process must be owned by one of its uids (or root) and carry
+ * its pid and start time: another one (planted under its name, or left by
+ * an earlier process with the same pid) is refused, and the anchor is
+ * tried instead (without DR_OPEN_SHM_ONLY); when that fails too, *st is
+ * the refusal (DR_EFOREIGN).  Returns a reader, or NULL with *st filled
+ * (ENOPROC, ENODYNAMO, EPERM, EVERSION, ECORRUPT, EFOREIGN, EIO, ENOMEM).
+ * st may not be NULL. */
 DrReader *dr_open_pid(pid_t pid, int flags, DrStatus *st);
 
 /* Open a snapshot file (written by dr_save or dynamo.save_snapshot).  The
@@ -325,6 +330,16 @@ DrEntry *dr_find_entry(DrSnapshot *s, uint32_t frame_id, uint32_t compile_id);
  * NULL when *n is 0.  0, or -1 with *st (EIO: /proc unreadable, ENOMEM).
  * Open each with dr_open_pid: a listed process may have telemetry off. */
 int dr_list(pid_t **pids, size_t *n, DrStatus *st);
+
+/* Remove the /dev/shm/dynamo-<pid> files left by processes that are gone
+ * (SIGKILL, os._exit, a crash under faulthandler, a uid change before
+ * exit) and that belong to the caller (its effective uid; root: root's
+ * files only): the listings (dynamo-top without a pid, dynamo-dot
+ * --list-processes) call it before dr_list.  A file is removed only when
+ * its pid is not alive, it holds a region's magic, and no writer holds its
+ * flock (a live process in another pid namespace sharing /dev/shm does).
+ * *removed counts them.  0, or -1 with *st (EINTR). */
+int dr_remove_stale(size_t *removed, DrStatus *st);
 
 /* ---- diagnostics ------------------------------------------------------------------ */
 

@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from shm_util import kill_and_remove_shm
+from shm_util import kill_and_remove_shm, layout_version
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOT_BIN = os.path.join(ROOT, "build", "bin", "dynamo-dot")
@@ -445,7 +445,7 @@ def test_help():
 def test_list_processes(workload):
     out = run("--list-processes").stdout.decode()
     line = next(line for line in out.splitlines() if line.startswith(f"pid {workload['pid']} "))
-    assert f"{len(workload['frames'])} frames" in line and "telemetry v2" in line
+    assert f"{len(workload['frames'])} frames" in line and f"telemetry v{layout_version()}" in line
     assert "workload.py" in line
     p = run("--list-processes", "-p", str(workload["pid"]), check=False)
     assert p.returncode == 2 and "--list-processes takes no" in err(p)

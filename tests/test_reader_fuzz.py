@@ -177,10 +177,13 @@ def test_sparse_huge_file_refused_without_reading_it(replay, snapshot, tmp_path)
 def test_planted_shm_file_does_not_hang_the_process_list(snapshot):
     """Any user can create /dev/shm/dynamo-<own pid> with n_events = 2^64-1:
     dynamo-top's process list (root's too) then hung.  It ends now, and a
-    FIFO planted under that name is refused."""
+    FIFO planted under that name is refused.  (The file carries the
+    process's pid and start time, as its own user can forge them: the
+    identity checks of issue 29 do not stop this one.)"""
     p = subprocess.Popen(["sleep", "120"])
     try:
-        data = crafted.patch(snapshot.read_bytes(), n_events=2**64 - 1, pid=p.pid)
+        data = crafted.patch(snapshot.read_bytes(), n_events=2**64 - 1, pid=p.pid,
+                             proc_start=crafted.proc_start(p.pid))
         with open(shm_path(p.pid), "wb") as f:
             f.write(data)
         rc, out, secs, _ = run([TOP])

@@ -5,7 +5,7 @@
  * (--file), and the interactive view (app.c).  Owns the mapping of reader
  * errors to messages and exit statuses: usage 2, and dr_exit_code() for
  * reader failures (no process 3, no dynamo 4, permission 5, version 6,
- * corrupt 7, other 1).
+ * corrupt 7, foreign shm file 8, other 1).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -47,7 +47,8 @@ static void usage(FILE *out)
           "+ - refresh interval, q quit.\n"
           "\n"
           "Exit status: 0 ok, 1 other error, 2 usage, 3 no such process, 4 no dynamo in\n"
-          "the process, 5 permission denied, 6 layout version mismatch, 7 corrupt snapshot.\n",
+          "the process, 5 permission denied, 6 layout version mismatch, 7 corrupt snapshot,\n"
+          "8 the pid's /dev/shm file is not that process's (planted or stale): refused.\n",
           out);
 }
 
@@ -77,14 +78,18 @@ static int parse_pid(const char *s, pid_t *pid)
 
 /* ---- listing ---- */
 
-/* The processes dr_list finds, one line each. */
+/* The processes dr_list finds, one line each, after removing the files
+ * the caller's dead processes left (dr_remove_stale). */
 static int list_processes(void)
 {
     pid_t *pids;
-    size_t n;
+    size_t n, removed;
     DrStatus st;
-    if (dr_list(&pids, &n, &st) != 0)
+    if (dr_remove_stale(&removed, &st) != 0 || dr_list(&pids, &n, &st) != 0)
         return fail(&st);
+    if (removed)
+        printf("removed %zu telemetry file%s of your exited processes from /dev/shm\n", removed,
+               removed == 1 ? "" : "s");
     int found = 0;
     for (size_t i = 0; i < n; i++) {
         pid_t pid = pids[i];

@@ -1,5 +1,5 @@
-/* util.c — text cleaning, padding, line lists and number formatting for
- * dynamo-top, on top of the shared allocation and StrBuf (inspect/strutil.c).
+/* util.c — padding, line lists and number formatting for dynamo-top, on
+ * top of the shared allocation, StrBuf and text cleaning (inspect/strutil.c).
  * Knows nothing about curses or the reader; out-of-memory goes through
  * crt_fatal() (util_oom, installed by main) so the terminal is restored. */
 #include "util.h"
@@ -14,37 +14,6 @@
 void util_oom(size_t bytes)
 {
     crt_fatal(1, "out of memory (%zu bytes)", bytes);
-}
-
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
-static size_t utf8_seq(const unsigned char *s)
-{
-    size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3
-             : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 2 && s[0] < 0xC2)      /* overlong */
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
-
-char *xstrdup_clean(const char *s)
-{
-    char *d = xstrdup(s);
-    unsigned char *p = (unsigned char *)d;
-    while (*p) {
-        size_t n = utf8_seq(p);
-        if (n == 0) {
-            *p++ = '?';
-        } else if (n == 1 && (*p < 0x20 || *p == 0x7f) && *p != '\n') {
-            *p = *p == '\t' ? ' ' : '?';
-            p++;
-        } else {
-            p += n;
-        }
-    }
-    return d;
 }
 
 void sb_pad(StrBuf *sb, size_t columns)

@@ -1,6 +1,7 @@
-/* util.h — small helpers of dynamo-top: cleaning and padding text, a
- * growable list of lines, number formatting; checked allocation and the
- * growable string come from the shared inspect/strutil.h.
+/* util.h — small helpers of dynamo-top: padding text, a growable list of
+ * lines, number formatting; checked allocation, the growable string and
+ * the cleaning of text from the watched process (xstrdup_clean) come from
+ * the shared inspect/strutil.h.
  *
  * Owns no global state.  Allocation failures end the tool through
  * crt_fatal() (which restores the terminal first), so callers never check
@@ -13,13 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "strutil.h"  /* xmalloc & co., StrBuf (shared with dynamo-dot) */
+#include "strutil.h"  /* xmalloc & co., StrBuf, xstrdup_clean (shared with dynamo-dot) */
 
 /* Out-of-memory handler for strutil_set_oom: ends through crt_fatal(). */
 void util_oom(size_t bytes) __attribute__((noreturn));
-/* Copy of text from the watched process, safe to print: invalid UTF-8 and
- * control characters (other than newline) become '?', tabs a space. */
-char *xstrdup_clean(const char *s);
 void sb_pad(StrBuf *sb, size_t columns);    /* spaces until sb is `columns` wide */
 
 /* Colors the TUI knows; the report ignores them.  Kept here (not in crt.h)

@@ -80,7 +80,10 @@ static Agnode_t *draw_record(Agraph_t *cluster, const DrRecord *rec)
     StrBuf b;
     vs_init(&b);
     sb_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">");
-    sb_addf(&b, "<TR><TD ALIGN=\"LEFT\"><B>%s</B>  %s", rec->id, rec->status);
+    sb_add(&b, "<TR><TD ALIGN=\"LEFT\"><B>");
+    vs_add_html(&b, rec->id, 0, 0);
+    sb_add(&b, "</B>  ");
+    vs_add_html(&b, rec->status, 0, 0);
     if (rec->entry != NULL)
         sb_addf(&b, " · %llu hit%s%s", (unsigned long long)rec->entry->hits,
                 rec->entry->hits == 1 ? "" : "s", rec->entry->dead ? " · dropped" : "");
@@ -189,7 +192,9 @@ static char *break_label(const DrRecord *rec, const DrResume *res)
     }
     sb_add(&b, rec->n_breaks ? "\\n→ " : "→ ");
     vs_add_cut(&b, res->name, 0);
-    sb_addf(&b, " (%s @%u)", dr_resume_kind_label(res->kind), res->offset);
+    sb_add(&b, " (");
+    vs_add_cut(&b, dr_resume_kind_label(res->kind), 0);
+    sb_addf(&b, " @%u)", res->offset);
     return sb_steal(&b);
 }
 
@@ -232,7 +237,7 @@ static void link_resumes(Agraph_t *g, CodeList *codes, size_t at, Agnode_t ***fi
                     k++;
                 head = (*firsts)[k];
             }
-            Agedge_t *e = vgv_edge(g, agnode(g, (char *)rec->id, 0), head);
+            Agedge_t *e = vgv_edge(g, vgv_find_node(g, rec->id), head);
             char *label = break_label(rec, res);
             vgv_set(e, "label", label);
             vgv_set(e, "color", "#c62828");

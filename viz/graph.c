@@ -203,15 +203,17 @@ static Agraph_t *module_cluster(Agraph_t *g, const DrGraph *graph, const char *p
         sb_clear(&name);
         sb_add(&name, "cluster_");
         sb_addn(&name, path, (size_t)(p - path));
-        Agraph_t *sub = agsubg(parent, name.s, 0);
+        Agraph_t *sub = vgv_find_subg(parent, name.s);
         if (sub == NULL) {                         /* first node of this module? */
             sub = vgv_subg(parent, name.s);
             sb_clear(&name);
-            sb_addn(&name, path, (size_t)(p - path));
+            char *prefix = xstrndup(path, (size_t)(p - path));
+            vs_add_cut(&name, prefix, 0);
+            free(prefix);
             const char *cls = class_of(graph, path, (size_t)(p - path));
             if (*cls) {
                 sb_add(&name, " · ");
-                sb_add(&name, cls);
+                vs_add_cut(&name, cls, 0);
             }
             vgv_set(sub, "label", name.s);
             vgv_set(sub, "style", "rounded,filled");
@@ -315,9 +317,9 @@ static void draw_edges(Agraph_t *g, const DrGraph *graph)
     vs_init(&b);
     for (size_t i = 0; i < graph->n_nodes; i++) {
         const DrNode *n = &graph->nodes[i];
-        Agnode_t *head = agnode(g, (char *)n->name, 0);
+        Agnode_t *head = vgv_find_node(g, n->name);
         for (size_t k = 0; k < n->n_inputs; k++) {
-            Agnode_t *tail = agnode(g, (char *)n->inputs[k], 0);
+            Agnode_t *tail = vgv_find_node(g, n->inputs[k]);
             if (tail == NULL || head == NULL || repeated_input(n, k))
                 continue;
             const DrNode *src = NULL;

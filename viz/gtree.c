@@ -133,7 +133,9 @@ static char *entry_label(const DrEntry *e, const char *leaf, size_t idn, int fai
     vs_init(&b);
     sb_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">"
                "<TR><TD><FONT POINT-SIZE=\"12\"><B>");
-    sb_addn(&b, leaf, idn);
+    char *id = xstrndup(leaf, idn);
+    vs_add_html(&b, id, 0, 0);
+    free(id);
     sb_add(&b, "</B></FONT></TD></TR><TR><TD>");
     if (e != NULL)
         sb_addf(&b, "%llu hit%s", (unsigned long long)e->hits, e->hits == 1 ? "" : "s");
@@ -358,7 +360,11 @@ Agraph_t *vtree_draw(DrSnapshot *s, const DrCode *code)
             anchor = nodes[i];
         if (has_parent) {
             Agedge_t *e = vgv_edge(g, nodes[t->parent], nodes[i]);
-            vgv_set(e, "label", *t->via ? t->via : " ");
+            StrBuf via;
+            vs_init(&via);
+            vs_add_cut(&via, *t->via ? t->via : " ", 0);
+            vgv_set(e, "label", via.s);
+            sb_free(&via);
             vgv_set(e, "color", "#1565c0");
         }
         for (size_t k = 0; k < t->n_leaf; k++)
@@ -368,7 +374,7 @@ Agraph_t *vtree_draw(DrSnapshot *s, const DrCode *code)
         char name[48];
         snprintf(name, sizeof name, "entry %s", lf.entry->id);
         if (anchor == NULL)
-            anchor = agnode(g, name, 0);
+            anchor = vgv_find_node(g, name);
         if (anchor == NULL)
             anchor = nodes[0] ? nodes[0] : agfstnode(g);
         if (anchor != NULL)

@@ -40,9 +40,35 @@ Agraph_t *vgv_open(const char *name)
     return g;
 }
 
+/* Everything handed to cgraph passes here: names and values may hold text
+ * from the watched process, and cgraph writes them out (the dot format,
+ * tooltips and titles in svg) without removing controls.  The builders
+ * escape for the format (vstr.h); this is the backstop that no terminal
+ * control or invalid UTF-8 reaches any output, whatever a builder forgot.
+ * Idempotent on text that is already clean; newlines stay (tooltips keep
+ * theirs).  A new string (free()). */
+static char *clean(const char *s)
+{
+    StrBuf b;
+    sb_init(&b);
+    sb_add_escaped(&b, s, STR_TEXT, 0);
+    return sb_steal(&b);
+}
+
 Agnode_t *vgv_node(Agraph_t *g, const char *name)
 {
-    return agnode(g, (char *)name, 1);
+    char *c = clean(name);
+    Agnode_t *v = agnode(g, c, 1);
+    free(c);
+    return v;
+}
+
+Agnode_t *vgv_find_node(Agraph_t *g, const char *name)
+{
+    char *c = clean(name);
+    Agnode_t *v = agnode(g, c, 0);
+    free(c);
+    return v;
 }
 
 Agedge_t *vgv_edge(Agraph_t *g, Agnode_t *tail, Agnode_t *head)
@@ -52,12 +78,25 @@ Agedge_t *vgv_edge(Agraph_t *g, Agnode_t *tail, Agnode_t *head)
 
 Agraph_t *vgv_subg(Agraph_t *g, const char *name)
 {
-    return agsubg(g, (char *)name, 1);
+    char *c = clean(name);
+    Agraph_t *sub = agsubg(g, c, 1);
+    free(c);
+    return sub;
+}
+
+Agraph_t *vgv_find_subg(Agraph_t *g, const char *name)
+{
+    char *c = clean(name);
+    Agraph_t *sub = agsubg(g, c, 0);
+    free(c);
+    return sub;
 }
 
 void vgv_set(void *obj, const char *attr, const char *value)
 {
-    agsafeset(obj, (char *)attr, (char *)value, (char *)"");
+    char *c = clean(value);
+    agsafeset(obj, (char *)attr, c, (char *)"");
+    free(c);
 }
 
 void vgv_set_html(void *obj, const char *attr, const char *html)
@@ -65,9 +104,11 @@ void vgv_set_html(void *obj, const char *attr, const char *html)
     /* cgraph keeps the HTML flag on the interned string: intern it as HTML
      * first, then the attribute shares that string. */
     Agraph_t *root = agroot(obj);
-    char *s = agstrdup_html(root, (char *)html);
+    char *c = clean(html);
+    char *s = agstrdup_html(root, c);
     agsafeset(obj, (char *)attr, s, (char *)"");
     agstrfree(root, s);
+    free(c);
 }
 
 /* Formats that need no layout: the graph source as built. */

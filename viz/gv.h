@@ -18,8 +18,14 @@
  * Free with agclose. */
 Agraph_t *vgv_open(const char *name);
 
-/* The node `name` of g, created when absent (strict: one node per name). */
+/* The node `name` of g, created when absent (strict: one node per name).
+ * Names and values given to these helpers may be text from the watched
+ * process: each is cleaned (sb_add_escaped, STR_TEXT) before cgraph sees
+ * it, so lookups must go through vgv_find_node / vgv_find_subg too. */
 Agnode_t *vgv_node(Agraph_t *g, const char *name);
+
+/* The node `name` of g, or NULL (never creates). */
+Agnode_t *vgv_find_node(Agraph_t *g, const char *name);
 
 /* An edge tail -> head of g (a new one each call). */
 Agedge_t *vgv_edge(Agraph_t *g, Agnode_t *tail, Agnode_t *head);
@@ -27,6 +33,9 @@ Agedge_t *vgv_edge(Agraph_t *g, Agnode_t *tail, Agnode_t *head);
 /* The subgraph `name` of g, created when absent.  Names starting with
  * "cluster" are drawn as boxes by the dot layout. */
 Agraph_t *vgv_subg(Agraph_t *g, const char *name);
+
+/* The subgraph `name` of g, or NULL (never creates). */
+Agraph_t *vgv_find_subg(Agraph_t *g, const char *name);
 
 /* Set attribute `attr` of a graph, node or edge to the plain string `value`
  * (declared with default "" when new). */

@@ -2,7 +2,8 @@
  *
  * Owns nothing; reads a snapshot and prints.  One line per frame, compile,
  * graph and break, each ending with the option that draws it, so a user can
- * copy it.
+ * copy it.  Every string of the snapshot goes out through put() (escaped:
+ * it was written by the watched process).
  */
 #include "list.h"
 
@@ -11,13 +12,25 @@
 #include "select.h"
 #include "vstr.h"
 
+/* Text from the snapshot, escaped for a terminal (one line). */
+static void put(FILE *out, const char *s)
+{
+    fput_escaped(out, s, STR_LINE);
+}
+
 static void print_process(FILE *out, const DrSnapshot *s)
 {
     const DrProcess *p = &s->process;
     const char *state = p->from_file ? "snapshot file" : p->exited ? "exited" : "running";
-    fprintf(out, "pid %d (%s)  %s\n", p->pid, state, p->argv);
-    fprintf(out, "python %s  torch %s  dynamo %s  telemetry v%u\n", p->python_version,
-            p->torch_version, p->dynamo_version, p->version);
+    fprintf(out, "pid %d (%s)  ", p->pid, state);
+    put(out, p->argv);
+    fputs("\npython ", out);
+    put(out, p->python_version);
+    fputs("  torch ", out);
+    put(out, p->torch_version);
+    fputs("  dynamo ", out);
+    put(out, p->dynamo_version);
+    fprintf(out, "  telemetry v%u\n", p->version);
     if (p->blobs_dropped || p->slots_dropped)
         fprintf(out, "warning: the telemetry region was full: %llu blobs and %llu slots dropped\n",
                 (unsigned long long)p->blobs_dropped, (unsigned long long)p->slots_dropped);
@@ -29,8 +42,11 @@ static void print_resumes(FILE *out, const DrRecord *rec)
 {
     for (size_t i = 0; i < rec->n_resumes; i++) {
         const DrResume *res = &rec->resumes[i];
-        fprintf(out, "%s%s (%s @%u, ", i ? ", " : "  ->  ", res->name, dr_resume_kind_label(res->kind),
-                res->offset);
+        fputs(i ? ", " : "  ->  ", out);
+        put(out, res->name);
+        fputs(" (", out);
+        put(out, dr_resume_kind_label(res->kind));
+        fprintf(out, " @%u, ", res->offset);
         if (res->code != NULL)
             fprintf(out, "frame %u)", res->code->frame_id);
         else
@@ -41,26 +57,43 @@ static void print_resumes(FILE *out, const DrRecord *rec)
 static void print_record(FILE *out, const DrRecord *rec)
 {
     char t[32], id[48];
-    fprintf(out, "  %s %s  %s  compile %s  %zu guards", rec->id, rec->status,
-            *rec->backend ? rec->backend : "-", vs_fmt_ns(t, sizeof t, rec->compile_ns),
-            rec->n_guards);
+    fputs("  ", out);
+    put(out, rec->id);
+    fputc(' ', out);
+    put(out, rec->status);
+    fputs("  ", out);
+    put(out, *rec->backend ? rec->backend : "-");
+    fprintf(out, "  compile %s  %zu guards", vs_fmt_ns(t, sizeof t, rec->compile_ns), rec->n_guards);
     if (rec->entry != NULL)
         fprintf(out, "  %llu hit%s%s", (unsigned long long)rec->entry->hits,
                 rec->entry->hits == 1 ? "" : "s", rec->entry->dead ? "  (entry dropped)" : "");
-    if (*rec->recompile_reason)
-        fprintf(out, "  recompiled: %s", rec->recompile_reason);
-    if (*rec->error)
-        fprintf(out, "  error: %.120s", rec->error);
+    if (*rec->recompile_reason) {
+        fputs("  recompiled: ", out);
+        put(out, rec->recompile_reason);
+    }
+    if (*rec->error) {
+        StrBuf cut;                 /* the first 120 characters */
+        sb_init(&cut);
+        sb_add_escaped(&cut, rec->error, STR_LINE, 120);
+        fprintf(out, "  error: %s", cut.s);
+        sb_free(&cut);
+    }
     fputc('\n', out);
     for (size_t i = 0; i < rec->n_graphs; i++) {
         const DrGraph *g = &rec->graphs[i];
         vsel_graph_id(rec, i, id, sizeof id);
-        fprintf(out, "    graph %-6s %s  %zu nodes  %llu ops    --graph %s\n", id, g->name,
-                g->n_nodes, (unsigned long long)g->op_count, id);
+        fprintf(out, "    graph %-6s ", id);
+        put(out, g->name);
+        fprintf(out, "  %zu nodes  %llu ops    --graph %s\n", g->n_nodes,
+                (unsigned long long)g->op_count, id);
     }
     for (size_t i = 0; i < rec->n_breaks; i++) {
         const DrBreak *b = &rec->breaks[i];
-        fprintf(out, "    break %s at %s:%u", b->reason, vs_basename(b->filename), b->lineno);
+        fputs("    break ", out);
+        put(out, b->reason);
+        fputs(" at ", out);
+        put(out, vs_basename(b->filename));
+        fprintf(out, ":%u", b->lineno);
         if (i + 1 == rec->n_breaks)
             print_resumes(out, rec);
         fputc('\n', out);
@@ -75,8 +108,11 @@ int vlist_print(FILE *out, DrSnapshot *s)
         const DrCode *code = &s->codes[i];
         if (code->frame_id == UINT32_MAX)
             continue;
-        fprintf(out, "\nframe %u  %s  %s:%u%s%s%s\n", code->frame_id, code->name,
-                vs_basename(code->filename), code->firstlineno, code->dead ? "  (dead)" : "",
+        fprintf(out, "\nframe %u  ", code->frame_id);
+        put(out, code->name);
+        fputs("  ", out);
+        put(out, vs_basename(code->filename));
+        fprintf(out, ":%u%s%s%s\n", code->firstlineno, code->dead ? "  (dead)" : "",
                 code->limit_hit ? "  (cache limit hit)" : "", code->skipped ? "  (skipped)" : "");
         fprintf(out, "  calls %llu  hits %llu  misses %llu  compiles %llu    --breaks %u",
                 (unsigned long long)code->calls, (unsigned long long)code->hits,

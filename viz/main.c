@@ -7,7 +7,8 @@
  * convention of the tool: one line "dynamo-dot: <message>" on stderr and an
  * exit status (0 ok, 1 output or render failure, 2 usage: bad option,
  * unknown id or format; reader failures use dr_exit_code: 3 no such
- * process, 4 no dynamo in it, 5 permission, 6 version, 7 corrupt).
+ * process, 4 no dynamo in it, 5 permission, 6 version, 7 corrupt, 8 foreign
+ * shm file).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>      /* errno */
@@ -53,7 +54,8 @@ static const char USAGE[] =
     "\n"
     "Exit status: 0 ok, 1 output/render failure, 2 usage (bad option, unknown id or\n"
     "format), 3 no such process, 4 no dynamo telemetry in it, 5 permission denied,\n"
-    "6 telemetry version mismatch, 7 corrupt snapshot.\n";
+    "6 telemetry version mismatch, 7 corrupt snapshot, 8 the pid's /dev/shm file is\n"
+    "not that process's (planted or stale): refused.\n";
 
 typedef enum { WHAT_LIST, WHAT_GRAPH, WHAT_GUARDS, WHAT_BREAKS, WHAT_PROCESSES } What;
 
@@ -180,13 +182,15 @@ static void write_list(DrSnapshot *s, const char *path)
         die(EXIT_RENDER, "cannot write %s: %s", out == stdout ? "stdout" : path, strerror(errno));
 }
 
-/* --list-processes: one line per process dr_list finds; 0, or exits. */
+/* --list-processes: one line per process dr_list finds (after removing
+ * the files the caller's dead processes left: dr_remove_stale); 0, or
+ * exits. */
 static int list_processes(const char *path)
 {
     pid_t *pids;
-    size_t n;
+    size_t n, removed;
     DrStatus st;
-    if (dr_list(&pids, &n, &st) != 0)
+    if (dr_remove_stale(&removed, &st) != 0 || dr_list(&pids, &n, &st) != 0)
         die_reader(&st);
     FILE *out = path && strcmp(path, "-") != 0 ? fopen(path, "w") : stdout;
     if (out == NULL)
@@ -194,10 +198,13 @@ static int list_processes(const char *path)
     for (size_t i = 0; i < n; i++) {
         DrReader *r = dr_open_pid(pids[i], 0, &st);
         DrSnapshot *s = r != NULL ? dr_snapshot(r, &st) : NULL;
-        if (s != NULL)
-            fprintf(out, "pid %d  %zu frame%s  %zu compile%s  telemetry v%u  %s\n", pids[i],
+        if (s != NULL) {
+            fprintf(out, "pid %d  %zu frame%s  %zu compile%s  telemetry v%u  ", pids[i],
                     s->n_codes, s->n_codes == 1 ? "" : "s", s->n_records,
-                    s->n_records == 1 ? "" : "s", s->process.version, s->process.argv);
+                    s->n_records == 1 ? "" : "s", s->process.version);
+            fput_escaped(out, s->process.argv, STR_LINE);   /* another process's text */
+            fputc('\n', out);
+        }
         else
             fprintf(out, "pid %d  (%s)\n", pids[i], st.msg);
         dr_snapshot_free(s);
@@ -205,6 +212,9 @@ static int list_processes(const char *path)
     }
     if (n == 0)
         fputs("no running process has dynamo loaded\n", out);
+    if (removed)
+        fprintf(out, "removed %zu telemetry file%s of your exited processes from /dev/shm\n",
+                removed, removed == 1 ? "" : "s");
     free(pids);
     if (fflush(out) != 0 || ferror(out) || (out != stdout && fclose(out) != 0))
         die(EXIT_RENDER, "cannot write %s: %s", out == stdout ? "stdout" : path, strerror(errno));

@@ -61,9 +61,14 @@ static void list_graphs(DrSnapshot *s, StrBuf *err)
     char id[48];
     for (size_t r = 0; r < s->n_records; r++) {
         const DrRecord *rec = &s->records[r];
-        for (size_t i = 0; i < rec->n_graphs; i++)
-            sb_addf(err, "%s%s (%s in %s)", shown++ ? ", " : "; valid graph ids: ",
-                    vsel_graph_id(rec, i, id, sizeof id), rec->graphs[i].name, rec->name);
+        for (size_t i = 0; i < rec->n_graphs; i++) {
+            sb_addf(err, "%s%s (", shown++ ? ", " : "; valid graph ids: ",
+                    vsel_graph_id(rec, i, id, sizeof id));
+            sb_add_escaped(err, rec->graphs[i].name, STR_LINE, 0);
+            sb_add(err, " in ");
+            sb_add_escaped(err, rec->name, STR_LINE, 0);
+            sb_add(err, ")");
+        }
     }
     if (shown == 0)
         sb_add(err, "; the process has no captured graphs yet");
@@ -91,7 +96,9 @@ int vsel_graph(DrSnapshot *s, const char *id, DrRecord **rec, DrGraph **graph, S
                     return 0;
                 }
     }
-    sb_addf(err, "no graph '%s' in this process", id);
+    sb_add(err, "no graph '");
+    sb_add_escaped(err, id, STR_LINE, 0);
+    sb_add(err, "' in this process");
     list_graphs(s, err);
     return -1;
 }
@@ -104,7 +111,9 @@ static void list_frames(DrSnapshot *s, int need_tree, StrBuf *err)
         const DrCode *code = &s->codes[i];
         if (code->frame_id == UINT32_MAX || (need_tree && code->tree.n_nodes == 0))
             continue;
-        sb_addf(err, "%s%u (%s)", shown++ ? ", " : "; valid frames: ", code->frame_id, code->name);
+        sb_addf(err, "%s%u (", shown++ ? ", " : "; valid frames: ", code->frame_id);
+        sb_add_escaped(err, code->name, STR_LINE, 0);
+        sb_add(err, ")");
     }
     if (shown == 0)
         sb_add(err, need_tree ? "; no frame has a guard tree yet" : "; no frame was compiled yet");
@@ -128,13 +137,16 @@ int vsel_frame(DrSnapshot *s, const char *id, int need_tree, DrCode **code, StrB
                 found = &s->codes[i];
     }
     if (found != NULL && need_tree && found->tree.n_nodes == 0) {
-        sb_addf(err, "frame %u (%s) has no guard tree (no cache entry was published for it)",
-                found->frame_id, found->name);
+        sb_addf(err, "frame %u (", found->frame_id);
+        sb_add_escaped(err, found->name, STR_LINE, 0);
+        sb_add(err, ") has no guard tree (no cache entry was published for it)");
         list_frames(s, need_tree, err);
         return -1;
     }
     if (found == NULL) {
-        sb_addf(err, "no frame '%s' in this process", id);
+        sb_add(err, "no frame '");
+        sb_add_escaped(err, id, STR_LINE, 0);
+        sb_add(err, "' in this process");
         list_frames(s, need_tree, err);
         return -1;
     }

@@ -19,15 +19,16 @@
  * can be passed to Graphviz before anything was added.  Free with sb_free. */
 void vs_init(StrBuf *b);
 
-/* Appends `s` escaped for an HTML-like label (& < > " ' and control
- * characters), cut after `max` display characters with "…" when longer
- * (max 0: no limit).  Newlines become <BR ALIGN="LEFT"/> when `br` is set,
- * else spaces. */
+/* Appends `s` escaped for an HTML-like label (& < > " ' as entities, and
+ * what sb_add_escaped replaces in any text from a process), cut after `max`
+ * display characters with "…" when longer (max 0: no limit).  Newlines
+ * become <BR ALIGN="LEFT"/> when `br` is set, else spaces. */
 void vs_add_html(StrBuf *b, const char *s, size_t max, int br);
 
 /* Appends `s` for a plain (non-HTML) escString attribute (label, tooltip),
- * cut like vs_add_html: backslashes doubled, newlines as the escape "\n";
- * cgraph adds the quotes when writing. */
+ * cut like vs_add_html: backslashes doubled, newlines as the escape "\n",
+ * controls replaced (sb_add_escaped, STR_DOT); cgraph adds the quotes and
+ * escapes '"' when writing. */
 void vs_add_cut(StrBuf *b, const char *s, size_t max);
 
 /* "1.23 s", "45.6 ms", "789 us", "12 ns", "0 ns" into buf; returns buf. */

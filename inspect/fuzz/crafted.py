@@ -4,10 +4,14 @@ corpus of make fuzz-reader) and tests/test_reader_fuzz.py (replayed under
 ASan in make test).  `inputs(base)` yields (name, bytes); `build(...)`
 makes a snapshot from scratch.
 """
+import os
 import random
+import re
 import struct
 
 HEADER = 4096
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "layout.h")) as _f:
+    VERSION = int(re.search(r"#define DT_VERSION\s+(\d+)u", _f.read()).group(1))  # DT_VERSION
 CODE, ENTRY, EVENT = 128, 320, 128
 BLOB_MAGIC = 0x31425444
 TEXT, RECORD, TREE, COUNTERS = 1, 2, 3, 4
@@ -16,11 +20,18 @@ TEXT, RECORD, TREE, COUNTERS = 1, 2, 3, 4
 OFF = dict(version=8, header_size=12, region_size=16, seq=24, pid=32, flags=64, codes_off=72,
            entries_off=80, events_off=88, blob_off=96, codes_cap=104, entries_cap=108,
            events_cap=112, blob_cap=116, n_codes=120, n_entries=124, n_events=128,
-           blob_used=136)
+           blob_used=136, proc_start=840)
 FMT = dict(version="<I", header_size="<I", region_size="<Q", seq="<Q", pid="<Q", flags="<I",
            codes_off="<Q", entries_off="<Q", events_off="<Q", blob_off="<Q", codes_cap="<I",
            entries_cap="<I", events_cap="<I", blob_cap="<I", n_codes="<I", n_entries="<I",
-           n_events="<Q", blob_used="<I")
+           n_events="<Q", blob_used="<I", proc_start="<Q")
+
+
+def proc_start(pid):
+    """DtHeader.proc_start of a live process: field 22 of /proc/PID/stat
+    (inspect/procid.c), which a planted file must carry to pass for it."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
 
 
 def get(data, field):
@@ -91,7 +102,7 @@ def build(codes=(), entries=(), events=(), blobs=None, n_events=None):
     size = blob_off + len(blob)
     h = bytearray(HEADER)
     h[0:8] = b"DYNTELEM"
-    out = patch(bytes(h), version=2, header_size=HEADER, region_size=size, pid=1, flags=2,
+    out = patch(bytes(h), version=VERSION, header_size=HEADER, region_size=size, pid=1, flags=2,
                 codes_off=codes_off, entries_off=entries_off, events_off=events_off,
                 blob_off=blob_off, codes_cap=len(codes), entries_cap=len(entries),
                 events_cap=len(events), blob_cap=len(blob), n_codes=len(codes),

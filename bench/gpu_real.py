@@ -1,0 +1,213 @@
+"""GPU speed at the sizes users run (issue 26's table): dynamo vs
+torch.compile vs eager, per model, in one process.
+
+Per model (random weights, fp32, eval, no_grad, on `cuda`):
+  * each compiler compiled from an empty Inductor cache (a fresh
+    TORCHINDUCTOR_CACHE_DIR per compile), after both were warmed on a
+    small model of their own: cold compile seconds;
+  * graphs and breaks of our capture;
+  * steady state: ROUNDS rounds of NCALLS synchronized calls of eager, ours
+    and theirs, the order reversed every other round; median ms per call
+    and the ratio ours/theirs;
+  * Python function calls per step (cProfile over 20 calls): what each
+    compiler's host path runs beyond the kernels.
+`--mode reduce-overhead` compares dynamo.compile(mode=...) with
+torch.compile(mode=...). Only bench/ may import torch's own compiler.
+
+Usage: python bench/gpu_real.py [--models bert1,bert,gpt2,t5,llama,vit,resnet]
+           [--mode default|reduce-overhead] [--rounds 9] [--calls 50]
+"""
+import argparse
+import cProfile
+import os
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+import torch  # noqa: E402
+import dynamo  # noqa: E402
+from torch import _dynamo as torch_dynamo  # noqa: E402  (bench/ only: the comparison)
+
+warnings.filterwarnings("ignore")
+
+
+def _ids(b, s, vocab):
+    return torch.randint(0, vocab, (b, s))
+
+
+def bert(b=8, s=128):
+    from transformers import BertConfig, BertModel
+    return BertModel(BertConfig()), dict(input_ids=_ids(b, s, 30522))
+
+
+def bert1():
+    return bert(1, 32)
+
+
+def gpt2():
+    from transformers import GPT2Config, GPT2Model
+    return GPT2Model(GPT2Config()), dict(input_ids=_ids(8, 128, 50257))
+
+
+def t5():
+    from transformers import T5Config, T5Model
+    cfg = T5Config(d_model=512, d_ff=2048, d_kv=64, num_layers=6, num_decoder_layers=6, num_heads=8)
+    return T5Model(cfg), dict(input_ids=_ids(8, 128, 32128), decoder_input_ids=_ids(8, 128, 32128))
+
+
+def llama():
+    from transformers import LlamaConfig, LlamaModel
+    cfg = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                      num_attention_heads=16, num_key_value_heads=16, vocab_size=32000)
+    return LlamaModel(cfg), dict(input_ids=_ids(4, 256, 32000))
+
+
+def vit():
+    import torchvision
+    return torchvision.models.vit_b_16(), dict(x=torch.randn(16, 3, 224, 224))
+
+
+def resnet():
+    import torchvision
+    return torchvision.models.resnet50(), dict(x=torch.randn(32, 3, 224, 224))
+
+
+MODELS = {f.__name__: f for f in (bert1, bert, gpt2, t5, llama, vit, resnet)}
+
+
+def sync():
+    torch.cuda.synchronize()
+
+
+def run(fn, inp, n):
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn(**inp)
+    sync()
+    return (time.perf_counter() - t0) / n * 1e3
+
+
+def py_calls(fn, inp, n=20):
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(n):
+        fn(**inp)
+    sync()
+    pr.disable()
+    return pstats.Stats(pr).total_calls / n
+
+
+def fresh_inductor_cache():
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-bench-")
+
+
+def compile_ours(model, mode):
+    if mode == "default":
+        return dynamo.optimize("inductor")(model)
+    return dynamo.compile(model, mode=mode)
+
+
+def compile_theirs(model, mode):
+    return torch.compile(model) if mode == "default" else torch.compile(model, mode=mode)
+
+
+def warm(mode):
+    """Both compilers compile one small model first (imports, Inductor's
+    worker pool), so neither pays first-use costs in the figures."""
+    m = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()).cuda().eval()
+    x = torch.randn(4, 16, device="cuda")
+    with torch.no_grad():
+        fresh_inductor_cache()
+        compile_ours(m, mode)(x)
+        fresh_inductor_cache()
+        compile_theirs(m, mode)(x)
+    dynamo.reset()
+    torch_dynamo.reset()
+
+
+def bench(name, args):
+    model, inp = MODELS[name]()
+    model = model.cuda().eval()
+    inp = {k: v.cuda() for k, v in inp.items()}
+    row = {"model": name}
+    with torch.no_grad():
+        dynamo.reset()
+        torch_dynamo.reset()
+        fresh_inductor_cache()
+        t0 = time.perf_counter()
+        ours = compile_ours(model, args.mode)
+        ref = model(**inp)
+        out = ours(**inp)
+        sync()
+        row["ours_compile_s"] = time.perf_counter() - t0
+        fresh_inductor_cache()
+        t0 = time.perf_counter()
+        theirs = compile_theirs(model, args.mode)
+        theirs(**inp)
+        sync()
+        row["tc_compile_s"] = time.perf_counter() - t0
+        from dynamo import records
+        recs = records.all_records()
+        row["graphs"] = sum(len(r.graphs) for r in recs)
+        row["breaks"] = sum(len(r.break_reasons or ()) for r in recs)
+        a = out[0] if isinstance(out, (tuple, list)) else getattr(out, "last_hidden_state", out)
+        b = ref[0] if isinstance(ref, (tuple, list)) else getattr(ref, "last_hidden_state", ref)
+        row["equal"] = bool(torch.allclose(a, b, rtol=1e-3, atol=1e-3))
+        fns = {"eager": model, "ours": ours, "tc": theirs}
+        for f in fns.values():
+            run(f, inp, 10)
+        res = {k: [] for k in fns}
+        for r in range(args.rounds):
+            for k in (list(fns) if r % 2 == 0 else list(reversed(fns))):
+                res[k].append(run(fns[k], inp, args.calls))
+        for k, v in res.items():
+            row[f"{k}_ms"] = statistics.median(v)
+        row["ours_faster_rounds"] = sum(1 for x, y in zip(res["ours"], res["tc"]) if x < y)
+        row["ours_py_calls"] = py_calls(ours, inp)
+        row["tc_py_calls"] = py_calls(theirs, inp)
+    return row
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--mode", default="default")
+    p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--calls", type=int, default=50)
+    args = p.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("bench/gpu_real.py needs a CUDA device")
+    torch_dynamo.config.cache_size_limit = 64
+    print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; "
+          f"Python {sys.version.split()[0]}; mode {args.mode}", flush=True)
+    warm(args.mode)
+    rows = []
+    for name in args.models.split(","):
+        try:
+            rows.append(bench(name, args))
+        except Exception as e:  # noqa: BLE001 - report and go on with the next model
+            rows.append({"model": name, "error": f"{type(e).__name__}: {e}"[:300]})
+        print(rows[-1], flush=True)
+    head = ("model", "graphs", "breaks", "equal", "eager ms", "ours ms", "tc ms", "ours/tc",
+            "ours faster rounds", "py calls ours/tc", "compile s ours/tc")
+    print("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    for r in rows:
+        if "error" in r:
+            print(f"| {r['model']} | error: {r['error'][:100]} |")
+            continue
+        print(f"| {r['model']} | {r['graphs']} | {r['breaks']} | {'y' if r['equal'] else 'N'} | "
+              f"{r['eager_ms']:.2f} | {r['ours_ms']:.2f} | {r['tc_ms']:.2f} | "
+              f"{r['ours_ms'] / r['tc_ms']:.3f} | {r['ours_faster_rounds']}/{args.rounds} | "
+              f"{r['ours_py_calls']:.0f}/{r['tc_py_calls']:.0f} | "
+              f"{r['ours_compile_s']:.1f}/{r['tc_compile_s']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
