@@ -7,7 +7,10 @@ eager's.  Only bench/ may import torch's own compiler (to compare).
                                [--optims SGD,Adam,AdamW] [--steps 5] [--scheduler]
 
 With --scheduler a StepLR halves `lr` every step (float lr), which shows
-whether an lr change recompiles.
+whether an lr change recompiles.  Each compiler runs in a process of its
+own (torch.compile would trace dynamo's module-init tagging otherwise).
+torch's "compiles" is its frames-compiled counter (frames with no graph
+included); "graphs" counts forward graphs given to the backend.
 """
 import argparse
 import copy
@@ -85,6 +88,18 @@ def torch_counts(backend, kind, foreach, steps, scheduler):
 
 
 def main():
+    if "--compilers" not in sys.argv or "," in sys.argv[sys.argv.index("--compilers") + 1]:
+        # each compiler in a process of its own: torch.compile traces what
+        # dynamo installed (its module-init tagging) when both share one
+        import subprocess
+        rest = [a for i, a in enumerate(sys.argv[1:]) if a != "--compilers" and
+                (i == 0 or sys.argv[i] != "--compilers")]
+        wanted = "dynamo,torch"
+        if "--compilers" in sys.argv:
+            wanted = sys.argv[sys.argv.index("--compilers") + 1]
+        for comp in wanted.split(","):
+            subprocess.run([sys.executable, __file__, "--compilers", comp, *rest], check=True)
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--compilers", default="dynamo,torch")
     ap.add_argument("--backends", default="eager,aot_eager,inductor")
