@@ -58,6 +58,11 @@ _DEFAULTS = {
     # run each compiled graph once against the captured graph on its example
     # inputs and raise BackendCompilerFailed when the results differ
     "verify_correctness": False,
+    # a graph compiled while a DistributedDataParallel forward runs is cut at
+    # DDP's gradient-bucket boundaries, each piece compiled on its own, so
+    # all-reduce overlaps the backward (backends/ddp.py; torch.compile's
+    # optimize_ddp)
+    "optimize_ddp": True,
     # accepted, no effect (always so in this design; see USER_GUIDE):
     # tensor subclasses are graph inputs like tensors whatever this holds,
     "traceable_tensor_subclasses": set(),

@@ -524,8 +524,9 @@ class _Callback:
     def __init__(self, backend, nopython, mode=None, options=None, dynamic=None):
         from .backends.compile_options import with_options
         self.backend_name, fn = backends.lookup(backend)
-        self.compiler_fn = backends.wrap(self.backend_name,
-                                         with_options(self.backend_name, fn, mode, options))
+        # DDPSplit hands graphs on whole unless a DDP forward is running
+        self.compiler_fn = backends.wrap(self.backend_name, backends.ddp_split(
+            with_options(self.backend_name, fn, mode, options)))
         self.nopython = nopython
         # BACKEND_MATCH: each entry this callback makes serves only callers
         # whose callback has the same key (the C side reads it once, when an

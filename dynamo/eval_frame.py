@@ -11,7 +11,7 @@ import logging
 
 import torch
 
-from . import _C, backends, records, resume, skipfiles
+from . import _C, backends, distributed, records, resume, skipfiles
 from .testing import unsupported  # noqa: F401  (dynamo.eval_frame.unsupported, as in TorchDynamo)
 
 log = logging.getLogger("dynamo")
@@ -59,7 +59,8 @@ def _report_after_first(callback, fn, code):
 def _entry_code(fn):
     """The code object a call of `fn` runs first, if it is Python code."""
     if isinstance(fn, torch.nn.Module):
-        fn = type(fn).forward
+        # a DDP model: its forward stays eager, the wrapped module's is compiled
+        fn = type(distributed.compiled_module(fn)).forward
     fn = getattr(fn, "__func__", fn)
     return getattr(fn, "__code__", None)
 

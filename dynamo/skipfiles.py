@@ -16,6 +16,12 @@ contains it:
   by autograd after the graph returned, would be traced as user code).
 A user's `dynamo.disable` is the hook's OFF mode, not a rule here.
 
+One narrow exception, for inlining only: the optimizers of torch.optim and
+the foreach helpers they call (INLINED_TORCH_CODE) are followed when traced
+code calls them (torch.compile inlines them too), so an optimizer step
+lands in the graph; `is_inlined_torch_code(code)` answers it.  Their frames
+stay skipped: the hook never compiles a frame of them on its own.
+
 Paths are compared after os.path.realpath (the venv may be a symlink).
 `is_skipped_file(filename)` answers for the frame hook's callback and
 `skip_reason(filename)` says why; `note(code, reason)` logs a frame the
@@ -79,9 +85,34 @@ def _package_locations():
     return tuple(out)
 
 
+# torch code the tracer inlines although torch is skipped: (package or
+# module name, why).  A package by its directory, a module by its file.
+INLINED_TORCH_CODE = (
+    ("torch.optim", "the optimizers' step and functional updates (torch.compile inlines them)"),
+    ("torch.utils._foreach_utils", "the device/dtype checks an optimizer step makes"),
+)
+
+
+def _inlined_locations():
+    out = []
+    for name, _why in INLINED_TORCH_CODE:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            out += [_real_dir(d) for d in spec.submodule_search_locations]
+        elif spec.origin and os.path.isfile(spec.origin):
+            out.append(os.path.realpath(spec.origin))
+    return tuple(out)
+
+
 _SITE_DIRS = _site_dirs()
 _STDLIB_DIRS = _stdlib_dirs()
 _PACKAGES = _package_locations()
+_INLINED = _inlined_locations()
 
 
 def _inductor_cache_dir():
@@ -118,6 +149,19 @@ def skip_reason(filename):
             if top not in ("site-packages", "dist-packages"):
                 return "in the standard library"
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _inlined_file(filename):
+    path = os.path.realpath(filename)
+    return any(path == loc or (loc.endswith(os.sep) and path.startswith(loc)) for loc in _INLINED)
+
+
+def is_inlined_torch_code(code):
+    """True for a code object of INLINED_TORCH_CODE: the tracer follows a
+    call to it from traced code (its frames are still skipped)."""
+    filename = getattr(code, "co_filename", None)
+    return bool(filename) and _inlined_file(filename)
 
 
 def is_skipped_file(filename):

@@ -86,6 +86,7 @@ FLOORS = [
      {"dynamo/output_graph", "dynamo/codegen", "dynamo/resume", "dynamo/backends", "dynamo/records",
       "dynamo/telemetry", "dynamo/logs"}),
     ("the services the pipeline calls", {"dynamo/modes", "dynamo/decorators", "dynamo/skipfiles",
+                                         "dynamo/distributed",
                                          "dynamo/debug", "dynamo/utils", "dynamo/testing", "dynamo/rng",
                                          "dynamo/mutation_guard", "dynamo/guards", "dynamo/bytecode",
                                          "dynamo/stance", "dynamo/dynamic_shapes", "dynamo/shape_guards"}),

@@ -199,3 +199,31 @@ def test_entry_function_that_cannot_compile_is_reported_once(caplog):
     msgs = [r.getMessage() for r in caplog.records if "compiles no graph" in r.getMessage()]
     assert cnt.frame_count == 0
     assert len(msgs) == 1 and "f (" in msgs[0] and "not a Python constant" in msgs[0], msgs
+
+
+def test_generated_and_backend_runtime_code_is_skipped():
+    """Issue 27, item 2: what a backend generates or runs around a graph is
+    never user code: fx's generated modules (AOT's forward and backward
+    graphs), AOT autograd's runtime wrappers, dynamo's own runtimes (its
+    AOT runtime, the CUDA-graph replays)."""
+    import importlib.util
+    import inspect
+    from dynamo.backends import cudagraphs
+    from dynamo.backends.aot import runtime
+    gm = torch.fx.symbolic_trace(torch.nn.Linear(2, 2))
+    assert skip.skip_reason(gm.forward.__code__.co_filename) == "generated code"
+    aot_wrappers = importlib.util.find_spec("torch._functorch._aot_autograd.runtime_wrappers")
+    assert skip.skip_reason(aot_wrappers.origin) == "in package torch"
+    assert skip.skip_reason(inspect.getfile(runtime)) == "dynamo itself"
+    assert skip.skip_reason(inspect.getfile(cudagraphs)) == "dynamo itself"
+
+
+def test_torch_optim_is_inlined_but_its_frames_stay_skipped():
+    import inspect
+    import torch.optim.adam as adam
+    path = inspect.getfile(adam)
+    assert skip.is_inlined_torch_code(adam.adam.__code__)
+    assert skip.skip_reason(path) == "in package torch"         # the hook never compiles it
+    assert not skip.is_inlined_torch_code(torch.nn.functional.gelu.__code__
+                                          if hasattr(torch.nn.functional.gelu, "__code__")
+                                          else torch.nn.functional.dropout.__code__)

@@ -4,8 +4,9 @@ base (constants, NULL, cells, classes), tensor, containers, functions,
 builtin (builtins and the shared operator helpers), compare (`is`, the
 comparisons, `in`), torch (torch modules,
 functions, grad mode), nn_module, misc (Python modules, user objects,
-skipped callables), autograd_function (autograd.Function.apply), builder
-(wrap real values with guards).
+skipped callables), autograd_function (autograd.Function.apply), optimizer
+(torch.optim optimizers: the step traced), builder (wrap real values with
+guards).
 """
 from .base import (CellVariable, ClassVariable, ConstantVariable, NullVariable, OpaqueVariable,
                    VariableTracker)
@@ -17,5 +18,6 @@ from .functions import (BoundMethodVariable, NestedFunctionVariable, UserFunctio
                         UserMethodVariable)
 from .misc import PassthroughVariable, PythonModuleVariable, UserDefinedObjectVariable
 from .nn_module import NNModuleVariable
+from .optimizer import OptimizerVariable
 from .tensor import TensorVariable
 from .torch import GradModeVariable, TorchFunctionVariable, WithExitVariable

@@ -10,6 +10,7 @@ TYPE_MATCH. Values without a source (made by traced code) get no guard.
 import operator
 import sys
 import types
+import typing
 
 import torch
 
@@ -24,9 +25,11 @@ from .builtin import BuiltinVariable, is_builtin_callable
 from .containers import DictVariable, ListVariable, TupleVariable, wrap_sequence_items
 from .functions import (LruCacheWrapperVariable, UserFunctionVariable, UserMethodVariable,
                         is_lru_cache_wrapper)
-from .misc import (PythonModuleVariable, SkippedFunctionVariable, TypingAliasVariable,
+from .misc import (PythonModuleVariable, SkippedFunctionVariable, TypingAliasVariable, TypingCastVariable,
                    UserDefinedObjectVariable, is_typing_alias)
 from .nn_module import NNModuleVariable
+from ...skipfiles import is_inlined_torch_code
+from .optimizer import OptimizerVariable, is_optimizer
 from .torch import (TorchFunctionVariable, TorchModuleVariable, is_graphable_torch_callable,
                     is_state_query, is_torch_object)
 
@@ -159,6 +162,9 @@ def _wrap(tx, value, source):
     directive = _directive(tx, value, source)
     if directive is not None:
         return directive
+    if value is typing.cast:
+        _guard(tx, source, FUNCTION_MATCH, value)
+        return TypingCastVariable(source)
     if is_lru_cache_wrapper(value) and not is_skipped_function(value.__wrapped__) and \
             not is_torch_object(value.__wrapped__):
         # the wrapper's identity; the function it wraps is fixed with it
@@ -169,7 +175,8 @@ def _wrap(tx, value, source):
         # folded at trace time: the trace is only valid for this very callable
         _guard(tx, source, FUNCTION_MATCH, value)
         return BuiltinVariable(value, source)
-    if isinstance(value, types.FunctionType) and _qualified(value) in _INLINABLE_TORCH_HELPERS:
+    if isinstance(value, types.FunctionType) and (_qualified(value) in _INLINABLE_TORCH_HELPERS
+                                                  or is_inlined_torch_code(value.__code__)):
         _guard(tx, source, FUNCTION_MATCH, value)
         return UserFunctionVariable(value, source)
     if is_torch_object(value):
@@ -193,7 +200,8 @@ def _wrap(tx, value, source):
             return AutogradFunctionApplyVariable(value.__self__, source)
     if isinstance(value, types.MethodType):
         if isinstance(value.__func__, types.FunctionType) and not is_skipped_function(value.__func__) \
-                and not is_torch_object(value.__func__):
+                and (not is_torch_object(value.__func__)
+                     or is_inlined_torch_code(value.__func__.__code__)):
             self_src = None
             if source is not None:
                 from ...guards import AttrSource
@@ -217,6 +225,9 @@ def _wrap(tx, value, source):
     module = (type(value).__module__ or "").split(".")[0]
     if module in _SKIP_ROOTS or module == "builtins":
         return OpaqueVariable(value, source)
+    if is_optimizer(value) and source is not None:
+        _guard(tx, source, TYPE_MATCH, type(value))
+        return OptimizerVariable(value, source)
     _guard(tx, source, TYPE_MATCH, type(value))
     return UserDefinedObjectVariable(value, source)
 
@@ -274,6 +285,8 @@ def wrap_torch_attr(tx, value, source):
     if callable(value):
         if is_graphable_torch_callable(value) or is_state_query(value):
             return TorchFunctionVariable(value, source)
+        if isinstance(value, types.FunctionType) and is_inlined_torch_code(value.__code__):
+            return UserFunctionVariable(value, source)
         return SkippedFunctionVariable(value, source)
     return OpaqueVariable(value, source)
 
@@ -549,6 +562,8 @@ class GraphBuilder(OutputGraph):
 
     def call_method(self, tx, name, args, kwargs):
         self.check_not_in_try(tx)
+        if name in ("add", "add_", "sub", "sub_") and "alpha" in kwargs and len(args) == 2:
+            args, kwargs = self._tensor_alpha(tx, args, kwargs)
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
 
         def run():
@@ -566,6 +581,19 @@ class GraphBuilder(OutputGraph):
             return same
         return self._wrap_result("call_method", name, n_args, n_kw, example,
                                  effect=name.endswith("_") or name == "__setitem__")
+
+    def _tensor_alpha(self, tx, args, kwargs):
+        """`x.add_(y, alpha=a)` with a 0-d tensor `a` (an optimizer's lr
+        read as a graph input) as `x.add_(y * a)`: a Scalar argument made
+        from a tensor would need its data.  Other calls are returned as
+        they are."""
+        from .tensor import TensorVariable
+        alpha = kwargs["alpha"]
+        if not isinstance(alpha, TensorVariable) or alpha.example.dim() != 0 or \
+                not isinstance(args[1], TensorVariable):
+            return args, kwargs
+        kwargs = {k: v for k, v in kwargs.items() if k != "alpha"}
+        return [args[0], self.call_function(tx, operator.mul, [args[1], alpha], {})], kwargs
 
     def capture_item(self, tx, tensor):
         """`tensor.item()` as a node (config.capture_scalar_outputs): its

@@ -240,6 +240,9 @@ def _typing_value(var):
         return var.value
     if isinstance(var, BuiltinVariable) and isinstance(var.fn, type):
         return var.fn
+    from .torch import TorchFunctionVariable
+    if isinstance(var, TorchFunctionVariable) and isinstance(var.fn, type):    # list[torch.Tensor]
+        return var.fn
     if isinstance(var, OpaqueVariable) and _is_typing_object(var.value):
         return var.value
     if isinstance(var, TupleVariable):
@@ -255,13 +258,14 @@ def _is_typing_object(value):
 def getitem(tx, obj, key):
     from .base import ClassVariable, OpaqueVariable
     if (isinstance(obj, OpaqueVariable) and _is_typing_object(obj.value)) or (
-            isinstance(obj, ClassVariable) and obj.value in (list, dict, tuple, set, type)):
+            isinstance(obj, ClassVariable) and obj.value in (list, dict, tuple, set, type)) or (
+            isinstance(obj, BuiltinVariable) and obj.fn in (list, dict, tuple, set, type)):
         # List[Variable], list[int], Optional["T"]: a type expression (an
         # annotation), pure; evaluated now, kept as an opaque value
-        return OpaqueVariable(obj.value[_typing_value(key)])
+        return OpaqueVariable(_typing_value(obj)[_typing_value(key)])
     if isinstance(obj, TensorVariable):
         return tx.output.call_function(tx, operator.getitem, [obj, key], {})
-    if isinstance(key, TensorVariable):
+    if isinstance(key, TensorVariable) and not getattr(obj, "tensor_keys", False):
         raise Unsupported("indexing a container with a tensor")
     return obj.call_method(tx, "__getitem__", [key], {}) if not isinstance(obj, ConstantVariable) \
         else ConstantVariable(obj.value[key.as_python_constant()]) \

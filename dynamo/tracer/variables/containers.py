@@ -294,7 +294,9 @@ def may_write_back(source, items_too):
     back at the end of the graph? It is reloaded through `source` then, so
     the path must lead to the same object: a local of the frame (every read
     of it in the trace is one VT), an attribute of one (a cache's key list),
-    with `items_too` an item of one (a nested dict of options), or a global."""
+    with `items_too` an item of one (a nested dict of options), or a global
+    (an item of another module's globals, or of an optimizer's state view:
+    a parameter's state dict)."""
     from ...guards import AttrSource, GlobalSource, ItemSource, LocalSource
     src = source
     if isinstance(src, AttrSource) or items_too and isinstance(src, ItemSource) \
@@ -302,7 +304,7 @@ def may_write_back(source, items_too):
         src = src.base
     is_global = isinstance(src, GlobalSource) or (
         isinstance(src, ItemSource) and isinstance(src.base, GlobalSource)
-        and src.base.global_name.startswith("___globals_"))
+        and src.base.global_name.startswith(("___globals_", "___optimizer_state_")))
     return isinstance(src, LocalSource) or is_global
 
 

@@ -160,6 +160,32 @@ class TypingAliasVariable(VariableTracker):
         return f"TypingAliasVariable({self.value!r:.40})"
 
 
+class TypingCastVariable(VariableTracker):
+    """typing.cast: `cast(typ, value)` is `value` (torch.optim casts its
+    lists for the type checker)."""
+
+    def __init__(self, source=None):
+        super().__init__(source)
+
+    def python_type(self):
+        return types.FunctionType
+
+    def as_python_constant(self):
+        import typing
+        return typing.cast
+
+    def truth(self, tx):
+        return True
+
+    def call(self, tx, args, kwargs):
+        if len(args) != 2 or kwargs:
+            raise Unsupported("typing.cast takes two positional arguments")
+        return args[1]
+
+    def reconstruct(self, cg):
+        reconstruct_source_or_const(self, cg, self.as_python_constant())
+
+
 class PassthroughVariable(VariableTracker):
     """A frame value the trace never looked at (an argument only handed on to
     a resume function): rebuilt from its source, no guard."""

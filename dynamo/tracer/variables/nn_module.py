@@ -236,6 +236,12 @@ class NNModuleVariable(VariableTracker):
         """nn.Module.__call__: hooks (Unsupported), then a leaf module into
         the graph or forward inlined."""
         mod = self.module
+        from ... import distributed
+        if distributed.is_ddp(mod):
+            raise Unsupported("calling a DistributedDataParallel module: its forward runs eagerly "
+                              "(DDP's per-call bookkeeping) and the module it wraps is compiled "
+                              "as a frame of its own; hand the DDP model to dynamo.optimize() "
+                              "to compile a torch-defined wrapped module (nn.Sequential) too")
         if has_hooks(mod):
             raise Unsupported(f"calling {type(mod).__name__} with forward/backward hooks")
         if is_leaf_module(mod):

@@ -39,6 +39,8 @@ _TRUE_CONSTANT = set()
 for _name in ("is_compiling", "is_dynamo_compiling"):
     if hasattr(torch.compiler, _name):
         _TRUE_CONSTANT.add(getattr(torch.compiler, _name))
+if hasattr(torch._utils, "is_compiling"):     # torch.optim's older spelling of the same question
+    _TRUE_CONSTANT.add(torch._utils.is_compiling)
 
 
 # ---------------------------------------------------------------- state queries
@@ -215,6 +217,10 @@ class TorchFunctionVariable(FunctionObjectVariable):
         value = getattr(self.fn, name)
         if is_constant_value(value):
             return ConstantVariable(value)
+        from ...skipfiles import is_inlined_torch_code
+        if isinstance(value, types.FunctionType) and is_inlined_torch_code(value.__code__):
+            from .functions import UserFunctionVariable      # Optimizer's static helpers
+            return UserFunctionVariable(value)
         if isinstance(value, type) or callable(value):
             return TorchFunctionVariable(value)
         raise Unsupported(f"attribute {name} of {_torch_name(self.fn)}")
