@@ -6,8 +6,10 @@
  * warning line), the anchor symbol, removal at exit and on fatal signals left
  * at SIG_DFL (DYNAMO_TELEMETRY_KEEP=1: never), redaction of string values
  * (DYNAMO_TELEMETRY_REDACT=1), the slots of codes and
- * cache entries, blobs, events, and the Python functions that publish
- * compile records into it (_telemetry_*).  The hook (core/hook.c) only
+ * cache entries, blobs, events (core/telemetry.c), and the Python functions
+ * that publish compile records into it (_telemetry_*, core/telemetry_py.c).
+ * core/cache.c never calls it: slot changes reach it through the
+ * CacheWatcher telemetry_init sets (cache.h).  The hook (core/hook.c) only
  * bumps counters through the inline functions below: no locks, no
  * allocation, no Python; with DYNAMO_TELEMETRY=0 the slots are NULL and the
  * hook pays one predictable branch.  It must never make a compile or a call
@@ -62,33 +64,6 @@ void telemetry_note_failure(struct CodeCache *cache, PyObject *failures);
  * Python function of dynamo, only repr() of guarded values (core/teletext.c);
  * never leaves an exception. */
 void telemetry_entry_added(struct CodeCache *cache);
-
-/* cache's guard tree was rebuilt (core/cache.c): its node counters are
- * no longer the published ones until the next publish.  No Python. */
-void telemetry_tree_built(struct CodeCache *cache);
-
-/* Cache entries holding a slot (attached, not yet dead), count: reset()
- * reclaims the region only when none is left. */
-extern Py_ssize_t telemetry_entries_held;
-
-/* A cache entry took slot e (core/cache.c, cache_push). */
-static inline void
-telemetry_entry_attached(DtEntry *e)
-{
-    (void)e;
-    telemetry_entries_held++;
-}
-
-/* A cache entry's slot: mark it dropped. */
-static inline void
-telemetry_entry_dead(DtEntry *e)
-{
-    telemetry_entries_held--;
-    __atomic_fetch_or(&e->flags, DT_E_DEAD, __ATOMIC_RELAXED);
-}
-
-/* A code object with a slot is being freed (cache is its co_extra). */
-void telemetry_code_dead(struct CodeCache *cache);
 
 /* dynamo.reset() ran (every cache entry dropped): start the code and
  * entry tables and the blob area over when nothing points into them any

@@ -1,5 +1,5 @@
 """The import picture of the tree: #include edges between the C folders
-(core/ guards/ inspect/ tui/ viz/), and import edges between the Python
+(cpython/ core/ guards/ inspect/ tui/ viz/ readerfuzz/), and import edges between the Python
 modules of dynamo/ and between its rooms.  A room is a package under
 dynamo/ (bytecode, tracer, backends, compat: everything inside it counts
 as the package) or one top-level module of dynamo/ (convert_frame,
@@ -20,7 +20,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-C_FOLDERS = ("core", "guards", "inspect", "tui", "viz")
+C_FOLDERS = ("cpython", "core", "guards", "inspect", "tui", "viz", "readerfuzz")
 C_SUFFIXES = (".c", ".h", ".cpp")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -33,10 +33,11 @@ def _c_files():
                     yield os.path.join(dirpath, name)
 
 
-# Files that are a layer of their own: core/pyversion.h is the one header
-# with CPython internals, below core/ and guards/ both (STYLE.md rule 6);
-# inspect/fuzz/ is a test harness over the reader and both tools.
-OWN_LAYER = ("core/pyversion.h", "inspect/fuzz")
+# Files that are a layer of their own inside another folder (none: cpython/
+# holds the one header with CPython internals, below core/ and guards/ both,
+# STYLE.md rule 6; readerfuzz/ the test harness over the reader and both
+# tools, above them).
+OWN_LAYER = ()
 
 
 def _folder_of(path):

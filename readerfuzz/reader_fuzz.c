@@ -1,4 +1,4 @@
-/* inspect/fuzz/reader_fuzz.c — fuzz target for the telemetry reader and
+/* readerfuzz/reader_fuzz.c — fuzz target for the telemetry reader and
  * the tool code that walks what it decodes.
  *
  * One input = the bytes of a snapshot file.  It is opened from memory
@@ -8,7 +8,7 @@
  * dynamo-dot's listing (viz/list.c).  Any input must end with a clean
  * error or a result: a crash, a sanitizer report or a hang is a bug.
  *
- * Two builds (inspect/inspect.mk):
+ * Two builds (readerfuzz/readerfuzz.mk):
  *   make fuzz-reader   clang -fsanitize=fuzzer,address,undefined: the
  *                      libFuzzer target (LLVMFuzzerTestOneInput), seeded
  *                      from real snapshots (build/fuzz/seeds).
@@ -23,9 +23,9 @@
 #include <string.h>
 
 #include "reader.h"
-#include "../../tui/report.h"
-#include "../../tui/source.h"
-#include "../../viz/list.h"
+#include "../tui/report.h"
+#include "../tui/source.h"
+#include "../viz/list.h"
 
 static volatile size_t sink;    /* keeps the walks from being optimized away */
 
