@@ -1005,7 +1005,7 @@ tele_set_identity(const char *torch_version, const char *dynamo_version)
 long
 tele_publish(CodeCache *cache, const TelePublish *p, EventSpec *specs, Py_ssize_t nev)
 {
-    int ok = strcmp(p->status, "ok") == 0;
+    int ok = p->status == DT_RS_OK;
     uint32_t frame_id = p->frame_id, compile_id = p->compile_id;
 
     seq_begin();
@@ -1018,9 +1018,9 @@ tele_publish(CodeCache *cache, const TelePublish *p, EventSpec *specs, Py_ssize_
         d->compiles++;
         d->compile_ns += p->compile_ns;
         d->cache_size_limit = p->cache_size_limit;
-        if (strcmp(p->status, "limit") == 0)
+        if (p->status == DT_RS_LIMIT)
             d->flags |= DT_C_LIMIT;
-        else if (strcmp(p->status, "error") == 0 || strcmp(p->status, "unsupported") == 0)
+        else if (p->status == DT_RS_ERROR || p->status == DT_RS_UNSUPPORTED)
             d->flags |= DT_C_SKIP;
     }
     if (e != NULL) {

@@ -28,7 +28,11 @@ struct CodeCache;       /* core/cache.h */
  * fails: problems leave telemetry off and are recorded in the anchor. */
 void telemetry_init(void);
 
-/* Add the _telemetry_* functions to the module.  0, or -1 with an exception. */
+/* Add the _telemetry_* functions to the module, and the record's
+ * vocabulary of inspect/record.h: RECORD_SCHEMAS ({"RECORD": field names in
+ * payload order, "GRAPH": ..., ...}), RECORD_STATUSES ({"OK": "ok", ...}),
+ * RESUME_KINDS ({"BRANCH": "branch", ...}), EVENT_KINDS ({"COMPILE": 1,
+ * ...}).  0, or -1 with an exception. */
 int telemetry_add_functions(PyObject *module);
 
 /* One hook lookup of a code that has a slot: a hit selecting `entry` (may

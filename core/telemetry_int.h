@@ -11,7 +11,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>                 /* PyObject, Py_ssize_t */
 #include "../inspect/errors.h"      /* DrError: tele_capture */
-#include "../inspect/layout.h"      /* DtHeader, DtEntry */
+#include "../inspect/layout.h"      /* DtHeader, DtEntry; record.h: DtRecStatus */
 #include "cache.h"                  /* CodeCache */
 
 /* One event to add: kind and texts from the caller (borrowed), slots and
@@ -25,7 +25,7 @@ typedef struct {
 /* One compile record to publish. */
 typedef struct {
     uint32_t frame_id, compile_id;
-    const char *status;             /* borrowed: "ok", "limit", "error", ... */
+    DtRecStatus status;             /* DT_RS_*; DT_RS_UNKNOWN for a text outside the list */
     uint64_t compile_ns;            /* ns */
     uint32_t n_guards;              /* count: the fail counters of an "ok" entry */
     const void *record;             /* borrowed: the DT_BLOB_RECORD payload */

@@ -124,10 +124,12 @@ t_publish(PyObject *module, PyObject *args)
     PyObject *code, *events;
     unsigned int frame_id, compile_id, n_guards, limit;
     const char *status;
+    Py_ssize_t status_len;
     unsigned long long compile_ns;
     Py_buffer record;
-    if (!PyArg_ParseTuple(args, "O!IIsKIy*OI:_telemetry_publish", &PyCode_Type, &code, &frame_id,
-                          &compile_id, &status, &compile_ns, &n_guards, &record, &events, &limit))
+    if (!PyArg_ParseTuple(args, "O!IIs#KIy*OI:_telemetry_publish", &PyCode_Type, &code, &frame_id,
+                          &compile_id, &status, &status_len, &compile_ns, &n_guards, &record,
+                          &events, &limit))
         return NULL;
     if (tele_header() == NULL) {
         PyBuffer_Release(&record);
@@ -142,7 +144,8 @@ t_publish(PyObject *module, PyObject *args)
         return NULL;
     }
     TelePublish p = {
-        .frame_id = frame_id, .compile_id = compile_id, .status = status,
+        .frame_id = frame_id, .compile_id = compile_id,
+        .status = dt_rec_status_of(status, (size_t)status_len),
         .compile_ns = compile_ns, .n_guards = n_guards, .record = record.buf,
         .record_len = (size_t)record.len, .cache_size_limit = limit,
     };
@@ -337,8 +340,88 @@ static PyMethodDef telemetry_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* ---- the record's vocabulary (inspect/record.h) ------------------------------------------- */
+
+/* A tuple of a schema's field names, in payload order; NULL with an exception. */
+#define FIELD_NAME(upper, lower) #lower,
+static PyObject *
+field_names(const char *const *names, Py_ssize_t n)
+{
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t != NULL && i < n; i++) {
+        PyObject *s = PyUnicode_FromString(names[i]);
+        if (s == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, s);
+    }
+    return t;
+}
+
+/* {"RECORD": ("frame_id", ...), "GRAPH": ..., ...}: every schema of a RECORD blob. */
+static PyObject *
+record_schemas(void)
+{
+    static const char *const record[] = {DT_RECORD_FIELDS(FIELD_NAME)};
+    static const char *const graph[] = {DT_GRAPH_FIELDS(FIELD_NAME)};
+    static const char *const node[] = {DT_NODE_FIELDS(FIELD_NAME)};
+    static const char *const guard[] = {DT_GUARD_FIELDS(FIELD_NAME)};
+    static const char *const brk[] = {DT_BREAK_FIELDS(FIELD_NAME)};
+    static const char *const frame[] = {DT_FRAME_FIELDS(FIELD_NAME)};
+    static const char *const resume[] = {DT_RESUME_FIELDS(FIELD_NAME)};
+    static const struct { const char *schema; const char *const *names; Py_ssize_t n; } all[] = {
+        {"RECORD", record, DT_REC_N_FIELDS}, {"GRAPH", graph, DT_GRAPH_N_FIELDS},
+        {"NODE", node, DT_NODE_N_FIELDS}, {"GUARD", guard, DT_GUARD_N_FIELDS},
+        {"BREAK", brk, DT_BREAK_N_FIELDS}, {"FRAME", frame, DT_FRAME_N_FIELDS},
+        {"RESUME", resume, DT_RESUME_N_FIELDS},
+    };
+    PyObject *d = PyDict_New();
+    for (size_t i = 0; d != NULL && i < sizeof all / sizeof *all; i++) {
+        PyObject *t = field_names(all[i].names, all[i].n);
+        if (t == NULL || PyDict_SetItemString(d, all[i].schema, t) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(t);
+    }
+    return d;
+}
+#undef FIELD_NAME
+
+/* Add d (a new reference, consumed; NULL: the error of making it) to module
+ * as name.  0, or -1 with an exception. */
+static int
+add_dict(PyObject *module, const char *name, PyObject *d)
+{
+    int rc = d != NULL ? PyModule_AddObjectRef(module, name, d) : -1;
+    Py_XDECREF(d);
+    return rc;
+}
+
 int
 telemetry_add_functions(PyObject *module)
 {
-    return PyModule_AddFunctions(module, telemetry_methods);
+#define STATUS_ITEM(name, text) #name, text,
+#define RESUME_ITEM(name, text, label) #name, text,
+#define EVENT_ITEM(name, number, text) #name, number,
+#define STATUS_FMT(name, text) "s:s"
+#define RESUME_FMT(name, text, label) "s:s"
+#define EVENT_FMT(name, number, text) "s:i"
+    if (PyModule_AddFunctions(module, telemetry_methods) < 0
+            || add_dict(module, "RECORD_SCHEMAS", record_schemas()) < 0
+            || add_dict(module, "RECORD_STATUSES",
+                        Py_BuildValue("{" DT_REC_STATUSES(STATUS_FMT) "}",
+                                      DT_REC_STATUSES(STATUS_ITEM) NULL)) < 0
+            || add_dict(module, "RESUME_KINDS",
+                        Py_BuildValue("{" DT_RESUME_KINDS(RESUME_FMT) "}",
+                                      DT_RESUME_KINDS(RESUME_ITEM) NULL)) < 0
+            || add_dict(module, "EVENT_KINDS",
+                        Py_BuildValue("{" DT_EVENT_KINDS(EVENT_FMT) "}",
+                                      DT_EVENT_KINDS(EVENT_ITEM) NULL)) < 0)
+        return -1;
+    return 0;
+#undef STATUS_ITEM
+#undef RESUME_ITEM
+#undef EVENT_ITEM
+#undef STATUS_FMT
+#undef RESUME_FMT
+#undef EVENT_FMT
 }

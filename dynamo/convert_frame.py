@@ -576,7 +576,7 @@ class _Callback:
                                 frame_id=record.frame_id)
         except Unsupported as e:
             record.compile_ns = time.perf_counter_ns() - t0
-            record.status, record.error = "unsupported", str(e)
+            record.status, record.error = records.STATUS["UNSUPPORTED"], str(e)
             self._note(code, str(e).splitlines()[0] if str(e) else "unsupported")
             if hasattr(e, "break_reasons"):
                 record.break_reasons = list(e.break_reasons)
@@ -594,7 +594,7 @@ class _Callback:
             return None
         except Exception as e:  # noqa: BLE001 - any tracer failure: run eagerly, keep why
             record.compile_ns = time.perf_counter_ns() - t0
-            record.status, record.error = "error", f"{type(e).__name__}: {e}"
+            record.status, record.error = records.STATUS["ERROR"], f"{type(e).__name__}: {e}"
             self._note(code, record.error.splitlines()[0])
             _add_record(record)
             if self.nopython or isinstance(e, BackendCompilerFailed):
@@ -661,7 +661,7 @@ class _Callback:
             why = describe_failure(failures[0], f_locals, f_globals, f_builtins, func)
         dropped, kept = drop_unused_entries(code)
         record = records.new_record(code)
-        record.status, record.recompile_reason = "limit", why
+        record.status, record.recompile_reason = records.STATUS["LIMIT"], why
         record.backend = self.backend_name
         _add_record(record)
         if not failures:

@@ -88,38 +88,45 @@ array(const Dec *d, size_t n, size_t size)
 static void
 decode_graph(const Dec *d, const DvVal *v, DrGraph *g)
 {
-    g->name = dv_str(d->arena, dv_item(v, 0));
-    g->op_count = (uint64_t)dv_int(dv_item(v, 1));
-    const DvVal *nodes = dv_item(v, 2);
+    g->name = dv_str(d->arena, dv_item(v, DT_GRAPH_NAME));
+    g->op_count = (uint64_t)dv_int(dv_item(v, DT_GRAPH_OP_COUNT));
+    const DvVal *nodes = dv_item(v, DT_GRAPH_NODES);
     g->nodes = array(d, dv_len(nodes), sizeof(DrNode));
     g->n_nodes = g->nodes ? dv_len(nodes) : 0;
     for (size_t i = 0; i < g->n_nodes; i++) {
         const DvVal *nv = dv_item(nodes, i);
         DrNode *n = &g->nodes[i];
-        const char **fields[] = {&n->op, &n->name, &n->target, &n->args, &n->dtype, &n->shape,
-                                 &n->stride, &n->device, &n->module_path};
-        for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
-            *fields[k] = dv_str(d->arena, dv_item(nv, k));
-        n->users = strings(d, dv_item(nv, 9), &n->n_users);
-        n->inputs = strings(d, dv_item(nv, 10), &n->n_inputs);
-        n->module_class = dv_str(d->arena, dv_item(nv, 11));
+        n->op = dv_str(d->arena, dv_item(nv, DT_NODE_OP));
+        n->name = dv_str(d->arena, dv_item(nv, DT_NODE_NAME));
+        n->target = dv_str(d->arena, dv_item(nv, DT_NODE_TARGET));
+        n->args = dv_str(d->arena, dv_item(nv, DT_NODE_ARGS));
+        n->dtype = dv_str(d->arena, dv_item(nv, DT_NODE_DTYPE));
+        n->shape = dv_str(d->arena, dv_item(nv, DT_NODE_SHAPE));
+        n->stride = dv_str(d->arena, dv_item(nv, DT_NODE_STRIDE));
+        n->device = dv_str(d->arena, dv_item(nv, DT_NODE_DEVICE));
+        n->module_path = dv_str(d->arena, dv_item(nv, DT_NODE_MODULE_PATH));
+        n->users = strings(d, dv_item(nv, DT_NODE_USERS), &n->n_users);
+        n->inputs = strings(d, dv_item(nv, DT_NODE_INPUTS), &n->n_inputs);
+        n->module_class = dv_str(d->arena, dv_item(nv, DT_NODE_MODULE_CLASS));
     }
 }
 
 static void
 decode_break(const Dec *d, const DvVal *v, DrBreak *b)
 {
-    b->reason = dv_str(d->arena, dv_item(v, 0));
-    b->filename = dv_str(d->arena, dv_item(v, 1));
-    b->lineno = (uint32_t)dv_int(dv_item(v, 2));
-    const DvVal *stack = dv_item(v, 3);
+    b->reason = dv_str(d->arena, dv_item(v, DT_BREAK_REASON));
+    b->filename = dv_str(d->arena, dv_item(v, DT_BREAK_FILENAME));
+    b->lineno = (uint32_t)dv_int(dv_item(v, DT_BREAK_LINENO));
+    const DvVal *stack = dv_item(v, DT_BREAK_USER_STACK);
     b->user_stack = array(d, dv_len(stack), sizeof(DrFrame));
     b->n_frames = b->user_stack ? dv_len(stack) : 0;
     for (size_t i = 0; i < b->n_frames; i++) {
         const DvVal *fv = dv_item(stack, i);
         b->user_stack[i] = (DrFrame){
-            .filename = dv_str(d->arena, dv_item(fv, 0)), .lineno = (uint32_t)dv_int(dv_item(fv, 1)),
-            .name = dv_str(d->arena, dv_item(fv, 2)), .line = dv_str(d->arena, dv_item(fv, 3)),
+            .filename = dv_str(d->arena, dv_item(fv, DT_FRAME_FILENAME)),
+            .lineno = (uint32_t)dv_int(dv_item(fv, DT_FRAME_LINENO)),
+            .name = dv_str(d->arena, dv_item(fv, DT_FRAME_NAME)),
+            .line = dv_str(d->arena, dv_item(fv, DT_FRAME_LINE)),
         };
     }
     b->count = 1;
@@ -139,20 +146,22 @@ decode_record(const Dec *d, const DtEntry *e, DrRecord *rec)
     rec->frame_id = e->frame_id;
     rec->compile_id = e->compile_id;
     rec->id = fmt(d, "[%u/%u]", e->frame_id, e->compile_id);
-    rec->status = dv_str(a, dv_item(&v, 2));
-    rec->backend = dv_str(a, dv_item(&v, 3));
-    rec->name = dv_str(a, dv_item(&v, 4));
-    rec->filename = dv_str(a, dv_item(&v, 5));
-    rec->firstlineno = (uint32_t)dv_int(dv_item(&v, 6));
-    rec->start_ns = (uint64_t)dv_int(dv_item(&v, 7));
-    rec->compile_ns = e->compile_ns;
-    rec->backend_ns = (uint64_t)dv_int(dv_item(&v, 9));
-    rec->recompile_reason = dv_str(a, dv_item(&v, 10));
-    rec->error = dv_str(a, dv_item(&v, 11));
-    rec->original_bytecode = dv_str(a, dv_item(&v, 12));
-    rec->modified_bytecode = dv_str(a, dv_item(&v, 13));
-    rec->op_count = (uint64_t)dv_int(dv_item(&v, 17));
-    const DvVal *graphs = dv_item(&v, 14), *guards = dv_item(&v, 15), *breaks = dv_item(&v, 16);
+    rec->status_name = dv_str(a, dv_item(&v, DT_REC_STATUS));
+    rec->status = dt_rec_status_of(rec->status_name, strlen(rec->status_name));
+    rec->backend = dv_str(a, dv_item(&v, DT_REC_BACKEND));
+    rec->name = dv_str(a, dv_item(&v, DT_REC_NAME));
+    rec->filename = dv_str(a, dv_item(&v, DT_REC_FILENAME));
+    rec->firstlineno = (uint32_t)dv_int(dv_item(&v, DT_REC_FIRSTLINENO));
+    rec->start_ns = (uint64_t)dv_int(dv_item(&v, DT_REC_START_NS));
+    rec->compile_ns = e->compile_ns;    /* the slot's (DT_REC_COMPILE_NS is the same number) */
+    rec->backend_ns = (uint64_t)dv_int(dv_item(&v, DT_REC_BACKEND_NS));
+    rec->recompile_reason = dv_str(a, dv_item(&v, DT_REC_RECOMPILE_REASON));
+    rec->error = dv_str(a, dv_item(&v, DT_REC_ERROR));
+    rec->original_bytecode = dv_str(a, dv_item(&v, DT_REC_ORIGINAL_BYTECODE));
+    rec->modified_bytecode = dv_str(a, dv_item(&v, DT_REC_MODIFIED_BYTECODE));
+    rec->op_count = (uint64_t)dv_int(dv_item(&v, DT_REC_OP_COUNT));
+    const DvVal *graphs = dv_item(&v, DT_REC_GRAPHS), *guards = dv_item(&v, DT_REC_GUARDS);
+    const DvVal *breaks = dv_item(&v, DT_REC_BREAKS);
     rec->graphs = array(d, dv_len(graphs), sizeof(DrGraph));
     rec->n_graphs = rec->graphs ? dv_len(graphs) : 0;
     for (size_t i = 0; i < rec->n_graphs; i++)
@@ -165,10 +174,10 @@ decode_record(const Dec *d, const DtEntry *e, DrRecord *rec)
     for (size_t i = 0; i < rec->n_guards; i++) {
         const DvVal *gv = dv_item(guards, i);
         DrGuard *g = &rec->guards[i];
-        g->text = dv_str(a, dv_item(gv, 0));
-        g->kind = dv_str(a, dv_item(gv, 1));
-        g->source = dv_str(a, dv_item(gv, 2));
-        g->detail = dv_str(a, dv_item(gv, 3));
+        g->text = dv_str(a, dv_item(gv, DT_GUARD_TEXT));
+        g->kind = dv_str(a, dv_item(gv, DT_GUARD_KIND));
+        g->source = dv_str(a, dv_item(gv, DT_GUARD_SOURCE));
+        g->detail = dv_str(a, dv_item(gv, DT_GUARD_DETAIL));
         if (i < nc && i < e->n_guards)
             memcpy(&g->fail_count, counts + 8 * i, 8);
         g->last_failed = e->last_fail_guard == i;
@@ -177,16 +186,18 @@ decode_record(const Dec *d, const DtEntry *e, DrRecord *rec)
     rec->n_breaks = rec->breaks ? dv_len(breaks) : 0;
     for (size_t i = 0; i < rec->n_breaks; i++)
         decode_break(d, dv_item(breaks, i), &rec->breaks[i]);
-    const DvVal *resumes = dv_item(&v, 18);
+    const DvVal *resumes = dv_item(&v, DT_REC_RESUMES);
     rec->resumes = array(d, dv_len(resumes), sizeof(DrResume));
     rec->n_resumes = rec->resumes ? dv_len(resumes) : 0;
     for (size_t i = 0; i < rec->n_resumes; i++) {
         const DvVal *rv = dv_item(resumes, i);
-        int64_t offset = dv_int(dv_item(rv, 1));
+        int64_t offset = dv_int(dv_item(rv, DT_RESUME_OFFSET));
+        const char *kind = dv_str(a, dv_item(rv, DT_RESUME_KIND));
         rec->resumes[i] = (DrResume){
-            .name = dv_str(a, dv_item(rv, 0)),
+            .name = dv_str(a, dv_item(rv, DT_RESUME_NAME)),
             .offset = offset >= 0 && offset <= UINT32_MAX ? (uint32_t)offset : 0,
-            .kind = dv_str(a, dv_item(rv, 2)),
+            .kind = dt_resume_kind_of(kind, strlen(kind)),
+            .kind_name = kind,
         };
     }
 }
@@ -237,8 +248,6 @@ decode_tree(const Dec *d, const DtCode *c, DrTree *t)
     apply_tree_counters(d, c, t);
 }
 
-static const char *const event_names[] = {"?", "compile", "break", "recompile", "limit", "error", "reset"};
-
 static void
 decode_events(const Dec *d, DrSnapshot *s)
 {
@@ -257,7 +266,7 @@ decode_events(const Dec *d, DrSnapshot *s)
         out->seq = seq;
         out->time_ns = ev->time_ns;
         out->kind = (DrEventKind)ev->kind;
-        out->kind_name = ev->kind < sizeof event_names / sizeof *event_names ? event_names[ev->kind] : "?";
+        out->kind_name = dt_event_kind_name(ev->kind);
         out->frame_id = ev->frame_id == UINT32_MAX ? -1 : (int64_t)ev->frame_id;
         out->compile_id = ev->compile_id == UINT32_MAX ? -1 : (int64_t)ev->compile_id;
         out->id = ev->frame_id == UINT32_MAX ? "" : fmt(d, "[%u/%u]", ev->frame_id, ev->compile_id);
@@ -613,13 +622,8 @@ dr_find_entry(DrSnapshot *s, uint32_t frame_id, uint32_t compile_id)
 }
 
 const char *
-dr_resume_kind_label(const char *kind)
+dr_resume_kind_label(DtResumeKind kind, const char *name)
 {
-    if (strcmp(kind, "branch") == 0)
-        return "branch taken";
-    if (strcmp(kind, "fallthrough") == 0)
-        return "fall-through";
-    if (strcmp(kind, "after") == 0)
-        return "after break";
-    return *kind ? kind : "?";
+    const char *label = dt_resume_kind_label(kind);
+    return label != NULL ? label : *name ? name : "?";
 }

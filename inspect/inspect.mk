@@ -12,14 +12,14 @@
 # They may depend on $(INSPECT_LIB) in their rules (it is a file target).
 
 EXT_SRC += inspect/image.c inspect/procid.c
-EXT_HDR += inspect/layout.h inspect/image.h inspect/errors.h inspect/procid.h
+EXT_HDR += inspect/layout.h inspect/record.h inspect/image.h inspect/errors.h inspect/procid.h
 
 INSPECT_LIB    := build/libdynamo_inspect.a
 INSPECT_CFLAGS := -Iinspect
 INSPECT_LDLIBS := -lelf
 INSPECT_WFLAGS := -Wall -Wextra -Werror -Wshadow -std=c11 -D_GNU_SOURCE
 INSPECT_SRC    := inspect/reader.c inspect/decode.c inspect/image.c inspect/procid.c inspect/value.c inspect/strutil.c
-INSPECT_HDR    := inspect/layout.h inspect/errors.h inspect/reader.h inspect/reader_int.h inspect/image.h inspect/procid.h \
+INSPECT_HDR    := inspect/layout.h inspect/record.h inspect/errors.h inspect/reader.h inspect/reader_int.h inspect/image.h inspect/procid.h \
                   inspect/value.h inspect/strutil.h
 INSPECT_OBJ    := $(patsubst inspect/%.c,build/inspect/%.o,$(INSPECT_SRC))
 INSPECT_CLI    := build/bin/dynamo-inspect

@@ -35,6 +35,7 @@
 #include <stdint.h>     /* uint64_t */
 #include <sys/types.h>  /* pid_t */
 #include "errors.h"     /* DrError, DR_* */
+#include "record.h"     /* DtRecStatus, DtResumeKind, DtEventKind: what the tools switch on */
 
 /* ---- errors ------------------------------------------------------------------ */
 
@@ -200,23 +201,25 @@ typedef struct {
 typedef struct {
     const char *name;           /* "__resume_at_102_0" (co_name) */
     uint32_t offset;            /* bytecode offset it resumes at, in the function the break was cut from */
-    const char *kind;           /* "branch" (jump target), "fallthrough" (jump not taken),
-                                   "after" (after the instruction run eagerly at the break),
-                                   "" unknown */
+    DtResumeKind kind;          /* DT_RK_BRANCH (jump target), DT_RK_FALLTHROUGH (jump not
+                                   taken), DT_RK_AFTER (after the instruction run eagerly at
+                                   the break), DT_RK_UNKNOWN */
+    const char *kind_name;      /* its text as written: "branch", ...; "" unknown */
     DrCode *code;               /* borrowed: the code of that name (the live one, else the
                                    newest), or NULL when it never ran */
 } DrResume;
 
 /* What a resume kind means, for people: "branch taken", "fall-through",
- * "after break"; an unknown kind as itself, "" as "?".  Static or the
- * argument itself. */
-const char *dr_resume_kind_label(const char *kind);
+ * "after break"; an unknown kind as its text `name`, "" as "?".  Static or
+ * `name` itself. */
+const char *dr_resume_kind_label(DtResumeKind kind, const char *name);
 
 /* One compile record (any status). */
 struct DrRecord {
     uint32_t frame_id, compile_id;
     const char *id;             /* "[F/C]" */
-    const char *status;         /* "ok", "skipped", "error", "limit", "unsupported" */
+    DtRecStatus status;         /* DT_RS_OK, DT_RS_ERROR, ... (record.h); DT_RS_UNKNOWN */
+    const char *status_name;    /* its text as written: "ok", "limit", ... */
     const char *backend;
     const char *name, *filename;
     uint32_t firstlineno;
@@ -267,10 +270,7 @@ struct DrCode {
     DrTree tree;                /* latest published guard tree (n_nodes 0 if none) */
 };
 
-typedef enum {
-    DR_EV_COMPILE = 1, DR_EV_BREAK = 2, DR_EV_RECOMPILE = 3, DR_EV_LIMIT = 4,
-    DR_EV_ERROR = 5, DR_EV_RESET = 6,
-} DrEventKind;              /* same values as DT_EV_* */
+typedef DtEventKind DrEventKind;    /* DT_EV_* (record.h) */
 
 typedef struct {
     uint64_t seq;               /* 1, 2, ... (gaps: overwritten by the ring) */

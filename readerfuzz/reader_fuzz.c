@@ -45,7 +45,7 @@ touch_strings(const char **v, size_t n)
 static void
 walk_record(const DrRecord *r)
 {
-    touch(r->id); touch(r->status); touch(r->backend); touch(r->name); touch(r->filename);
+    touch(r->id); touch(r->status_name); touch(r->backend); touch(r->name); touch(r->filename);
     touch(r->recompile_reason); touch(r->error); touch(r->original_bytecode);
     touch(r->modified_bytecode);
     for (size_t g = 0; g < r->n_graphs; g++) {
@@ -73,7 +73,7 @@ walk_record(const DrRecord *r)
         }
     }
     for (size_t i = 0; i < r->n_resumes; i++) {
-        touch(r->resumes[i].name); touch(r->resumes[i].kind);
+        touch(r->resumes[i].name); touch(r->resumes[i].kind_name);
         if (r->resumes[i].code != NULL)
             touch(r->resumes[i].code->name);
     }
