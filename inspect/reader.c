@@ -3,7 +3,7 @@
  * Owns: the three ways to reach a region (shm file by pid, the anchor
  * symbol through /proc/PID/maps + libelf + process_vm_readv, a snapshot
  * file), consistent copies of it (image.h), the error codes and messages,
- * listing processes and the diagnosis; decode.c turns the compact image
+ * listing processes and the diagnosis; snapshot.c turns the compact image
  * into a DrSnapshot.  Input is untrusted: every ref, length and
  * index is checked; bad data yields empty fields or DR_ECORRUPT, never a
  * crash.  It never writes to the watched process.
@@ -32,7 +32,7 @@
 #include "image.h"
 #include "procid.h"     /* procid_start, procid_uids: is a shm file the live process's? */
 #include "strutil.h"    /* str_clean: the target's text in dr_diagnose's lines */
-#include "reader_int.h" /* rd_decode: the image's bytes to a DrSnapshot (decode.c) */
+#include "snapshot_int.h" /* rd_decode: the image's bytes to a DrSnapshot (snapshot.c) */
 
 enum { SRC_SHM, SRC_ANCHOR, SRC_FILE };
 
@@ -686,7 +686,10 @@ dr_snapshot(DrReader *r, DrStatus *st)
         return NULL;
     }
     RdOrigin origin = {r->exited, r->kind == SRC_FILE, r->kind == SRC_ANCHOR};
-    return rd_decode(r->image, &origin, st);
+    DrSnapshot *s = rd_decode(r->image, &origin, msg, sizeof msg);
+    if (s == NULL)
+        set_status(st, DR_ENOMEM, "%s", msg);
+    return s;
 }
 
 int

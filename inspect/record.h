@@ -4,7 +4,7 @@
  * (layout.h's "RECORD", "GRAPH", "NODE", "GUARD", "BREAK", "FRAME",
  * "RESUME"), the record statuses, the resume kinds and the event kinds,
  * as X-macro lists.  Everything else is generated from them: the index
- * enums the reader decodes with (inspect/decode.c), the enums the tools
+ * enums the reader decodes with (inspect/snapshot.c), the enums the tools
  * switch on (DtRecStatus, DtResumeKind, DtEventKind), the name tables, and
  * what dynamo._C exports to Python (core/telemetry_py.c: RECORD_SCHEMAS,
  * RECORD_STATUSES, RESUME_KINDS, EVENT_KINDS), which dynamo/telemetry.py

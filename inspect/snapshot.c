@@ -1,5 +1,6 @@
-/* inspect/decode.c — decoding a compact image of the region (image.h) into
- * a DrSnapshot (reader.h): the record, tree and event schemas of layout.h,
+/* inspect/snapshot.c — decoding a compact image of the region (image.h)
+ * into a DrSnapshot (snapshot.h): the record, tree and event schemas of
+ * layout.h and record.h,
  * linking entries, records, codes and resume functions, deduplicating
  * breaks; and the lookups inside a snapshot.
  *
@@ -13,8 +14,8 @@
 #include <string.h>     /* memcpy, memset, strcmp, strnlen */
 #include <time.h>       /* clock_gettime: a live region's snapshot time */
 
-#include "reader.h"
-#include "reader_int.h" /* RdOrigin, rd_decode */
+#include "snapshot.h"
+#include "snapshot_int.h"   /* RdOrigin, rd_decode */
 #include "layout.h"
 #include "value.h"
 
@@ -555,24 +556,23 @@ link_resumes(const Dec *d, DrSnapshot *s)
             s->records[r].resumes[i].code = code_named(byname, n, s->records[r].resumes[i].name);
 }
 
-/* Out of memory: *st says where. */
+/* Out of memory: msg says where. */
 static DrSnapshot *
-no_memory(DrStatus *st, const char *msg)
+no_memory(char *out, size_t cap, const char *msg)
 {
-    st->code = DR_ENOMEM;
-    snprintf(st->msg, sizeof st->msg, "%s", msg);
+    snprintf(out, cap, "%s", msg);
     return NULL;
 }
 
 DrSnapshot *
-rd_decode(const uint8_t *image, const RdOrigin *r, DrStatus *st)
+rd_decode(const uint8_t *image, const RdOrigin *r, char *msg, size_t cap)
 {
     DrSnapshot *s = calloc(1, sizeof *s);
     DvArena *arena = calloc(1, sizeof *arena);
     if (s == NULL || arena == NULL) {
         free(s);
         free(arena);
-        return no_memory(st, "out of memory");
+        return no_memory(msg, cap, "out of memory");
     }
     s->priv = arena;
     Dec d = {image, (const DtHeader *)image, arena};
@@ -585,7 +585,7 @@ rd_decode(const uint8_t *image, const RdOrigin *r, DrStatus *st)
     dedup_breaks(&d, s);
     if (arena->failed) {
         dr_snapshot_free(s);
-        return no_memory(st, "out of memory decoding the snapshot");
+        return no_memory(msg, cap, "out of memory decoding the snapshot");
     }
     return s;
 }
