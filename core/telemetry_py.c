@@ -342,86 +342,49 @@ static PyMethodDef telemetry_methods[] = {
 
 /* ---- the record's vocabulary (inspect/record.h) ------------------------------------------- */
 
-/* A tuple of a schema's field names, in payload order; NULL with an exception. */
-#define FIELD_NAME(upper, lower) #lower,
-static PyObject *
-field_names(const char *const *names, Py_ssize_t n)
-{
-    PyObject *t = PyTuple_New(n);
-    for (Py_ssize_t i = 0; t != NULL && i < n; i++) {
-        PyObject *s = PyUnicode_FromString(names[i]);
-        if (s == NULL)
-            Py_CLEAR(t);
-        else
-            PyTuple_SET_ITEM(t, i, s);
-    }
-    return t;
-}
+/* Py_BuildValue formats and arguments generated from record.h's X-lists. */
+#define FIELD_FMT(upper, lower) "s"
+#define FIELD_ARG(upper, lower) #lower,
+#define STATUS_FMT(name, text) "s:s"
+#define STATUS_ARG(name, text) #name, text,
+#define RESUME_FMT(name, text, label) "s:s"
+#define RESUME_ARG(name, text, label) #name, text,
+#define EVENT_FMT(name, number, text) "s:i"
+#define EVENT_ARG(name, number, text) #name, number,
 
-/* {"RECORD": ("frame_id", ...), "GRAPH": ..., ...}: every schema of a RECORD blob. */
+/* {"RECORD": ("frame_id", ...), "GRAPH": ..., ...}: every schema of a RECORD
+ * blob, field names in payload order.  New reference, or NULL with an exception. */
 static PyObject *
 record_schemas(void)
 {
-    static const char *const record[] = {DT_RECORD_FIELDS(FIELD_NAME)};
-    static const char *const graph[] = {DT_GRAPH_FIELDS(FIELD_NAME)};
-    static const char *const node[] = {DT_NODE_FIELDS(FIELD_NAME)};
-    static const char *const guard[] = {DT_GUARD_FIELDS(FIELD_NAME)};
-    static const char *const brk[] = {DT_BREAK_FIELDS(FIELD_NAME)};
-    static const char *const frame[] = {DT_FRAME_FIELDS(FIELD_NAME)};
-    static const char *const resume[] = {DT_RESUME_FIELDS(FIELD_NAME)};
-    static const struct { const char *schema; const char *const *names; Py_ssize_t n; } all[] = {
-        {"RECORD", record, DT_REC_N_FIELDS}, {"GRAPH", graph, DT_GRAPH_N_FIELDS},
-        {"NODE", node, DT_NODE_N_FIELDS}, {"GUARD", guard, DT_GUARD_N_FIELDS},
-        {"BREAK", brk, DT_BREAK_N_FIELDS}, {"FRAME", frame, DT_FRAME_N_FIELDS},
-        {"RESUME", resume, DT_RESUME_N_FIELDS},
-    };
-    PyObject *d = PyDict_New();
-    for (size_t i = 0; d != NULL && i < sizeof all / sizeof *all; i++) {
-        PyObject *t = field_names(all[i].names, all[i].n);
-        if (t == NULL || PyDict_SetItemString(d, all[i].schema, t) < 0)
-            Py_CLEAR(d);
-        Py_XDECREF(t);
-    }
-    return d;
-}
-#undef FIELD_NAME
-
-/* Add d (a new reference, consumed; NULL: the error of making it) to module
- * as name.  0, or -1 with an exception. */
-static int
-add_dict(PyObject *module, const char *name, PyObject *d)
-{
-    int rc = d != NULL ? PyModule_AddObjectRef(module, name, d) : -1;
-    Py_XDECREF(d);
-    return rc;
+    return Py_BuildValue(
+        "{s:(" DT_RECORD_FIELDS(FIELD_FMT) "),s:(" DT_GRAPH_FIELDS(FIELD_FMT) "),"
+        "s:(" DT_NODE_FIELDS(FIELD_FMT) "),s:(" DT_GUARD_FIELDS(FIELD_FMT) "),"
+        "s:(" DT_BREAK_FIELDS(FIELD_FMT) "),s:(" DT_FRAME_FIELDS(FIELD_FMT) "),"
+        "s:(" DT_RESUME_FIELDS(FIELD_FMT) ")}",
+        "RECORD", DT_RECORD_FIELDS(FIELD_ARG) "GRAPH", DT_GRAPH_FIELDS(FIELD_ARG)
+        "NODE", DT_NODE_FIELDS(FIELD_ARG) "GUARD", DT_GUARD_FIELDS(FIELD_ARG)
+        "BREAK", DT_BREAK_FIELDS(FIELD_ARG) "FRAME", DT_FRAME_FIELDS(FIELD_ARG)
+        "RESUME", DT_RESUME_FIELDS(FIELD_ARG) NULL);
 }
 
 int
 telemetry_add_functions(PyObject *module)
 {
-#define STATUS_ITEM(name, text) #name, text,
-#define RESUME_ITEM(name, text, label) #name, text,
-#define EVENT_ITEM(name, number, text) #name, number,
-#define STATUS_FMT(name, text) "s:s"
-#define RESUME_FMT(name, text, label) "s:s"
-#define EVENT_FMT(name, number, text) "s:i"
-    if (PyModule_AddFunctions(module, telemetry_methods) < 0
-            || add_dict(module, "RECORD_SCHEMAS", record_schemas()) < 0
-            || add_dict(module, "RECORD_STATUSES",
-                        Py_BuildValue("{" DT_REC_STATUSES(STATUS_FMT) "}",
-                                      DT_REC_STATUSES(STATUS_ITEM) NULL)) < 0
-            || add_dict(module, "RESUME_KINDS",
-                        Py_BuildValue("{" DT_RESUME_KINDS(RESUME_FMT) "}",
-                                      DT_RESUME_KINDS(RESUME_ITEM) NULL)) < 0
-            || add_dict(module, "EVENT_KINDS",
-                        Py_BuildValue("{" DT_EVENT_KINDS(EVENT_FMT) "}",
-                                      DT_EVENT_KINDS(EVENT_ITEM) NULL)) < 0)
+    if (PyModule_AddFunctions(module, telemetry_methods) < 0)
         return -1;
+    /* the four names in order; each value a new reference, NULL with an exception */
+    const char *names[] = {"RECORD_SCHEMAS", "RECORD_STATUSES", "RESUME_KINDS", "EVENT_KINDS"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        PyObject *value =
+            i == 0 ? record_schemas()
+            : i == 1 ? Py_BuildValue("{" DT_REC_STATUSES(STATUS_FMT) "}", DT_REC_STATUSES(STATUS_ARG) NULL)
+            : i == 2 ? Py_BuildValue("{" DT_RESUME_KINDS(RESUME_FMT) "}", DT_RESUME_KINDS(RESUME_ARG) NULL)
+            : Py_BuildValue("{" DT_EVENT_KINDS(EVENT_FMT) "}", DT_EVENT_KINDS(EVENT_ARG) NULL);
+        int rc = value != NULL ? PyModule_AddObjectRef(module, names[i], value) : -1;
+        Py_XDECREF(value);
+        if (rc < 0)
+            return -1;
+    }
     return 0;
-#undef STATUS_ITEM
-#undef RESUME_ITEM
-#undef EVENT_ITEM
-#undef STATUS_FMT
-#undef RESUME_FMT
-#undef EVENT_FMT
 }
