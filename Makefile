@@ -26,18 +26,18 @@ CC       ?= gcc
 CFLAGS   ?= -O2 -g
 WFLAGS   := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 EXT_SRC  := $(wildcard core/*.c guards/*.c)
-EXT_HDR  := $(wildcard core/*.h guards/*.h)
+EXT_HDR  := $(wildcard cpython/*.h core/*.h guards/*.h)
 PREFIX   ?= /usr/local
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 DEBIAN_PKGS := libncurses-dev libelf-dev libgraphviz-dev graphviz tmux
 
 .PHONY: all ext deps venv test test-matrix demo bench bench-models bench-gpu clean install asan fuzz leak-figures
 
-# Per-layer fragments (inspect/, tui/, viz/) add to EXT_SRC, EXT_HDR, TOOLS,
+# Per-layer fragments (inspect/, tui/, viz/, readerfuzz/) add to EXT_SRC, EXT_HDR, TOOLS,
 # INSTALL_BINS and define their own rules.
 TOOLS :=
 INSTALL_BINS :=
--include inspect/inspect.mk tui/tui.mk viz/viz.mk
+-include inspect/inspect.mk tui/tui.mk viz/viz.mk readerfuzz/readerfuzz.mk
 
 all: $(STAMP) $(EXT) $(TOOLS)
 
@@ -72,7 +72,7 @@ $(MODELS_STAMP): requirements-models.txt $(STAMP)
 	touch $(MODELS_STAMP)
 
 $(EXT): $(EXT_SRC) $(EXT_HDR) $(TMETA_OBJ) $(STAMP)
-	$(CC) $(CFLAGS) $(WFLAGS) -std=c11 -fPIC -shared -fvisibility=hidden -I$(PY_INC) -Icore -Iguards \
+	$(CC) $(CFLAGS) $(WFLAGS) -std=c11 -fPIC -shared -fvisibility=hidden -I$(PY_INC) -Icpython -Icore -Iguards \
 	    $(EXT_SRC) $(TMETA_OBJ) -o $@ $(TORCH_LDFLAGS)
 
 # guards/tmeta.cpp, the one C++ unit, reads tensor metadata through libtorch.
@@ -102,7 +102,7 @@ $(ASAN_EXT): $(EXT_SRC) $(EXT_HDR) $(ASAN_TMETA_OBJ) $(STAMP)
 	mkdir -p build/asan
 	$(CC) $(ASAN_FLAGS) \
 	    $(WFLAGS) -std=c11 -fPIC -shared -fvisibility=hidden \
-	    -I$(PY_INC) -Icore -Iguards $(EXT_SRC) $(ASAN_TMETA_OBJ) -o $@ $(TORCH_LDFLAGS)
+	    -I$(PY_INC) -Icpython -Icore -Iguards $(EXT_SRC) $(ASAN_TMETA_OBJ) -o $@ $(TORCH_LDFLAGS)
 
 $(ASAN_TMETA_OBJ): guards/tmeta.cpp guards/tmeta.h $(STAMP)
 	mkdir -p $(dir $@)

@@ -3,11 +3,11 @@
  * Owns: allocation and release of CodeCache / CacheEntry, and the
  * doubly-linked list of every CodeCache alive (so reset() reaches them
  * without keeping code objects alive).  The interpreter calls free_extra
- * when a code object dies.  It must not call guards or run frames.
+ * when a code object dies.  It must not call guards or run frames, nor
+ * the telemetry writer: a slot's changes go to the CacheWatcher it set.
  */
 #include "cache.h"
 #include "pyversion.h"  /* dyn_request_code_extra_index, dyn_code_get/set_extra */
-#include "telemetry.h"   /* slots: marked dead with their entry / code */
 
 /* co_extra slot reserved at init; -1 until then. */
 Py_ssize_t cache_extra_index = -1;
@@ -18,14 +18,23 @@ uint64_t cache_generation;
 /* Every CodeCache alive, newest first (borrowed links). */
 static CodeCache *touched;
 
+/* Told of slot changes (the telemetry writer), or NULL; static storage. */
+static const CacheWatcher *watcher;
+
+void
+cache_set_watcher(const CacheWatcher *w)
+{
+    watcher = w;
+}
+
 void
 cache_entry_decref(CacheEntry *e)
 {
     /* Iterative: freeing an entry drops its reference on the next one. */
     while (e != NULL && --e->refs == 0) {
         CacheEntry *next = e->next;
-        if (e->tele != NULL)
-            telemetry_entry_dead(e->tele);
+        if (e->tele != NULL && watcher != NULL)
+            watcher->entry_dead(e->tele);
         gir_free(e->guards);
         cache_direct_free(e->direct);
         Py_XDECREF(e->code);
@@ -55,8 +64,8 @@ free_extra(void *extra)
     if (c == NULL)
         return;
     unlink_cache(c);
-    if (c->tele != NULL)
-        telemetry_code_dead(c);
+    if (c->tele != NULL && watcher != NULL)
+        watcher->code_dead(c);
     CacheEntry *entries = c->entries;
     GTree *tree = c->tree;
     PyObject *sigs[CACHE_EAGER_SIGS];
@@ -145,8 +154,8 @@ cache_push(CodeCache *cache, PyObject *new_code, GirSet *guards, PyObject *paylo
     e->direct = direct;
     e->tele = cache->tele_pending;
     cache->tele_pending = NULL;
-    if (e->tele != NULL)
-        telemetry_entry_attached(e->tele);
+    if (e->tele != NULL && watcher != NULL)
+        watcher->entry_attached(e->tele);
     e->next = cache->entries;       /* takes over the cache's reference */
     cache->entries = e;
     GTree *stale = cache->tree;     /* rebuilt at the next lookup */
@@ -199,8 +208,8 @@ cache_tree(CodeCache *c, GirRuntime *rt)
             c->tree = gtree_build(in, n, rt);
             PyMem_Free(in);
             c->rebuilds += c->tree != NULL;
-            if (c->tree != NULL && c->tele != NULL)
-                telemetry_tree_built(c);
+            if (c->tree != NULL && c->tele != NULL && watcher != NULL)
+                watcher->tree_built(c);
         }
     }
     GTree *result = c->tree != NULL ? gtree_incref(c->tree) : NULL;

@@ -178,4 +178,19 @@ PyObject *cache_directs(PyObject *code /* borrowed */);
 /* Values of CodeCache.skip besides 0. */
 enum { SKIP_FRAME = 1, SKIP_RECURSIVE = 2 };
 
+/* Who is told when a telemetry slot hanging off a cache changes: the
+ * telemetry writer (core/telemetry.c) sets it at init.  cache.c calls no
+ * function of the writer, so the two files depend one way (telemetry.c
+ * reads caches); each callback runs under the GIL, only for a slot that is
+ * not NULL, and must not fail or run Python code. */
+typedef struct {
+    void (*entry_attached)(DtEntry *slot);  /* cache_push gave an entry this slot */
+    void (*entry_dead)(DtEntry *slot);      /* the entry holding it was freed */
+    void (*code_dead)(CodeCache *cache);    /* its code object is being freed */
+    void (*tree_built)(CodeCache *cache);   /* its guard tree was rebuilt (not published) */
+} CacheWatcher;
+
+/* Set the watcher (static storage, borrowed; NULL: none). */
+void cache_set_watcher(const CacheWatcher *w);
+
 #endif /* DYNAMO_CORE_CACHE_H */

@@ -4,12 +4,14 @@
  * creation at module load (never a file it did not create; its space
  * reserved, so that a full /dev/shm cannot SIGBUS the process), the anchor
  * symbol, slots, blobs, events, the
- * seqlock, snapshots (_telemetry_save), EXITED + unlink at exit, and the
- * detachment of forked children.  Structural writes happen under the GIL
- * between seq_begin() and seq_end(); counters are bumped by the hook with
- * the inline functions of telemetry.h.  It must never make a compile or a
- * call fail: the Python-facing functions raise (dynamo/telemetry.py catches
- * everything), the hook-facing ones swallow their own errors.
+ * seqlock, snapshots, EXITED + unlink at exit, and the detachment of forked
+ * children.  Structural writes happen under the GIL between seq_begin() and
+ * seq_end(); counters are bumped by the hook with the inline functions of
+ * telemetry.h.  Its Python functions (_telemetry_*) are telemetry_py.c,
+ * which reaches the region through telemetry_int.h only.  It must never
+ * make a compile or a call fail: what the bindings call raises
+ * (dynamo/telemetry.py catches everything), the hook-facing functions
+ * swallow their own errors.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,6 +31,7 @@
 #include <unistd.h>     /* unlink, getpid, close */
 
 #include "telemetry.h"
+#include "telemetry_int.h" /* what the bindings (telemetry_py.c) reach */
 #include "../inspect/image.h"  /* image_capture, image_save */
 #include "../inspect/procid.h" /* procid_start: the header's proc_start */
 #include "cache.h"          /* CodeCache, CacheEntry: slots hang off them */
@@ -64,7 +67,10 @@ typedef struct {
 static BlobRes (*code_res)[2];  /* owned array: code slot -> {tree, counters} reservations */
 static int tree_broken;         /* encoding a tree failed once: trees are no longer published */
 static int redact;              /* DYNAMO_TELEMETRY_REDACT=1: no string values in the region */
-Py_ssize_t telemetry_entries_held;  /* telemetry.h */
+static const CacheWatcher cache_watcher;    /* below: what cache.c tells the writer */
+/* Cache entries holding a slot (attached, not yet dead), count: reset()
+ * reclaims the region only when none is left. */
+static Py_ssize_t entries_held;
 
 /* The closest entry's failure noted on the last COMPILE-mode miss; a
  * RECOMPILE/LIMIT event published for the same code carries it. */
@@ -258,12 +264,6 @@ entry_slot(void)
     e->last_fail_guard = UINT32_MAX;
     return e;
 }
-
-typedef struct {
-    uint32_t kind, frame_id, compile_id, code_slot, entry_slot;
-    const char *text, *where;
-    Py_ssize_t text_len, where_len;
-} EventSpec;
 
 static void
 event_add(const EventSpec *spec)
@@ -595,6 +595,7 @@ telemetry_init(void)
     dynamo_telemetry_anchor.region_addr = (uint64_t)(uintptr_t)p;
     dynamo_telemetry_anchor.region_size = len;
     __atomic_store_n(&dynamo_telemetry_anchor.enabled, 1, __ATOMIC_RELEASE);
+    cache_set_watcher(&cache_watcher);
     atexit(at_exit);
     pthread_atfork(NULL, NULL, after_fork_child);
     if (region_is_file)
@@ -794,8 +795,10 @@ publish_tree(CodeCache *cache)
     return rc;
 }
 
-void
-telemetry_tree_built(CodeCache *cache)
+/* cache's guard tree was rebuilt (core/cache.c): its node counters are
+ * no longer the published ones until the next publish.  No Python. */
+static void
+tree_built(CodeCache *cache)
 {
     if (region != NULL && cache->tele != NULL)
         __atomic_fetch_and(&cache->tele->flags, ~DT_C_LIVE_TREE, __ATOMIC_RELAXED);
@@ -831,8 +834,9 @@ telemetry_entry_added(CodeCache *cache)
     Py_DECREF(code);
 }
 
-void
-telemetry_code_dead(CodeCache *cache)
+/* A code object with a slot is being freed (cache is its co_extra). */
+static void
+code_dead(CodeCache *cache)
 {
     if (region == NULL || cache->tele == NULL)
         return;
@@ -843,6 +847,28 @@ telemetry_code_dead(CodeCache *cache)
         last_failure.code = NULL;
     __atomic_fetch_or(&cache->tele->flags, DT_C_DEAD, __ATOMIC_RELAXED);
 }
+
+/* A cache entry took slot e (core/cache.c, cache_push). */
+static void
+entry_attached(DtEntry *e)
+{
+    (void)e;
+    entries_held++;
+}
+
+/* A cache entry holding slot e was freed: mark the slot dropped. */
+static void
+entry_dead(DtEntry *e)
+{
+    entries_held--;
+    __atomic_fetch_or(&e->flags, DT_E_DEAD, __ATOMIC_RELAXED);
+}
+
+/* What core/cache.c tells the writer (set at telemetry_init). */
+static const CacheWatcher cache_watcher = {
+    .entry_attached = entry_attached, .entry_dead = entry_dead,
+    .code_dead = code_dead, .tree_built = tree_built,
+};
 
 /* Move the blob *ref refers to down to the end of the blob area (*used
  * bytes so far), or drop the ref when it is not a blob the area holds. */
@@ -875,7 +901,7 @@ blob_move_down(DtRef *ref, uint64_t *used, uint64_t old_used)
 static void
 reclaim_after_reset(void)
 {
-    if (telemetry_entries_held != 0 || gtree_bound_alive != 0)
+    if (entries_held != 0 || gtree_bound_alive != 0)
         return;
     uint32_t n_codes = region->n_codes;
     for (uint32_t i = 0; i < n_codes && i < region->codes_cap; i++) {
@@ -927,134 +953,60 @@ telemetry_reset_event(void)
     last_failure.code = NULL;
 }
 
-/* ---- Python-facing --------------------------------------------------------------------------- */
+/* ---- what the bindings reach (telemetry_int.h) ------------------------------------------ */
 
-PyDoc_STRVAR(t_enabled_doc, "_telemetry_enabled() -> bool: this process publishes telemetry.");
-
-static PyObject *
-t_enabled(PyObject *module, PyObject *unused)
+const DtHeader *
+tele_header(void)
 {
-    return PyBool_FromLong(region != NULL);
+    return region;
 }
 
-PyDoc_STRVAR(t_info_doc,
-"_telemetry_info() -> dict: enabled, path ('' when anonymous), pid, region_size,\n"
-"blob_used, blob_cap, n_codes, n_entries, n_events, events_cap, codes_cap, init_errno,\n"
-"redact (DYNAMO_TELEMETRY_REDACT: string values are left out of the region), warning\n"
-"(why the region is not a /dev/shm file, one line; '' when it is or was asked to be).");
-
-static PyObject *
-t_info(PyObject *module, PyObject *unused)
+size_t
+tele_region_len(void)
 {
-    DtHeader empty = {0};
-    const DtHeader *h = region != NULL ? region : &empty;
-    return Py_BuildValue("{s:O,s:s,s:i,s:K,s:I,s:K,s:I,s:I,s:K,s:I,s:I,s:O,s:s,s:I}",
-                         "enabled", region != NULL ? Py_True : Py_False,
-                         "path", h->shm_path, "pid", (int)getpid(),
-                         "region_size", (unsigned long long)region_len,
-                         "blob_used", h->blob_used, "blob_cap", (unsigned long long)h->blob_cap,
-                         "n_codes", h->n_codes,
-                         "n_entries", h->n_entries, "n_events", (unsigned long long)h->n_events,
-                         "events_cap", h->events_cap,
-                         "init_errno", dynamo_telemetry_anchor.init_errno,
-                         "redact", redact ? Py_True : Py_False,
-                         "warning", init_warning, "codes_cap", h->codes_cap);
+    return region_len;
 }
 
-PyDoc_STRVAR(t_set_info_doc,
-"_telemetry_set_info(torch_version, dynamo_version, module_type=None)\n\n"
-"Identity strings for the header; module_type: the class whose instances\n"
-"published texts describe by class and address, not by repr\n"
-"(torch.nn.Module: its repr walks every submodule).");
-
-static PyObject *
-t_set_info(PyObject *module, PyObject *args)
+int
+tele_redact(void)
 {
-    const char *torch_version, *dynamo_version;
-    PyObject *mtype = Py_None;
-    if (!PyArg_ParseTuple(args, "ss|O:_telemetry_set_info", &torch_version, &dynamo_version,
-                          &mtype))
-        return NULL;
-    if (mtype != Py_None && !PyType_Check(mtype)) {
-        PyErr_SetString(PyExc_TypeError, "_telemetry_set_info: module_type must be a class or None");
-        return NULL;
-    }
-    teletext_configure(redact, mtype == Py_None ? NULL : mtype);
-    if (region != NULL) {
-        seq_begin();
-        snprintf(region->torch_version, sizeof region->torch_version, "%s", torch_version);
-        snprintf(region->dynamo_version, sizeof region->dynamo_version, "%s", dynamo_version);
-        seq_end();
-    }
-    Py_RETURN_NONE;
+    return redact;
 }
 
-/* Event specs from the Python list of (kind, text, where); NULL with an
- * exception.  Strings are borrowed from the list (caller keeps it alive). */
-static EventSpec *
-parse_events(PyObject *events, Py_ssize_t *count)
+const char *
+tele_init_warning(void)
 {
-    PyObject *seq = PySequence_Fast(events, "_telemetry_publish: events must be a sequence");
-    if (seq == NULL)
-        return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    EventSpec *specs = PyMem_Calloc(n ? (size_t)n : 1, sizeof(EventSpec));
-    if (specs == NULL) {
-        Py_DECREF(seq);
-        PyErr_NoMemory();
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        unsigned int kind;
-        PyObject *text, *where;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "IUU;event must be (kind, text, where)",
-                              &kind, &text, &where)
-                || (specs[i].text = PyUnicode_AsUTF8AndSize(text, &specs[i].text_len)) == NULL
-                || (specs[i].where = PyUnicode_AsUTF8AndSize(where, &specs[i].where_len)) == NULL) {
-            PyMem_Free(specs);
-            Py_DECREF(seq);
-            return NULL;
-        }
-        specs[i].kind = kind;
-    }
-    Py_DECREF(seq);         /* items are the list's own: still alive */
-    *count = n;
-    return specs;
+    return init_warning;
 }
 
-PyDoc_STRVAR(t_publish_doc,
-"_telemetry_publish(code, frame_id, compile_id, status, compile_ns, n_guards,\n"
-"                   record, events, cache_size_limit) -> int\n\n"
-"Publish one compile record: `record` is a DT_BLOB_RECORD payload (bytes),\n"
-"`events` a list of (kind, text, where) with DT_EV_* kinds, cache_size_limit\n"
-"the configured limit (entries) at this compile.  A status 'ok'\n"
-"record becomes the slot of the cache entry pushed next for code.  Returns\n"
-"the record's slot, or -1 when telemetry is off or the region is full.");
-
-static PyObject *
-t_publish(PyObject *module, PyObject *args)
+uint32_t
+tele_init_errno(void)
 {
-    PyObject *code, *events;
-    unsigned int frame_id, compile_id, n_guards, limit;
-    const char *status;
-    unsigned long long compile_ns;
-    Py_buffer record;
-    if (!PyArg_ParseTuple(args, "O!IIsKIy*OI:_telemetry_publish", &PyCode_Type, &code, &frame_id,
-                          &compile_id, &status, &compile_ns, &n_guards, &record, &events, &limit))
-        return NULL;
-    if (region == NULL) {
-        PyBuffer_Release(&record);
-        return PyLong_FromLong(-1);
-    }
-    Py_ssize_t nev = 0;
-    EventSpec *specs = parse_events(events, &nev);
-    CodeCache *cache = specs != NULL ? cache_ensure(code) : NULL;
-    if (cache == NULL) {
-        PyMem_Free(specs);
-        PyBuffer_Release(&record);
-        return NULL;
-    }
-    int ok = strcmp(status, "ok") == 0;
+    return dynamo_telemetry_anchor.init_errno;
+}
+
+uint64_t
+tele_now_ns(void)
+{
+    return now_ns();
+}
+
+void
+tele_set_identity(const char *torch_version, const char *dynamo_version)
+{
+    if (region == NULL)
+        return;
+    seq_begin();
+    snprintf(region->torch_version, sizeof region->torch_version, "%s", torch_version);
+    snprintf(region->dynamo_version, sizeof region->dynamo_version, "%s", dynamo_version);
+    seq_end();
+}
+
+long
+tele_publish(CodeCache *cache, const TelePublish *p, EventSpec *specs, Py_ssize_t nev)
+{
+    int ok = p->status == DT_RS_OK;
+    uint32_t frame_id = p->frame_id, compile_id = p->compile_id;
 
     seq_begin();
     DtCode *d = code_slot(cache);
@@ -1064,11 +1016,11 @@ t_publish(PyObject *module, PyObject *args)
     if (d != NULL) {
         d->frame_id = frame_id;
         d->compiles++;
-        d->compile_ns += compile_ns;
-        d->cache_size_limit = limit;
-        if (strcmp(status, "limit") == 0)
+        d->compile_ns += p->compile_ns;
+        d->cache_size_limit = p->cache_size_limit;
+        if (p->status == DT_RS_LIMIT)
             d->flags |= DT_C_LIMIT;
-        else if (strcmp(status, "error") == 0 || strcmp(status, "unsupported") == 0)
+        else if (p->status == DT_RS_ERROR || p->status == DT_RS_UNSUPPORTED)
             d->flags |= DT_C_SKIP;
     }
     if (e != NULL) {
@@ -1076,12 +1028,12 @@ t_publish(PyObject *module, PyObject *args)
         e->compile_id = compile_id;
         e->code_slot = cslot;
         e->flags = ok ? 0 : DT_E_RECORD;
-        e->compile_ns = compile_ns;
+        e->compile_ns = p->compile_ns;
         e->created_ns = now_ns();
-        e->record = blob_add(DT_BLOB_RECORD, record.buf, (size_t)record.len);
+        e->record = blob_add(DT_BLOB_RECORD, p->record, p->record_len);
         if (ok) {
-            e->n_guards = n_guards;
-            e->fail_counts = blob_add(DT_BLOB_COUNTERS, NULL, (size_t)n_guards * 8);
+            e->n_guards = p->n_guards;
+            e->fail_counts = blob_add(DT_BLOB_COUNTERS, NULL, (size_t)p->n_guards * 8);
             if (d != NULL) {
                 d->n_entries++;
                 d->last_entry = eslot + 1;
@@ -1098,19 +1050,11 @@ t_publish(PyObject *module, PyObject *args)
     }
     region->publishes++;
     seq_end();
-
-    PyMem_Free(specs);
-    PyBuffer_Release(&record);
-    return PyLong_FromLong(e != NULL ? (long)eslot : -1);
+    return e != NULL ? (long)eslot : -1;
 }
 
-PyDoc_STRVAR(t_refresh_doc,
-"_telemetry_refresh() -> int: copy the current guard-tree node counters of\n"
-"every live code with a cache into the region (in place; a tree whose shape\n"
-"changed is republished); returns how many codes.");
-
-static PyObject *
-t_refresh(PyObject *module, PyObject *unused)
+long
+tele_refresh(void)
 {
     long n = 0;
     for (uint32_t i = 0; region != NULL && i < region->n_codes; i++) {
@@ -1118,10 +1062,10 @@ t_refresh(PyObject *module, PyObject *unused)
         if (c == NULL || c->entries == NULL)
             continue;
         if (refresh_tree_counters(c) < 0)
-            return NULL;
+            return -1;
         n++;
     }
-    return PyLong_FromLong(n);
+    return n;
 }
 
 static int
@@ -1135,184 +1079,31 @@ read_self(void *ctx, uint64_t off, void *dst, size_t len)
     return 0;
 }
 
-PyDoc_STRVAR(t_save_doc,
-"_telemetry_save(path): write this process's telemetry as a snapshot file\n"
-"(mode 0600; the format dynamo-inspect --file and dynamo-top --file read).");
-
-static PyObject *
-t_save(PyObject *module, PyObject *arg)
+DrError
+tele_capture(uint8_t **image, size_t *len, char *msg, size_t cap)
 {
-    PyObject *path = NULL;
-    if (!PyUnicode_FSConverter(arg, &path))
-        return NULL;
-    uint8_t *image = NULL;
-    size_t len = 0;
-    char msg[256];
-    if (region == NULL) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "dynamo telemetry is off in this process (DYNAMO_TELEMETRY=0 or "
-                        "the region could not be created)");
-        goto error;
-    }
-    if (image_capture(read_self, NULL, region_len, &image, &len, msg, sizeof msg) != DR_OK) {
-        PyErr_Format(PyExc_RuntimeError, "dynamo: cannot capture telemetry: %s", msg);
-        goto error;
-    }
-    if (image_save(image, len, PyBytes_AS_STRING(path), now_ns(), msg, sizeof msg) < 0) {
-        PyObject *exc = PyObject_CallFunction(PyExc_OSError, "isO", errno, msg, arg);
-        if (exc != NULL) {
-            PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
-            Py_DECREF(exc);
-        }
-        goto error;
-    }
-    free(image);
-    Py_DECREF(path);
-    Py_RETURN_NONE;
-error:
-    free(image);
-    Py_XDECREF(path);
-    return NULL;
+    return image_capture(read_self, NULL, region_len, image, len, msg, cap);
 }
 
-PyDoc_STRVAR(t_counters_doc,
-"_telemetry_counters(code) -> dict or None: the counters of code's slot\n"
-"(calls, hits, misses, guard_failures, compiles, compile_ns, frame_id) and\n"
-"'entries': [(slot, hits, guard_failures, fail_counts)] newest first.");
-
-static PyObject *
-t_counters(PyObject *module, PyObject *code)
+const uint64_t *
+tele_fail_counts(const DtEntry *e)
 {
-    if (!PyCode_Check(code)) {
-        PyErr_SetString(PyExc_TypeError, "_telemetry_counters: expected a code object");
-        return NULL;
-    }
-    CodeCache *c = cache_get(code);
-    if (region == NULL || c == NULL || c->tele == NULL)
-        Py_RETURN_NONE;
-    DtCode *d = c->tele;
-    PyObject *entries = PyList_New(0);
-    for (CacheEntry *e = c->entries; entries != NULL && e != NULL; e = e->next) {
-        if (e->tele == NULL)
-            continue;
-        uint64_t *counts = blob_counters(e->tele->fail_counts);
-        PyObject *fails = PyList_New(0);
-        for (uint32_t g = 0; fails != NULL && counts != NULL && g < e->tele->n_guards; g++) {
-            PyObject *v = PyLong_FromUnsignedLongLong(counts[g]);
-            if (v == NULL || PyList_Append(fails, v) < 0)
-                Py_CLEAR(fails);
-            Py_XDECREF(v);
-        }
-        PyObject *item = fails ? Py_BuildValue("(IKKN)", entry_index(e->tele),
-                                               (unsigned long long)e->tele->hits,
-                                               (unsigned long long)e->tele->guard_failures, fails)
-                               : NULL;
-        if (item == NULL || PyList_Append(entries, item) < 0)
-            Py_CLEAR(entries);
-        Py_XDECREF(item);
-    }
-    if (entries == NULL)
-        return NULL;
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:N}",
-                         "calls", (unsigned long long)d->calls, "hits", (unsigned long long)d->hits,
-                         "misses", (unsigned long long)d->misses,
-                         "guard_failures", (unsigned long long)d->guard_failures,
-                         "compiles", (unsigned long long)d->compiles,
-                         "compile_ns", (unsigned long long)d->compile_ns,
-                         "frame_id", d->frame_id, "entries", entries);
+    return blob_counters(e->fail_counts);
 }
 
-PyDoc_STRVAR(t_redact_doc,
-"_telemetry_redact(text) -> str: text with its quoted string literals\n"
-"replaced when DYNAMO_TELEMETRY_REDACT=1 (names from the code kept), else text.");
-
-static PyObject *
-t_redact(PyObject *module, PyObject *text)
+uint32_t
+tele_entry_index(const DtEntry *e)
 {
-    return teletext_redact(text);
+    return entry_index(e);
 }
-
-PyDoc_STRVAR(t_value_text_doc,
-"_telemetry_value_text(value, limit) -> str: the short text telemetry\n"
-"publishes for a guard value (types by qualified name, modules by class,\n"
-"tensors by class and sizes).");
-
-static PyObject *
-t_value_text(PyObject *module, PyObject *args)
-{
-    PyObject *v;
-    Py_ssize_t limit;
-    if (!PyArg_ParseTuple(args, "On:_telemetry_value_text", &v, &limit))
-        return NULL;
-    return teletext_value(v, limit);
-}
-
-PyDoc_STRVAR(t_encode_doc,
-"_telemetry_encode(value) -> bytes: the DtValue of ints, strs and (nested)\n"
-"lists/tuples (None as \"\", other values as str()); dynamo.telemetry.encode_py\n"
-"is its Python twin.");
-
-static PyObject *
-t_encode(PyObject *module, PyObject *value)
-{
-    return teletext_encode(value);
-}
-
-PyDoc_STRVAR(t_source_text_doc,
-"_telemetry_source_text(code, source) -> str: how telemetry writes the\n"
-"lowered guard source tuple `source` of code (\"L['x'].weight\").");
-
-static PyObject *
-t_source_text(PyObject *module, PyObject *args)
-{
-    PyObject *code, *spec;
-    if (!PyArg_ParseTuple(args, "O!O:_telemetry_source_text", &PyCode_Type, &code, &spec))
-        return NULL;
-    return teletext_source(code, spec);
-}
-
-PyDoc_STRVAR(t_tree_doc,
-"_telemetry_tree(code) -> (tree payload, counters payload) or None\n\n"
-"What a publish of code's guard tree writes (DT_BLOB_TREE, DT_BLOB_COUNTERS),\n"
-"from the tree as built; None when code has no built tree (nothing is built).");
-
-static PyObject *
-t_tree(PyObject *module, PyObject *code)
-{
-    if (!PyCode_Check(code))
-        return PyErr_Format(PyExc_TypeError, "_telemetry_tree: a code object expected");
-    CodeCache *cache = cache_get(code);
-    if (cache == NULL || cache->tree == NULL)
-        Py_RETURN_NONE;
-    TreeHold hold;
-    if (tree_hold(&hold, cache) < 0)
-        return NULL;
-    PyObject *tree, *counters;
-    int rc = teletext_tree(hold.tree, code, entry_name, &tree, &counters);
-    tree_release(&hold);
-    if (rc < 0)
-        return NULL;
-    return Py_BuildValue("(NN)", tree, counters);
-}
-
-static PyMethodDef telemetry_methods[] = {
-    {"_telemetry_enabled", t_enabled, METH_NOARGS, t_enabled_doc},
-    {"_telemetry_info", t_info, METH_NOARGS, t_info_doc},
-    {"_telemetry_set_info", t_set_info, METH_VARARGS, t_set_info_doc},
-    {"_telemetry_publish", t_publish, METH_VARARGS, t_publish_doc},
-    {"_telemetry_refresh", t_refresh, METH_NOARGS, t_refresh_doc},
-    {"_telemetry_save", t_save, METH_O, t_save_doc},
-    {"_telemetry_counters", t_counters, METH_O, t_counters_doc},
-    {"_telemetry_redact", t_redact, METH_O, t_redact_doc},
-    {"_telemetry_value_text", t_value_text, METH_VARARGS, t_value_text_doc},
-    {"_telemetry_source_text", t_source_text, METH_VARARGS, t_source_text_doc},
-    {"_telemetry_encode", t_encode, METH_O, t_encode_doc},
-    {"_telemetry_tree", t_tree, METH_O, t_tree_doc},
-    {NULL, NULL, 0, NULL},
-};
 
 int
-telemetry_add_functions(PyObject *module)
+tele_tree_payload(CodeCache *cache, PyObject *code, PyObject **tree, PyObject **counters)
 {
-    return PyModule_AddFunctions(module, telemetry_methods);
+    TreeHold hold;
+    if (tree_hold(&hold, cache) < 0)
+        return -1;
+    int rc = teletext_tree(hold.tree, code, entry_name, tree, counters);
+    tree_release(&hold);
+    return rc;
 }

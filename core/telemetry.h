@@ -6,8 +6,10 @@
  * warning line), the anchor symbol, removal at exit and on fatal signals left
  * at SIG_DFL (DYNAMO_TELEMETRY_KEEP=1: never), redaction of string values
  * (DYNAMO_TELEMETRY_REDACT=1), the slots of codes and
- * cache entries, blobs, events, and the Python functions that publish
- * compile records into it (_telemetry_*).  The hook (core/hook.c) only
+ * cache entries, blobs, events (core/telemetry.c), and the Python functions
+ * that publish compile records into it (_telemetry_*, core/telemetry_py.c).
+ * core/cache.c never calls it: slot changes reach it through the
+ * CacheWatcher telemetry_init sets (cache.h).  The hook (core/hook.c) only
  * bumps counters through the inline functions below: no locks, no
  * allocation, no Python; with DYNAMO_TELEMETRY=0 the slots are NULL and the
  * hook pays one predictable branch.  It must never make a compile or a call
@@ -26,7 +28,11 @@ struct CodeCache;       /* core/cache.h */
  * fails: problems leave telemetry off and are recorded in the anchor. */
 void telemetry_init(void);
 
-/* Add the _telemetry_* functions to the module.  0, or -1 with an exception. */
+/* Add the _telemetry_* functions to the module, and the record's
+ * vocabulary of inspect/record.h: RECORD_SCHEMAS ({"RECORD": field names in
+ * payload order, "GRAPH": ..., ...}), RECORD_STATUSES ({"OK": "ok", ...}),
+ * RESUME_KINDS ({"BRANCH": "branch", ...}), EVENT_KINDS ({"COMPILE": 1,
+ * ...}).  0, or -1 with an exception. */
 int telemetry_add_functions(PyObject *module);
 
 /* One hook lookup of a code that has a slot: a hit selecting `entry` (may
@@ -62,33 +68,6 @@ void telemetry_note_failure(struct CodeCache *cache, PyObject *failures);
  * Python function of dynamo, only repr() of guarded values (core/teletext.c);
  * never leaves an exception. */
 void telemetry_entry_added(struct CodeCache *cache);
-
-/* cache's guard tree was rebuilt (core/cache.c): its node counters are
- * no longer the published ones until the next publish.  No Python. */
-void telemetry_tree_built(struct CodeCache *cache);
-
-/* Cache entries holding a slot (attached, not yet dead), count: reset()
- * reclaims the region only when none is left. */
-extern Py_ssize_t telemetry_entries_held;
-
-/* A cache entry took slot e (core/cache.c, cache_push). */
-static inline void
-telemetry_entry_attached(DtEntry *e)
-{
-    (void)e;
-    telemetry_entries_held++;
-}
-
-/* A cache entry's slot: mark it dropped. */
-static inline void
-telemetry_entry_dead(DtEntry *e)
-{
-    telemetry_entries_held--;
-    __atomic_fetch_or(&e->flags, DT_E_DEAD, __ATOMIC_RELAXED);
-}
-
-/* A code object with a slot is being freed (cache is its co_extra). */
-void telemetry_code_dead(struct CodeCache *cache);
 
 /* dynamo.reset() ran (every cache entry dropped): start the code and
  * entry tables and the blob area over when nothing points into them any

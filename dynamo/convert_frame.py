@@ -624,7 +624,7 @@ class _Callback:
             record.compile_ns = time.perf_counter_ns() - t0
             if self._failed_for_environment(code, record, e):
                 return None
-            record.status, record.error = "unsupported", str(e)
+            record.status, record.error = records.STATUS["UNSUPPORTED"], str(e)
             self._note(code, str(e).splitlines()[0] if str(e) else "unsupported")
             if hasattr(e, "break_reasons"):
                 record.break_reasons = list(e.break_reasons)
@@ -645,7 +645,7 @@ class _Callback:
             record.compile_ns = time.perf_counter_ns() - t0
             if self._failed_for_environment(code, record, e):
                 return None
-            record.status, record.error = "error", f"{type(e).__name__}: {e}"
+            record.status, record.error = records.STATUS["ERROR"], f"{type(e).__name__}: {e}"
             self._note(code, record.error.splitlines()[0])
             _add_record(record)
             if self.nopython or isinstance(e, BackendCompilerFailed):
@@ -743,7 +743,7 @@ class _Callback:
         env = None if isinstance(e, BackendCompilerFailed) else environment_error(e)
         if env is None:
             return False
-        record.status, record.error = "error", f"{type(env).__name__}: {env}"
+        record.status, record.error = records.STATUS["ERROR"], f"{type(env).__name__}: {env}"
         self._note(code, record.error.splitlines()[0])
         _add_record(record)
         if self.nopython:
@@ -778,7 +778,7 @@ class _Callback:
         else:
             why = describe_failure(failures[0], f_locals, f_globals, f_builtins, func)
         record = records.new_record(code)
-        record.status, record.recompile_reason = "limit", why
+        record.status, record.recompile_reason = records.STATUS["LIMIT"], why
         record.backend = self.backend_name
         _add_record(record)
         if not failures:

@@ -101,7 +101,7 @@ def _collect(fn, args, kwargs):
         recompile_reasons=[f"{r.id} {r.name}: {r.recompile_reason}" for r in recs
                            if r.recompile_reason],
         failures=[f"{r.id} {r.name} ({r.filename}:{r.firstlineno}): {r.error}" for r in recs
-                  if r.status in ("error", "unsupported")],
+                  if r.status in (records.STATUS["ERROR"], records.STATUS["UNSUPPORTED"])],
         skipped=[f"{c.co_name} ({c.co_filename}:{c.co_firstlineno}): {why}"
                  for c, why in skipfiles.since(skip_start)])
 

@@ -16,6 +16,13 @@ import time
 import types
 from typing import Any, List, Optional
 
+from . import _C
+
+# A record's statuses ({"OK": "ok", "SKIPPED": ..., "ERROR", "LIMIT",
+# "UNSUPPORTED"}) and its resume functions' kinds ({"BRANCH": "branch",
+# "FALLTHROUGH", "AFTER"}): declared once, in inspect/record.h, read from _C.
+STATUS = _C.RECORD_STATUSES
+RESUME_KIND = _C.RESUME_KINDS
 _records: List["CompileRecord"] = []
 _frame_ids = {}          # code object -> frame id; strong keys, cleared by reset()
 _next_frame_id = itertools.count()
@@ -53,7 +60,7 @@ class CompileRecord:
     name: str
     filename: str
     firstlineno: int
-    status: str = "ok"
+    status: str = STATUS["OK"]
     graphs: list = dataclasses.field(default_factory=list)          # GraphInfo
     guards: list = dataclasses.field(default_factory=list)          # dynamo.guards.Guard
     break_reasons: list = dataclasses.field(default_factory=list)   # BreakReason
@@ -75,7 +82,7 @@ class CompileRecord:
     @property
     def original_bytecode(self):
         if self._original_bytecode is None:
-            self._original_bytecode = _listing(self.code) if self.status == "ok" else ""
+            self._original_bytecode = _listing(self.code) if self.status == STATUS["OK"] else ""
         return self._original_bytecode
 
     @original_bytecode.setter
@@ -85,7 +92,7 @@ class CompileRecord:
     @property
     def modified_bytecode(self):
         if self._modified_bytecode is None:
-            self._modified_bytecode = _listing(self.new_code) if self.status == "ok" else ""
+            self._modified_bytecode = _listing(self.new_code) if self.status == STATUS["OK"] else ""
         return self._modified_bytecode
 
     @modified_bytecode.setter
@@ -137,15 +144,15 @@ def resume_infos(codes):
     makes one, which continues after the instruction run eagerly.  Kind ""
     when unknown (a pair whose origin dynamo.reset() forgot)."""
     points = [_resume_point(c) for c in codes]
-    kinds = ["after"] if len(codes) == 1 else [""] * len(codes)
+    kinds = [RESUME_KIND["AFTER"]] if len(codes) == 1 else [""] * len(codes)
     if len(points) == 2 and points[0][0] is points[1][0]:
         insts = list(dis.get_instructions(points[0][0]))
         jumps = {(following.offset, inst.argval) for inst, following in zip(insts, insts[1:])
                  if "JUMP" in inst.opname and "IF" in inst.opname}     # (fall-through, target)
         if (points[0][1], points[1][1]) in jumps:
-            kinds = ["fallthrough", "branch"]
+            kinds = [RESUME_KIND["FALLTHROUGH"], RESUME_KIND["BRANCH"]]
         elif (points[1][1], points[0][1]) in jumps:
-            kinds = ["branch", "fallthrough"]
+            kinds = [RESUME_KIND["BRANCH"], RESUME_KIND["FALLTHROUGH"]]
     return [ResumeInfo(c.co_name, max(off, 0), kind)
             for c, (_base, off), kind in zip(codes, points, kinds)]
 

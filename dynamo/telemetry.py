@@ -3,7 +3,9 @@
 Owns the Python half of the telemetry writer: the DtValue encoding of a
 CompileRecord (graphs with fx nodes and tensor metadata, guards, break
 reasons with user stacks, both bytecode listings; inspect/layout.h,
-"RECORD"), the events of a compile, `refresh` and `save_snapshot`. The
+"RECORD"), the events of a compile, `refresh` and `save_snapshot`.  The
+record's schemas, statuses and event kinds are declared once, in C
+(inspect/record.h), and read from _C: records are built by field name. The
 region, the counters, the snapshot format, the published guard trees
 ("TREE", encoded from the built tree in C: core/teletext.c) and the texts of
 values and redaction (the same C functions) are C (core/telemetry.c).
@@ -29,8 +31,16 @@ from . import _C, config
 
 log = logging.getLogger("dynamo")
 
-# DtEvent kinds (inspect/layout.h DT_EV_*).
-EV_COMPILE, EV_BREAK, EV_RECOMPILE, EV_LIMIT, EV_ERROR = 1, 2, 3, 4, 5
+# DtEvent kinds (inspect/record.h DT_EVENT_KINDS).
+EV_COMPILE = _C.EVENT_KINDS["COMPILE"]
+EV_BREAK = _C.EVENT_KINDS["BREAK"]
+EV_RECOMPILE = _C.EVENT_KINDS["RECOMPILE"]
+EV_LIMIT = _C.EVENT_KINDS["LIMIT"]
+EV_ERROR = _C.EVENT_KINDS["ERROR"]
+
+# The record's statuses (inspect/record.h DT_REC_STATUSES).
+_OK, _LIMIT = _C.RECORD_STATUSES["OK"], _C.RECORD_STATUSES["LIMIT"]
+_FAILED = (_C.RECORD_STATUSES["ERROR"], _C.RECORD_STATUSES["UNSUPPORTED"])
 
 _TEXT_MAX = 2000          # args text per fx node, bytes
 failures = 0              # publishes that failed (tests, diagnostics)
@@ -100,7 +110,7 @@ def publish(record):
     if not _C._telemetry_enabled():
         return
     try:
-        ok = record.status == "ok"
+        ok = record.status == _OK
         _C._telemetry_publish(record.code, record.frame_id, record.compile_id, record.status,
                               int(record.compile_ns), len(record.guards) if ok else 0,
                               encode_record(record), _events(record),
@@ -114,14 +124,14 @@ def publish(record):
 def _events(record):
     where = f"{record.filename}:{record.firstlineno}"
     status = record.status
-    if status == "limit":
+    if status == _LIMIT:
         return [(EV_LIMIT, redact_text(record.recompile_reason or ""), where)]
     events = [(EV_COMPILE, f"{status}: {record.name}", where)]
-    if status == "ok" and record.recompile_reason:
+    if status == _OK and record.recompile_reason:
         events.append((EV_RECOMPILE, redact_text(record.recompile_reason), where))
     for br in record.break_reasons:
         events.append((EV_BREAK, redact_text(str(br.reason)), f"{br.filename}:{br.lineno}"))
-    if status in ("error", "unsupported"):
+    if status in _FAILED:
         events.append((EV_ERROR, record.error or "", where))
     return events
 
@@ -170,22 +180,40 @@ def encode_record(r):
     return encode(record_value(r))
 
 
+_SCHEMAS = _C.RECORD_SCHEMAS       # {"RECORD": field names in payload order, "GRAPH": ...}
+
+
+def _fields(schema, **values):
+    """The positional list of `schema` (inspect/record.h: DT_RECORD_FIELDS,
+    ...) from its fields given by name.  A field declared there and not
+    given here, or given here and not declared, raises: the two cannot drift."""
+    names = _SCHEMAS[schema]
+    if len(values) != len(names):
+        missing = set(names) ^ set(values)
+        raise KeyError(f"telemetry {schema} fields out of step with inspect/record.h: {sorted(missing)}")
+    return [values[n] for n in names]
+
+
 def record_value(r):
     """The value encode_record encodes: nested lists of ints and strs."""
-    return [
-        r.frame_id, r.compile_id, r.status, r.backend or "", r.name, r.filename, r.firstlineno,
-        int(r.start_time * 1e9), int(r.compile_ns), int(r.backend_ns),
-        redact_text(r.recompile_reason or ""), r.error or "", r.original_bytecode or "",
-        r.modified_bytecode or "",
-        [_graph(g) for g in r.graphs], [_guard(g) for g in r.guards],
-        [_break(b) for b in r.break_reasons], r.op_count,
-        [[res.name, res.offset, res.kind] for res in r.resumes],
-    ]
+    return _fields(
+        "RECORD",
+        frame_id=r.frame_id, compile_id=r.compile_id, status=r.status, backend=r.backend or "",
+        name=r.name, filename=r.filename, firstlineno=r.firstlineno,
+        start_ns=int(r.start_time * 1e9), compile_ns=int(r.compile_ns),
+        backend_ns=int(r.backend_ns), recompile_reason=redact_text(r.recompile_reason or ""),
+        error=r.error or "", original_bytecode=r.original_bytecode or "",
+        modified_bytecode=r.modified_bytecode or "",
+        graphs=[_graph(g) for g in r.graphs], guards=[_guard(g) for g in r.guards],
+        breaks=[_break(b) for b in r.break_reasons], op_count=r.op_count,
+        resumes=[_fields("RESUME", name=res.name, offset=res.offset, kind=res.kind)
+                 for res in r.resumes],
+    )
 
 
 def _graph(info):
     nodes = [_node(n) for n in info.gm.graph.nodes]
-    return [info.name, info.op_count, nodes]
+    return _fields("GRAPH", name=info.name, op_count=info.op_count, nodes=nodes)
 
 
 def _target_text(node):
@@ -224,8 +252,10 @@ def _node(n):
     dtype, shape, stride, device = _tensor_meta(n.meta.get("example_value", n.meta.get("val")))
     stack = n.meta.get("dynamo_module_stack") or ()     # output_graph.OutputGraph._tag
     module_path, module_class = stack[-1] if stack else ("", "")
-    return [n.op, n.name, _target_text(n), args, dtype, shape, stride, device, module_path,
-            [u.name for u in n.users], [i.name for i in n.all_input_nodes], module_class]
+    return _fields("NODE", op=n.op, name=n.name, target=_target_text(n), args=args, dtype=dtype,
+                   shape=shape, stride=stride, device=device, module_path=module_path,
+                   users=[u.name for u in n.users], inputs=[i.name for i in n.all_input_nodes],
+                   module_class=module_class)
 
 
 def _guard(g):
@@ -234,14 +264,16 @@ def _guard(g):
         detail = ", ".join(_short(v, 60) for v in g.expected)
     except Exception:  # noqa: BLE001 - a dead weakref or an odd repr: no detail
         detail = ""
-    return [redact_text(g.describe().strip()), KIND_NAMES.get(g.kind, str(g.kind)), g.source.name(),
-            detail]
+    return _fields("GUARD", text=redact_text(g.describe().strip()),
+                   kind=KIND_NAMES.get(g.kind, str(g.kind)), source=g.source.name(), detail=detail)
 
 
 def _break(b):
-    stack = [[f.filename or "", f.lineno or 0, f.name or "", f.line or ""]
+    stack = [_fields("FRAME", filename=f.filename or "", lineno=f.lineno or 0, name=f.name or "",
+                     line=f.line or "")
              for f in (b.user_stack or [])]
-    return [redact_text(str(b.reason)), b.filename or "", b.lineno or 0, stack]
+    return _fields("BREAK", reason=redact_text(str(b.reason)), filename=b.filename or "",
+                   lineno=b.lineno or 0, user_stack=stack)
 
 
 def _init():

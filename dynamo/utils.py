@@ -17,7 +17,7 @@ import collections
 import contextlib
 import sys
 
-from . import config
+from . import _C, config
 from .testing import same  # noqa: F401  (re-exported: code written for TorchDynamo takes it from here)
 
 counters = collections.defaultdict(collections.Counter)
@@ -25,11 +25,11 @@ counters = collections.defaultdict(collections.Counter)
 
 def count_record(record):
     """Add one compile record (dynamo.records.CompileRecord) to `counters`."""
-    if record.status == "limit":
+    if record.status == _C.RECORD_STATUSES["LIMIT"]:     # inspect/record.h
         counters["frames"]["cache_limit"] += 1
         return
     counters["frames"]["total"] += 1
-    if record.status == "ok":
+    if record.status == _C.RECORD_STATUSES["OK"]:
         counters["frames"]["ok"] += 1
         counters["stats"]["unique_graphs"] += len(record.graphs)
         counters["stats"]["calls_captured"] += record.op_count

@@ -9,7 +9,7 @@
 #include <Python.h>
 
 #include "tmeta.h"      /* tmeta_read and the conversions under test */
-#include "../core/pyversion.h"  /* dyn_check_positional */
+#include "pyversion.h"        /* dyn_check_positional */
 
 /* A new tuple of n int64 values. */
 static PyObject *

@@ -51,7 +51,7 @@
 #include <string.h>     /* memset */
 
 #include "tmeta.h"      /* tmeta_read_with, tmeta_read_tls, tmeta_grad_enabled */
-#include "../core/pyversion.h"  /* dyn_lookup_attr, dyn_dict_version */
+#include "pyversion.h"        /* dyn_lookup_attr, dyn_dict_version */
 
 const char *const prop_names[NPROPS] = {
     "type", "id", "is_none", "grad_mode", "global_state", "backend", "same_object", "len", "dtype", "device",

@@ -102,7 +102,7 @@ dump_record(const DrRecord *r)
     printf("{");
     key("id", 1);
     jstr(r->id);
-    kstr("status", r->status);
+    kstr("status", r->status_name);
     kstr("backend", r->backend);
     kstr("name", r->name);
     kstr("filename", r->filename);
@@ -193,7 +193,7 @@ dump_record(const DrRecord *r)
         key("name", 1);
         jstr(res->name);
         kuint("offset", res->offset);
-        kstr("kind", res->kind);
+        kstr("kind", res->kind_name);
         key("frame_id", 0);
         printf("%lld", res->code != NULL ? (long long)res->code->frame_id : -1LL);
         putchar('}');

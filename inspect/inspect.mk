@@ -12,14 +12,14 @@
 # They may depend on $(INSPECT_LIB) in their rules (it is a file target).
 
 EXT_SRC += inspect/image.c inspect/procid.c
-EXT_HDR += inspect/layout.h inspect/image.h inspect/errors.h inspect/procid.h
+EXT_HDR += inspect/layout.h inspect/record.h inspect/image.h inspect/errors.h inspect/procid.h
 
 INSPECT_LIB    := build/libdynamo_inspect.a
 INSPECT_CFLAGS := -Iinspect
 INSPECT_LDLIBS := -lelf
 INSPECT_WFLAGS := -Wall -Wextra -Werror -Wshadow -std=c11 -D_GNU_SOURCE
-INSPECT_SRC    := inspect/reader.c inspect/image.c inspect/procid.c inspect/value.c inspect/strutil.c
-INSPECT_HDR    := inspect/layout.h inspect/errors.h inspect/reader.h inspect/image.h inspect/procid.h \
+INSPECT_SRC    := inspect/reader.c inspect/snapshot.c inspect/image.c inspect/procid.c inspect/value.c inspect/strutil.c
+INSPECT_HDR    := inspect/layout.h inspect/record.h inspect/errors.h inspect/reader.h inspect/snapshot.h inspect/snapshot_int.h inspect/image.h inspect/procid.h \
                   inspect/value.h inspect/strutil.h
 INSPECT_OBJ    := $(patsubst inspect/%.c,build/inspect/%.o,$(INSPECT_SRC))
 INSPECT_CLI    := build/bin/dynamo-inspect
@@ -49,52 +49,3 @@ inspect-asan: $(INSPECT_ASAN_CLI)
 $(INSPECT_ASAN_CLI): inspect/cli.c $(INSPECT_SRC) $(INSPECT_HDR)
 	@mkdir -p build/asan
 	$(CC) $(ASAN_FLAGS) $(INSPECT_WFLAGS) $(INSPECT_CFLAGS) inspect/cli.c $(INSPECT_SRC) $(INSPECT_LDLIBS) -o $@
-
-# ---- fuzzing the reader (inspect/fuzz/) ---------------------------------------
-# make fuzz-reader   libFuzzer target under clang (installed here, only for this
-#                    target), seeded from real snapshots (build/fuzz/seeds), run
-#                    for FUZZ_SECONDS (default 60; 0: build and seed only);
-#                    findings go to build/fuzz/findings.
-# make fuzz-replay   the same harness built by gcc under ASan/UBSan with a main()
-#                    that reads the files named on its command line
-#                    (tests/test_reader_fuzz.py; part of `make asan`).
-FUZZ_HARNESS := inspect/fuzz/reader_fuzz.c
-FUZZ_TOOL_SRC = tui/source.c tui/model.c tui/report.c tui/render.c tui/util.c tui/crt.c \
-                tui/panel.c viz/list.c viz/select.c viz/vstr.c
-FUZZ_BIN     := build/fuzz/reader_fuzz
-FUZZ_REPLAY  := build/asan/fuzz-reader-replay
-FUZZ_SEEDS   := build/fuzz/seeds
-FUZZ_SECONDS ?= 60
-FUZZ_CLANG   ?= clang
-FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -Iinspect -Itui -Iviz $(TUI_CURSES_CFLAGS)
-
-.PHONY: fuzz-reader fuzz-replay fuzz-deps
-asan: $(FUZZ_REPLAY)
-fuzz-replay: $(FUZZ_REPLAY)
-
-fuzz-deps:
-	@command -v $(FUZZ_CLANG) >/dev/null 2>&1 || { \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang; }
-
-$(FUZZ_REPLAY): $(FUZZ_HARNESS) $(INSPECT_SRC) $(INSPECT_HDR) $(FUZZ_TOOL_SRC)
-	@mkdir -p build/asan
-	$(CC) $(ASAN_FLAGS) -DREPLAY_MAIN $(FUZZ_CFLAGS) $(FUZZ_HARNESS) $(INSPECT_SRC) $(FUZZ_TOOL_SRC) \
-	    $(TUI_CURSES_LIBS) -lelf -o $@
-
-$(FUZZ_BIN): $(FUZZ_HARNESS) $(INSPECT_SRC) $(INSPECT_HDR) $(FUZZ_TOOL_SRC)
-	@mkdir -p build/fuzz
-	$(FUZZ_CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	    $(FUZZ_CFLAGS) $(FUZZ_HARNESS) $(INSPECT_SRC) $(FUZZ_TOOL_SRC) $(TUI_CURSES_LIBS) -lelf -o $@
-
-$(FUZZ_SEEDS)/.stamp: inspect/fuzz/make_seeds.py $(EXT)
-	$(VPY) inspect/fuzz/make_seeds.py $(FUZZ_SEEDS)
-	touch $@
-
-fuzz-reader: fuzz-deps all $(FUZZ_BIN) $(FUZZ_SEEDS)/.stamp
-	@mkdir -p build/fuzz/corpus build/fuzz/findings
-	@if [ "$(FUZZ_SECONDS)" != 0 ]; then \
-	  $(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 \
-	      -max_len=1048576 -artifact_prefix=build/fuzz/findings/ -print_final_stats=1 \
-	      build/fuzz/corpus $(FUZZ_SEEDS); \
-	fi

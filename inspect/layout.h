@@ -53,6 +53,8 @@
 
 #include <stdint.h>
 
+#include "record.h"     /* the record's schemas and statuses, DT_EV_* */
+
 #define DT_MAGIC        "DYNTELEM"  /* 8 bytes, no NUL: DtHeader.magic */
 #define DT_VERSION      3u          /* 3: DtHeader.proc_start; capacities sized from
                                        the free space of /dev/shm.  2: DtCode.
@@ -197,13 +199,7 @@ typedef struct {
 } DtEntry;
 _Static_assert(sizeof(DtEntry) == 320, "DtEntry");
 
-/* DtEvent.kind */
-#define DT_EV_COMPILE   1u          /* a frame compiled: text = "status: name", ref the record */
-#define DT_EV_BREAK     2u          /* a graph break: text = reason, where = "file:line" */
-#define DT_EV_RECOMPILE 3u          /* a compile caused by a failing guard: text = failing guard */
-#define DT_EV_LIMIT     4u          /* cache_size_limit hit: text = last failing guard */
-#define DT_EV_ERROR     5u          /* compile failed / unsupported: text = error */
-#define DT_EV_RESET     6u          /* dynamo.reset(): entries dropped */
+/* DtEvent.kind: DT_EV_* (DtEventKind), declared in record.h's DT_EVENT_KINDS. */
 
 /* One event of the ring: slot seq % events_cap.  A reader keeps an event
  * only when its seq matches the one it expects for that slot. */
@@ -253,31 +249,13 @@ _Static_assert(sizeof(DtBlob) == 16, "DtBlob");
  * treats a missing trailing item or an item of the wrong type as empty
  * ("" / 0 / []), so later versions may append items.
  *
- * RECORD = [frame_id i, compile_id i, status s ("ok", "skipped", "error",
- *   "limit", "unsupported"), backend s, name s, filename s, firstlineno i,
- *   start_ns i (CLOCK_REALTIME), compile_ns i, backend_ns i,
- *   recompile_reason s, error s, original_bytecode s, modified_bytecode s,
- *   graphs [GRAPH], guards [GUARD], breaks [BREAK], op_count i,
- *   resumes [RESUME]]
- * RESUME = [name s ("__resume_at_<offset>_<n>", the code object's co_name),
- *   offset i (bytecode offset it resumes at, in the function the break was
- *   cut from), kind s ("branch": the jump target of a conditional jump on a
- *   tensor, "fallthrough": the not-taken side of that jump, "after": after
- *   the instruction run eagerly at the break, usually a call), "" unknown]
- * GRAPH  = [name s, op_count i, nodes [NODE]]
- * NODE   = [op s (placeholder, get_attr, call_function, call_method,
- *   call_module, output), name s, target s, args s (text of args and
- *   kwargs), dtype s, shape s ("[2, 3]"), stride s, device s, module_path s
- *   (qualified nn.Module path, "layer1.0.conv1": for call_module the module
- *   called, else the innermost module whose forward made the node; relative
- *   to the frame's `self`, other roots keep their name ("model.fc"); "" at
- *   the top level), users [s] (node names), inputs [s] (names of the nodes
- *   in args/kwargs), module_class s (class name of that module, "Conv2d",
- *   "" if none)]
- * GUARD  = [text s (Guard.describe()), kind s ("TENSOR_MATCH"), source s
- *   ("L['a']"), detail s (expected value text)]
- * BREAK  = [reason s, filename s, lineno i, user_stack [FRAME]]
- * FRAME  = [filename s, lineno i, name s, line s]
+ * RECORD, GRAPH, NODE, GUARD, BREAK, FRAME and RESUME: the field lists of
+ * record.h (DT_RECORD_FIELDS, ...), their one declaration; statuses
+ * DT_REC_STATUSES, resume kinds DT_RESUME_KINDS.  A NODE's module_path is
+ * the qualified nn.Module path ("layer1.0.conv1": for call_module the
+ * module called, else the innermost module whose forward made the node;
+ * relative to the frame's `self`, other roots keep their name ("model.fc");
+ * "" at the top level).
  * TREE   = [frame_id i, nodes [TNODE]], nodes in depth-first order
  * TNODE  = [id i, parent i (-1 root), depth i, via s ("=" value, "default",
  *   "" for the root), tests [s], switch s ("" if none), leaf [s] (entries

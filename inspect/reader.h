@@ -35,6 +35,7 @@
 #include <stdint.h>     /* uint64_t */
 #include <sys/types.h>  /* pid_t */
 #include "errors.h"     /* DrError, DR_* */
+#include "snapshot.h"   /* DrSnapshot and what it holds, dr_snapshot_free, lookups */
 
 /* ---- errors ------------------------------------------------------------------ */
 
@@ -99,205 +100,8 @@ const char *dr_source(const DrReader *r);
 
 /* ---- snapshots ----------------------------------------------------------------- */
 
-typedef struct DrCode DrCode;
-typedef struct DrEntry DrEntry;
-typedef struct DrRecord DrRecord;
-
-typedef struct {
-    int pid;
-    int exited;                 /* 1: the process is gone or ran its atexit (last state kept) */
-    int from_file;              /* 1: a snapshot file */
-    int anonymous;              /* 1: region reached through the anchor (no shm file) */
-    uint64_t start_ns;          /* process telemetry start, CLOCK_REALTIME ns */
-    uint64_t snapshot_ns;       /* when this state was taken/saved, CLOCK_REALTIME ns */
-    uint64_t exit_ns;           /* 0 unless known */
-    uint32_t version;           /* layout version */
-    const char *python_version, *torch_version, *dynamo_version, *argv, *shm_path;
-    uint64_t publishes;         /* compile records published, count */
-    uint64_t blobs_dropped;     /* region full: data lost, count */
-    uint64_t slots_dropped;     /* code/entry slots refused, count */
-    uint32_t blob_used, blob_cap; /* bytes */
-} DrProcess;
-
-/* An fx node of a captured graph. */
-typedef struct {
-    const char *op;             /* placeholder, get_attr, call_function, call_method, call_module, output */
-    const char *name;           /* unique within the graph */
-    const char *target;         /* "torch.add", "relu", "layer1.0.conv1" */
-    const char *args;           /* text of args and kwargs */
-    const char *dtype, *shape, *stride, *device;   /* tensor meta, "" when unknown */
-    const char *module_path;    /* qualified nn.Module path ("layer1.0.conv1"): the module a
-                                   call_module calls, else the innermost module whose forward
-                                   made the node; "" at the frame's top level */
-    const char *module_class;   /* class name of that module ("Conv2d"), "" if none */
-    const char **users;         /* names of nodes using this one */
-    size_t n_users;
-    const char **inputs;        /* names of nodes in args/kwargs (edges for dynamo-dot) */
-    size_t n_inputs;
-} DrNode;
-
-typedef struct {
-    const char *name;           /* "__compiled_fn_3" */
-    uint64_t op_count;          /* count */
-    DrNode *nodes;              /* graph order */
-    size_t n_nodes;
-} DrGraph;
-
-typedef struct {
-    const char *text;           /* Guard.describe(): " - local 'a' TENSOR_MATCH ..." */
-    const char *kind;           /* "TENSOR_MATCH" */
-    const char *source;         /* "L['a']" */
-    const char *detail;         /* expected value text, may be "" */
-    uint64_t fail_count;        /* misses where this guard failed first in the closest entry, count */
-    int last_failed;            /* 1: the entry's last recorded failure was this guard */
-} DrGuard;
-
-typedef struct {
-    const char *filename;
-    uint32_t lineno;
-    const char *name;           /* function */
-    const char *line;           /* source line text, may be "" */
-} DrFrame;
-
-/* One graph break (per record), or a deduplicated one (DrSnapshot.breaks). */
-typedef struct {
-    const char *reason;
-    const char *filename;
-    uint32_t lineno;
-    DrFrame *user_stack;        /* innermost last */
-    size_t n_frames;
-    uint64_t count;             /* dedup: records that broke here for this reason, count */
-    const char *first_record;   /* dedup: "[F/C]" of the first record with it */
-} DrBreak;
-
-/* One node of a guard decision tree (as published with the newest compile of
- * the code).  Counters live (DrTree.live: bumped by every walk) or as of
- * DrTree.counters_ns (see layout.h). */
-typedef struct {
-    int64_t id;
-    int64_t parent;             /* index into DrTree.nodes, -1 for the root */
-    uint32_t depth;
-    const char *via;            /* branch taken from the parent: "= 10", "default", "" */
-    const char **tests;         /* "L['a'].dtype == torch.float32", ... */
-    size_t n_tests;
-    const char *switch_on;      /* "L['a'].size()[0]" or "" */
-    const char **leaf;          /* entries tested at a leaf, "" if inner node */
-    size_t n_leaf;
-    uint64_t evaluations;       /* walks that entered the node, count */
-    uint64_t failures;          /* walks that found no candidate below, count */
-} DrTreeNode;
-
-typedef struct {
-    DrTreeNode *nodes;          /* depth-first; nodes[0] is the root */
-    size_t n_nodes;
-    uint64_t counters_ns;       /* when the node counters were taken, CLOCK_REALTIME ns; 0 unknown */
-    int live;                   /* the counters are the writer's live ones (bumped by every
-                                   walk), read at the snapshot; counters_ns: when bound */
-} DrTree;
-
-/* A resume function a compile generated (it continues the frame after the
- * graph break).  `code` links to its compiles once it ran. */
-typedef struct {
-    const char *name;           /* "__resume_at_102_0" (co_name) */
-    uint32_t offset;            /* bytecode offset it resumes at, in the function the break was cut from */
-    const char *kind;           /* "branch" (jump target), "fallthrough" (jump not taken),
-                                   "after" (after the instruction run eagerly at the break),
-                                   "" unknown */
-    DrCode *code;               /* borrowed: the code of that name (the live one, else the
-                                   newest), or NULL when it never ran */
-} DrResume;
-
-/* What a resume kind means, for people: "branch taken", "fall-through",
- * "after break"; an unknown kind as itself, "" as "?".  Static or the
- * argument itself. */
-const char *dr_resume_kind_label(const char *kind);
-
-/* One compile record (any status). */
-struct DrRecord {
-    uint32_t frame_id, compile_id;
-    const char *id;             /* "[F/C]" */
-    const char *status;         /* "ok", "skipped", "error", "limit", "unsupported" */
-    const char *backend;
-    const char *name, *filename;
-    uint32_t firstlineno;
-    uint64_t start_ns;          /* CLOCK_REALTIME ns */
-    uint64_t compile_ns, backend_ns; /* ns */
-    uint64_t op_count;          /* count */
-    const char *recompile_reason; /* "" unless a guard failure caused it */
-    const char *error;
-    const char *original_bytecode, *modified_bytecode;  /* dis listings */
-    DrGraph *graphs; size_t n_graphs;
-    DrGuard *guards; size_t n_guards;
-    DrBreak *breaks; size_t n_breaks;
-    DrResume *resumes; size_t n_resumes;   /* in creation order */
-    DrEntry *entry;             /* borrowed: its cache entry (status "ok"), or NULL */
-    DrCode *code;               /* borrowed */
-};
-
-struct DrEntry {
-    uint32_t slot;              /* entry slot in the region */
-    uint32_t frame_id, compile_id;
-    const char *id;             /* "[F/C]" */
-    int dead;                   /* 1: dropped from the cache */
-    uint64_t hits;              /* count */
-    uint64_t guard_failures;    /* misses where this entry was the closest, count */
-    uint64_t compile_ns;        /* ns */
-    uint64_t created_ns;        /* CLOCK_REALTIME ns */
-    int64_t last_fail_guard;    /* index into record->guards, -1 never */
-    uint64_t last_fail_ns;      /* CLOCK_REALTIME ns, 0 never */
-    const char *last_fail_property, *last_fail_expected, *last_fail_actual;
-    DrRecord *record;           /* borrowed: never NULL */
-    DrCode *code;               /* borrowed */
-};
-
-struct DrCode {
-    uint32_t slot;              /* code slot in the region */
-    uint32_t frame_id;          /* F; UINT32_MAX if unknown */
-    const char *name, *filename;
-    uint32_t firstlineno;
-    int dead, limit_hit, skipped;
-    uint64_t calls, hits, misses, guard_failures;  /* count */
-    uint64_t compiles;          /* count */
-    uint64_t compile_ns;        /* cumulative, ns */
-    uint32_t cache_size_limit;  /* entries: config.cache_size_limit at its last compile */
-    DrEntry **entries;          /* borrowed; newest first (dead ones included, flagged) */
-    size_t n_entries;
-    DrRecord **records;         /* borrowed; every compile record of this code, oldest first */
-    size_t n_records;
-    DrTree tree;                /* latest published guard tree (n_nodes 0 if none) */
-};
-
-typedef enum {
-    DR_EV_COMPILE = 1, DR_EV_BREAK = 2, DR_EV_RECOMPILE = 3, DR_EV_LIMIT = 4,
-    DR_EV_ERROR = 5, DR_EV_RESET = 6,
-} DrEventKind;              /* same values as DT_EV_* */
-
-typedef struct {
-    uint64_t seq;               /* 1, 2, ... (gaps: overwritten by the ring) */
-    uint64_t time_ns;           /* CLOCK_REALTIME ns */
-    DrEventKind kind;
-    const char *kind_name;      /* "compile", "break", "recompile", "limit", "error", "reset" */
-    int64_t frame_id, compile_id; /* -1 if none */
-    const char *id;             /* "[F/C]" or "" */
-    const char *text;           /* reason / failing guard / status */
-    const char *where;          /* "file:line" or "" */
-    int64_t guard_index;        /* RECOMPILE/LIMIT: failing guard of the closest entry, -1 */
-    const char *property, *expected, *actual; /* RECOMPILE/LIMIT, else "" */
-    DrCode *code;               /* borrowed, or NULL */
-    DrEntry *entry;             /* borrowed, or NULL */
-} DrEvent;
-
-typedef struct {
-    DrProcess process;
-    DrCode *codes; size_t n_codes;          /* slot order (first compiled first) */
-    DrEntry *entries; size_t n_entries;     /* slot order */
-    DrRecord *records; size_t n_records;    /* publish order */
-    DrEvent *events; size_t n_events;       /* oldest first; at most events_cap */
-    DrBreak *breaks; size_t n_breaks;       /* deduplicated over all records, by
-                                               (reason, filename, lineno), most frequent first */
-    uint64_t total_calls, total_hits, total_misses; /* sums over codes, count */
-    void *priv;                 /* reader's arena; do not touch */
-} DrSnapshot;
+/* The types (DrSnapshot, DrCode, DrRecord, ...), dr_snapshot_free and the
+ * lookups inside a snapshot are snapshot.h's (included above). */
 
 /* Take a consistent copy of the region and decode it.  Retries while the
  * writer is mid-change (a few ms at most); DR_EBUSY if it never settles.
@@ -306,19 +110,12 @@ typedef struct {
  * (ENOMEM, ECORRUPT, EBUSY, EIO/EPERM on the anchor path). */
 DrSnapshot *dr_snapshot(DrReader *r, DrStatus *st);
 
-/* Free a snapshot and everything it owns; NULL accepted. */
-void dr_snapshot_free(DrSnapshot *s);
-
 /* Write the reader's current consistent state to `path` (mode 0600) in the
  * snapshot file format (the same format dynamo.save_snapshot writes),
  * through a new temporary file beside it; an existing `path` that is not a
  * regular file (symlink, FIFO, device, directory) is refused, untouched.
  * 0, or -1 with *st. */
 int dr_save(DrReader *r, const char *path, DrStatus *st);
-
-/* Lookups inside a snapshot (borrowed results, NULL when absent). */
-DrCode *dr_find_code(DrSnapshot *s, uint32_t frame_id);
-DrEntry *dr_find_entry(DrSnapshot *s, uint32_t frame_id, uint32_t compile_id);
 
 /* ---- finding processes ----------------------------------------------------------------- */
 

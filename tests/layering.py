@@ -1,5 +1,6 @@
 """The import picture of the tree: #include edges between the C folders
-(core/ guards/ inspect/ tui/ viz/), and import edges between the Python
+(cpython/ core/ guards/ inspect/ tui/ viz/ readerfuzz/), include and call
+edges between the C files (c_file_edges), and import edges between the Python
 modules of dynamo/ and between its rooms.  A room is a package under
 dynamo/ (bytecode, tracer, backends, compat: everything inside it counts
 as the package) or one top-level module of dynamo/ (convert_frame,
@@ -20,7 +21,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-C_FOLDERS = ("core", "guards", "inspect", "tui", "viz")
+C_FOLDERS = ("cpython", "core", "guards", "inspect", "tui", "viz", "readerfuzz")
 C_SUFFIXES = (".c", ".h", ".cpp")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -33,10 +34,11 @@ def _c_files():
                     yield os.path.join(dirpath, name)
 
 
-# Files that are a layer of their own: core/pyversion.h is the one header
-# with CPython internals, below core/ and guards/ both (STYLE.md rule 6);
-# inspect/fuzz/ is a test harness over the reader and both tools.
-OWN_LAYER = ("core/pyversion.h", "inspect/fuzz")
+# Files that are a layer of their own inside another folder (none: cpython/
+# holds the one header with CPython internals, below core/ and guards/ both,
+# STYLE.md rule 6; readerfuzz/ the test harness over the reader and both
+# tools, above them).
+OWN_LAYER = ()
 
 
 def _folder_of(path):
@@ -71,6 +73,91 @@ def c_edges():
             if src != dst:
                 edges.setdefault((src, dst), []).append(
                     (os.path.relpath(f, ROOT), os.path.relpath(target, ROOT)))
+    return edges
+
+
+# ---------------------------------------------------------------- C files
+
+def _c_module_of(path):
+    """core/telemetry.c, core/telemetry.h and core/telemetry_int.h (its
+    private header) -> 'core/telemetry': a .c file and its headers are one
+    module."""
+    rel = os.path.relpath(path, ROOT).replace(os.sep, "/")
+    stem = rel.rsplit(".", 1)[0]
+    return stem[:-len("_int")] if rel.endswith("_int.h") else stem
+
+
+def _strip_c(text):
+    """The text without comments, string and character literals (lines kept)."""
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', '""', text)
+
+
+_KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "defined", "_Static_assert",
+             "__attribute__", "typeof", "alignof", "_Alignof", "offsetof",
+             "main"}             # every program has one: no edge between the programs
+_DEF_NAME = re.compile(r"(\w+)\s*\($")
+
+
+def c_definitions(path):
+    """Names of the functions `path` (a .c or .cpp file) defines with
+    external linkage: a signature at column 0 followed by a body, not
+    static (the return type on the line before or on the same line)."""
+    lines = _strip_c(open(path, encoding="utf-8", errors="replace").read()).split("\n")
+    names = []
+    for k, line in enumerate(lines):
+        if not line or line[0] in " \t#{}" or "(" not in line:
+            continue
+        head = line[:line.index("(") + 1]
+        m = _DEF_NAME.search(head)
+        if m is None or m.group(1) in _KEYWORDS or "=" in head:
+            continue
+        rest = "\n".join(lines[k:k + 12])
+        body, proto = rest.find("{"), rest.find(";")
+        if body < 0 or (0 <= proto < body) or "=" in rest[:body]:
+            continue
+        before = head[:m.start()] if head[:m.start()].strip() else (lines[k - 1] if k else "")
+        if re.search(r"\b(static|inline)\b", before):
+            continue
+        names.append(m.group(1))
+    return names
+
+
+def c_file_edges():
+    """{(module, module): [why]} between the C modules (a .c file and its
+    header are one module, `_c_module_of`): an #include of another module's
+    header, or a call of a function another module's .c defines (its name
+    anywhere in the calling file followed by "(", after comments and
+    strings are dropped)."""
+    files = list(_c_files())
+    defined = {}
+    for f in files:
+        if f.endswith((".c", ".cpp")):
+            for name in c_definitions(f):
+                defined.setdefault(name, set()).add(_c_module_of(f))
+    by_name = {}
+    for f in files:
+        by_name.setdefault(os.path.basename(f), []).append(f)
+    edges = {}
+    call = re.compile(r"\b(\w+)\s*\(")
+    for f in files:
+        src = _c_module_of(f)
+        with open(f, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        for inc in _INCLUDE.findall(text):
+            local = os.path.normpath(os.path.join(os.path.dirname(f), inc))
+            target = local if os.path.exists(local) else (
+                by_name[os.path.basename(inc)][0] if len(by_name.get(os.path.basename(inc), [])) == 1
+                else None)
+            if target is not None and _c_module_of(target) != src:
+                edges.setdefault((src, _c_module_of(target)), []).append(f"#include \"{inc}\"")
+        if not f.endswith((".c", ".cpp")):
+            continue
+        for name in sorted(set(call.findall(_strip_c(text)))):
+            for dst in defined.get(name, ()):
+                if dst != src:
+                    edges.setdefault((src, dst), []).append(f"calls {name}()")
     return edges
 
 
@@ -202,6 +289,9 @@ def picture(edges):
 
 
 def main():
+    found = cycles(c_file_edges())
+    print("C file-level cycles (includes and calls): " +
+          ("; ".join(" <-> ".join(c) for c in found) if found else "none"))
     for title, edges in (("C #include edges between folders", c_edges()),
                          ("Python import edges between dynamo/ rooms", py_edges())):
         print(title + ":")

@@ -1,9 +1,9 @@
 """Hostile telemetry input: every reader and tool ends, under ASan/UBSan.
 
-build/asan/fuzz-reader-replay (inspect/fuzz/reader_fuzz.c built by gcc with
+build/asan/fuzz-reader-replay (readerfuzz/reader_fuzz.c built by gcc with
 a main(): `make fuzz-replay`) runs each file through the reader, dynamo-top's
 model and report, and dynamo-dot's listing.  The inputs are those of
-inspect/fuzz/crafted.py (an n_events = 2^64-1 header, lying capacities,
+readerfuzz/crafted.py (an n_events = 2^64-1 header, lying capacities,
 parent cycles in a guard tree, DtValues nested too deep, refs overlapping,
 many breaks and resumes, 1 MiB strings, random mutations of a real
 snapshot), the findings of the libFuzzer runs (tests/fuzz_findings/), and
@@ -31,7 +31,7 @@ TOP = os.path.join(ROOT, "build", "bin", "dynamo-top")
 DOT = os.path.join(ROOT, "build", "bin", "dynamo-dot")
 CLI = os.path.join(ROOT, "build", "bin", "dynamo-inspect")
 FINDINGS = os.path.join(ROOT, "tests", "fuzz_findings")
-sys.path.insert(0, os.path.join(ROOT, "inspect", "fuzz"))
+sys.path.insert(0, os.path.join(ROOT, "readerfuzz"))
 import crafted  # noqa: E402
 
 TIMEOUT = 60        # seconds per run (ASan on a loaded machine); a hang is killed

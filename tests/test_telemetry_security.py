@@ -40,8 +40,8 @@ import pytest
 from shm_util import remove_shm, shm_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "inspect", "fuzz"))
-import crafted  # noqa: E402 - inspect/fuzz/crafted.py: DtHeader offsets, proc_start
+sys.path.insert(0, os.path.join(ROOT, "readerfuzz"))
+import crafted  # noqa: E402 - readerfuzz/crafted.py: DtHeader offsets, proc_start
 
 ARGV = 264      # DtHeader.argv (char[512])
 TOP = os.path.join(ROOT, "build", "bin", "dynamo-top")

@@ -41,6 +41,11 @@ void crt_fatal(int status, const char *fmt, ...)
     exit(status);
 }
 
+void crt_oom(size_t bytes)
+{
+    crt_fatal(1, "out of memory (%zu bytes)", bytes);
+}
+
 /* A quit request: the key loop sees K_SIGNAL and leaves through the normal
  * path, which restores the terminal and frees everything. */
 static void on_quit_signal(int sig)

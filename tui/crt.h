@@ -41,6 +41,9 @@ void crt_done(void);
  * stderr and exits with `status`. */
 void crt_fatal(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 
+/* Out-of-memory handler for strutil_set_oom: ends through crt_fatal(). */
+void crt_oom(size_t bytes) __attribute__((noreturn));
+
 /* Installs the SIGINT/SIGTERM/SIGHUP and SIGSEGV/SIGBUS/SIGFPE/SIGABRT
  * handlers.  crt_init calls it; the plain-text modes call it too so a fatal
  * signal never leaves a half-written line without a message. */

@@ -187,7 +187,7 @@ int main(int argc, char **argv)
     };
     Args a = {.delay = 1.0, .width = 160};
     int c;
-    strutil_set_oom(util_oom);      /* out of memory restores the terminal first */
+    strutil_set_oom(crt_oom);       /* out of memory restores the terminal first */
     while ((c = getopt_long(argc, argv, "p:f:n:d:s:w:h", longopts, NULL)) != -1) {
         char *end;
         switch (c) {

@@ -164,13 +164,17 @@ static void finish_entry(MEntry *e)
 static FrameStatus derive_status(const MFrame *f)
 {
     for (size_t i = f->n_entries; i-- > 0;) {
-        const char *st = f->entries[i].status;
-        if (strcmp(st, "limit") == 0)
+        switch (f->entries[i].status_id) {
+        case DT_RS_LIMIT:
             return FS_LIMIT;
-        if (strcmp(st, "error") == 0 || strcmp(st, "unsupported") == 0)
+        case DT_RS_ERROR:
+        case DT_RS_UNSUPPORTED:
             return FS_ERROR;
-        if (strcmp(st, "ok") == 0)
+        case DT_RS_OK:
+            return f->breaks || f->n_brks ? FS_BREAK : FS_OK;
+        default:            /* skipped or unknown: an older compile decides */
             break;
+        }
     }
     return f->breaks || f->n_brks ? FS_BREAK : FS_OK;
 }

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "record.h"     /* DtRecStatus, DtResumeKind, DtEventKind: what the views switch on */
+
 typedef enum FrameStatus {
     FS_OK = 0,      /* compiled, no break */
     FS_BREAK,       /* compiled with at least one graph break */
@@ -60,7 +62,8 @@ typedef struct MGuard {
 typedef struct MResume {
     char *name;         /* __resume_at_<offset>_<n> */
     char *kind;         /* "branch" (jump taken), "fallthrough" (not taken), "after" (after
-                           the instruction run eagerly at the break) */
+                           the instruction run eagerly at the break): kind_id's text */
+    DtResumeKind kind_id;   /* DT_RK_*, DT_RK_UNKNOWN */
     uint32_t offset;    /* bytecode offset it resumes at */
     int64_t frame_id;   /* its frame once it ran, -1 before */
 } MResume;
@@ -69,7 +72,8 @@ typedef struct MResume {
 typedef struct MEntry {
     int64_t frame_id;
     int64_t compile_id;
-    char *status;           /* "ok", "limit", "error", "skipped", "unsupported" */
+    char *status;           /* "ok", "limit", "error", "skipped", "unsupported": status_id's text */
+    DtRecStatus status_id;  /* DT_RS_*, DT_RS_UNKNOWN */
     uint64_t hits;          /* calls that ran this entry (since reset) */
     uint64_t compile_ns;    /* time spent compiling it, ns */
     uint64_t when_ns;       /* compile time stamp, ns since process start; 0 unknown */
@@ -113,7 +117,8 @@ typedef struct MFrame {
 typedef struct MEvent {
     uint64_t seq;       /* sequence number in the process's event ring */
     uint64_t when_ns;   /* ns since process start; 0 unknown */
-    char *kind;         /* "compile", "break", "recompile", "limit", "error", ... */
+    char *kind;         /* "compile", "break", "recompile", "limit", "error", ...: kind_id's text */
+    DtEventKind kind_id;    /* DT_EV_* */
     int64_t frame_id;   /* -1 when not about a frame */
     int64_t compile_id;
     char *text;

@@ -246,7 +246,7 @@ void render_tree(Lines *out, const Model *m, const TableOpts *o)
             sb_addf(&sb, "  guards %zu", e->n_guards);
             if (*e->recompile_reason)
                 sb_addf(&sb, "  trigger: %s", e->recompile_reason);
-            lines_add(out, strcmp(e->status, "ok") ? C_LIMIT : C_DEFAULT, f->id, e->compile_id, sb.s);
+            lines_add(out, e->status_id != DT_RS_OK ? C_LIMIT : C_DEFAULT, f->id, e->compile_id, sb.s);
             size_t kids = e->n_graphs + e->n_resumes;
             for (size_t g = 0; g < kids; g++) {
                 sb_clear(&sb);
@@ -256,7 +256,7 @@ void render_tree(Lines *out, const Model *m, const TableOpts *o)
                             (unsigned long long)e->graphs[g].n_ops);
                 } else {
                     const MResume *r = &e->resumes[g - e->n_graphs];
-                    sb_addf(&sb, "resume %s  %s @%u", r->name, dr_resume_kind_label(r->kind),
+                    sb_addf(&sb, "resume %s  %s @%u", r->name, dr_resume_kind_label(r->kind_id, r->kind),
                             r->offset);
                     if (r->frame_id >= 0)
                         sb_addf(&sb, "  -> frame [%lld]", (long long)r->frame_id);
@@ -332,7 +332,7 @@ static void tab_graph(Lines *out, const Model *m, const MFrame *f, int64_t cid, 
             lines_add(out, C_DEFAULT, -1, -1, "");
             shown++;
         }
-        if (!e->n_graphs && (cid >= 0 || strcmp(e->status, "ok"))) {
+        if (!e->n_graphs && (cid >= 0 || e->status_id != DT_RS_OK)) {
             entry_title(out, e, "no graph");
             if (*e->error)
                 lines_addf(out, C_ERROR, "  error: %s", e->error);
@@ -491,15 +491,27 @@ static void tab_recompiles(Lines *out, const Model *m, const MFrame *f, int64_t 
         if (!wanted(e, cid) || !*e->recompile_reason)
             continue;
         char t[32];
-        lines_addf(out, strcmp(e->status, "limit") ? C_BREAK : C_LIMIT,
+        int limit = e->status_id == DT_RS_LIMIT;
+        lines_addf(out, limit ? C_LIMIT : C_BREAK,
                    "  [%lld/%lld] %-6s +%.3fs  compile %-9s trigger: %s%s", (long long)e->frame_id,
                    (long long)e->compile_id, e->status, (double)e->when_ns / 1e9,
                    fmt_ns(t, sizeof t, e->compile_ns), e->recompile_reason,
-                   strcmp(e->status, "limit") ? "" : "  (cache_size_limit hit: runs eagerly)");
+                   limit ? "  (cache_size_limit hit: runs eagerly)" : "");
         shown++;
     }
     if (!shown)
         lines_add(out, C_DIM, -1, -1, "no recompiles of this frame");
+}
+
+/* Breaks, limits and errors in their colors; the selected frame's other events stand out. */
+static Color event_color(const MEvent *ev, const MFrame *f)
+{
+    switch (ev->kind_id) {
+    case DT_EV_BREAK: return C_BREAK;
+    case DT_EV_LIMIT: return C_LIMIT;
+    case DT_EV_ERROR: return C_ERROR;
+    default: return f && ev->frame_id == f->id ? C_SECTION : C_DEFAULT;
+    }
 }
 
 static void tab_events(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)
@@ -519,10 +531,7 @@ static void tab_events(Lines *out, const Model *m, const MFrame *f, int64_t cid,
             snprintf(id, sizeof id, "[%lld/%lld]", (long long)ev->frame_id, (long long)ev->compile_id);
         else if (ev->frame_id >= 0)
             snprintf(id, sizeof id, "[%lld]", (long long)ev->frame_id);
-        Color c = strcmp(ev->kind, "break") == 0 ? C_BREAK
-                : strcmp(ev->kind, "limit") == 0 ? C_LIMIT
-                : strcmp(ev->kind, "error") == 0 ? C_ERROR
-                : f && ev->frame_id == f->id ? C_SECTION : C_DEFAULT;
+        Color c = event_color(ev, f);
         lines_addf(out, c, "  #%-5llu +%9.3fs  %-9s %-8s %s", (unsigned long long)ev->seq,
                    (double)ev->when_ns / 1e9, ev->kind, id, ev->text);
     }

@@ -95,7 +95,8 @@ static void add_resumes(MEntry *e, const DrRecord *rec)
         const DrResume *dr = &rec->resumes[i];
         MResume *r = mentry_add_resume(e);
         r->name = xstrdup_clean(dr->name);
-        r->kind = xstrdup_clean(dr->kind);
+        r->kind = xstrdup_clean(dr->kind_name);
+        r->kind_id = dr->kind;
         r->offset = dr->offset;
         r->frame_id = dr->code && dr->code->frame_id != UINT32_MAX ? (int64_t)dr->code->frame_id : -1;
     }
@@ -120,7 +121,8 @@ static void fill_entry(MEntry *e, const DrRecord *rec, uint64_t origin_ns)
 {
     e->frame_id = rec->frame_id;
     e->compile_id = rec->compile_id;
-    e->status = xstrdup_clean(rec->status);
+    e->status = xstrdup_clean(rec->status_name);
+    e->status_id = rec->status;
     e->compile_ns = rec->compile_ns;
     e->when_ns = since(rec->start_ns, origin_ns);
     e->backend = xstrdup_clean(rec->backend);
@@ -196,7 +198,7 @@ static void fill_frame(MFrame *f, const DrCode *c, uint64_t origin_ns)
             free(reason);
             free(file);
         }
-        failed = strcmp(rec->status, "error") == 0 || strcmp(rec->status, "unsupported") == 0;
+        failed = rec->status == DT_RS_ERROR || rec->status == DT_RS_UNSUPPORTED;
     }
     if (c->limit_hit)
         f->status = FS_LIMIT;
@@ -214,6 +216,7 @@ static void fill_events(Model *m, const DrSnapshot *s, uint64_t origin_ns)
         ev->seq = de->seq;
         ev->when_ns = since(de->time_ns, origin_ns);
         ev->kind = xstrdup_clean(de->kind_name);
+        ev->kind_id = de->kind;
         ev->frame_id = de->frame_id;
         ev->compile_id = de->compile_id;
         StrBuf sb;

@@ -20,7 +20,7 @@ typedef struct Source Source;
 Source *source_open_pid(pid_t pid, DrStatus *st);
 Source *source_open_file(const char *path, DrStatus *st);
 /* Wraps an open reader (owned from now on; NULL gives NULL): the fuzz
- * harness (inspect/fuzz/) reads snapshots from memory this way. */
+ * harness (readerfuzz/) reads snapshots from memory this way. */
 Source *source_from_reader(DrReader *r, int is_file);
 void source_delete(Source *src);    /* NULL accepted */
 

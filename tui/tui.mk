@@ -18,7 +18,7 @@ INSTALL_BINS += $(TUI_BIN)
 
 .PHONY: tui-asan
 
-$(TUI_BIN): $(TUI_SRC) $(TUI_HDR) $(INSPECT_LIB) inspect/reader.h inspect/strutil.h
+$(TUI_BIN): $(TUI_SRC) $(TUI_HDR) $(INSPECT_LIB) inspect/reader.h inspect/snapshot.h inspect/record.h inspect/strutil.h
 	@mkdir -p build/bin
 	$(CC) $(CFLAGS) $(TUI_WFLAGS) $(TUI_CURSES_CFLAGS) -Iinspect $(TUI_SRC) \
 	    $(INSPECT_LIB) $(TUI_CURSES_LIBS) -lelf -o $@

@@ -1,20 +1,13 @@
 /* util.c — padding, line lists and number formatting for dynamo-top, on
  * top of the shared allocation, StrBuf and text cleaning (inspect/strutil.c).
  * Knows nothing about curses or the reader; out-of-memory goes through
- * crt_fatal() (util_oom, installed by main) so the terminal is restored. */
+ * crt_oom (installed by main), which restores the terminal first. */
 #include "util.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "crt.h"    /* crt_fatal */
-
-void util_oom(size_t bytes)
-{
-    crt_fatal(1, "out of memory (%zu bytes)", bytes);
-}
 
 void sb_pad(StrBuf *sb, size_t columns)
 {

@@ -16,8 +16,6 @@
 
 #include "strutil.h"  /* xmalloc & co., StrBuf, xstrdup_clean (shared with dynamo-dot) */
 
-/* Out-of-memory handler for strutil_set_oom: ends through crt_fatal(). */
-void util_oom(size_t bytes) __attribute__((noreturn));
 void sb_pad(StrBuf *sb, size_t columns);    /* spaces until sb is `columns` wide */
 
 /* Colors the TUI knows; the report ignores them.  Kept here (not in crt.h)

@@ -10,7 +10,7 @@
 #include <stdint.h>     /* UINT32_MAX */
 #include <stdio.h>      /* snprintf */
 #include <stdlib.h>     /* free */
-#include <string.h>     /* strcmp, strncmp */
+#include <string.h>     /* strncmp */    
 
 #include "graph.h"
 #include "gv.h"
@@ -39,15 +39,14 @@ static int codes_add(CodeList *l, const DrCode *code)
     return 1;
 }
 
-static const char *status_fill(const char *status)
+static const char *status_fill(DtRecStatus status)
 {
-    if (strcmp(status, "ok") == 0)
-        return "#cfe2f3";
-    if (strcmp(status, "skipped") == 0)
-        return "#eeeeee";
-    if (strcmp(status, "limit") == 0)
-        return "#fff3b0";
-    return "#ffcdd2";                           /* error, unsupported */
+    switch (status) {
+    case DT_RS_OK: return "#cfe2f3";
+    case DT_RS_SKIPPED: return "#eeeeee";
+    case DT_RS_LIMIT: return "#fff3b0";
+    default: return "#ffcdd2";                  /* error, unsupported, unknown */
+    }
 }
 
 /* "abs → add → truediv → sum → lt": the ops of a graph, in order. */
@@ -83,7 +82,7 @@ static Agnode_t *draw_record(Agraph_t *cluster, const DrRecord *rec)
     sb_add(&b, "<TR><TD ALIGN=\"LEFT\"><B>");
     vs_add_html(&b, rec->id, 0, 0);
     sb_add(&b, "</B>  ");
-    vs_add_html(&b, rec->status, 0, 0);
+    vs_add_html(&b, rec->status_name, 0, 0);
     if (rec->entry != NULL)
         sb_addf(&b, " · %llu hit%s%s", (unsigned long long)rec->entry->hits,
                 rec->entry->hits == 1 ? "" : "s", rec->entry->dead ? " · dropped" : "");
@@ -113,7 +112,7 @@ static Agnode_t *draw_record(Agraph_t *cluster, const DrRecord *rec)
     sb_clear(&b);
     vs_add_cut(&b, rec->id, 0);
     sb_add(&b, " ");
-    vs_add_cut(&b, rec->status, 0);
+    vs_add_cut(&b, rec->status_name, 0);
     if (*rec->error) {
         sb_add(&b, "\\n");
         vs_add_cut(&b, rec->error, 0);
@@ -193,7 +192,7 @@ static char *break_label(const DrRecord *rec, const DrResume *res)
     sb_add(&b, rec->n_breaks ? "\\n→ " : "→ ");
     vs_add_cut(&b, res->name, 0);
     sb_add(&b, " (");
-    vs_add_cut(&b, dr_resume_kind_label(res->kind), 0);
+    vs_add_cut(&b, dr_resume_kind_label(res->kind, res->kind_name), 0);
     sb_addf(&b, " @%u)", res->offset);
     return sb_steal(&b);
 }
@@ -243,7 +242,7 @@ static void link_resumes(Agraph_t *g, CodeList *codes, size_t at, Agnode_t ***fi
             vgv_set(e, "color", "#c62828");
             vgv_set(e, "fontcolor", "#8e1b1b");
             vgv_set(e, "penwidth", "1.5");
-            if (strcmp(res->kind, "fallthrough") == 0)
+            if (res->kind == DT_RK_FALLTHROUGH)
                 vgv_set(e, "arrowhead", "empty");
             if (target != NULL && target->frame_id != UINT32_MAX) {
                 char cl[48];

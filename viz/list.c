@@ -45,7 +45,7 @@ static void print_resumes(FILE *out, const DrRecord *rec)
         fputs(i ? ", " : "  ->  ", out);
         put(out, res->name);
         fputs(" (", out);
-        put(out, dr_resume_kind_label(res->kind));
+        put(out, dr_resume_kind_label(res->kind, res->kind_name));
         fprintf(out, " @%u, ", res->offset);
         if (res->code != NULL)
             fprintf(out, "frame %u)", res->code->frame_id);
@@ -60,7 +60,7 @@ static void print_record(FILE *out, const DrRecord *rec)
     fputs("  ", out);
     put(out, rec->id);
     fputc(' ', out);
-    put(out, rec->status);
+    put(out, rec->status_name);
     fputs("  ", out);
     put(out, *rec->backend ? rec->backend : "-");
     fprintf(out, "  compile %s  %zu guards", vs_fmt_ns(t, sizeof t, rec->compile_ns), rec->n_guards);

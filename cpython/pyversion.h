@@ -1,4 +1,8 @@
-/* core/pyversion.h — every CPython version difference the extension sees.
+/* cpython/pyversion.h — every CPython version difference the extension sees.
+ *
+ * A floor of its own, below core/ and guards/ (both include it, it
+ * includes neither): the one header with CPython internals (STYLE.md
+ * rule 6).
  *
  * Owns: the list of supported CPython versions (3.11, 3.12, 3.13; a
  * free-threaded build is refused) and, per version, the few private

@@ -1,4 +1,4 @@
-/* inspect/fuzz/reader_fuzz.c — fuzz target for the telemetry reader and
+/* readerfuzz/reader_fuzz.c — fuzz target for the telemetry reader and
  * the tool code that walks what it decodes.
  *
  * One input = the bytes of a snapshot file.  It is opened from memory
@@ -8,7 +8,7 @@
  * dynamo-dot's listing (viz/list.c).  Any input must end with a clean
  * error or a result: a crash, a sanitizer report or a hang is a bug.
  *
- * Two builds (inspect/inspect.mk):
+ * Two builds (readerfuzz/readerfuzz.mk):
  *   make fuzz-reader   clang -fsanitize=fuzzer,address,undefined: the
  *                      libFuzzer target (LLVMFuzzerTestOneInput), seeded
  *                      from real snapshots (build/fuzz/seeds).
@@ -23,9 +23,9 @@
 #include <string.h>
 
 #include "reader.h"
-#include "../../tui/report.h"
-#include "../../tui/source.h"
-#include "../../viz/list.h"
+#include "../tui/report.h"
+#include "../tui/source.h"
+#include "../viz/list.h"
 
 static volatile size_t sink;    /* keeps the walks from being optimized away */
 
@@ -45,7 +45,7 @@ touch_strings(const char **v, size_t n)
 static void
 walk_record(const DrRecord *r)
 {
-    touch(r->id); touch(r->status); touch(r->backend); touch(r->name); touch(r->filename);
+    touch(r->id); touch(r->status_name); touch(r->backend); touch(r->name); touch(r->filename);
     touch(r->recompile_reason); touch(r->error); touch(r->original_bytecode);
     touch(r->modified_bytecode);
     for (size_t g = 0; g < r->n_graphs; g++) {
@@ -73,7 +73,7 @@ walk_record(const DrRecord *r)
         }
     }
     for (size_t i = 0; i < r->n_resumes; i++) {
-        touch(r->resumes[i].name); touch(r->resumes[i].kind);
+        touch(r->resumes[i].name); touch(r->resumes[i].kind_name);
         if (r->resumes[i].code != NULL)
             touch(r->resumes[i].code->name);
     }

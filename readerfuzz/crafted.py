@@ -10,7 +10,7 @@ import re
 import struct
 
 HEADER = 4096
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "layout.h")) as _f:
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "inspect", "layout.h")) as _f:
     VERSION = int(re.search(r"#define DT_VERSION\s+(\d+)u", _f.read()).group(1))  # DT_VERSION
 CODE, ENTRY, EVENT = 128, 320, 128
 BLOB_MAGIC = 0x31425444
