@@ -12,7 +12,7 @@ import torch
 from ...bytecode import create_make_function
 from ...exc import Unsupported
 from ...guards import AttrSource, ItemSource
-from .base import ConstantVariable, VariableTracker, is_nan, nan_inside
+from .base import ClassVariable, ConstantVariable, VariableTracker, is_nan, nan_inside
 
 
 class BaseUserFunctionVariable(VariableTracker):
@@ -37,9 +37,13 @@ _FUNCTION_CONST_ATTRS = ("__name__", "__qualname__", "__module__", "__doc__", "_
 
 
 def function_attr(fn_var, fn, name):
-    """`fn.<name>` for the constant attributes above, or None."""
+    """`fn.<name>` for the constant attributes above and `__class__` (a
+    function's type cannot change: torchvision's API-usage logging reads it),
+    or None."""
     if name in _FUNCTION_CONST_ATTRS:
         return ConstantVariable(getattr(fn, name))
+    if name == "__class__":
+        return ClassVariable(type(fn))
     return None
 
 
@@ -206,6 +210,8 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
             return ConstantVariable(self.code)
         if name == "__module__":
             return ConstantVariable(self.f_globals.get("__name__"))
+        if name == "__class__":
+                return ClassVariable(types.FunctionType)
         return super().var_getattr(tx, name)
 
     def reconstruct(self, cg):
@@ -387,7 +393,6 @@ class SuperVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         import inspect
-        from .base import ClassVariable
         from .builtin import ObservedAttributeError
         obj = self.obj
         if isinstance(obj, ClassVariable) and isinstance(obj.value, type) and \
@@ -443,7 +448,6 @@ class SuperVariable(VariableTracker):
 
     def _real_object(self):
         """The object super() binds, when the tracer holds the real one."""
-        from .base import ClassVariable
         from .misc import UserDefinedObjectVariable
         from .nn_module import NNModuleVariable
         if isinstance(self.obj, NNModuleVariable):
