@@ -7,6 +7,7 @@ operations they support; everything else raises Unsupported with a reason a
 user can act on. Must not touch the fx graph directly: tensor work goes
 through `tx.output`.
 """
+import functools
 import operator
 import types
 
@@ -269,6 +270,9 @@ class ClassVariable(VariableTracker):
         cls = self.value
         if is_model_output_class(cls):
             return ModelOutputVariable.create(tx, cls, args, kwargs)
+        if cls is functools.partial:
+            from .functions import PartialVariable
+            return PartialVariable.construct(tx, args, kwargs)
         from .torch import autocast_block, autocast_noop, profiler_noop
         ctx = autocast_noop(tx, cls, args, kwargs) or profiler_noop(tx, cls, args, kwargs) \
             or autocast_block(tx, cls, args, kwargs)

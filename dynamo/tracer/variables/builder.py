@@ -7,6 +7,7 @@ dicts DICT_KEYS plus per-value guards, modules and functions
 FUNCTION_MATCH/ID_MATCH, nn.Modules ID_MATCH plus `training`, other objects
 TYPE_MATCH. Values without a source (made by traced code) get no guard.
 """
+import functools
 import operator
 import sys
 import types
@@ -159,6 +160,8 @@ def _wrap(tx, value, source):
     directive = _directive(tx, value, source)
     if directive is not None:
         return directive
+    if type(value) is functools.partial and not value.__dict__:
+        return _wrap_partial(tx, value, source)
     if is_lru_cache_wrapper(value) and not is_skipped_function(value.__wrapped__) and \
             not is_torch_object(value.__wrapped__):
         # the wrapper's identity; the function it wraps is fixed with it
@@ -245,6 +248,26 @@ def _directive(tx, value, source):
     except TypeError:
         return None
     return None
+
+
+def _wrap_partial(tx, value, source):
+    """A functools.partial: its type guarded, its function, arguments and
+    keywords wrapped from their attributes (each with its own guards)."""
+    from ...guards import AttrSource
+    from .functions import PartialVariable
+    _guard(tx, source, TYPE_MATCH, functools.partial)
+    attr = (lambda name: AttrSource(source, name)) if source is not None else (lambda name: None)
+    func = wrap(tx, value.func, attr("func"))
+    args, keywords = wrap(tx, value.args, attr("args")), wrap(tx, value.keywords, attr("keywords"))
+    if isinstance(args, ConstantVariable):           # a tuple of constants is one constant
+        args = [ConstantVariable(v) for v in value.args]
+    else:
+        args = args.items
+    if isinstance(keywords, ConstantVariable):
+        keywords = {k: ConstantVariable(v) for k, v in value.keywords.items()}
+    else:
+        keywords = keywords.items
+    return PartialVariable(func, args, keywords, source)
 
 
 def _func_source(source):

@@ -533,3 +533,67 @@ class SignatureVariable(VariableTracker):
         if name == "parameters":
             return DictVariable({n: ConstantVariable(n) for n in self.names})
         raise Unsupported(f"attribute {name} of an inspect.Signature")
+
+
+def _rebuild_partial(func, args, keywords):
+    """The rewritten code's way back to a partial the trace made."""
+    import functools
+    return functools.partial(func, *args, **keywords)
+
+
+class PartialVariable(VariableTracker):
+    """functools.partial(func, *args, **keywords), passed in or made by the
+    traced code: calling it calls `func` (any VT) with the stored arguments
+    first, so `partial(F.gelu, approximate="tanh")` is traced as the gelu
+    call it is. `args` is a list and `keywords` a dict of VTs."""
+
+    def __init__(self, func, args, keywords, source=None):
+        super().__init__(source)
+        self.func = func
+        self.args = list(args)
+        self.keywords = dict(keywords)
+
+    @classmethod
+    def construct(cls, tx, args, kwargs):
+        """`functools.partial(...)` called in the traced code."""
+        if not args:
+            raise Unsupported("functools.partial() without a function")
+        func, rest = args[0], list(args[1:])
+        if isinstance(func, PartialVariable):        # partial flattens a partial
+            return cls(func.func, func.args + rest, {**func.keywords, **kwargs})
+        return cls(func, rest, kwargs)
+
+    def python_type(self):
+        import functools
+        return functools.partial
+
+    def truth(self, tx):
+        return True
+
+    def call(self, tx, args, kwargs):
+        return self.func.call(tx, [*self.args, *args], {**self.keywords, **kwargs})
+
+    def var_getattr(self, tx, name):
+        from .containers import DictVariable, TupleVariable
+        if name == "func":
+            return self.func
+        if name == "args":
+            return TupleVariable(list(self.args))
+        if name == "keywords":
+            return DictVariable({k: v for k, v in self.keywords.items()})
+        raise Unsupported(f"attribute {name} of a functools.partial (func, args and keywords are "
+                          "traced)")
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+            return
+        from .containers import DictVariable, TupleVariable
+        cg.load_const(_rebuild_partial)
+        cg.reconstruct(self.func)
+        cg.reconstruct(TupleVariable(list(self.args)))
+        cg.reconstruct(DictVariable(dict(self.keywords)))
+        cg.call(3)
+
+    def __repr__(self):
+        return f"PartialVariable({self.func})"
