@@ -4,6 +4,7 @@ as the library writes it (the library's own code where transformers has
 it) and counted: graphs and breaks of the first call, outputs equal eager,
 and where the construct leaves state behind, the recompiles of a second
 call."""
+import collections
 import functools
 from types import FunctionType
 
@@ -96,3 +97,39 @@ def test_partial_is_guarded_on_its_arguments():
     assert same(opt(X, tanh), f(X, tanh)) and same(opt(X, tanh), f(X, tanh))
     assert cnt.frame_count == 1
     assert same(opt(X, exact), f(X, exact)) and cnt.frame_count == 2
+
+
+# ------------------------------------------------ dict.fromkeys, OrderedDict
+def test_dict_fromkeys():
+    def f(x):
+        # transformers' LinearAttentionLayer caches: dict.fromkeys(range(n), False)
+        states = dict.fromkeys(range(2))
+        ready = dict.fromkeys(range(2), False)
+        states[0], ready[0] = x * 2, True
+        named = collections.OrderedDict.fromkeys("ab", 1)
+        return states[0] + (1 if ready[0] and not ready[1] and states[1] is None else 0), named
+
+    out = run(f, X)
+    assert type(out[1]) is collections.OrderedDict and list(out[1]) == ["a", "b"]
+
+
+def test_ordered_dict_built_in_the_frame():
+    class Features(torch.nn.Module):
+        # timm's FeatureDictNet / torchvision's IntermediateLayerGetter shape:
+        # an OrderedDict filled layer by layer and returned
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleDict({"a": torch.nn.Linear(4, 4), "b": torch.nn.Linear(4, 4)})
+
+        def forward(self, x):
+            out = collections.OrderedDict()
+            for name, layer in self.layers.items():
+                x = layer(x)
+                out[name] = x
+            result = collections.OrderedDict([("first", out["a"])], last=x)
+            result.move_to_end("first")
+            return out, result
+
+    out, result = run(Features(), X)
+    assert type(out) is type(result) is collections.OrderedDict
+    assert list(out) == ["a", "b"] and list(result) == ["last", "first"]

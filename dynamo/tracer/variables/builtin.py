@@ -7,6 +7,7 @@ nodes; on containers they work on the item lists. `print`, `id`, `setattr`
 and friends are Unsupported: the caller graph-breaks and runs them eagerly.
 """
 import builtins
+import collections
 import functools
 import inspect
 import math
@@ -156,6 +157,12 @@ class BuiltinVariable(FunctionObjectVariable):
 
     def reconstruct(self, cg):
         cg.load_const(self.fn)      # builtins are constants: no source needed
+
+    def var_getattr(self, tx, name):
+        if self.fn is dict and name == "fromkeys":
+            from .containers import DictFromKeysVariable
+            return DictFromKeysVariable(dict)
+        return super().var_getattr(tx, name)
 
     def call(self, tx, args, kwargs):
         fn = self.fn
@@ -410,6 +417,11 @@ def _to_set(kind):
 
 
 def _dict(tx, arg=None, **kwargs):
+    return DictVariable(dict_items(tx, arg, kwargs))
+
+
+def dict_items(tx, arg, kwargs):
+    """The items of dict(arg, **kwargs), as a dict of VTs."""
     items = {}
     if isinstance(arg, DictVariable):
         items.update(arg.items)
@@ -418,7 +430,7 @@ def _dict(tx, arg=None, **kwargs):
             k, v = pair.unpack(tx)
             items[k.as_python_constant()] = v
     items.update(kwargs)
-    return DictVariable(items)
+    return items
 
 
 def _sum(tx, iterable, start=None):
@@ -679,6 +691,10 @@ def is_builtin_callable(value):
 def call_builtin_class(tx, cls_vt, args, kwargs):
     """Calling a class: only builtin types and torch value types fold."""
     cls = cls_vt.value
+    if cls is collections.OrderedDict:
+        if len(args) > 1:
+            raise Unsupported("OrderedDict() takes at most one positional argument")
+        return DictVariable(dict_items(tx, args[0] if args else None, kwargs), user_cls=cls)
     if cls in _HANDLERS or cls in _PURE:
         return BuiltinVariable(cls).call(tx, args, kwargs)
     if cls in (torch.Size, torch.device, torch.dtype) and all_constant(args) and \
