@@ -8,6 +8,7 @@ import collections
 import functools
 from types import FunctionType
 
+import numpy as np
 import torch
 
 import dynamo
@@ -133,3 +134,114 @@ def test_ordered_dict_built_in_the_frame():
     out, result = run(Features(), X)
     assert type(out) is type(result) is collections.OrderedDict
     assert list(out) == ["a", "b"] and list(result) == ["last", "first"]
+
+
+# ------------------------------------------------ numpy scalar math, str Enums
+def test_numpy_ufunc_of_python_numbers_folds():
+    def f(x, d):
+        x = x * np.sqrt(d)                 # CTRL: inputs_embeds *= np.sqrt(self.d_model_size)
+        return x / np.log(4.0) + np.maximum(d, 2)
+
+    run(f, X, 16)
+    run(f, X, 9)
+
+
+def test_ctrl_whole():
+    # np.sqrt(d_model), deprecate_kwarg's ExplicitEnum comparisons, and
+    # `self.pos_encoding = self.pos_encoding.to(...)` (a buffer assigned)
+    from transformers import CTRLConfig, CTRLModel
+    cfg = CTRLConfig(vocab_size=64, n_embd=16, dff=32, n_layer=2, n_head=2, n_positions=32)
+    model = CTRLModel(cfg).eval()
+    ids = torch.randint(0, 64, (2, 6), generator=torch.Generator().manual_seed(0))
+
+    def f(ids):
+        return model(input_ids=ids, use_cache=False).last_hidden_state
+
+    run(f, ids)
+    again = records.mark()
+    assert same(dynamo.optimize("eager")(f)(ids), f(ids)) and records.records_since(again) == []
+
+
+# ------------------------------------------------ attribute assignment on a module
+class Block(torch.nn.Module):
+    # the shape of Swin's layers: a setting fixed up in forward
+    def __init__(self):
+        super().__init__()
+        self.shift_size, self.window_size = 3, 4
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.shape[-1] <= self.window_size:
+            self.shift_size = 0
+            self.window_size = x.shape[-1]
+        self.seen = getattr(self, "seen", None) is not None or x.shape[0]   # a new attribute
+        return torch.roll(self.proj(x), self.shift_size, -1) * self.window_size
+
+
+def test_module_attribute_assignment_is_written_back():
+    eager, ours = Block(), Block()
+    ours.load_state_dict(eager.state_dict())
+    dynamo.reset()
+    cnt = CompileCounter()
+    start = records.mark()
+    opt = dynamo.optimize(cnt)(ours)
+    assert same(opt(X), eager(X))
+    assert [b.reason for r in records.records_since(start) for b in r.break_reasons] == []
+    assert (ours.shift_size, ours.window_size, ours.seen) == (eager.shift_size, eager.window_size, 2)
+    # later calls see the new values: a compile per state the attributes
+    # go through (guards on the values read: seen missing, 2, True), then hits
+    for _ in range(3):
+        assert same(opt(X), eager(X))
+    assert cnt.frame_count == 3 and ours.seen is eager.seen is True
+
+
+def test_module_state_assignment_still_breaks():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            x = x * 2
+            self.lin = torch.nn.Identity()         # a submodule: registered eagerly
+            return self.lin(x)
+
+    run(M(), X, graphs=1, breaks=1)
+
+
+# ------------------------------------------------ an instance's own forward
+def test_instance_forward_attribute():
+    class PartialConv(torch.nn.Module):
+        # timm FasterNet's Partial_conv3: forward chosen in __init__
+        def __init__(self, mode):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(2, 2, 3, padding=1)
+            self.forward = self.forward_slicing if mode == "slicing" else self.forward_split_cat
+
+        def forward_slicing(self, x):
+            x = x.clone()
+            x[:, :2] = self.conv(x[:, :2])
+            return x
+
+        def forward_split_cat(self, x):
+            x1, x2 = torch.split(x, [2, 2], dim=1)
+            return torch.cat((self.conv(x1), x2), 1)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = PartialConv("slicing"), PartialConv("split_cat")
+
+        def forward(self, x):
+            return self.b(self.a(x)) + 1
+
+    x = torch.randn(1, 4, 5, 5)
+    net = Net()
+    run(net, x)
+    # another forward on the instance recompiles
+    dynamo.reset()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(net)
+    opt(x)
+    net.a.forward = net.a.forward_split_cat
+    assert same(opt(x), net(x)) and cnt.frame_count == 2

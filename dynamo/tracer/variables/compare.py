@@ -175,20 +175,21 @@ def compare_op(tx, fn, a, b):
             raise Unsupported("comparison of containers holding a NaN: the answer depends on "
                               "which objects the NaNs are")
         return ConstantVariable(fn(va, vb))
+    if fn in (operator.eq, operator.ne):
+        oa, ob = _object_of(a), _object_of(b)
+        if _frozen_enum(oa) and _frozen_enum(ob):
+            # members are fixed singletons and a builtin __eq__ (a str Enum's,
+            # as transformers' ExplicitEnum) reads only their values: folded,
+            # guarded on which members they are
+            _guard_identity(tx, a, oa, False)
+            _guard_identity(tx, b, ob, False)
+            return ConstantVariable(fn(oa, ob))
     if is_user_object(a) or is_user_object(b):
         return _rich_compare(tx, fn, a, b)
     if fn in (operator.eq, operator.ne) and identity_eq(a) and identity_eq(b):
         same = identical(a, b, tx)
         if same is not None:
             return ConstantVariable(same if fn is operator.eq else not same)
-    if fn in (operator.eq, operator.ne):
-        oa, ob = _object_of(a), _object_of(b)
-        if _frozen_enum(oa) and _frozen_enum(ob):
-            # members are fixed singletons and a builtin __eq__ (a str Enum's)
-            # reads only their values: folded, guarded on which members they are
-            _guard_identity(tx, a, oa, False)
-            _guard_identity(tx, b, ob, False)
-            return ConstantVariable(fn(oa, ob))
     raise Unsupported(f"comparison {fn.__name__} of {a} and {b}")
 
 

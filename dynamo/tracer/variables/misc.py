@@ -8,8 +8,8 @@ import torch
 
 from ...exc import Unsupported
 from ..lookup import getattr_static
-from ...guards import ID_MATCH, AttrSource, ItemSource, StaticAttrSource
-from .base import ClassVariable, VariableTracker, reconstruct_source_or_const, user_getattribute
+from ...guards import FUNCTION_MATCH, ID_MATCH, AttrSource, ItemSource, StaticAttrSource
+from .base import ClassVariable, ConstantVariable, VariableTracker, reconstruct_source_or_const, user_getattribute
 
 
 class ModuleVariable(VariableTracker):
@@ -76,6 +76,9 @@ class SkippedFunctionVariable(VariableTracker):
         return True
 
     def call(self, tx, args, kwargs):
+        folded = _fold_numpy_ufunc(tx, self, args, kwargs)
+        if folded is not None:
+            return folded
         module = getattr(self.fn, "__module__", None) or "?"
         name = getattr(self.fn, "__qualname__", None) or getattr(self.fn, "__name__", repr(self.fn))
         raise Unsupported(f"call to {module}.{name} (not traceable; runs eagerly)")
@@ -90,6 +93,30 @@ class SkippedFunctionVariable(VariableTracker):
 
     def __repr__(self):
         return f"SkippedFunctionVariable({getattr(self.fn, '__name__', self.fn)!s:.40})"
+
+
+def _fold_numpy_ufunc(tx, fn_var, args, kwargs):
+    """`numpy.sqrt(3)` and the other numpy ufuncs of Python numbers (CTRL's
+    `embeds *= np.sqrt(d_model)`): computed at trace time, the function
+    guarded by identity. The numpy scalar becomes the Python number of the
+    same value (np.float64 is a float subclass; a graph operation takes the
+    number), so only code that asks for its numpy type sees a difference.
+    None when the call is anything else."""
+    fn = fn_var.fn
+    if type(fn).__name__ != "ufunc" or type(fn).__module__ != "numpy" or kwargs:
+        return None
+    if not all(isinstance(a, ConstantVariable) and type(a.value) in (int, float, bool) for a in args):
+        return None
+    import numpy
+    try:
+        value = fn(*[a.value for a in args])
+    except (FloatingPointError, TypeError):     # under numpy.errstate(all="raise"): eagerly
+        return None
+    if not isinstance(value, (numpy.floating, numpy.integer, numpy.bool_)):
+        return None
+    if fn_var.source is not None:
+        tx.output.add_guard(fn_var.source, FUNCTION_MATCH, fn)
+    return ConstantVariable(value.item())
 
 
 def class_attribute(tx, obj_var, name, static):
