@@ -9,6 +9,7 @@ import functools
 from types import FunctionType
 
 import numpy as np
+import pytest
 import torch
 
 import dynamo
@@ -245,3 +246,28 @@ def test_instance_forward_attribute():
     opt(x)
     net.a.forward = net.a.forward_split_cat
     assert same(opt(x), net(x)) and cnt.frame_count == 2
+
+
+# ------------------------------------------------ RNN modules' nested tuples
+@pytest.mark.parametrize("backend", ["counter", "aot_eager"])
+def test_rnn_module_returns_nested_tuple(backend):
+    class Sequencer(torch.nn.Module):
+        # timm's Sequencer2d block: an LSTM over rows, (output, (h, c)) back
+        def __init__(self):
+            super().__init__()
+            self.rnn = torch.nn.LSTM(4, 3, batch_first=True, bidirectional=True)
+            self.fc = torch.nn.Linear(6, 4)
+
+        def forward(self, x):
+            out, (h, c) = self.rnn(x)
+            return self.fc(out) + h.sum() + c.mean()
+
+    m, x = Sequencer().eval(), torch.randn(2, 5, 4)
+    if backend == "counter":
+        run(m, x)
+        return
+    dynamo.reset()
+    start = records.mark()
+    assert same(dynamo.optimize("aot_eager")(m)(x), m(x))
+    recs = records.records_since(start)
+    assert sum(len(r.graphs) for r in recs) == 1 and not any(r.break_reasons for r in recs)

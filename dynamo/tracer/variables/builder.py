@@ -570,17 +570,7 @@ class GraphBuilder(OutputGraph):
             node = self.graph.create_node(op, target, n_args, n_kw)
             self._tag(node, called)
             node.meta["example_value"] = example
-            items = []
-            for i, e in enumerate(example):
-                if isinstance(e, torch.Tensor):
-                    item = self.graph.call_function(operator.getitem, (node, i))
-                    self._tag(item)
-                    item.meta["example_value"] = e
-                    items.append(TensorVariable(item, e))
-                elif is_constant_value(e):
-                    items.append(ConstantVariable(e))
-                else:
-                    raise Unsupported(f"{target} returned a {type(e).__name__} item")
+            items = self._result_items(target, node, example)
             fields = getattr(type(example), "_fields", None) or _structseq_fields(example)
             if not fields:
                 # split/unbind/chunk/...: how many tensors come out depends
@@ -595,6 +585,30 @@ class GraphBuilder(OutputGraph):
         if is_constant_value(example):
             return ConstantVariable(example)
         raise Unsupported(f"{getattr(target, '__name__', target)} returned {type(example).__name__}")
+
+    def _result_items(self, target, node, example):
+        """VTs of the items of a tuple or list result at `node`: tensors as
+        getitem nodes, constants as they are, a nested tuple or list of
+        those (an LSTM's `(output, (h, c))`) item by item in turn."""
+        from . import ConstantVariable, ListVariable, TensorVariable, TupleVariable
+        from .base import is_constant_value
+        items = []
+        for i, e in enumerate(example):
+            if is_constant_value(e):
+                items.append(ConstantVariable(e))
+                continue
+            if not isinstance(e, torch.Tensor) and type(e) not in (tuple, list):
+                raise Unsupported(f"{getattr(target, '__name__', target)} returned a "
+                                  f"{type(e).__name__} item")
+            item = self.graph.call_function(operator.getitem, (node, i))
+            self._tag(item)
+            item.meta["example_value"] = e
+            if isinstance(e, torch.Tensor):
+                items.append(TensorVariable(item, e))
+            else:
+                inner = self._result_items(target, item, e)
+                items.append(TupleVariable(inner) if type(e) is tuple else ListVariable(inner))
+        return items
 
     def real_value(self, var):
         """The real value of traced value `var` for this frame's inputs: a
