@@ -6,6 +6,7 @@ and where the construct leaves state behind, the recompiles of a second
 call."""
 import collections
 import functools
+import math
 from types import FunctionType
 
 import numpy as np
@@ -271,3 +272,56 @@ def test_rnn_module_returns_nested_tuple(backend):
     assert same(dynamo.optimize("aot_eager")(m)(x), m(x))
     recs = records.records_since(start)
     assert sum(len(r.graphs) for r in recs) == 1 and not any(r.break_reasons for r in recs)
+
+
+# ------------------------------------------------ logging helpers
+def test_logging_calls_are_replayed_after_the_graph():
+    import logging as pylogging
+    from transformers.utils import logging
+    logger = logging.get_logger("dynamo_zoo_idioms")
+    seen = []
+
+    class Keep(pylogging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    logger.addHandler(Keep())
+
+    def f(x):
+        if x.shape[0] > 1:
+            logger.warning_once("`use_cache=True` is incompatible with gradient checkpointing")
+        logger.warning("plain %d", 3)
+        return x + 1
+
+    dynamo.reset()
+    cnt = CompileCounter()
+    start = records.mark()
+    opt = dynamo.optimize(cnt)(f)
+    for _ in range(2):
+        assert same(opt(X), X + 1)
+    assert [b.reason for r in records.records_since(start) for b in r.break_reasons] == []
+    assert cnt.frame_count == 1
+    # once stays once (its lru_cache is consulted at run time), the other twice
+    assert seen == ["`use_cache=True` is incompatible with gradient checkpointing", "plain 3", "plain 3"]
+
+
+# ------------------------------------------------ ModelOutput, math.prod
+def test_backbone_output_with_a_tuple_first_field():
+    from transformers.modeling_outputs import BackboneOutput
+
+    def f(x):
+        out = BackboneOutput(feature_maps=(x, x + 1))      # DAB-DETR, MaskFormer backbones
+        empty = BackboneOutput(feature_maps=())
+        return out, out.feature_maps[1] + out[0][0], len(empty), empty.feature_maps
+
+    out = run(f, X)
+    assert list(out[0].keys()) == ["feature_maps"] and out[3] is None
+
+
+def test_math_prod():
+    def f(x, strides):
+        # Hiera's undo_windowing: math.prod of a list of sizes
+        b, *rest = x.shape
+        return x.reshape(b * math.prod(strides), -1, math.prod(rest) // math.prod(strides))
+
+    run(f, torch.randn(2, 4, 4), [2, 2])

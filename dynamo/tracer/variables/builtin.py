@@ -443,6 +443,19 @@ def _sum(tx, iterable, start=None):
     return acc
 
 
+def _prod(tx, iterable, start=None):
+    """math.prod: a product of constants folds; of traced numbers (sizes)
+    it is their products one by one, as _sum adds."""
+    items = iterable.unpack(tx)
+    acc = start if start is not None else ConstantVariable(1)
+    if all_constant(items) and acc.is_python_constant():
+        return ConstantVariable(math.prod((i.as_python_constant() for i in items),
+                                          start=acc.as_python_constant()))
+    for item in items:
+        acc = binary_op(tx, operator.mul, acc, item)
+    return acc
+
+
 def _minmax(fn):
     def handler(tx, *args, **kwargs):
         if kwargs:
@@ -667,7 +680,7 @@ _HANDLERS = {
     iter: _iter, next: _next, reversed: _reversed, type: _type, callable: _callable,
     slice: _slice, sorted: _sorted, any: _any_all(any), all: _any_all(all),
     super: _super, functools.reduce: _reduce, inspect.signature: _signature,
-    id: _id, itertools.chain: _chain, itertools.islice: _islice,
+    id: _id, math.prod: _prod, itertools.chain: _chain, itertools.islice: _islice,
     set: _to_set(set), frozenset: _to_set(frozenset),
     object.__getattribute__: _object_getattribute,
     __import__("dataclasses").fields: _dataclass_fields,

@@ -79,6 +79,11 @@ class SkippedFunctionVariable(VariableTracker):
         folded = _fold_numpy_ufunc(tx, self, args, kwargs)
         if folded is not None:
             return folded
+        if is_logging_call(self.fn) and all(a.is_python_constant() for a in (*args, *kwargs.values())):
+            # the message is made of constants: the rewritten code logs it
+            # after the graph (warning_once's cache keeps its "once" there)
+            tx.output.replayed_calls.append((self, list(args), dict(kwargs)))
+            return ConstantVariable(None)
         module = getattr(self.fn, "__module__", None) or "?"
         name = getattr(self.fn, "__qualname__", None) or getattr(self.fn, "__name__", repr(self.fn))
         raise Unsupported(f"call to {module}.{name} (not traceable; runs eagerly)")
@@ -93,6 +98,28 @@ class SkippedFunctionVariable(VariableTracker):
 
     def __repr__(self):
         return f"SkippedFunctionVariable({getattr(self.fn, '__name__', self.fn)!s:.40})"
+
+
+# methods of a logging.Logger that only emit a record (transformers adds
+# warning_once / info_once, lru_cache'd, to logging.Logger itself)
+_LOGGING_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log",
+                    "warning_once", "info_once", "warning_advice"}
+
+
+def _is_logger(obj):
+    import logging
+    return isinstance(obj, (logging.Logger, logging.LoggerAdapter))
+
+
+def is_logging_call(fn):
+    """`logger.warning` and the like, bound to a logging.Logger."""
+    name = getattr(fn, "__name__", None) or getattr(getattr(fn, "__func__", None), "__name__", None)
+    return _is_logger(getattr(fn, "__self__", None)) and name in _LOGGING_METHODS
+
+
+def replay_call(fn, args, kwargs):
+    """Run time: a call the trace deferred to after the graph."""
+    return fn(*args, **kwargs)
 
 
 def _fold_numpy_ufunc(tx, fn_var, args, kwargs):
@@ -220,6 +247,10 @@ class UserDefinedObjectVariable(VariableTracker):
         stored = tx.output.attr_stores.get((id(self.value), name))
         if stored is not None:
             return stored[1]
+        if name in _LOGGING_METHODS and _is_logger(self.value):
+            # the call is replayed after the graph (SkippedFunctionVariable.call)
+            return SkippedFunctionVariable(getattr(self.value, name),
+                                           AttrSource(self.source, name) if self.source else None)
         getattribute = user_getattribute(type(self.value))
         if getattribute is None:
             return self.generic_getattr(tx, name)
