@@ -325,3 +325,26 @@ def test_math_prod():
         return x.reshape(b * math.prod(strides), -1, math.prod(rest) // math.prod(strides))
 
     run(f, torch.randn(2, 4, 4), [2, 2])
+
+
+# ------------------------------------------------ Mapping.get of a user mapping
+def test_attention_interface_get_falls_back_to_the_default():
+    # transformers' get_interface: super().get(name, default), i.e.
+    # collections.abc.Mapping.get over GeneralInterface.__getitem__, whose
+    # missing key raises KeyError (GPT-OSS and others: a break per layer)
+    from transformers.modeling_utils import AttentionInterface
+    iface = AttentionInterface()
+
+    def eager(x):
+        return x * 2
+
+    def f(x):
+        return iface.get_interface("eager", eager)(x)
+
+    run(f, X)
+    dynamo.reset()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    assert same(opt(X), X * 2) and same(opt(X), X * 2) and cnt.frame_count == 1
+    iface["eager"] = lambda x: x * 3          # the key appears: recompiles
+    assert same(opt(X), X * 3) and cnt.frame_count == 2

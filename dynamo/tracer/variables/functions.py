@@ -5,6 +5,7 @@ Inlining itself is the translator's job (`tx.inline_call`); these classes
 only carry what it needs: code, globals, closure cells, defaults and the
 bound `self`.
 """
+import collections.abc
 import types
 
 import torch
@@ -277,6 +278,19 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
         return f"NestedFunctionVariable({self.code.co_name})"
 
 
+def _mapping_get(tx, obj, args):
+    """collections.abc.Mapping.get (`try: return self[key]` / `except
+    KeyError: return default`) of a user mapping: its __getitem__ inlined, a
+    missing key (known at trace time, guarded where the mapping's data came
+    from) answering the default. transformers' AttentionInterface.get_interface
+    reaches it through super().get."""
+    from .containers import ObservedKeyError
+    try:
+        return obj.call_method(tx, "__getitem__", [args[0]], {})
+    except ObservedKeyError:
+        return args[1] if len(args) > 1 else ConstantVariable(None)
+
+
 class UserMethodVariable(BaseUserFunctionVariable):
     """`fn` bound to the traced value `obj` (a user method of a module or
     object): calls inline fn(obj, *args). `fn_source`, when known, is where
@@ -289,6 +303,8 @@ class UserMethodVariable(BaseUserFunctionVariable):
         self.fn_source = fn_source
 
     def call(self, tx, args, kwargs):
+        if self.fn is collections.abc.Mapping.get and not kwargs and 1 <= len(args) <= 2:
+            return _mapping_get(tx, self.obj, args)
         fn_vt = UserFunctionVariable(self.fn, self.fn_source)
         return tx.inline_call(fn_vt, [self.obj, *args], dict(kwargs))
 
