@@ -22,7 +22,8 @@ Only bench/ may import torch's own compiler, and only to compare against it.
 Usage: python bench/zoo.py [--libs hf,timm,tv] [--models a,b] [-j N]
                            [--shard I/N] [--sample K] [--timeout S] [--out F]
        python bench/zoo.py --list
-Writes bench/zoo.json (one record per model) and prints the summary table.
+Writes bench/zoo.json (one record per model, and bench/zoo.jsonl as they
+come) and prints the summary table.
 """
 import argparse
 import json
@@ -318,14 +319,18 @@ def main():
         print("\n".join(names))
         return
     recs = []
+    partial = open(args.out + "l", "w")         # zoo.jsonl: each record as it comes
     with ThreadPoolExecutor(max_workers=args.j) as pool:
         for rec in pool.map(lambda m: _spawn(m, args.timeout), names):
             recs.append(rec)
+            partial.write(json.dumps(rec) + "\n")
+            partial.flush()
             o, t = rec.get("ours", {}), rec.get("torch", {})
             print(f'{rec["model"]:40s} ours {o.get("graphs")}/{o.get("breaks")} '
                   f'torch {t.get("graphs")}/{t.get("breaks")} equal {o.get("equal")} '
                   f'{rec.get("eager_error") or o.get("error") or rec.get("timeout") or ""}'[:200],
                   flush=True)
+    partial.close()
     with open(args.out, "w") as f:
         json.dump({"records": recs, "summary": summarize(recs)}, f, indent=1)
     print_table(summarize(recs))
