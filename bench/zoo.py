@@ -88,6 +88,13 @@ def _shrink(cfg, depth=0):
                 setattr(cfg, k, v)
             except Exception:  # noqa: BLE001 - a read-only or validated attribute keeps its value
                 pass
+    vocab = getattr(cfg, "vocab_size", None)
+    for k in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
+        if isinstance(vocab, int) and isinstance(getattr(cfg, k, None), int) and getattr(cfg, k) >= vocab:
+            try:
+                setattr(cfg, k, 1)          # a shrunk vocabulary keeps its special ids in range
+            except Exception:  # noqa: BLE001
+                pass
     if depth < 2:
         for k, v in list(vars(cfg).items()):
             if hasattr(v, "to_dict") and hasattr(v, "model_type"):
