@@ -31,7 +31,7 @@ PREFIX   ?= /usr/local
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 DEBIAN_PKGS := libncurses-dev libelf-dev libgraphviz-dev graphviz tmux
 
-.PHONY: all ext deps venv test test-matrix demo bench bench-models bench-gpu clean install asan fuzz leak-figures
+.PHONY: all ext deps venv test test-matrix demo bench bench-models bench-zoo bench-gpu clean install asan fuzz leak-figures
 
 # Per-layer fragments (inspect/, tui/, viz/, readerfuzz/) add to EXT_SRC, EXT_HDR, TOOLS,
 # INSTALL_BINS and define their own rules.
@@ -139,6 +139,12 @@ bench: deps all
 
 bench-models: deps all $(MODELS_STAMP)
 	$(VPY) bench/models.py $(BENCH_ARGS)
+
+# the zoo (issue 31): every transformers AutoModel type (shrunk configs), every
+# timm family and torchvision model that imports, ours vs torch.compile, one
+# subprocess per model (bench/zoo.py; ZOO_ARGS e.g. "-j 16 --shard 0/4")
+bench-zoo: deps all $(MODELS_STAMP)
+	$(VPY) bench/zoo.py $(ZOO_ARGS)
 
 # on a CUDA machine: models on cuda, backends eager/aot_eager/inductor/cudagraphs
 # against eager and torch.compile (bench/gpu.py)

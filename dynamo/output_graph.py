@@ -343,6 +343,10 @@ class OutputGraph:
         # trace assigned (STORE_GLOBAL), read back by later loads and written
         # to the real dict after the graph
         self.global_stores = {}
+        # (callable VT, argument VTs, keyword VTs): calls with no result the
+        # trace uses (logging: tracer/variables/misc.py, replayed_call),
+        # made by the rewritten code after the graph, in trace order
+        self.replayed_calls = []
         # a graph op ran where a user handler (try/except/finally) covers it:
         # the rewritten code re-runs the frame eagerly if the graph raises
         # (tracer/frame.py, emit_guarded_graph_call); sound only while the

@@ -43,6 +43,7 @@ from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, Li
                         NullVariable, PassthroughVariable, TensorVariable, TupleVariable)
 from .variables.base import FrameCellOwner, VariableTracker
 from .variables.containers import DictVariable, write_back_dict
+from .variables.misc import replay_call
 from .variables.tensor import ScalarOutputVariable
 from .variables.symbolic import SymNodeVariable
 
@@ -399,6 +400,13 @@ class InstructionTranslator(InstructionTranslatorBase):
                 stores.append(create_instruction("STORE_SUBSCR"))
         for inst in reversed(stores):
             cg.append(inst)
+        for fn, args, kwargs in self.output.replayed_calls:      # logger.warning(...), once more
+            cg.load_const(replay_call)
+            cg.reconstruct(fn)
+            cg.reconstruct(TupleVariable(list(args)))
+            cg.reconstruct(DictVariable(dict(kwargs)))
+            cg.call(3)
+            cg.emit("POP_TOP")
 
     def live_values(self, index):
         """(name, VT) of the locals live at instruction `index` that have a

@@ -7,6 +7,8 @@ operations they support; everything else raises Unsupported with a reason a
 user can act on. Must not touch the fx graph directly: tensor work goes
 through `tx.output`.
 """
+import collections
+import functools
 import operator
 import types
 
@@ -254,6 +256,9 @@ class ClassVariable(VariableTracker):
     def var_getattr(self, tx, name):
         if name == "__subclasses__" and isinstance(self.value, type):
             return SubclassesMethodVariable(self.value)
+        if name == "fromkeys" and self.value is collections.OrderedDict:
+            from .containers import DictFromKeysVariable
+            return DictFromKeysVariable(self.value)
         from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
         if name == "apply" and is_autograd_function(self.value):
             return AutogradFunctionApplyVariable(self.value)
@@ -269,6 +274,9 @@ class ClassVariable(VariableTracker):
         cls = self.value
         if is_model_output_class(cls):
             return ModelOutputVariable.create(tx, cls, args, kwargs)
+        if cls is functools.partial:
+            from .functions import PartialVariable
+            return PartialVariable.construct(tx, args, kwargs)
         from .torch import autocast_block, autocast_noop, profiler_noop
         ctx = autocast_noop(tx, cls, args, kwargs) or profiler_noop(tx, cls, args, kwargs) \
             or autocast_block(tx, cls, args, kwargs)

@@ -7,6 +7,7 @@ dicts DICT_KEYS plus per-value guards, modules and functions
 FUNCTION_MATCH/ID_MATCH, nn.Modules ID_MATCH plus `training`, other objects
 TYPE_MATCH. Values without a source (made by traced code) get no guard.
 """
+import functools
 import operator
 import sys
 import types
@@ -165,6 +166,8 @@ def _wrap(tx, value, source):
     if value is typing.cast:
         _guard(tx, source, FUNCTION_MATCH, value)
         return TypingCastVariable(source)
+    if type(value) is functools.partial and not value.__dict__:
+        return _wrap_partial(tx, value, source)
     if is_lru_cache_wrapper(value) and not is_skipped_function(value.__wrapped__) and \
             not is_torch_object(value.__wrapped__):
         # the wrapper's identity; the function it wraps is fixed with it
@@ -257,6 +260,26 @@ def _directive(tx, value, source):
     except TypeError:
         return None
     return None
+
+
+def _wrap_partial(tx, value, source):
+    """A functools.partial: its type guarded, its function, arguments and
+    keywords wrapped from their attributes (each with its own guards)."""
+    from ...guards import AttrSource
+    from .functions import PartialVariable
+    _guard(tx, source, TYPE_MATCH, functools.partial)
+    attr = (lambda name: AttrSource(source, name)) if source is not None else (lambda name: None)
+    func = wrap(tx, value.func, attr("func"))
+    args, keywords = wrap(tx, value.args, attr("args")), wrap(tx, value.keywords, attr("keywords"))
+    if isinstance(args, ConstantVariable):           # a tuple of constants is one constant
+        args = [ConstantVariable(v) for v in value.args]
+    else:
+        args = args.items
+    if isinstance(keywords, ConstantVariable):
+        keywords = {k: ConstantVariable(v) for k, v in value.keywords.items()}
+    else:
+        keywords = keywords.items
+    return PartialVariable(func, args, keywords, source)
 
 
 def _func_source(source):
@@ -741,17 +764,7 @@ class GraphBuilder(OutputGraph):
             node = self.graph.create_node(op, target, n_args, n_kw)
             self._tag(node, called)
             node.meta["example_value"] = example
-            items = []
-            for i, e in enumerate(example):
-                if isinstance(e, torch.Tensor):
-                    item = self.graph.call_function(operator.getitem, (node, i))
-                    self._tag(item)
-                    item.meta["example_value"] = e
-                    items.append(TensorVariable(item, e))
-                elif is_constant_value(e):
-                    items.append(ConstantVariable(e))
-                else:
-                    raise Unsupported(f"{target} returned a {type(e).__name__} item")
+            items = self._result_items(target, node, example)
             fields = getattr(type(example), "_fields", None) or _structseq_fields(example)
             # split/unbind/chunk/...: how many tensors come out depends on
             # the input sizes; the fake run guarded it (static sizes are
@@ -765,6 +778,30 @@ class GraphBuilder(OutputGraph):
         if is_constant_value(example):
             return ConstantVariable(example)
         raise Unsupported(f"{getattr(target, '__name__', target)} returned {type(example).__name__}")
+
+    def _result_items(self, target, node, example):
+        """VTs of the items of a tuple or list result at `node`: tensors as
+        getitem nodes, constants as they are, a nested tuple or list of
+        those (an LSTM's `(output, (h, c))`) item by item in turn."""
+        from . import ConstantVariable, ListVariable, TensorVariable, TupleVariable
+        from .base import is_constant_value
+        items = []
+        for i, e in enumerate(example):
+            if is_constant_value(e):
+                items.append(ConstantVariable(e))
+                continue
+            if not isinstance(e, torch.Tensor) and type(e) not in (tuple, list):
+                raise Unsupported(f"{getattr(target, '__name__', target)} returned a "
+                                  f"{type(e).__name__} item")
+            item = self.graph.call_function(operator.getitem, (node, i))
+            self._tag(item)
+            item.meta["example_value"] = e
+            if isinstance(e, torch.Tensor):
+                items.append(TensorVariable(item, e))
+            else:
+                inner = self._result_items(target, item, e)
+                items.append(TupleVariable(inner) if type(e) is tuple else ListVariable(inner))
+        return items
 
     def real_value(self, var):
         """The real value of traced value `var` for this frame's inputs: a

@@ -7,6 +7,7 @@ nodes; on containers they work on the item lists. `print`, `id`, `setattr`
 and friends are Unsupported: the caller graph-breaks and runs them eagerly.
 """
 import builtins
+import collections
 import functools
 import inspect
 import math
@@ -180,6 +181,12 @@ class BuiltinVariable(FunctionObjectVariable):
 
     def reconstruct(self, cg):
         cg.load_const(self.fn)      # builtins are constants: no source needed
+
+    def var_getattr(self, tx, name):
+        if self.fn is dict and name == "fromkeys":
+            from .containers import DictFromKeysVariable
+            return DictFromKeysVariable(dict)
+        return super().var_getattr(tx, name)
 
     def call(self, tx, args, kwargs):
         fn = self.fn
@@ -444,6 +451,11 @@ def _to_set(kind):
 
 
 def _dict(tx, arg=None, **kwargs):
+    return DictVariable(dict_items(tx, arg, kwargs))
+
+
+def dict_items(tx, arg, kwargs):
+    """The items of dict(arg, **kwargs), as a dict of VTs."""
     items = {}
     if isinstance(arg, DictVariable):
         items.update(arg.items)
@@ -452,7 +464,7 @@ def _dict(tx, arg=None, **kwargs):
             k, v = pair.unpack(tx)
             items[k.as_python_constant()] = v
     items.update(kwargs)
-    return DictVariable(items)
+    return items
 
 
 def _sum(tx, iterable, start=None):
@@ -462,6 +474,19 @@ def _sum(tx, iterable, start=None):
         return ConstantVariable(sum((i.as_python_constant() for i in items), acc.as_python_constant()))
     for item in items:
         acc = binary_op(tx, operator.add, acc, item)
+    return acc
+
+
+def _prod(tx, iterable, start=None):
+    """math.prod: a product of constants folds; of traced numbers (sizes)
+    it is their products one by one, as _sum adds."""
+    items = iterable.unpack(tx)
+    acc = start if start is not None else ConstantVariable(1)
+    if all_constant(items) and acc.is_python_constant():
+        return ConstantVariable(math.prod((i.as_python_constant() for i in items),
+                                          start=acc.as_python_constant()))
+    for item in items:
+        acc = binary_op(tx, operator.mul, acc, item)
     return acc
 
 
@@ -693,7 +718,7 @@ _HANDLERS = {
     iter: _iter, next: _next, reversed: _reversed, type: _type, callable: _callable,
     slice: _slice, sorted: _sorted, any: _any_all(any), all: _any_all(all),
     super: _super, functools.reduce: _reduce, inspect.signature: _signature,
-    id: _id, itertools.chain: _chain, itertools.islice: _islice,
+    id: _id, math.prod: _prod, itertools.chain: _chain, itertools.islice: _islice,
     set: _to_set(set), frozenset: _to_set(frozenset),
     object.__getattribute__: _object_getattribute,
     __import__("dataclasses").fields: _dataclass_fields,
@@ -717,6 +742,10 @@ def is_builtin_callable(value):
 def call_builtin_class(tx, cls_vt, args, kwargs):
     """Calling a class: only builtin types and torch value types fold."""
     cls = cls_vt.value
+    if cls is collections.OrderedDict:
+        if len(args) > 1:
+            raise Unsupported("OrderedDict() takes at most one positional argument")
+        return DictVariable(dict_items(tx, args[0] if args else None, kwargs), user_cls=cls)
     if cls in _HANDLERS or cls in _PURE:
         return BuiltinVariable(cls).call(tx, args, kwargs)
     if cls in (torch.Size, torch.device, torch.dtype) and all_constant(args) and \

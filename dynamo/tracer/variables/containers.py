@@ -5,6 +5,8 @@ as the bytecode appends or stores); containers read from the frame (with a
 source) are read-only: mutating them is a side effect on user data and
 raises Unsupported so the caller graph-breaks and runs it eagerly.
 """
+import collections
+
 import torch
 
 from ...exc import Unsupported
@@ -273,20 +275,63 @@ class DictVariable(VariableTracker):
             self.items.clear()
             return ConstantVariable(None)
         if name == "copy":
-            return DictVariable(self.items)
-        raise Unsupported(f"dict.{name}")
+            return DictVariable(self.items, user_cls=self.user_cls)
+        if name == "move_to_end" and self.user_cls is collections.OrderedDict:
+            self.check_mutable(tx)
+            k = args[0].as_python_constant()
+            last = (args[1] if len(args) > 1 else kwargs.get("last", ConstantVariable(True))).truth(tx)
+            v = self.items.pop(k)
+            self.items = {k: v, **self.items} if not last else {**self.items, k: v}
+            return ConstantVariable(None)
+        raise Unsupported(f"{self.user_cls.__name__}.{name}")
 
     def reconstruct(self, cg):
         if self.source is not None:
             cg.load_source(self.source)
             return
+        if self.user_cls is not dict:                # OrderedDict({...}): the class is kept
+            cg.load_const(self.user_cls)
         for k, v in self.items.items():
             cg.load_const(k)
             cg.reconstruct(v)
         cg.emit("BUILD_MAP", arg=len(self.items))
+        if self.user_cls is not dict:
+            cg.call(1)
 
     def __repr__(self):
         return f"DictVariable(keys={list(self.items)!r:.60})"
+
+
+# dict classes the trace builds itself: their constructor and fromkeys take
+# dict's arguments and their instances behave as dicts with their keys in
+# insertion order (OrderedDict's own methods are the ones in call_method)
+BUILT_DICT_CLASSES = (dict, collections.OrderedDict)
+
+
+class DictFromKeysVariable(VariableTracker):
+    """`dict.fromkeys` / `OrderedDict.fromkeys` of a class the trace builds:
+    every key of the iterable maps to the one value (the same object, as
+    CPython shares it)."""
+
+    def __init__(self, cls):
+        super().__init__(None)
+        self.cls = cls
+
+    def truth(self, tx):
+        return True
+
+    def call(self, tx, args, kwargs):
+        if kwargs or not 1 <= len(args) <= 2:
+            raise Unsupported(f"{self.cls.__name__}.fromkeys() takes an iterable and a value")
+        value = args[1] if len(args) == 2 else ConstantVariable(None)
+        keys = [k.as_python_constant() for k in args[0].unpack(tx)]
+        return DictVariable({k: value for k in keys}, user_cls=self.cls)
+
+    def reconstruct(self, cg):
+        cg.load_const(self.cls.fromkeys)
+
+    def __repr__(self):
+        return f"DictFromKeysVariable({self.cls.__name__})"
 
 
 def may_write_back(source, items_too):

@@ -5,6 +5,7 @@ Inlining itself is the translator's job (`tx.inline_call`); these classes
 only carry what it needs: code, globals, closure cells, defaults and the
 bound `self`.
 """
+import collections.abc
 import types
 
 import torch
@@ -12,7 +13,7 @@ import torch
 from ...bytecode import create_make_function
 from ...exc import Unsupported
 from ...guards import AttrSource, ItemSource
-from .base import ConstantVariable, VariableTracker, is_nan, nan_inside
+from .base import ClassVariable, ConstantVariable, VariableTracker, is_nan, nan_inside
 
 
 class BaseUserFunctionVariable(VariableTracker):
@@ -37,9 +38,13 @@ _FUNCTION_CONST_ATTRS = ("__name__", "__qualname__", "__module__", "__doc__", "_
 
 
 def function_attr(fn_var, fn, name):
-    """`fn.<name>` for the constant attributes above, or None."""
+    """`fn.<name>` for the constant attributes above and `__class__` (a
+    function's type cannot change: torchvision's API-usage logging reads it),
+    or None."""
     if name in _FUNCTION_CONST_ATTRS:
         return ConstantVariable(getattr(fn, name))
+    if name == "__class__":
+        return ClassVariable(type(fn))
     return None
 
 
@@ -206,6 +211,8 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
             return ConstantVariable(self.code)
         if name == "__module__":
             return ConstantVariable(self.f_globals.get("__name__"))
+        if name == "__class__":
+                return ClassVariable(types.FunctionType)
         return super().var_getattr(tx, name)
 
     def reconstruct(self, cg):
@@ -271,6 +278,19 @@ class NestedFunctionVariable(BaseUserFunctionVariable):
         return f"NestedFunctionVariable({self.code.co_name})"
 
 
+def _mapping_get(tx, obj, args):
+    """collections.abc.Mapping.get (`try: return self[key]` / `except
+    KeyError: return default`) of a user mapping: its __getitem__ inlined, a
+    missing key (known at trace time, guarded where the mapping's data came
+    from) answering the default. transformers' AttentionInterface.get_interface
+    reaches it through super().get."""
+    from .containers import ObservedKeyError
+    try:
+        return obj.call_method(tx, "__getitem__", [args[0]], {})
+    except ObservedKeyError:
+        return args[1] if len(args) > 1 else ConstantVariable(None)
+
+
 class UserMethodVariable(BaseUserFunctionVariable):
     """`fn` bound to the traced value `obj` (a user method of a module or
     object): calls inline fn(obj, *args). `fn_source`, when known, is where
@@ -283,6 +303,8 @@ class UserMethodVariable(BaseUserFunctionVariable):
         self.fn_source = fn_source
 
     def call(self, tx, args, kwargs):
+        if self.fn is collections.abc.Mapping.get and not kwargs and 1 <= len(args) <= 2:
+            return _mapping_get(tx, self.obj, args)
         fn_vt = UserFunctionVariable(self.fn, self.fn_source)
         return tx.inline_call(fn_vt, [self.obj, *args], dict(kwargs))
 
@@ -387,7 +409,6 @@ class SuperVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         import inspect
-        from .base import ClassVariable
         from .builtin import ObservedAttributeError
         obj = self.obj
         if isinstance(obj, ClassVariable) and isinstance(obj.value, type) and \
@@ -443,7 +464,6 @@ class SuperVariable(VariableTracker):
 
     def _real_object(self):
         """The object super() binds, when the tracer holds the real one."""
-        from .base import ClassVariable
         from .misc import UserDefinedObjectVariable
         from .nn_module import NNModuleVariable
         if isinstance(self.obj, NNModuleVariable):
@@ -529,3 +549,67 @@ class SignatureVariable(VariableTracker):
         if name == "parameters":
             return DictVariable({n: ConstantVariable(n) for n in self.names})
         raise Unsupported(f"attribute {name} of an inspect.Signature")
+
+
+def _rebuild_partial(func, args, keywords):
+    """The rewritten code's way back to a partial the trace made."""
+    import functools
+    return functools.partial(func, *args, **keywords)
+
+
+class PartialVariable(VariableTracker):
+    """functools.partial(func, *args, **keywords), passed in or made by the
+    traced code: calling it calls `func` (any VT) with the stored arguments
+    first, so `partial(F.gelu, approximate="tanh")` is traced as the gelu
+    call it is. `args` is a list and `keywords` a dict of VTs."""
+
+    def __init__(self, func, args, keywords, source=None):
+        super().__init__(source)
+        self.func = func
+        self.args = list(args)
+        self.keywords = dict(keywords)
+
+    @classmethod
+    def construct(cls, tx, args, kwargs):
+        """`functools.partial(...)` called in the traced code."""
+        if not args:
+            raise Unsupported("functools.partial() without a function")
+        func, rest = args[0], list(args[1:])
+        if isinstance(func, PartialVariable):        # partial flattens a partial
+            return cls(func.func, func.args + rest, {**func.keywords, **kwargs})
+        return cls(func, rest, kwargs)
+
+    def python_type(self):
+        import functools
+        return functools.partial
+
+    def truth(self, tx):
+        return True
+
+    def call(self, tx, args, kwargs):
+        return self.func.call(tx, [*self.args, *args], {**self.keywords, **kwargs})
+
+    def var_getattr(self, tx, name):
+        from .containers import DictVariable, TupleVariable
+        if name == "func":
+            return self.func
+        if name == "args":
+            return TupleVariable(list(self.args))
+        if name == "keywords":
+            return DictVariable({k: v for k, v in self.keywords.items()})
+        raise Unsupported(f"attribute {name} of a functools.partial (func, args and keywords are "
+                          "traced)")
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+            return
+        from .containers import DictVariable, TupleVariable
+        cg.load_const(_rebuild_partial)
+        cg.reconstruct(self.func)
+        cg.reconstruct(TupleVariable(list(self.args)))
+        cg.reconstruct(DictVariable(dict(self.keywords)))
+        cg.call(3)
+
+    def __repr__(self):
+        return f"PartialVariable({self.func})"

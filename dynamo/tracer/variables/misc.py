@@ -8,8 +8,8 @@ import torch
 
 from ...exc import Unsupported
 from ..lookup import getattr_static
-from ...guards import ID_MATCH, AttrSource, ItemSource, StaticAttrSource
-from .base import ClassVariable, VariableTracker, reconstruct_source_or_const, user_getattribute
+from ...guards import FUNCTION_MATCH, ID_MATCH, AttrSource, ItemSource, StaticAttrSource
+from .base import ClassVariable, ConstantVariable, VariableTracker, reconstruct_source_or_const, user_getattribute
 
 
 class ModuleVariable(VariableTracker):
@@ -76,6 +76,14 @@ class SkippedFunctionVariable(VariableTracker):
         return True
 
     def call(self, tx, args, kwargs):
+        folded = _fold_numpy_ufunc(tx, self, args, kwargs)
+        if folded is not None:
+            return folded
+        if is_logging_call(self.fn) and all(a.is_python_constant() for a in (*args, *kwargs.values())):
+            # the message is made of constants: the rewritten code logs it
+            # after the graph (warning_once's cache keeps its "once" there)
+            tx.output.replayed_calls.append((self, list(args), dict(kwargs)))
+            return ConstantVariable(None)
         module = getattr(self.fn, "__module__", None) or "?"
         name = getattr(self.fn, "__qualname__", None) or getattr(self.fn, "__name__", repr(self.fn))
         raise Unsupported(f"call to {module}.{name} (not traceable; runs eagerly)")
@@ -90,6 +98,52 @@ class SkippedFunctionVariable(VariableTracker):
 
     def __repr__(self):
         return f"SkippedFunctionVariable({getattr(self.fn, '__name__', self.fn)!s:.40})"
+
+
+# methods of a logging.Logger that only emit a record (transformers adds
+# warning_once / info_once, lru_cache'd, to logging.Logger itself)
+_LOGGING_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log",
+                    "warning_once", "info_once", "warning_advice"}
+
+
+def _is_logger(obj):
+    import logging
+    return isinstance(obj, (logging.Logger, logging.LoggerAdapter))
+
+
+def is_logging_call(fn):
+    """`logger.warning` and the like, bound to a logging.Logger."""
+    name = getattr(fn, "__name__", None) or getattr(getattr(fn, "__func__", None), "__name__", None)
+    return _is_logger(getattr(fn, "__self__", None)) and name in _LOGGING_METHODS
+
+
+def replay_call(fn, args, kwargs):
+    """Run time: a call the trace deferred to after the graph."""
+    return fn(*args, **kwargs)
+
+
+def _fold_numpy_ufunc(tx, fn_var, args, kwargs):
+    """`numpy.sqrt(3)` and the other numpy ufuncs of Python numbers (CTRL's
+    `embeds *= np.sqrt(d_model)`): computed at trace time, the function
+    guarded by identity. The numpy scalar becomes the Python number of the
+    same value (np.float64 is a float subclass; a graph operation takes the
+    number), so only code that asks for its numpy type sees a difference.
+    None when the call is anything else."""
+    fn = fn_var.fn
+    if type(fn).__name__ != "ufunc" or type(fn).__module__ != "numpy" or kwargs:
+        return None
+    if not all(isinstance(a, ConstantVariable) and type(a.value) in (int, float, bool) for a in args):
+        return None
+    import numpy
+    try:
+        value = fn(*[a.value for a in args])
+    except (FloatingPointError, TypeError):     # under numpy.errstate(all="raise"): eagerly
+        return None
+    if not isinstance(value, (numpy.floating, numpy.integer, numpy.bool_)):
+        return None
+    if fn_var.source is not None:
+        tx.output.add_guard(fn_var.source, FUNCTION_MATCH, fn)
+    return ConstantVariable(value.item())
 
 
 def class_attribute(tx, obj_var, name, static):
@@ -219,6 +273,10 @@ class UserDefinedObjectVariable(VariableTracker):
         stored = tx.output.attr_stores.get((id(self.value), name))
         if stored is not None:
             return stored[1]
+        if name in _LOGGING_METHODS and _is_logger(self.value):
+            # the call is replayed after the graph (SkippedFunctionVariable.call)
+            return SkippedFunctionVariable(getattr(self.value, name),
+                                           AttrSource(self.source, name) if self.source else None)
         getattribute = user_getattribute(type(self.value))
         if getattribute is None:
             return self.generic_getattr(tx, name)

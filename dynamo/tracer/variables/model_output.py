@@ -129,6 +129,43 @@ def setattr_adds_key(cls):
     return _setattr_adds_key[cls]
 
 
+def _is_empty_sequence(var):
+    from .containers import BaseListVariable
+    if isinstance(var, BaseListVariable):
+        return not var.items
+    return isinstance(var, ConstantVariable) and type(var.value) is tuple and not var.value
+
+
+def _check_lone_first_field(tx, out_cls, first):
+    """__post_init__ with only the first field given, and not a tensor,
+    reads it as an iterator of (name, value) pairs when it is one: the
+    forms traced are a value that does not iterate and a tuple or list
+    whose first item is not a (str, value) pair (BackboneOutput's
+    `feature_maps=(t1, t2)`), which end as an ordinary first key (or as
+    no key when empty). Anything else is Unsupported."""
+    from .containers import BaseListVariable, DictVariable
+    if isinstance(first, DictVariable):
+        raise Unsupported(f"{out_cls.__name__}() with a dict as its only field (its items become fields)")
+    if isinstance(first, BaseListVariable):
+        items = first.items
+    elif isinstance(first, ConstantVariable) and isinstance(first.value, (tuple, list)):
+        items = [ConstantVariable(v) for v in first.value]
+    elif isinstance(first, ConstantVariable) and isinstance(first.value, (int, float, bool)):
+        return
+    else:
+        raise Unsupported(f"{out_cls.__name__}() with only a non-tensor first field "
+                          f"({first}): it may be read as (name, value) pairs")
+    if not items:
+        return
+    head = items[0]
+    pair = head.unpack(tx) if isinstance(head, BaseListVariable) else None
+    if isinstance(head, ConstantVariable) and isinstance(head.value, (tuple, list)):
+        pair = [ConstantVariable(v) for v in head.value]
+    if pair is not None and len(pair) == 2 and isinstance(pair[0], ConstantVariable) and \
+            isinstance(pair[0].value, str):
+        raise Unsupported(f"{out_cls.__name__}() with (name, value) pairs as its only field")
+
+
 def _is_none(var):
     return isinstance(var, ConstantVariable) and var.value is None
 
@@ -171,7 +208,9 @@ class ModelOutputVariable(VariableTracker):
         first = values[fields[0].name]
         others_none = all(_is_none(values[f.name]) for f in fields[1:])
         if others_none and not isinstance(first, TensorVariable) and not _is_none(first):
-            raise Unsupported(f"{out_cls.__name__}() with only a non-tensor first field")
+            _check_lone_first_field(tx, out_cls, first)
+            if _is_empty_sequence(first):     # no pairs to set: the first field ends None
+                values[fields[0].name] = ConstantVariable(None)
         return cls(out_cls, values)
 
     # --- what is known

@@ -29,6 +29,7 @@ from ...guards import (DICT_KEYS, EQUALS_MATCH, ID_MATCH, LENGTH, AttrSource, It
                        StaticAttrSource)
 from .base import ClassVariable, ConstantVariable, VariableTracker, require_plain_getattribute
 
+_STATE_TABLES = ("_parameters", "_buffers", "_modules")
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict,
                torch.nn.ParameterList, torch.nn.ParameterDict)
 
@@ -164,6 +165,9 @@ class NNModuleVariable(VariableTracker):
             return ConstantVariable(mod.training)
         if name == "__class__":
             return ClassVariable(type(mod))
+        stored = tx.output.attr_stores.get((id(mod), name))
+        if stored is not None:      # assigned earlier in the trace (store_attr)
+            return stored[1]
         d = mod.__dict__
         # Python's lookup order: an attribute of the class (a method, say)
         # wins over a submodule/parameter/buffer of the same name, which
@@ -205,6 +209,37 @@ class NNModuleVariable(VariableTracker):
         if inspect.isfunction(static):
             return class_attribute(tx, self, name, static)
         return tx.wrap(getattr(mod, name), src)
+
+    def store_attr(self, tx, name, value):
+        """`mod.name = value` for a plain attribute (Swin's `self.shift_size
+        = 0`, CTRL's `self.pos_encoding = self.pos_encoding.to(...)`): the
+        trace reads the new value from here on and the rewritten code
+        assigns it after the graph, through nn.Module.__setattr__ as eager
+        does (a tensor to a buffer too). Parameters, submodules, `training` and names with a
+        descriptor on the class stay Unsupported (the assignment runs eagerly
+        after a graph break)."""
+        mod, cls = self.module, type(self.module)
+        d = mod.__dict__
+        kind = value.python_type() if not isinstance(value, NNModuleVariable) else torch.nn.Module
+        # a buffer takes a tensor as a plain attribute does (Module.__setattr__
+        # puts it in _buffers at run time)
+        buffer = name in d.get("_buffers", {}) and isinstance(kind, type) and \
+            issubclass(kind, torch.Tensor)
+        if self.source is None or cls.__setattr__ is not torch.nn.Module.__setattr__ or \
+                name == "training" or not buffer and any(name in d.get(t, {}) for t in _STATE_TABLES):
+            raise Unsupported(f"assignment to attribute {name!r} of {type(mod).__name__}: only plain "
+                              "attributes and tensors to buffers are traced (not a parameter, "
+                              "submodule or training)")
+        if isinstance(kind, type) and issubclass(kind, (torch.nn.Parameter, torch.nn.Module)):
+            raise Unsupported(f"assignment of a {kind.__name__} to {type(mod).__name__}.{name}: "
+                              "registering parameters or submodules runs eagerly")
+        try:
+            static = getattr_static(cls, name)
+        except AttributeError:
+            static = None
+        if hasattr(type(static), "__set__"):
+            raise Unsupported(f"assignment to {type(mod).__name__}.{name}, a descriptor of its class")
+        tx.output.attr_stores[(id(mod), name)] = (self, value, mod)
 
     def empty_hook_table(self, tx, name):
         """An empty hook dict, guarded to stay empty (LENGTH on its type)."""
@@ -248,7 +283,11 @@ class NNModuleVariable(VariableTracker):
             self.guard_training(tx)
             return tx.output.call_module(tx, mod, self.source, list(args), dict(kwargs))
         if "forward" in mod.__dict__:
-            raise Unsupported(f"{type(mod).__name__} instance with its own forward attribute")
+            # an instance attribute (timm: `self.forward = self.forward_slicing`):
+            # wrapped from `mod.forward`, which reads it first (its guards:
+            # the bound function's identity, or the callable's)
+            own = tx.wrap(mod.__dict__["forward"], AttrSource(self.source, "forward"))
+            return self.inline_forward(tx, own, args, kwargs)
         forward = type(mod).forward
         if not inspect.isfunction(forward):
             raise Unsupported(f"{type(mod).__name__}.forward is not a Python function")
@@ -258,8 +297,10 @@ class NNModuleVariable(VariableTracker):
         return self.inline_forward(tx, forward, args, kwargs, fwd_src)
 
     def inline_forward(self, tx, forward, args, kwargs, forward_source=None):
-        """Inline `forward` with this module on the output's module stack,
-        so the nodes it makes know their module (node.meta, telemetry)."""
+        """Inline `forward` (the class's function, called with this module
+        first, or a VT called as it is: an instance's own forward) with this
+        module on the output's module stack, so the nodes it makes know their
+        module (node.meta, telemetry)."""
         from ...guards import module_path
         from .functions import UserFunctionVariable
         path = module_path(self.source) if self.source is not None else ""
@@ -267,6 +308,8 @@ class NNModuleVariable(VariableTracker):
         if path:                    # the frame's own `self` is the top level
             stack.append((path, type(self.module).__name__))
         try:
+            if isinstance(forward, VariableTracker):
+                return forward.call(tx, list(args), dict(kwargs))
             return tx.inline_call(UserFunctionVariable(forward, forward_source), [self, *args],
                                   dict(kwargs))
         finally:

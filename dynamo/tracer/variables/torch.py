@@ -33,6 +33,8 @@ try:
     _FALSE_CONSTANT.add(torch.fx._symbolic_trace.is_fx_tracing)
 except AttributeError:
     pass
+if hasattr(torch.compiler, "is_exporting"):          # Mamba's cache: "not torch.export"
+    _FALSE_CONSTANT.add(torch.compiler.is_exporting)
 # "is this code being compiled?": True for the code dynamo traces, as under
 # torch.compile (libraries use it to skip warnings and data-dependent checks)
 _TRUE_CONSTANT = set()
