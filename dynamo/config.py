@@ -13,10 +13,13 @@ _DEFAULTS = {
     "verbose": False,
     # compiled entries per code object before the frame runs eagerly
     "cache_size_limit": 8,
-    # every dimension of every tensor input is a symbolic size from the
-    # first compile (torch.compile(dynamic=True); sizes 0 and 1 stay
-    # specialized); False: the policy below (docs/USER_GUIDE.md, "Dynamic shapes")
-    "dynamic_shapes": False,
+    # torch.compile's `dynamic`: None (default) the policy below (static
+    # first, automatic dynamic on a size change; docs/USER_GUIDE.md,
+    # "Dynamic shapes"); True every dimension of every tensor input is a
+    # symbolic size from the first compile (sizes 0 and 1 stay
+    # specialized); False every size static, no automatic dynamic
+    # (TorchDynamo 1.13's meaning of False; marks still count)
+    "dynamic_shapes": None,
     # a recompile caused by the size of an input dimension makes that
     # dimension a symbolic size in the frame's later compiles (one graph
     # for every size instead of one per size)
@@ -91,6 +94,11 @@ def _validate(name, value):
     >= 0 (0: compile nothing new, every miss runs eagerly); log_level is
     a logging level (an int >= 0 or a name such as "DEBUG")."""
     default = _DEFAULTS[name]
+    if name == "dynamic_shapes":
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"dynamo.config.dynamic_shapes must be None, True or False, "
+                            f"got {type(value).__name__} {value!r}")
+        return
     if name == "log_level":
         if isinstance(value, str) and value in logging.getLevelNamesMapping():
             return

@@ -63,7 +63,7 @@ def note_size_change(code, source_name, dim):
     dimension `dim`: with config.automatic_dynamic_shapes, later compiles
     of `code` trace that dimension as a symbolic size.  True when that is
     new."""
-    if not config.automatic_dynamic_shapes:
+    if not config.automatic_dynamic_shapes or config.dynamic_shapes is False:
         return False
     with _lock:
         dims = _automatic.setdefault(code, {}).setdefault(source_name, set())
@@ -81,7 +81,7 @@ def dynamic_dims(code, source_name, t):
         return frozenset(d for d in range(ndim) if d not in static)
     dims = set(getattr(t, "_dynamo_dynamic_indices", ())) | \
         set(getattr(t, "_dynamo_weak_dynamic_indices", ()))
-    if config.automatic_dynamic_shapes:
+    if config.automatic_dynamic_shapes and config.dynamic_shapes is not False:
         with _lock:
             dims |= _automatic.get(code, {}).get(source_name, set())
     if not config.assume_static_by_default:

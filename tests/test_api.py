@@ -195,8 +195,7 @@ def test_config_cache_size_limit_zero_compiles_nothing():
     assert [r.status for r in dynamo.records.all_records()] == ["limit"]
 
 
-@pytest.mark.parametrize("name", ["debug", "verbose", "dynamic_shapes", "output_code",
-                                  "raise_on_backend_error"])
+@pytest.mark.parametrize("name", ["debug", "verbose", "output_code", "raise_on_backend_error"])
 @pytest.mark.parametrize("value", [1, "yes", None])
 def test_config_bool_settings_take_only_bools(name, value):
     with pytest.raises(TypeError, match=f"config.{name} must be True or False"):
@@ -204,6 +203,28 @@ def test_config_bool_settings_take_only_bools(name, value):
     assert getattr(dynamo.config, name) is False
     setattr(dynamo.config, name, True)
     assert getattr(dynamo.config, name) is True
+
+
+def test_config_dynamic_shapes_is_torch_compiles_dynamic():
+    """None (automatic dynamic), True (every size symbolic) or False (every
+    size static, TorchDynamo 1.13's meaning): anything else is refused."""
+    assert dynamo.config.dynamic_shapes is None
+    for bad in (1, "yes", 0.0):
+        with pytest.raises(TypeError, match="config.dynamic_shapes must be None, True or False"):
+            dynamo.config.dynamic_shapes = bad
+    cnt = CompileCounter()
+    dynamo.config.dynamic_shapes = False
+    opt = dynamo.optimize(cnt)(lambda a: a * 2)
+    for n in range(2, 6):
+        assert same(opt(torch.ones(n)), torch.full((n,), 2.0))
+    assert cnt.frame_count == 4                         # static: one entry per size
+    dynamo.reset()
+    dynamo.config.dynamic_shapes = None
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(lambda a: a * 2)
+    for n in range(2, 6):
+        assert same(opt(torch.ones(n)), torch.full((n,), 2.0))
+    assert cnt.frame_count == 2                         # static, then automatic dynamic
 
 
 def test_config_log_level_validated():

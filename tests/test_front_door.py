@@ -375,7 +375,7 @@ def test_compile_dynamic_sets_the_wrappers_config_only():
     dynamo.compile(lambda x: x + 1, backend=backend, dynamic=True)(x)
     dynamo.compile(lambda x: x + 2, backend=backend, dynamic=False)(x)
     dynamo.compile(lambda x: x + 3, backend=backend)(x)
-    assert seen == [True, False, False] and dynamo.config.dynamic_shapes is False
+    assert seen == [True, False, None] and dynamo.config.dynamic_shapes is None
     assert dynamo.config.dynamic_overrides(None) == {}
     assert dynamo.config.dynamic_overrides(True)["dynamic_shapes"] is True
 
