@@ -66,6 +66,14 @@ _DEFAULTS = {
     # all-reduce overlaps the backward (backends/ddp.py; torch.compile's
     # optimize_ddp)
     "optimize_ddp": True,
+    # the "autotune" backend (backends/autotune.py): the candidates tried
+    # for each graph, comma-separated ("" = by device: inductor,
+    # max-autotune, reduce-overhead, cudagraphs and eager on CUDA;
+    # inductor and eager on CPU); timed calls per candidate; where the
+    # choices are stored ("" = $DYNAMO_AUTOTUNE_DIR or ~/.cache/dynamo/autotune)
+    "autotune_candidates": "",
+    "autotune_runs": 10,
+    "autotune_dir": "",
     # accepted, no effect (always so in this design; see USER_GUIDE):
     # tensor subclasses are graph inputs like tensors whatever this holds,
     "traceable_tensor_subclasses": set(),
@@ -119,6 +127,8 @@ def _validate(name, value):
         if name in ("cache_size_limit", "accumulated_recompile_limit") and value < 0:
             raise ValueError(f"dynamo.config.{name} must be >= 0 (0: compile "
                              f"nothing new), got {value}")
+        if name == "autotune_runs" and value < 1:
+            raise ValueError(f"dynamo.config.autotune_runs must be >= 1, got {value}")
     elif isinstance(default, float):
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise TypeError(f"dynamo.config.{name} must be a number, "

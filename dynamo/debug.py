@@ -90,7 +90,9 @@ def format_compile(record):
     """Everything config.debug prints for one compile, as one string."""
     out = []
     for info in record.graphs:
-        out += [graph_header(info), graph_table(info.gm), ""]
+        out += [graph_header(info), graph_table(info.gm)]
+        note = (getattr(info.gm, "meta", None) or {}).get("backend_choice")
+        out += [note, ""] if note else [""]       # autotune's choice and its timings
     where = f"{record.name} {record.filename} {record.firstlineno}"
     out += [f"ORIGINAL BYTECODE {where}", record.original_bytecode.rstrip(), ""]
     out += [f"MODIFIED BYTECODE {where}", record.modified_bytecode.rstrip(), ""]

@@ -213,7 +213,9 @@ def record_value(r):
 
 def _graph(info):
     nodes = [_node(n) for n in info.gm.graph.nodes]
-    return _fields("GRAPH", name=info.name, op_count=info.op_count, nodes=nodes)
+    note = (getattr(info.gm, "meta", None) or {}).get("backend_choice", "")
+    return _fields("GRAPH", name=info.name, op_count=info.op_count, nodes=nodes,
+                   backend_note=note)
 
 
 def _target_text(node):

@@ -139,6 +139,7 @@ dump_record(const DrRecord *r)
         key("name", 1);
         jstr(g->name);
         kuint("op_count", g->op_count);
+        kstr("backend_note", g->backend_note);
         key("nodes", 0);
         putchar('[');
         for (size_t k = 0; k < g->n_nodes; k++) {

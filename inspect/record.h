@@ -48,7 +48,8 @@
 #define DT_GRAPH_FIELDS(X) \
     X(NAME, name)                           /* s: "__compiled_fn_3" */ \
     X(OP_COUNT, op_count)                   /* i: count */ \
-    X(NODES, nodes)                         /* [NODE] */
+    X(NODES, nodes)                         /* [NODE] */ \
+    X(BACKEND_NOTE, backend_note)           /* s: how the backend chose for it ("autotune: inductor (tuned; ...)"), "" */
 
 #define DT_NODE_FIELDS(X) \
     X(OP, op)                               /* s: placeholder, call_function, ... */ \

@@ -91,6 +91,7 @@ decode_graph(const Dec *d, const DvVal *v, DrGraph *g)
 {
     g->name = dv_str(d->arena, dv_item(v, DT_GRAPH_NAME));
     g->op_count = (uint64_t)dv_int(dv_item(v, DT_GRAPH_OP_COUNT));
+    g->backend_note = dv_str(d->arena, dv_item(v, DT_GRAPH_BACKEND_NOTE));
     const DvVal *nodes = dv_item(v, DT_GRAPH_NODES);
     g->nodes = array(d, dv_len(nodes), sizeof(DrNode));
     g->n_nodes = g->nodes ? dv_len(nodes) : 0;

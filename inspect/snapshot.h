@@ -59,6 +59,7 @@ typedef struct {
     uint64_t op_count;          /* count */
     DrNode *nodes;              /* graph order */
     size_t n_nodes;
+    const char *backend_note;   /* the backend's word on this graph (autotune's choice), "" */
 } DrGraph;
 
 typedef struct {

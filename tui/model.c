@@ -138,7 +138,7 @@ static void finish_entry(MEntry *e)
     fix(&e->orig_bytecode); fix(&e->mod_bytecode);
     for (size_t g = 0; g < e->n_graphs; g++) {
         MGraph *gr = &e->graphs[g];
-        fix(&gr->name);
+        fix(&gr->name); fix(&gr->backend_note);
         uint64_t ops = 0;
         for (size_t k = 0; k < gr->n_nodes; k++) {
             MNode *n = &gr->nodes[k];
@@ -234,6 +234,7 @@ static void entry_free(MEntry *e)
         }
         free(gr->nodes);
         free(gr->name);
+        free(gr->backend_note);
     }
     free(e->graphs);
     for (size_t g = 0; g < e->n_guards; g++) {

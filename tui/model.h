@@ -45,6 +45,7 @@ typedef struct MGraph {
     MNode *nodes;   /* owned array */
     size_t n_nodes;
     uint64_t n_ops; /* call_* nodes */
+    char *backend_note; /* the backend's word on this graph (autotune's choice), "" */
 } MGraph;
 
 typedef struct MGuard {

@@ -311,6 +311,8 @@ static void tab_graph(Lines *out, const Model *m, const MFrame *f, int64_t cid, 
             char what[160];
             snprintf(what, sizeof what, "graph %s  %llu ops", gr->name, (unsigned long long)gr->n_ops);
             entry_title(out, e, what);
+            if (gr->backend_note && *gr->backend_note)
+                lines_addf(out, C_VALUE, "  %s", gr->backend_note);
             /* columns as wide as their widest cell, within limits */
             int w_op = 6, w_name = 4, w_target = 6, w_shape = 5, w_module = 6;
             for (size_t i = 0; i < gr->n_nodes; i++) {

@@ -137,6 +137,7 @@ static void fill_entry(MEntry *e, const DrRecord *rec, uint64_t origin_ns)
         MGraph *mg = mentry_add_graph(e);
         mg->name = xstrdup_clean(dg->name);
         mg->n_ops = dg->op_count;
+        mg->backend_note = xstrdup_clean(dg->backend_note);
         for (size_t k = 0; k < dg->n_nodes; k++) {
             const DrNode *dn = &dg->nodes[k];
             MNode *mn = mgraph_add_node(mg);

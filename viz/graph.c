@@ -260,6 +260,10 @@ static void set_graph_label(Agraph_t *g, const DrRecord *rec, const DrGraph *gra
     if (rec->entry != NULL)
         sb_addf(&b, " · %llu hit%s", (unsigned long long)rec->entry->hits,
                 rec->entry->hits == 1 ? "" : "s");
+    if (*graph->backend_note) {                 /* autotune's choice and its timings */
+        sb_add(&b, "</TD></TR><TR><TD ALIGN=\"LEFT\">");
+        vs_add_html(&b, graph->backend_note, 160, 0);
+    }
     sb_add(&b, "</TD></TR><TR><TD ALIGN=\"LEFT\"><TABLE ALIGN=\"LEFT\" BORDER=\"0\" "
                "CELLSPACING=\"3\" CELLPADDING=\"2\"><TR>");
     for (size_t i = 0; i < N_OP_COLORS; i++)

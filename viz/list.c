@@ -86,6 +86,11 @@ static void print_record(FILE *out, const DrRecord *rec)
         put(out, g->name);
         fprintf(out, "  %zu nodes  %llu ops    --graph %s\n", g->n_nodes,
                 (unsigned long long)g->op_count, id);
+        if (*g->backend_note) {
+            fputs("        ", out);
+            put(out, g->backend_note);
+            fputc('\n', out);
+        }
     }
     for (size_t i = 0; i < rec->n_breaks; i++) {
         const DrBreak *b = &rec->breaks[i];
