@@ -12,10 +12,16 @@ Per model (random weights, fp32, eval, no_grad, on `cuda`):
   * Python function calls per step (cProfile over 20 calls): what each
     compiler's host path runs beyond the kernels.
 `--mode reduce-overhead` compares dynamo.compile(mode=...) with
-torch.compile(mode=...). Only bench/ may import torch's own compiler.
+torch.compile(mode=...); `--ours autotune` compiles ours with the
+"autotune" backend (each graph's fastest correct candidate, stored in
+DYNAMO_AUTOTUNE_DIR: run it twice with the same directory and the second
+run reuses every choice without timing; `--candidates` narrows the list)
+against torch.compile's default mode. Only bench/ may import torch's own
+compiler.
 
 Usage: python bench/gpu_real.py [--models bert1,bert,gpt2,t5,llama,vit,resnet]
-           [--mode default|reduce-overhead] [--rounds 9] [--calls 50]
+           [--mode default|reduce-overhead] [--ours inductor|autotune]
+           [--candidates inductor,reduce-overhead,cudagraphs,eager] [--rounds 9] [--calls 50]
 """
 import argparse
 import cProfile
@@ -112,9 +118,12 @@ def first_tensor(out):
     return out[0] if isinstance(out, (tuple, list)) else getattr(out, "last_hidden_state", out)
 
 
+OURS = "inductor"
+
+
 def compile_ours(model, mode):
     if mode == "default":
-        return dynamo.optimize("inductor")(model)
+        return dynamo.optimize(OURS)(model)
     return dynamo.compile(model, mode=mode)
 
 
@@ -162,6 +171,11 @@ def bench(name, args):
         row["graphs"] = sum(len(r.graphs) for r in recs)
         row["breaks"] = sum(len(r.break_reasons or ()) for r in recs)
         row["equal"] = bool(torch.allclose(out, ref, rtol=1e-3, atol=1e-3))
+        if OURS == "autotune":
+            from dynamo.backends import autotune
+            row["choices"] = [g.gm.meta.get("backend_choice", "") for r in recs for g in r.graphs]
+            row["autotune"] = dict(autotune.stats)
+            autotune.reset_stats()
         fns = {"eager": model, "ours": ours, "tc": theirs}
         for f in fns.values():
             run(f, inp, 10)
@@ -183,12 +197,17 @@ def main():
     p.add_argument("--mode", default="default")
     p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--calls", type=int, default=50)
+    p.add_argument("--ours", default="inductor", choices=("inductor", "autotune"))
+    p.add_argument("--candidates", default="")
     args = p.parse_args()
+    global OURS
+    OURS = args.ours
+    dynamo.config.autotune_candidates = args.candidates
     if not torch.cuda.is_available():
         sys.exit("bench/gpu_real.py needs a CUDA device")
     torch_dynamo.config.cache_size_limit = 64
     print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; "
-          f"Python {sys.version.split()[0]}; mode {args.mode}", flush=True)
+          f"Python {sys.version.split()[0]}; mode {args.mode}; ours {args.ours}", flush=True)
     warm(args.mode)
     rows = []
     for name in args.models.split(","):
@@ -209,6 +228,12 @@ def main():
               f"{r['ours_ms'] / r['tc_ms']:.3f} | {r['ours_faster_rounds']}/{args.rounds} | "
               f"{r['ours_py_calls']:.0f}/{r['tc_py_calls']:.0f} | "
               f"{r['ours_compile_s']:.1f}/{r['tc_compile_s']:.1f} |")
+    done = [r for r in rows if "error" not in r]
+    if done:
+        geo = statistics.geometric_mean([r["tc_ms"] / r["ours_ms"] for r in done])
+        worst = min(r["eager_ms"] / r["ours_ms"] for r in done)
+        print(f"\ngeomean speed-up of ours over torch.compile: {geo:.3f}x; "
+              f"slowest vs eager: {worst:.3f}x eager's speed")
 
 
 if __name__ == "__main__":
