@@ -98,13 +98,18 @@ def test_a_failing_or_wrong_candidate_is_dropped_with_its_reason(store):
     def wrong(gm, example_inputs):
         return lambda *args: tuple(t + 1 for t in gm.forward(*args))
 
-    config.autotune_candidates = "test_autotune_broken,test_autotune_wrong,eager"
+    @register_backend("test_autotune_close")
+    def close(gm, example_inputs):      # another summation order: 1e-4 off, accepted
+        return lambda *args: tuple(t * (1 + 1e-4) for t in gm.forward(*args))
+
+    config.autotune_candidates = "test_autotune_broken,test_autotune_wrong,test_autotune_close,eager"
     m = mlp().eval()
     x = torch.randn(8, 16)
     with torch.no_grad():
         assert torch.allclose(dynamo.optimize("autotune")(m)(x), m(x))
     [choice] = _choices()
-    assert choice.startswith("autotune: eager (tuned;")
+    assert choice.startswith("autotune: ")
+    assert "test_autotune_close " in choice and "test_autotune_close failed" not in choice
     assert "test_autotune_broken failed (RuntimeError: cannot compile this)" in choice
     assert "test_autotune_wrong failed (RuntimeError: results differ from eager's" in choice
 

@@ -12,7 +12,9 @@ Contract:
     "eager" (the captured graph as it is) is always a candidate and is the
     reference, so the choice is never slower than eager on the example.
   * Checking: each candidate's results on the example inputs must equal
-    eager's (testing.same, rtol/atol 1e-4); a graph whose eager results
+    eager's: within rtol/atol 1e-3 element-wise, or an error norm within
+    1e-3 of the result's norm (a GPU's TF32 convolutions and another
+    reduction order differ by more than 1e-4 per element); a graph whose eager results
     change with the random seed (dropout) is checked on shapes and dtypes
     only. A candidate that fails to compile, raises or differs is dropped,
     with its reason kept for the report.
@@ -55,6 +57,7 @@ from .registry import list_backends, lookup, register_backend
 
 STORE_VERSION = 1
 WARMUP_CALLS = 3
+TOLERANCE = 1e-3
 
 stats = {"tuned": 0, "reused": 0, "timed_calls": 0}
 
@@ -259,12 +262,31 @@ def _detached(out):
 
 
 def _matches(expected, got, shapes_only):
-    if not shapes_only:
-        return testing.same(expected, got)
     flat_e, flat_g = _flatten(expected), _flatten(got)
-    return len(flat_e) == len(flat_g) and all(
-        (a.shape, a.dtype) == (b.shape, b.dtype) if isinstance(a, torch.Tensor)
-        else type(a) is type(b) for a, b in zip(flat_e, flat_g))
+    if len(flat_e) != len(flat_g):
+        return False
+    for a, b in zip(flat_e, flat_g):
+        if not isinstance(a, torch.Tensor):
+            if type(a) is not type(b) or (not shapes_only and a != b):
+                return False
+        elif not isinstance(b, torch.Tensor) or (a.shape, a.dtype) != (b.shape, b.dtype):
+            return False
+        elif not shapes_only and not _close(a, b):
+            return False
+    return True
+
+
+def _close(a, b):
+    """Equal within what another kernel choice changes (see the module doc)."""
+    if not (a.is_floating_point() or a.is_complex()):
+        return torch.equal(a, b)
+    if torch.allclose(a, b, rtol=TOLERANCE, atol=TOLERANCE):
+        return True
+    a64, b64 = a.double(), b.double()
+    if not torch.isfinite(a64).all() or not torch.isfinite(b64).all():
+        return bool(torch.equal(a64.isnan(), b64.isnan())) and \
+            torch.allclose(a64.nan_to_num(), b64.nan_to_num(), rtol=TOLERANCE, atol=TOLERANCE)
+    return float((a64 - b64).norm()) <= TOLERANCE * max(float(a64.norm()), 1.0)
 
 
 def _flatten(out):
