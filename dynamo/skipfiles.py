@@ -67,21 +67,29 @@ def _stdlib_dirs():
     return tuple(sorted({_real_dir(paths[k]) for k in ("stdlib", "platstdlib") if k in paths}))
 
 
+def _locations(name):
+    """Where the package or module `name` is installed: its directories
+    (each ending in os.sep) or its single file; [] when it is not installed
+    (or its parent package fails to import)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [_real_dir(d) for d in spec.submodule_search_locations]
+    if spec.origin and os.path.isfile(spec.origin):
+        return [os.path.realpath(spec.origin)]
+    return []
+
+
 def _package_locations():
     """(location, package) for each skipped package that is installed: a
     directory (ending in os.sep) or a single file."""
     out = [(_real_dir(os.path.dirname(os.path.abspath(__file__))), "dynamo")]
     for name in SKIP_PACKAGES:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            continue
-        if spec is None:
-            continue
-        if spec.submodule_search_locations:
-            out += [(_real_dir(d), name) for d in spec.submodule_search_locations]
-        elif spec.origin and os.path.isfile(spec.origin):
-            out.append((os.path.realpath(spec.origin), name))
+        out += [(location, name) for location in _locations(name)]
     return tuple(out)
 
 
@@ -94,19 +102,7 @@ INLINED_TORCH_CODE = (
 
 
 def _inlined_locations():
-    out = []
-    for name, _why in INLINED_TORCH_CODE:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            continue
-        if spec is None:
-            continue
-        if spec.submodule_search_locations:
-            out += [_real_dir(d) for d in spec.submodule_search_locations]
-        elif spec.origin and os.path.isfile(spec.origin):
-            out.append(os.path.realpath(spec.origin))
-    return tuple(out)
+    return tuple(location for name, _why in INLINED_TORCH_CODE for location in _locations(name))
 
 
 _SITE_DIRS = _site_dirs()

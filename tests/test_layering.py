@@ -96,14 +96,10 @@ FLOORS = [
 
 # Import cycles between modules that are allowed, by the package that holds
 # them all (a cycle is allowed when every module in it is that package or
-# inside it), and why.
-ALLOWED_MODULE_CYCLES = {
-    "dynamo.tracer.variables":
-        "the VariableTracker kinds make one another (a class called builds an instance of any "
-        "kind, an op on a container wraps its items as any kind, builder.wrap makes every kind) "
-        "through function-level imports and builder.py's imports of the package's names; issue "
-        "28 (item 3) untangles them, and this entry narrows with it",
-}
+# inside it), and why.  None: the variable kinds that make one another
+# reach the modules above them through tracer/variables/kinds.py, a late
+# lookup bound once by the package's __init__ (test_variables_reach_up_only_through_kinds).
+ALLOWED_MODULE_CYCLES = {}
 
 
 def _allowed(cycle):
@@ -127,6 +123,64 @@ def test_no_module_imports_its_own_package():
     assert ups == []
 
 
+def _kinds_lookups():
+    """{(module, line): [name, ...]} of the `from .kinds import ...`
+    statements in dynamo/tracer/variables/."""
+    import ast
+    found = {}
+    for path, module, _ in layering._py_modules():
+        if not module.startswith("dynamo.tracer.variables."):
+            continue
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module == "kinds":
+                found[(module, node.lineno)] = [a.name for a in node.names]
+    return found
+
+
+def _reaches(edges, src, dst):
+    """Is there a path of import edges from module src to module dst?"""
+    graph = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+    seen, todo = {src}, [src]
+    while todo:
+        for b in graph.get(todo.pop(), ()):
+            if b == dst:
+                return True
+            if b not in seen:
+                seen.add(b)
+                todo.append(b)
+    return False
+
+
+def test_variables_reach_up_only_through_kinds():
+    """The variable kinds import one another downwards; a kind that makes a
+    kind of a module above it reads the name from kinds.py, which imports
+    nothing of dynamo and is bound once by the package's __init__.  Every
+    name read from there is in kinds.LATE and bound to its module's object,
+    no LATE name is unused, and each lookup is needed: the module defining
+    the name imports (directly or not) the module reading it, so a plain
+    import would close a cycle."""
+    from dynamo.tracer import variables
+    from dynamo.tracer.variables import kinds
+    edges = layering.py_module_edges()
+    assert [b for (a, b) in edges if a == "dynamo.tracer.variables.kinds"] == []
+    home = {name: module for module, names in kinds.LATE.items() for name in names}
+    assert len(home) == sum(len(names) for names in kinds.LATE.values()), "a name twice in LATE"
+    for name, module in home.items():
+        assert getattr(kinds, name) is getattr(getattr(variables, module), name)
+    lookups = _kinds_lookups()
+    used = {name for names in lookups.values() for name in names}
+    assert used - set(home) == set(), "read from kinds but not in kinds.LATE"
+    assert set(home) - used == set(), "in kinds.LATE but read nowhere"
+    direct = [f"{module}:{line} {name} (import it from .{home[name]})"
+              for (module, line), names in sorted(lookups.items()) for name in names
+              if not _reaches(edges, f"dynamo.tracer.variables.{home[name]}", module)]
+    assert direct == [], "late lookups with no cycle to break:\n" + "\n".join(direct)
+
+
 def _imports_up(edges):
     """The room edges of `edges` that go to a floor above their own."""
     floor = {room: i for i, (_, rooms) in enumerate(FLOORS) for room in rooms}
@@ -146,12 +200,16 @@ def test_python_rooms_stay_on_their_floors():
 
 
 def test_checkers_see_a_cycle_and_an_import_up():
-    """The checks themselves: a loop of modules outside the allowed packages
-    is reported, one inside is allowed; an import of the API from below is
-    up a floor, one the other way is not."""
+    """The checks themselves: a loop of modules is reported (none is
+    allowed), a path of imports is followed; an import of the API from
+    below is up a floor, one the other way is not."""
     assert not _allowed(["dynamo.guards", "dynamo.output_graph"])
-    assert _allowed(["dynamo.tracer.variables", "dynamo.tracer.variables.base"])
-    assert not _allowed(["dynamo.tracer.variables.base", "dynamo.tracer.frame"])
+    assert not _allowed(["dynamo.tracer.variables", "dynamo.tracer.variables.base"])
+    assert _reaches({("a", "b"): [], ("b", "c"): []}, "a", "c")
+    assert not _reaches({("a", "b"): [], ("b", "c"): []}, "c", "a")
+    edges = layering.py_module_edges()
+    assert _reaches(edges, "dynamo.tracer.variables.builder", "dynamo.tracer.variables.base")
+    assert ("dynamo.tracer.variables.base", "dynamo.tracer.variables.kinds") in edges
     edge = [("dynamo.guards", "dynamo.eval_frame")]
     assert len(_imports_up({("dynamo/guards", "dynamo/eval_frame"): edge})) == 1
     assert _imports_up({("dynamo/eval_frame", "dynamo/guards"): edge}) == []

@@ -6,8 +6,10 @@ comparisons, `in`), torch (torch modules,
 functions, grad mode), nn_module, misc (Python modules, user objects,
 skipped callables), autograd_function (autograd.Function.apply), optimizer
 (torch.optim optimizers: the step traced), builder (wrap real values with
-guards).
+guards); kinds (the names a module reads from a module above it at trace
+time, bound here once every module has loaded).
 """
+import sys
 from .base import (CellVariable, ClassVariable, ConstantVariable, NullVariable, OpaqueVariable,
                    VariableTracker)
 from .builder import wrap, wrap_const
@@ -21,3 +23,7 @@ from .nn_module import NNModuleVariable
 from .optimizer import OptimizerVariable
 from .tensor import TensorVariable
 from .torch import GradModeVariable, TorchFunctionVariable, WithExitVariable
+
+# the one place the upward references are bound (kinds.py says why)
+from . import autograd_function, compare, kinds, model_output  # noqa: E402,F401
+kinds.bind(sys.modules[__name__])

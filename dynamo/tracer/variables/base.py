@@ -35,7 +35,7 @@ def user_getattribute(cls):
     getattribute = getattr_static(cls, "__getattribute__")
     if getattribute in GENERIC_GETATTRIBUTE:
         return None
-    from .builder import is_skipped_function
+    from .kinds import is_skipped_function
     if isinstance(getattribute, types.FunctionType) and not is_skipped_function(getattribute) and \
             not (getattribute.__module__ or "").startswith("torch."):
         return getattribute
@@ -206,11 +206,11 @@ class ConstantVariable(VariableTracker):
         raise Unsupported(f"iteration over {type(self.value).__name__} constant")
 
     def var_getattr(self, tx, name):
-        from .functions import ConstantMethodVariable
+        from .kinds import ConstantMethodVariable
         try:
             attr = getattr(self.value, name)
         except AttributeError as e:        # hasattr()/getattr(default) fold it; else a break
-            from .builtin import ObservedAttributeError
+            from .kinds import ObservedAttributeError
             raise ObservedAttributeError(str(e)) from None
         if callable(attr):
             return ConstantMethodVariable(self, name)
@@ -257,9 +257,9 @@ class ClassVariable(VariableTracker):
         if name == "__subclasses__" and isinstance(self.value, type):
             return SubclassesMethodVariable(self.value)
         if name == "fromkeys" and self.value is collections.OrderedDict:
-            from .containers import DictFromKeysVariable
+            from .kinds import DictFromKeysVariable
             return DictFromKeysVariable(self.value)
-        from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
+        from .kinds import AutogradFunctionApplyVariable, is_autograd_function
         if name == "apply" and is_autograd_function(self.value):
             return AutogradFunctionApplyVariable(self.value)
         value = getattr(self.value, name)
@@ -268,28 +268,28 @@ class ClassVariable(VariableTracker):
         return tx.wrap(value, src)
 
     def call(self, tx, args, kwargs):
-        from .builtin import call_builtin_class
-        from .containers import NamedTupleVariable
-        from .model_output import ModelOutputVariable, is_model_output_class
+        from .kinds import call_builtin_class
+        from .kinds import NamedTupleVariable
+        from .kinds import ModelOutputVariable, is_model_output_class
         cls = self.value
         if is_model_output_class(cls):
             return ModelOutputVariable.create(tx, cls, args, kwargs)
         if cls is functools.partial:
-            from .functions import PartialVariable
+            from .kinds import PartialVariable
             return PartialVariable.construct(tx, args, kwargs)
-        from .torch import autocast_block, autocast_noop, profiler_noop
+        from .kinds import autocast_block, autocast_noop, profiler_noop
         ctx = autocast_noop(tx, cls, args, kwargs) or profiler_noop(tx, cls, args, kwargs) \
             or autocast_block(tx, cls, args, kwargs)
         if ctx is not None:
             return ctx
         if issubclass(cls, tuple) and hasattr(cls, "_fields") and hasattr(cls, "_make"):
             return NamedTupleVariable(_bind_fields(tx, cls, args, kwargs), cls._fields, cls=cls)
-        from .autograd_function import AutogradFunctionVariable, is_autograd_function
+        from .kinds import AutogradFunctionVariable, is_autograd_function
         if is_autograd_function(cls) and not args and not kwargs:
             return AutogradFunctionVariable(cls)       # Fn(): only used for Fn().apply
-        from .misc import NewObjectVariable, is_plain_user_class, is_state_module_class
+        from .kinds import NewObjectVariable, is_plain_user_class, is_state_module_class
         if issubclass(cls, torch.nn.Module) and (cls.__module__ or "").startswith("torch.nn."):
-            from .torch import _construct_stateless_module
+            from .kinds import _construct_stateless_module
             return _construct_stateless_module(tx, cls, args, kwargs)
         if is_plain_user_class(cls) or is_state_module_class(cls):
             return NewObjectVariable.construct(tx, self, args, kwargs)
@@ -314,7 +314,7 @@ class SubclassesMethodVariable(VariableTracker):
         self.cls = cls
 
     def call(self, tx, args, kwargs):
-        from .containers import ListVariable
+        from .kinds import ListVariable
         if args or kwargs:
             raise Unsupported("__subclasses__() takes no arguments")
         return ListVariable([ClassVariable(c) for c in type.__subclasses__(self.cls)])

@@ -23,7 +23,7 @@ from ...modes import hook_off
 from ...output_graph import OutputGraph, _check_inplace_cast, _check_same_dtypes, _has_node
 from .base import ClassVariable, ConstantVariable, OpaqueVariable, is_constant_value
 from .builtin import BuiltinVariable, is_builtin_callable
-from .containers import DictVariable, ListVariable, TupleVariable, wrap_sequence_items
+from .containers import DictVariable, ListVariable, SizeVariable, TupleVariable, wrap_sequence_items
 from .functions import (LruCacheWrapperVariable, UserFunctionVariable, UserMethodVariable,
                         is_lru_cache_wrapper)
 from .misc import (PythonModuleVariable, SkippedFunctionVariable, TypingAliasVariable, TypingCastVariable,
@@ -31,6 +31,7 @@ from .misc import (PythonModuleVariable, SkippedFunctionVariable, TypingAliasVar
 from .nn_module import NNModuleVariable
 from ...skipfiles import is_inlined_torch_code
 from .optimizer import OptimizerVariable, is_optimizer
+from .tensor import TensorVariable
 from .torch import (TorchFunctionVariable, TorchModuleVariable, is_graphable_torch_callable,
                     is_state_query, is_torch_object)
 
@@ -329,7 +330,6 @@ __all__ = ["wrap", "wrap_torch_attr", "wrap_const", "is_skipped_function", "sys"
 # nodes and example values in, VariableTrackers out)
 
 def _tensor_args(args, kwargs):
-    from . import TensorVariable
     return [a for a in (*args, *kwargs.values()) if isinstance(a, TensorVariable)]
 
 
@@ -430,7 +430,6 @@ class GraphBuilder(OutputGraph):
             self.add_guard(source, SAME_OBJECT, seen[1].source, True)
             self.inputs[key] = seen[1]
             return seen[1]
-        from . import TensorVariable
         self.guards.append(Guard(source, TENSOR_MATCH, (value,)))   # lowered in final_guards
         rank = (_rank(source), next(self.input_order))
         before = None
@@ -497,7 +496,6 @@ class GraphBuilder(OutputGraph):
         var = self.attr_nodes.get(id(tensor))
         if var is not None:
             return var
-        from . import TensorVariable
         target = self._target(_mangle(source), tensor)
         node = self.graph.get_attr(target)
         self._tag(node)
@@ -507,8 +505,6 @@ class GraphBuilder(OutputGraph):
         return var
 
     def _examples(self, value):
-        from . import (ConstantVariable, DictVariable, TensorVariable,
-                                       TupleVariable, ListVariable)
         from .symbolic import SliceVariable, SymNodeVariable
         if isinstance(value, (TensorVariable, SymNodeVariable)):
             return value.example, value.node
@@ -636,7 +632,6 @@ class GraphBuilder(OutputGraph):
         whose result (a number of a kind known from the operands' kinds, or
         a tensor shaped like the tensor operand) does not depend on the
         number's value; the example values use a stand-in of the right kind."""
-        from . import ConstantVariable, TensorVariable
         from .tensor import ScalarOutputVariable
         fn = _INPLACE_NUMBER_OPS.get(fn, fn)     # numbers have no in-place forms
         if fn not in _SCALAR_OPS:
@@ -693,7 +688,6 @@ class GraphBuilder(OutputGraph):
         SymNodeVariables or numbers: a node whose example is computed on the
         examples (a constant result, `s0 * 0`, is a constant). None when an
         argument is something else (the caller specializes)."""
-        from . import ConstantVariable
         from .symbolic import SymNodeVariable, is_symbolic, specialize
         fn = _INPLACE_NUMBER_OPS.get(fn, fn)
         nodes, examples = [], []
@@ -723,7 +717,6 @@ class GraphBuilder(OutputGraph):
         """A symbolic size (or a torch.Size / tuple holding some) returned
         by an op: a node, and SymNodeVariables for its symbolic items. None
         when `example` holds no symbolic size."""
-        from . import ConstantVariable, SizeVariable, TupleVariable
         from .symbolic import SymNodeVariable, is_symbolic
         from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
         items = example if type(example) in (torch.Size, tuple) else (example,)
@@ -748,7 +741,6 @@ class GraphBuilder(OutputGraph):
         return (SizeVariable if type(example) is torch.Size else TupleVariable)(out)
 
     def _wrap_result(self, op, target, n_args, n_kw, example, effect=False, called=None):
-        from . import ConstantVariable, TensorVariable, TupleVariable, ListVariable
         from .containers import NamedTupleVariable
         from .base import is_constant_value
         if not isinstance(example, torch.Tensor) and not effect:
@@ -783,7 +775,6 @@ class GraphBuilder(OutputGraph):
         """VTs of the items of a tuple or list result at `node`: tensors as
         getitem nodes, constants as they are, a nested tuple or list of
         those (an LSTM's `(output, (h, c))`) item by item in turn."""
-        from . import ConstantVariable, ListVariable, TensorVariable, TupleVariable
         from .base import is_constant_value
         items = []
         for i, e in enumerate(example):
@@ -807,8 +798,6 @@ class GraphBuilder(OutputGraph):
         """The real value of traced value `var` for this frame's inputs: a
         graph tensor is computed by running the graph so far on the real
         inputs (hook off, grad mode restored); containers item by item."""
-        from . import (DictVariable, ListVariable, TensorVariable,
-                                       TupleVariable)
         if isinstance(var, TensorVariable):
             if var.node.op == "placeholder":
                 return var.node.meta["real"]
@@ -848,7 +837,6 @@ class GraphBuilder(OutputGraph):
         """dynamo.assume_constant_result: call `fn` now on the real values of
         `args` and put its result into the graph as a constant (a tensor
         becomes a get_attr of the GraphModule)."""
-        from . import ConstantVariable
         from .base import is_constant_value
         real_args = [self.real_value(a) for a in args]
         real_kw = {k: self.real_value(v) for k, v in kwargs.items()}
@@ -858,7 +846,6 @@ class GraphBuilder(OutputGraph):
             return ConstantVariable(result)
         if isinstance(result, torch.Tensor):
             return self.constant_tensor(result, getattr(fn, "__name__", "constant"))
-        from . import DictVariable, ListVariable, TupleVariable
 
         def item(r):
             if is_constant_value(r):
@@ -874,7 +861,6 @@ class GraphBuilder(OutputGraph):
 
     def constant_tensor(self, tensor, base):
         """A tensor constant of the graph: a get_attr node on a detached copy."""
-        from . import TensorVariable
         value = tensor.detach().clone()
         target = self._target(f"_const_{_identifier(base)}_{len(self.root)}", value)
         node = self.graph.get_attr(target)
@@ -891,7 +877,6 @@ class GraphBuilder(OutputGraph):
         graph that ends at a tensor branch, as under torch.compile; the
         generated code still reads the input from its source).
         Returns (GraphInfo or None, {node: output index}, [input sources])."""
-        from . import TensorVariable
         from .symbolic import SymNodeVariable
         from .tensor import ScalarOutputVariable
         outputs, index = [], {}

@@ -165,7 +165,7 @@ _PLAIN_CONSTANTS = (type(None), bool, int, float, complex, str, bytes, tuple, fr
 
 def compare_op(tx, fn, a, b):
     """a <fn> b (fn one of operator's six comparisons) for traced values."""
-    from .builtin import sym_operands
+    from .kinds import sym_operands
     out, specialized = sym_operands(tx, fn, [a, b])
     if out is not None:
         return out              # a relation of symbolic sizes: a SymBool node
@@ -251,7 +251,7 @@ def _compare_slot(tx, obj, fn, other):
     name = _DUNDER[fn]
     if is_user_object(obj):
         method, src = _type_attribute(tx, obj, name)
-        from .builder import is_skipped_function
+        from .kinds import is_skipped_function
         if isinstance(method, types.FunctionType) and not is_skipped_function(method):
             from .functions import UserMethodVariable
             return UserMethodVariable(method, obj, fn_source=src).call(tx, [other], {})
@@ -366,7 +366,7 @@ def _user_contains(tx, item, container):
     `except KeyError: False`), its __getitem__ inlined with a missing key
     answering False. None when neither applies."""
     import collections.abc
-    from .builder import is_skipped_function
+    from .kinds import is_skipped_function
     method = getattr_static(container.python_type(), "__contains__", None)
     if method is collections.abc.Mapping.__contains__:
         from .containers import ObservedKeyError

@@ -50,7 +50,7 @@ class BaseListVariable(VariableTracker):
         cg.emit(self.build_op, arg=len(self.items))
 
     def call_method(self, tx, name, args, kwargs):
-        from .builtin import BuiltinVariable
+        from .kinds import BuiltinVariable
         if name == "__getitem__":
             return self.getitem(tx, args[0])
         if name == "__len__":
@@ -58,18 +58,18 @@ class BaseListVariable(VariableTracker):
         if name == "__reversed__" and not args and not kwargs:
             return ListIteratorVariable.reversed_over(tx, self)
         if name == "index" and len(args) == 1 and not kwargs:
-            from .compare import element_matches
+            from .kinds import element_matches
             for i, v in enumerate(self.items):
                 if element_matches(tx, v, args[0]):
                     return ConstantVariable(i)
             raise Unsupported("list.index of a value not found at trace time")
         if name == "count" and len(args) == 1 and not kwargs:
-            from .compare import element_matches
+            from .kinds import element_matches
             return ConstantVariable(sum(1 for v in list(self.items) if element_matches(tx, v, args[0])))
         return super().call_method(tx, name, args, kwargs)
 
     def var_getattr(self, tx, name):
-        from .functions import BoundMethodVariable
+        from .kinds import BoundMethodVariable
         return BoundMethodVariable(self, name)
 
     def __repr__(self):
@@ -218,7 +218,7 @@ class DictVariable(VariableTracker):
         tx.output.mutated_lists[id(self)] = self
 
     def var_getattr(self, tx, name):
-        from .functions import BoundMethodVariable
+        from .kinds import BoundMethodVariable
         return BoundMethodVariable(self, name)
 
     def call_method(self, tx, name, args, kwargs):
@@ -229,7 +229,7 @@ class DictVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.items))
         if name == "__contains__":
-            from .compare import contains
+            from .kinds import contains
             return ConstantVariable(contains(tx, args[0], self))
         if name == "get":
             k = args[0].as_python_constant()
@@ -447,7 +447,7 @@ class ListIteratorVariable(VariableTracker):
         return self.seq is not None and not self.exhausted
 
     def var_getattr(self, tx, name):
-        from .functions import BoundMethodVariable
+        from .kinds import BoundMethodVariable
         if name == "__setstate__" and self.seq is not None:
             return BoundMethodVariable(self, name)
         raise Unsupported(f"attribute {name} of a traced iterator")

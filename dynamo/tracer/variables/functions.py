@@ -409,7 +409,7 @@ class SuperVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         import inspect
-        from .builtin import ObservedAttributeError
+        from .kinds import ObservedAttributeError
         obj = self.obj
         if isinstance(obj, ClassVariable) and isinstance(obj.value, type) and \
                 issubclass(obj.value, self.cls):
@@ -425,7 +425,7 @@ class SuperVariable(VariableTracker):
                 break
         else:
             raise ObservedAttributeError(f"'super' object has no attribute {name!r}")
-        from .misc import (NewObjectVariable, NoopInitVariable, SkippedFunctionVariable,
+        from .kinds import (NewObjectVariable, NoopInitVariable, SkippedFunctionVariable,
                            UserDefinedObjectVariable)
         if name == "__init__" and isinstance(obj, NewObjectVariable) and \
                 (base is object or (base is torch.nn.Module and obj.is_module)):
@@ -439,7 +439,7 @@ class SuperVariable(VariableTracker):
         if isinstance(attr, property) and inspect.isfunction(attr.fget):
             return UserFunctionVariable(attr.fget).call(tx, [obj], {})
         if inspect.isfunction(attr):
-            from .builder import is_skipped_function
+            from .kinds import is_skipped_function
             # torch's own methods run for real (Module.__setattr__ and the
             # like), except a torch.nn module's forward, which is traced
             in_torch = (attr.__module__ or "").startswith("torch.")
@@ -453,7 +453,7 @@ class SuperVariable(VariableTracker):
         if real is None:
             raise Unsupported(f"super().{name} ({type(attr).__name__})")
         from .base import GENERIC_GETATTRIBUTE
-        from .nn_module import NNModuleVariable
+        from .kinds import NNModuleVariable
         if name == "__call__" and attr is torch.nn.Module.__dict__["__call__"] and \
                 isinstance(obj, NNModuleVariable):
             return SuperModuleCallVariable(getattr(super(self.cls, real), name), self, name)
@@ -464,8 +464,8 @@ class SuperVariable(VariableTracker):
 
     def _real_object(self):
         """The object super() binds, when the tracer holds the real one."""
-        from .misc import UserDefinedObjectVariable
-        from .nn_module import NNModuleVariable
+        from .kinds import UserDefinedObjectVariable
+        from .kinds import NNModuleVariable
         if isinstance(self.obj, NNModuleVariable):
             return self.obj.module
         if isinstance(self.obj, (UserDefinedObjectVariable, ClassVariable)):

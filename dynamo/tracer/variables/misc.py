@@ -27,7 +27,7 @@ class ModuleVariable(VariableTracker):
         return True
 
     def var_getattr(self, tx, name):
-        from .builtin import ObservedAttributeError
+        from .kinds import ObservedAttributeError
         if not hasattr(self.module, name):
             raise ObservedAttributeError(f"module {self.module.__name__} has no attribute {name}")
         value = getattr(self.module, name)
@@ -269,7 +269,7 @@ class UserDefinedObjectVariable(VariableTracker):
         """`obj.name` as Python reads it: the class's own __getattribute__
         (a Python function: inlined, with `name` as a constant) or the
         generic lookup, then __getattr__ when that raised AttributeError."""
-        from .builtin import ObservedAttributeError
+        from .kinds import ObservedAttributeError
         stored = tx.output.attr_stores.get((id(self.value), name))
         if stored is not None:
             return stored[1]
@@ -313,7 +313,7 @@ class UserDefinedObjectVariable(VariableTracker):
     def generic_getattr(self, tx, name, with_getattr=True):
         """object.__getattribute__(obj, name) (then the class's __getattr__
         on a miss, unless `with_getattr` is False)."""
-        from .builtin import ObservedAttributeError
+        from .kinds import ObservedAttributeError
         from .functions import UserMethodVariable
         obj, cls = self.value, type(self.value)
         src = AttrSource(self.source, name) if self.source is not None else None
@@ -430,7 +430,7 @@ def is_state_module_class(cls):
     and a counter): no forward, no attribute protocol of its own, Python
     __init__s down to nn.Module's. Its attributes must not be parameters,
     buffers or modules (NewObjectVariable.store_attr checks)."""
-    from .builder import is_skipped_function
+    from .kinds import is_skipped_function
     if not isinstance(cls, type) or type(cls) is not type or not issubclass(cls, torch.nn.Module):
         return False
     if (cls.__module__ or "").split(".")[0] in ("torch", "dynamo"):
@@ -452,7 +452,7 @@ def is_plain_user_class(cls):
     abc.ABCMeta, with no abstract method left), made by object.__new__,
     with a plain instance __dict__ and attribute protocol."""
     import abc
-    from .builder import is_skipped_function
+    from .kinds import is_skipped_function
     if not isinstance(cls, type) or type(cls) not in (type, abc.ABCMeta) or cls.__module__ == "builtins":
         return False
     if getattr(cls, "__abstractmethods__", None):    # cannot be made: eager raises TypeError
@@ -519,7 +519,7 @@ class NewObjectVariable(VariableTracker):
         return True
 
     def var_getattr(self, tx, name):
-        from .builtin import ObservedAttributeError
+        from .kinds import ObservedAttributeError
         from .functions import UserFunctionVariable, UserMethodVariable
         if name in self.attrs:
             return self.attrs[name]
@@ -568,7 +568,7 @@ class NewObjectVariable(VariableTracker):
 
     def store_attr(self, tx, name, value):
         if self.is_module:
-            from .nn_module import NNModuleVariable
+            from .kinds import NNModuleVariable
             from .tensor import TensorVariable
             if isinstance(value, (NNModuleVariable, NewObjectVariable)) and \
                     issubclass(value.python_type(), torch.nn.Module) or \

@@ -154,7 +154,7 @@ class NNModuleVariable(VariableTracker):
         tx.output.add_guard(AttrSource(self.source, "training"), EQUALS_MATCH, self.module.training)
 
     def var_getattr(self, tx, name):
-        from .builtin import ObservedAttributeError
+        from .kinds import ObservedAttributeError
         from .functions import UserFunctionVariable, UserMethodVariable
         mod = self.module
         cls = type(mod)

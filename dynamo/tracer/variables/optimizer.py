@@ -189,8 +189,10 @@ def _unwrap_step(fn):
     return fn, use_grad
 
 
-class OptimizerStepVariable(VariableTracker):
-    """`opt.step` of an OptimizerVariable; calling it inlines the step."""
+class OptimizerMethodVariable(VariableTracker):
+    """A method of an OptimizerVariable (`opt_var`) the tracer runs its own
+    way: a bound method, always true; the subclass says what calling it
+    does."""
 
     def __init__(self, opt_var):
         super().__init__(None)
@@ -201,6 +203,10 @@ class OptimizerStepVariable(VariableTracker):
 
     def truth(self, tx):
         return True
+
+
+class OptimizerStepVariable(OptimizerMethodVariable):
+    """`opt.step` of an OptimizerVariable; calling it inlines the step."""
 
     def call(self, tx, args, kwargs):
         from .functions import UserMethodVariable
@@ -321,19 +327,9 @@ def _trace_groups(tx, opt_var):
     return end
 
 
-class InitGroupVariable(VariableTracker):
+class InitGroupVariable(OptimizerMethodVariable):
     """`opt._init_group` of an OptimizerVariable: run on the real objects
     at trace time (lazy state init), its lists filled with traced values."""
-
-    def __init__(self, opt_var):
-        super().__init__(None)
-        self.opt_var = opt_var
-
-    def python_type(self):
-        return types.MethodType
-
-    def truth(self, tx):
-        return True
 
     def call(self, tx, args, kwargs):
         from .containers import DictVariable, ListVariable

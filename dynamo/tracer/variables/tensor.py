@@ -149,7 +149,7 @@ class TensorVariable(VariableTracker):
             # AttributeError, which hasattr() and getattr(t, name, default)
             # fold to a constant (an attribute set on the object after the
             # compile is not seen: docs/USER_GUIDE.md, "Known limits")
-            from .builtin import ObservedAttributeError
+            from .kinds import ObservedAttributeError
             raise ObservedAttributeError(f"{self.cls.__name__} has no attribute {name!r}")
         raise Unsupported(f"tensor attribute .{name}")
 

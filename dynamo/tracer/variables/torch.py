@@ -205,7 +205,7 @@ class TorchModuleVariable(ModuleVariable):
         return self.module
 
     def wrap_attr(self, tx, value, source):
-        from .builder import wrap_torch_attr
+        from .kinds import wrap_torch_attr
         return wrap_torch_attr(tx, value, source)
 
     def __repr__(self):
