@@ -559,3 +559,69 @@ def test_set_logs_in_process(capsys):
     dynamo.optimize("eager")(lambda x: x + 1)(torch.ones(2))
     assert "[dynamo." not in capsys.readouterr().err
 
+
+
+# ---------------------------------------------------------------- directives without torch's dynamo
+
+def test_allow_in_graph_is_recorded_by_the_public_function_not_read_from_torch():
+    """torch.compiler.allow_in_graph is wrapped at import of dynamo: it calls
+    torch's function and records into dynamo's own table; no module of
+    dynamo reads torch's dynamo tables."""
+    import pathlib
+    from dynamo import decorators
+    wrapper = torch.compiler.allow_in_graph
+    assert getattr(wrapper, decorators._RECORDS_ATTR, False) and wrapper.__wrapped__ is not wrapper
+    decorators.install_torch_directives()              # idempotent: not wrapped twice
+    assert torch.compiler.allow_in_graph is wrapper
+
+    def op_a(x):
+        return x + 1
+
+    def op_b(x):
+        return x - 1
+    assert not decorators.is_allowed(op_a)
+    assert torch.compiler.allow_in_graph([op_a, op_b]) is not None      # a list, as torch takes
+    assert decorators.is_allowed(op_a) and decorators.is_allowed(op_b)
+    assert not decorators.is_allowed(torch.sin)          # torch's own: left to the torch rules
+    root = pathlib.Path(decorators.__file__).parent
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        assert "trace_rules" not in text and "_allowed_callable_ids" not in text, path
+
+
+ALLOW_SCRIPT = r'''
+import torch
+def early(x):
+    return x.relu() + 1
+torch.compiler.allow_in_graph(early)          # before import dynamo: not seen (the limit)
+import dynamo
+def late(x):
+    return x.relu() - 1
+torch.compiler.allow_in_graph(late)
+graphs = []
+def backend(gm, ex):
+    graphs.append(gm)
+    return gm.forward
+def f(x):
+    return early(x) * late(x)
+dynamo.optimize(backend)(f)(torch.randn(4))
+targets = [n.target for n in graphs[0].graph.nodes if n.op == "call_function"]
+print("early", early in targets, "late", late in targets, "graphs", len(graphs))
+'''
+
+
+def test_allow_in_graph_before_import_is_the_documented_limit(tmp_path):
+    """A call after `import dynamo` makes one node; one made before is not
+    seen (inlined instead: the limit docs/FROM_TORCH_COMPILE.md states)."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "allow.py"
+    script.write_text(ALLOW_SCRIPT)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("DYNAMO_LOGS", None)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "early False late True graphs 1" in out.stdout, out.stdout
