@@ -283,7 +283,8 @@ def _init():
         dynamo_version = version("dynamo")
     except Exception:  # noqa: BLE001 - not installed as a distribution
         dynamo_version = "0.1.0"
-    _C._telemetry_set_info(torch.__version__, dynamo_version, torch.nn.Module)
+    from .guards import _backend_texts      # the tree's compile-backend tests read as names
+    _C._telemetry_set_info(torch.__version__, dynamo_version, torch.nn.Module, _backend_texts)
 
 
 _init()

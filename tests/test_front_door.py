@@ -625,3 +625,43 @@ def test_allow_in_graph_before_import_is_the_documented_limit(tmp_path):
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert "early False late True graphs 1" in out.stdout, out.stdout
+
+
+# ---------------------------------------------------------------- the backend's name in the tools
+
+def _tools_built():
+    import os
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run(["make", "-C", root, "build/bin/dynamo-top", "build/bin/dynamo-dot"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return os.path.join(root, "build", "bin")
+
+
+def test_published_tree_and_last_failure_name_the_backend(tmp_path):
+    """The guard tree dynamo-dot --guards draws and the last failure both
+    tools show name the compile backend ('b1'), not its BACKEND_MATCH key."""
+    import os
+    import subprocess
+    bindir = _tools_built()
+    calls = []
+    b1 = counting_backend("b1", calls)
+
+    def f(x):
+        return x * 3
+    x = torch.randn(2)
+    dynamo.optimize(b1)(f)(x)
+    dynamo.optimize("eager")(f)(x)
+    assert calls == ["b1"]
+    snap = str(tmp_path / "b.dyn")
+    dynamo.save_snapshot(snap)
+    dot = subprocess.run([os.path.join(bindir, "dynamo-dot"), "--file", snap, "--guards", "f"],
+                         capture_output=True, text=True)
+    assert dot.returncode == 0, dot.stderr
+    assert "compile backend == 'b1'" in dot.stdout and "compile backend == 'eager'" in dot.stdout
+    assert "expected <B>&#39;b1&#39;</B>, actual" in dot.stdout, dot.stdout
+    top = subprocess.run([os.path.join(bindir, "dynamo-top"), "--file", snap, "--once"],
+                         capture_output=True, text=True)
+    assert top.returncode == 0, top.stderr
+    assert "last failure: backend: expected 'b1', actual 'eager'" in top.stdout, top.stdout
