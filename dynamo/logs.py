@@ -4,7 +4,8 @@ dynamo.set_logs (torch's TORCH_LOGS / torch._logging.set_logs).
 Owns the artifact loggers ("dynamo.<artifact>", each with its own stderr
 handler: nothing to set up) and the texts of the two a user reads most:
 a recompile (entry, failing guard, expected and actual) and a graph break
-(the reason in user words, the user's file:line and source line, a hint).
+(the reason in user words, the user's file:line and source line, a hint:
+the words are dynamo.break_hints', carried by the BreakReason).
 The compile callback calls `on_compile(record, entries, limit)` once per
 compile; nothing here runs on a cache hit, and an artifact that
 is off costs one attribute read.
@@ -102,40 +103,11 @@ def from_environment():
 
 # ---------------------------------------------------------------- texts
 
-# (words in a break reason, what it means to a user, the hint)
-_BREAK_WORDS = (
-    (("generic_jump", "branch on", "data-dependent", "jump on a tensor", "bool() of a tensor"),
-     "data-dependent control flow: Python branches on a tensor's value",
-     "rewrite the branch with torch.where(cond, a, b) or torch.cond(pred, true_fn, false_fn), "
-     "so both sides are in the graph"),
-    ((".item()", "item()", "scalar output", "capture_scalar_outputs"),
-     "a tensor's value is read as a Python number (Tensor.item())",
-     "set dynamo.config.capture_scalar_outputs = True to keep .item() in the graph"),
-    (("call to", "not traceable", "skipped", "torch.compiler.disable", "dynamo.skip"),
-     "a call dynamo does not trace into",
-     "if the function is safe to put in the graph as one op, mark it "
-     "torch.compiler.allow_in_graph(fn); if it must run eagerly, torch.compiler.disable(fn)"),
-    (("print", "logging", "warnings.warn"),
-     "a side effect (printing, logging) in the middle of the code",
-     "move it out of the compiled function, or accept the break"),
-)
-
-
-def explain_break(reason):
-    """(user words, hint) for a break reason text: the first row of
-    _BREAK_WORDS whose words appear in it, else (reason, generic hint)."""
-    low = reason.lower()
-    for words, meaning, hint in _BREAK_WORDS:
-        if any(w.lower() in low for w in words):
-            return meaning, hint
-    return reason, "see docs/FROM_TORCH_COMPILE.md, \"Graph breaks\""
-
-
 def break_text(code, br):
-    """The graph_breaks text of one BreakReason of a compile of `code`."""
-    meaning, hint = explain_break(br.reason)
+    """The graph_breaks text of one BreakReason of a compile of `code`
+    (its words: dynamo.break_hints, through the BreakReason)."""
     lines = [f"Graph break in {code.co_name} at {br.filename}:{br.lineno}",
-             f"  Reason: {meaning}" + ("" if meaning == br.reason else f" ({br.reason})")]
+             f"  Reason: {reason_text(br)}"]
     stack = list(br.user_stack or ())
     if stack:
         lines.append("  User code traceback:")
@@ -148,8 +120,15 @@ def break_text(code, br):
         text = linecache.getline(br.filename, br.lineno).strip()
         if text:
             lines.append(f"    {text}")
-    lines.append(f"  Hint: {hint}")
+    lines.append(f"  Hint: {br.hint}")
     return "\n".join(lines)
+
+
+def reason_text(br):
+    """A BreakReason's reason as users read it: the user words, then the
+    tracer's own text in parentheses when they differ."""
+    meaning = br.meaning or br.reason
+    return meaning if meaning == br.reason else f"{meaning} ({br.reason})"
 
 
 def _function_text(record):

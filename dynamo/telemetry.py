@@ -272,8 +272,11 @@ def _break(b):
     stack = [_fields("FRAME", filename=f.filename or "", lineno=f.lineno or 0, name=f.name or "",
                      line=f.line or "")
              for f in (b.user_stack or [])]
+    # the user words only where they differ from the reason (an "other" break: the reason)
+    meaning = b.meaning if b.meaning and b.meaning != b.reason else ""
     return _fields("BREAK", reason=redact_text(str(b.reason)), filename=b.filename or "",
-                   lineno=b.lineno or 0, user_stack=stack)
+                   lineno=b.lineno or 0, user_stack=stack, kind=b.kind or "",
+                   meaning=meaning, hint=b.hint or "")
 
 
 def _init():

@@ -519,7 +519,7 @@ def test_dynamo_logs_from_the_environment_print_breaks_and_recompiles(tmp_path):
     line = LOG_SCRIPT.splitlines().index("    if b.sum() < 0:") + 1
     assert f"Graph break in toy at {script}:{line}" in err, err
     assert "data-dependent control flow" in err and "if b.sum() < 0:" in err
-    assert "Hint: rewrite the branch with torch.where" in err
+    assert "Hint: compute both sides and pick one with torch.where" in err
     assert "Recompiling toy" in err and "entry 2 of at most 8" in err
     assert "L['a'].size()[0]: expected 4, actual 6 (TENSOR_MATCH of entry [0/0])" in err
     assert err.count("[dynamo.graph_breaks]") == 2 and err.count("[dynamo.recompiles]") == 2
@@ -665,3 +665,82 @@ def test_published_tree_and_last_failure_name_the_backend(tmp_path):
                          capture_output=True, text=True)
     assert top.returncode == 0, top.stderr
     assert "last failure: backend: expected 'b1', actual 'eager'" in top.stdout, top.stdout
+
+
+# ---------------------------------------------------------------- break reasons in user words
+
+def test_break_vocabulary_words_each_common_reason():
+    """break_hints.describe on the tracer's own texts: every row is reached,
+    the hints name dynamo's API, an unknown reason is shown as it is."""
+    from dynamo import break_hints
+    texts = {
+        "generic_jump TensorVariable()": "data_dependent_branch",
+        "Tensor.item() needs the tensor's data": "tensor_value_read",
+        "Tensor.nonzero() needs the tensor's data": "dynamic_output_shape",
+        "call to builtins.print (not traceable; runs eagerly)": "print",
+        "call to _warnings.warn (not traceable; runs eagerly)": "warn_or_log",
+        "call to m.f (marked torch.compiler.disable; runs eagerly)": "marked_eager",
+        "call to numpy.asarray (not traceable; runs eagerly)": "untraceable_call",
+        "opcode SETUP_WITH is not supported": "unsupported_construct",
+    }
+    for text, kind in texts.items():
+        got, meaning, hint = break_hints.describe(text)
+        assert got == kind and meaning != text and ("dynamo." in hint or "torch." in hint), \
+            (text, got, hint)
+    assert {k.kind for k in break_hints.BREAK_KINDS} == set(texts.values())
+    assert break_hints.describe("something new") == ("other", "something new", break_hints.OTHER.hint)
+    assert all("torch." + "_dynamo" not in k.hint for k in break_hints.BREAK_KINDS)
+
+
+def test_break_reasons_and_hints_are_the_same_in_explain_top_and_dot(tmp_path):
+    """One function with four kinds of break: explain(), dynamo-top's Breaks
+    tab and dynamo-dot (--breaks label and tooltip, --list) show each in
+    the same user words with the same hint."""
+    import os
+    import subprocess
+    from dynamo import break_hints
+    bindir = _tools_built()
+
+    @torch.compiler.disable
+    def eager_helper(t):
+        return t + 1
+
+    def f(x):
+        y = x.sin() + 1
+        if y.sum() > 0:
+            y = y * 2
+        print("in the model")
+        return eager_helper(y) * x.sum().item()
+    x = torch.ones(4)
+    dynamo.optimize("eager")(f)(x)
+    snap = str(tmp_path / "brk.dyn")
+    dynamo.save_snapshot(snap)
+    ex = dynamo.explain(f)(x)
+    kinds = [br.kind for br in ex.break_reasons]
+    assert kinds == ["data_dependent_branch", "print", "marked_eager", "tensor_value_read"], kinds
+    assert ex.graph_break_count == 4
+    rows = {k.kind: k for k in break_hints.BREAK_KINDS}
+    text = str(ex)
+    for br in ex.break_reasons:
+        assert br.meaning == rows[br.kind].meaning and br.hint == rows[br.kind].hint
+        assert f"Reason: {br.meaning} ({br.reason})" in text and f"Hint: {br.hint}" in text
+    assert "marked torch.compiler.disable" in ex.break_reasons[2].reason
+    top = subprocess.run([os.path.join(bindir, "dynamo-top"), "--file", snap, "--once"],
+                         capture_output=True, text=True)
+    assert top.returncode == 0, top.stderr
+    dot_list = subprocess.run([os.path.join(bindir, "dynamo-dot"), "--file", snap, "--list"],
+                              capture_output=True, text=True)
+    assert dot_list.returncode == 0, dot_list.stderr
+    dots = ""
+    for frame in range(4):
+        out = subprocess.run([os.path.join(bindir, "dynamo-dot"), "--file", snap, "--breaks",
+                              str(frame)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        dots += out.stdout
+    dots = dots.replace("\\\n", "")           # dot's continuation lines
+    for kind in kinds:
+        row = rows[kind]
+        assert row.meaning in top.stdout and f"hint: {row.hint}" in top.stdout, (kind, top.stdout)
+        assert f"break {row.meaning} (" in dot_list.stdout, (kind, dot_list.stdout)
+        assert f"graph break: {row.meaning[:40]}" in dots, kind
+        assert f"hint: {row.hint}" in dots.replace("\\n", "\n"), kind      # the tooltip, whole

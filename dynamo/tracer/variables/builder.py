@@ -150,7 +150,7 @@ def _wrap(tx, value, source):
         # into it (the inner wrapper is ignored); a disable() wrapper breaks
         from ...guards import AttrSource
         if value._mode == 0:
-            return SkippedFunctionVariable(value, source)
+            return SkippedFunctionVariable(value, source, "marked dynamo.disable")
         return wrap(tx, value._fn, AttrSource(source, "_fn") if source is not None else None)
     from .torch import GradModeExit, GradModeExitVariable
     if type(value) is GradModeExit and (value.prev is None or type(value.prev) is bool):
@@ -249,14 +249,16 @@ def _directive(tx, value, source):
     if not callable(value) or isinstance(value, torch.nn.Module):
         return None
     try:
-        if decorators.is_disallowed(value) or decorators.torch_disable_kind(value) is not None:
-            return SkippedFunctionVariable(value, source)
+        if decorators.is_disallowed(value):
+            return SkippedFunctionVariable(value, source, "marked dynamo.disallow_in_graph")
+        if decorators.torch_disable_kind(value) is not None:
+            return SkippedFunctionVariable(value, source, "marked torch.compiler.disable")
         if decorators.is_allowed(value):
             _guard(tx, source, FUNCTION_MATCH, value)
             return TorchFunctionVariable(value, source)
         code = getattr(value, "__code__", None)
         if code is not None and decorators.is_skipped_code(code):
-            return SkippedFunctionVariable(value, source)
+            return SkippedFunctionVariable(value, source, "marked dynamo.skip")
     except TypeError:
         return None
     return None
@@ -291,7 +293,7 @@ def wrap_torch_attr(tx, value, source):
     """Attributes of torch modules: not guarded."""
     from ... import decorators
     if callable(value) and not isinstance(value, type) and decorators.is_disallowed(value):
-        return SkippedFunctionVariable(value, source)
+        return SkippedFunctionVariable(value, source, "marked dynamo.disallow_in_graph")
     if value is torch.jit.annotate:          # a type annotation: the value itself
         return TorchFunctionVariable(value, source)
     if isinstance(value, types.ModuleType):
