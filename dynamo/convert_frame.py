@@ -801,6 +801,7 @@ class _Callback:
         if hint:
             text += ". " + hint
         warnings.warn(text, RuntimeWarning)
+        logs.on_cache_limit(code, text[len("dynamo: "):])
         if logs.enabled("recompiles"):
             logs.artifact("recompiles").info("%s", text[len("dynamo: "):])
         if log.hasHandlers():
@@ -831,8 +832,9 @@ def _note_size_change(code, failure, f_locals, f_globals, f_builtins, func):
         if not isinstance(value, torch.Tensor) or value.dim() != len(g.expected[6]):
             continue
         for dim, (was, now) in enumerate(zip(g.expected[6], value.shape)):
-            if was is not None and was != now:
-                dynamic_shapes.note_size_change(code, g.source.name(), dim)
+            if was is not None and was != now and \
+                    dynamic_shapes.note_size_change(code, g.source.name(), dim):
+                logs.on_size_change(code, g.source.name(), dim, was, now)
 
 
 def _changing_size_hint(code, failure):

@@ -10,6 +10,14 @@ The compile callback calls `on_compile(record, entries, limit)` once per
 compile; nothing here runs on a cache hit, and an artifact that
 is off costs one attribute read.
 
+The two channels of decisions and costs (their texts are here too):
+- dynamic: a dimension that becomes dynamic after a size change
+  (automatic dynamic shapes), each symbol a compile creates for a size,
+  and the shape guards a compile adds;
+- perf_hints: a graph break inside a loop (one graph per iteration), a
+  frame that reached the cache limit (calls no entry matches run
+  eagerly) and a recompile storm (a frame that keeps recompiling).
+
     DYNAMO_LOGS=graph_breaks,recompiles python script.py
     DYNAMO_LOGS=+dynamo         (the "dynamo" logger at DEBUG; "dynamo": INFO)
     dynamo.set_logs(graph_breaks=True, recompiles=True, dynamo=logging.INFO)
@@ -149,6 +157,83 @@ def recompile_text(record, reason, n_entries, limit):
             f"  triggered by the guard failure: {reason}")
 
 
+def _where(code):
+    """`f (file:line)`, or `f (resume function __resume_at_..) (file:line)`
+    for the code that continues f after a graph break."""
+    from . import resume
+    base = resume.base_code(code)
+    name = code.co_name if base is None or base is code else \
+        f"{base.co_name} (resume function {code.co_name})"
+    return f"{name} ({code.co_filename}:{code.co_firstlineno})"
+
+
+def on_size_change(code, source_name, dim, was, now):
+    """dynamic: automatic dynamic shapes made dimension `dim` of
+    `source_name` dynamic for later compiles of `code`."""
+    if "dynamic" in _on:
+        artifact("dynamic").info(
+            "automatic dynamic: %s.size()[%d] of %s changed (%s -> %s): traced as a symbolic "
+            "size from this compile on (dynamo.mark_static(t, %d) keeps it static)",
+            source_name, dim, _where(code), was, now, dim)
+
+
+def on_symbol(code, symbol, size_text, hint):
+    """dynamic: a compile of `code` traces `size_text` as `symbol` (its
+    size in this call: `hint`)."""
+    if "dynamic" in _on:
+        artifact("dynamic").info("create_symbol %s = %s for %s in %s", symbol, hint, size_text,
+                                 _where(code))
+
+
+def on_cache_limit(code, text):
+    """perf_hints: `code` reached the cache limit (`text`: the warning)."""
+    if "perf_hints" in _on:
+        artifact("perf_hints").info("eager fallback at the cache limit (each call no entry "
+                                    "matches pays a guard check, then runs in plain Python): %s",
+                                    text)
+
+
+_STORM_AT = 3               # the entry of one code whose compile tells the storm (once)
+
+
+def _loop_lines(code):
+    """The source lines inside a loop of `code` (the lines of the
+    instructions between a backward jump's target and the jump)."""
+    import dis
+    instrs = list(dis.get_instructions(code))
+    lines, line = [], None
+    for ins in instrs:
+        line = ins.starts_line if ins.starts_line is not None else line
+        lines.append(line)
+    inside = set()
+    for i, ins in enumerate(instrs):
+        if ins.opname.startswith("JUMP_BACKWARD") and ins.argval is not None:
+            for j, other in enumerate(instrs[:i + 1]):
+                if other.offset >= ins.argval and lines[j] is not None:
+                    inside.add(lines[j])
+    return inside
+
+
+def _perf_hints(record, entries, limit):
+    code = record.code
+    frame_breaks = [br for br in record.break_reasons or ()
+                    if br.user_stack and br.user_stack[0].filename == code.co_filename]
+    loops = _loop_lines(code) if frame_breaks else set()
+    for br in frame_breaks:
+        if br.user_stack[0].lineno in loops:
+            artifact("perf_hints").info(
+                "graph break inside a loop of %s at line %d: every iteration ends a graph and "
+                "starts another (plus a Python round trip); make the loop body traceable "
+                "(Hint: %s) or move the break out of the loop", _where(code),
+                br.user_stack[0].lineno, br.hint)
+    if record.recompile_reason and entries + 1 == _STORM_AT:
+        artifact("perf_hints").info(
+            "recompile storm: %s has compiled %d entries (limit %d); the guard failing now: %s. "
+            "Each recompile is a full compile: for a size that keeps changing, "
+            "dynamo.mark_dynamic(t, dim); for a Python number or string that changes per call, "
+            "pass it as a tensor", _where(code), entries + 1, limit, record.recompile_reason)
+
+
 def on_compile(record, entries=0, limit=0):
     """Emit the artifacts that are on for one compile record (`entries`:
     the code's live entries before it, `limit`: the cache limit)."""
@@ -162,6 +247,14 @@ def on_compile(record, entries=0, limit=0):
     if "graph_breaks" in _on:
         for br in record.break_reasons or ():
             artifact("graph_breaks").info("%s", break_text(code, br))
+    if "dynamic" in _on:
+        from .guards import SHAPE_GUARD
+        for g in record.guards or ():
+            if g.kind == SHAPE_GUARD:
+                artifact("dynamic").info("shape guard of %s (%s): %s", record.name, record.id,
+                                         g.describe().strip())
+    if "perf_hints" in _on:
+        _perf_hints(record, entries, limit)
     if "guards" in _on and record.guards:
         artifact("guards").info("GUARDS of %s (%s):\n%s", record.name, record.id,
                                 "\n".join(g.describe() for g in record.guards))

@@ -523,6 +523,13 @@ def test_dynamo_logs_from_the_environment_print_breaks_and_recompiles(tmp_path):
     assert "Recompiling toy" in err and "entry 2 of at most 8" in err
     assert "L['a'].size()[0]: expected 4, actual 6 (TENSOR_MATCH of entry [0/0])" in err
     assert err.count("[dynamo.graph_breaks]") == 2 and err.count("[dynamo.recompiles]") == 2
+    # the decisions channel from the environment: the size that became dynamic
+    env["DYNAMO_LOGS"] = "dynamic,perf_hints"
+    dyn = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert dyn.returncode == 0, dyn.stderr
+    assert "[dynamo.dynamic] automatic dynamic: L['a'].size()[0] of toy" in dyn.stderr, dyn.stderr
+    assert "[dynamo.dynamic] create_symbol" in dyn.stderr and "Graph break" not in dyn.stderr
     # without the variable: nothing of it
     env.pop("DYNAMO_LOGS")
     quiet = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
@@ -744,3 +751,50 @@ def test_break_reasons_and_hints_are_the_same_in_explain_top_and_dot(tmp_path):
         assert f"break {row.meaning} (" in dot_list.stdout, (kind, dot_list.stdout)
         assert f"graph break: {row.meaning[:40]}" in dots, kind
         assert f"hint: {row.hint}" in dots.replace("\\n", "\n"), kind      # the tooltip, whole
+
+
+# ---------------------------------------------------------------- the dynamic and perf_hints channels
+
+def test_dynamic_and_perf_hints_channels_print(capsys):
+    """dynamic: the dimension automatic dynamic makes symbolic, its symbol,
+    the shape guards; perf_hints: a break inside a loop, a recompile storm,
+    the eager fallback at the cache limit.  Off: nothing of them."""
+    import warnings
+
+    def looped(x, n):
+        for i in range(2):
+            x = x + 1
+            print("step", i)
+        return x * n
+
+    def sized(a, b):
+        return a.sin() + b.cos()
+    limit = dynamo.config.cache_size_limit
+    try:
+        dynamo.set_logs(dynamic=True, perf_hints=True)
+        dynamo.config.cache_size_limit = 3
+        opt_sized = dynamo.optimize("eager")(sized)
+        for n in (3, 5, 7):
+            opt_sized(torch.ones(n), torch.ones(n))
+        opt_looped = dynamo.optimize("eager")(looped)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for k in range(2, 7):
+                opt_looped(torch.ones(2), k)          # a Python int that changes: recompiles
+        err = capsys.readouterr().err
+        assert "[dynamo.dynamic] automatic dynamic: L['a'].size()[0] of sized" in err, err
+        assert "(3 -> 5)" in err
+        assert "[dynamo.dynamic] create_symbol s" in err and "for L['b'].size()[0] in sized" in err
+        assert "[dynamo.dynamic] shape guard of sized" in err and "SHAPE_GUARD" in err
+        assert "[dynamo.perf_hints] graph break inside a loop of looped" in err, err
+        assert "Hint: remove it, or print after" in err
+        assert "[dynamo.perf_hints] recompile storm: looped" in err and "has compiled 3 entries" in err
+        assert "[dynamo.perf_hints] eager fallback at the cache limit" in err
+        assert err.count("recompile storm: looped") == 1
+    finally:
+        dynamo.config.cache_size_limit = limit
+        dynamo.set_logs(dynamic=False, perf_hints=False)
+    dynamo.reset()
+    dynamo.optimize("eager")(sized)(torch.ones(3), torch.ones(3))
+    dynamo.optimize("eager")(sized)(torch.ones(5), torch.ones(5))
+    assert "[dynamo." not in capsys.readouterr().err

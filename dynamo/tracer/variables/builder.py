@@ -459,7 +459,7 @@ class GraphBuilder(OutputGraph):
         none or is not a plain dense tensor whose strides follow from its
         sizes (contiguous or channels-last: strides become expressions of
         the sizes, related by SHAPE_GUARDs; other layouts stay static)."""
-        from ... import config, dynamic_shapes
+        from ... import config, dynamic_shapes, logs
         from ...shape_guards import Leaf
         if config.verify_correctness:
             return None     # the check runs the graphs on real example inputs: static ones
@@ -481,6 +481,7 @@ class GraphBuilder(OutputGraph):
             sym = env.create_symbol(sizes[d], _make_shape_source(leaf.text()),
                                     dynamic_dim=DimDynamic.DYNAMIC)
             self.shape_leaves[sym] = leaf
+            logs.on_symbol(self.frame.code, sym, leaf.text(), sizes[d])
             sizes[d] = env.create_symintnode(sym, hint=sizes[d])
         strides = _dense_strides(sizes, order)
         with self.fake_mode:
