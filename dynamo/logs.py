@@ -197,20 +197,22 @@ _STORM_AT = 3               # the entry of one code whose compile tells the stor
 
 
 def _loop_lines(code):
-    """The source lines inside a loop of `code` (the lines of the
-    instructions between a backward jump's target and the jump)."""
-    import dis
-    instrs = list(dis.get_instructions(code))
+    """The source lines inside a loop of `code`: those of the instructions
+    from a backward jump's target to the jump (bytecode.decode_shared: one
+    decoding for every CPython version)."""
+    from .bytecode import decode_shared
+    insts = decode_shared(code)
     lines, line = [], None
-    for ins in instrs:
-        line = ins.starts_line if ins.starts_line is not None else line
+    for inst in insts:
+        line = inst.starts_line if inst.starts_line is not None else line
         lines.append(line)
     inside = set()
-    for i, ins in enumerate(instrs):
-        if ins.opname.startswith("JUMP_BACKWARD") and ins.argval is not None:
-            for j, other in enumerate(instrs[:i + 1]):
-                if other.offset >= ins.argval and lines[j] is not None:
-                    inside.add(lines[j])
+    for i, inst in enumerate(insts):
+        target = inst.target
+        if target is not None and target.offset is not None and inst.offset is not None \
+                and target.offset <= inst.offset:
+            inside.update(lines[j] for j in range(i + 1)
+                          if insts[j].offset >= target.offset and lines[j] is not None)
     return inside
 
 
