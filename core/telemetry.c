@@ -551,7 +551,7 @@ telemetry_init(void)
         return;
     const char *rv = getenv("DYNAMO_TELEMETRY_REDACT");
     redact = rv != NULL && *rv != '\0' && strcmp(rv, "0") != 0;
-    teletext_configure(redact, NULL);
+    teletext_configure(redact, NULL, NULL);
     Geometry g = geometry(0);
     slot_caches = PyMem_Calloc(DT_CODES_CAP, sizeof(CodeCache *));
     code_res = PyMem_Calloc(DT_CODES_CAP, sizeof *code_res);
@@ -636,6 +636,25 @@ describe_value(PyObject *v, char *out, size_t cap)
     Py_XDECREF(r);
 }
 
+/* describe_value of a failing guard's expected or actual value `v` of
+ * property `prop`: a compile backend's key as its name (never fails). */
+static void
+describe_guard_value(const char *prop, PyObject *v, char *out, size_t cap)
+{
+    if (strcmp(prop, "backend") == 0) {
+        PyObject *name = teletext_backend_name(v);
+        const char *s = name != NULL ? PyUnicode_AsUTF8(name) : NULL;
+        if (s != NULL)
+            snprintf(out, cap, "%s", s);
+        Py_XDECREF(name);
+        if (s != NULL)
+            return;
+        if (PyErr_Occurred())
+            PyErr_Clear();      /* only the lookup we just made: the key's number instead */
+    }
+    describe_value(v, out, cap);
+}
+
 void
 telemetry_note_failure(CodeCache *cache, PyObject *failures)
 {
@@ -656,8 +675,8 @@ telemetry_note_failure(CodeCache *cache, PyObject *failures)
          actual[sizeof last_failure.actual];
     Py_ssize_t n;
     snprintf(prop, sizeof prop, "%s", utf8_or_empty(PyTuple_GET_ITEM(first, 2), &n));
-    describe_value(PyTuple_GET_ITEM(first, 3), expected, sizeof expected);
-    describe_value(PyTuple_GET_ITEM(first, 4), actual, sizeof actual);
+    describe_guard_value(prop, PyTuple_GET_ITEM(first, 3), expected, sizeof expected);
+    describe_guard_value(prop, PyTuple_GET_ITEM(first, 4), actual, sizeof actual);
     DtEntry *de = NULL;
     for (CacheEntry *e = cache->entries; e != NULL; e = e->next)
         if (e->payload == PyTuple_GET_ITEM(first, 0)) {

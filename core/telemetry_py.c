@@ -54,24 +54,31 @@ t_info(PyObject *module, PyObject *unused)
 }
 
 PyDoc_STRVAR(t_set_info_doc,
-"_telemetry_set_info(torch_version, dynamo_version, module_type=None)\n\n"
+"_telemetry_set_info(torch_version, dynamo_version, module_type=None, backend_texts=None)\n\n"
 "Identity strings for the header; module_type: the class whose instances\n"
 "published texts describe by class and address, not by repr\n"
-"(torch.nn.Module: its repr walks every submodule).");
+"(torch.nn.Module: its repr walks every submodule); backend_texts: the dict\n"
+"{BACKEND_MATCH key: backend name} published guard trees name backends by\n"
+"(kept, read at each publish).");
 
 static PyObject *
 t_set_info(PyObject *module, PyObject *args)
 {
     const char *torch_version, *dynamo_version;
-    PyObject *mtype = Py_None;
-    if (!PyArg_ParseTuple(args, "ss|O:_telemetry_set_info", &torch_version, &dynamo_version,
-                          &mtype))
+    PyObject *mtype = Py_None, *btexts = Py_None;
+    if (!PyArg_ParseTuple(args, "ss|OO:_telemetry_set_info", &torch_version, &dynamo_version,
+                          &mtype, &btexts))
         return NULL;
     if (mtype != Py_None && !PyType_Check(mtype)) {
         PyErr_SetString(PyExc_TypeError, "_telemetry_set_info: module_type must be a class or None");
         return NULL;
     }
-    teletext_configure(tele_redact(), mtype == Py_None ? NULL : mtype);
+    if (btexts != Py_None && !PyDict_Check(btexts)) {
+        PyErr_SetString(PyExc_TypeError, "_telemetry_set_info: backend_texts must be a dict or None");
+        return NULL;
+    }
+    teletext_configure(tele_redact(), mtype == Py_None ? NULL : mtype,
+                       btexts == Py_None ? NULL : btexts);
     tele_set_identity(torch_version, dynamo_version);
     Py_RETURN_NONE;
 }

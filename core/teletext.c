@@ -17,12 +17,14 @@
 
 static int redact;                  /* DYNAMO_TELEMETRY_REDACT=1 */
 static PyObject *module_type;       /* strong, or NULL: described by class, not repr */
+static PyObject *backend_texts;     /* strong dict {key: name}, or NULL: keys as numbers */
 
 void
-teletext_configure(int on, PyObject *mtype)
+teletext_configure(int on, PyObject *mtype, PyObject *btexts)
 {
     redact = on;
     Py_XSETREF(module_type, Py_XNewRef(mtype));
+    Py_XSETREF(backend_texts, Py_XNewRef(btexts));
 }
 
 /* ---- redaction ------------------------------------------------------------------ */
@@ -302,12 +304,38 @@ property_of(PyObject *code, PyObject *pair)
     return text;
 }
 
+PyObject *
+teletext_backend_name(PyObject *key)
+{
+    if (backend_texts == NULL)
+        return NULL;
+    PyObject *name = PyDict_GetItemWithError(backend_texts, key);     /* borrowed */
+    if (name == NULL || !PyUnicode_Check(name))
+        return NULL;
+    return teletext_redact(name);
+}
+
+/* The expected value's text of a tree test: a compile backend's key as the
+ * backend's name ("'eager'"; the key when it has none), else its value text. */
+static PyObject *
+expected_text(PyObject *test)
+{
+    PyObject *value = PyTuple_GET_ITEM(test, 2);
+    PyObject *prop = PyTuple_GET_ITEM(test, 1);
+    if (PyUnicode_Check(prop) && PyUnicode_CompareWithASCIIString(prop, "backend") == 0) {
+        PyObject *name = teletext_backend_name(value);
+        if (name != NULL || PyErr_Occurred())
+            return name;
+    }
+    return teletext_value(value, 60);
+}
+
 /* "<property text> == <expected>" of a tree test (source, property, expected). */
 static PyObject *
 test_text(PyObject *code, PyObject *test)
 {
     PyObject *prop = property_of(code, test);
-    PyObject *expected = prop ? teletext_value(PyTuple_GET_ITEM(test, 2), 60) : NULL;
+    PyObject *expected = prop ? expected_text(test) : NULL;
     PyObject *text = expected ? PyUnicode_FromFormat("%U == %U", prop, expected) : NULL;
     Py_XDECREF(prop);
     Py_XDECREF(expected);

@@ -21,9 +21,12 @@
 
 /* Set once by the writer: redact string literals; the class whose
  * instances are described by class and address, not repr (torch.nn.Module:
- * its repr walks every submodule), borrowed by a strong reference kept
- * here; NULL: none. */
-void teletext_configure(int redact, PyObject *module_type);
+ * its repr walks every submodule); the dict {BACKEND_MATCH key: the
+ * backend's name} (dynamo.guards' _backend_texts, which Python keeps
+ * filling: a published tree test of the compile backend reads as that
+ * name, not its number).  Both borrowed and kept by a strong reference;
+ * NULL: none. */
+void teletext_configure(int redact, PyObject *module_type, PyObject *backend_texts);
 
 /* text with every quoted string literal replaced by "<redacted str, N
  * chars>" when redacting (subscript keys, `local '...'`, `global '...'`
@@ -37,6 +40,12 @@ PyObject *teletext_redact(PyObject *text);
  * (a tensor by class and sizes: its repr formats every element), else the
  * (redacted) repr.  New reference, or NULL with an exception. */
 PyObject *teletext_value(PyObject *v, Py_ssize_t limit);
+
+/* The name of the compile backend whose BACKEND_MATCH key is `key`
+ * ("'eager'", "b1, mode='max-autotune'"; redacted as guard texts are) as a
+ * new str; NULL without an exception when the key has no name (0: run
+ * mode, or no dict configured), NULL with one on failure. */
+PyObject *teletext_backend_name(PyObject *key);
 
 /* Text of the lowered guard source spec (guards/ir.h) of code:
  * "L['x']", "G['g']", "C['c']", "L['m'].weight", "L['d']['k']",

@@ -69,7 +69,9 @@ from .logs import set_logs  # noqa: E402
 from .dynamic_shapes import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
 from . import utils  # noqa: E402,F401
 from . import logs as _logs  # noqa: E402
+from .decorators import install_torch_directives as _install_torch_directives  # noqa: E402
 _logs.from_environment()
+_install_torch_directives()   # torch.compiler.allow_in_graph records into dynamo's table
 
 __all__ = ["compile", "set_stance", "set_logs", "optimize", "optimize_assert", "run", "disable", "reset", "explain", "export",
            "list_backends", "register_backend", "config", "exc", "OptimizedModule",

@@ -25,7 +25,7 @@ from typing import Any, Callable, List, Optional
 
 import torch
 
-from . import _C, backends, config, decorators, logs, records, resume, skipfiles, stance, telemetry
+from . import _C, backends, break_hints, config, decorators, logs, records, resume, skipfiles, stance, telemetry
 from .bytecode import HAS_PRECALL, arg_slot_count, assemble, prologue
 from .exc import ENVIRONMENT_ERRORS, BackendCompilerFailed, Unsupported, environment_error
 from .guards import BACKEND_MATCH, Guard, NoSource, SourceError, backend_key
@@ -40,11 +40,16 @@ MAX_RESTARTS = 3
 @dataclasses.dataclass
 class BreakReason:
     """Why and where a graph broke: `reason` text, the user's file:line of
-    the innermost frame, and the user stack (outermost first)."""
+    the innermost frame, and the user stack (outermost first); `kind`,
+    `meaning` (the reason in user words) and `hint` (what the user can do)
+    are dynamo.break_hints' words for the reason."""
     reason: str
     filename: Optional[str]
     lineno: Optional[int]
     user_stack: List[traceback.FrameSummary]
+    kind: str = "other"
+    meaning: str = ""
+    hint: str = ""
 
 
 @dataclasses.dataclass
@@ -380,8 +385,10 @@ def _forget_fx_sources(ranges):
 
 def _break_reason(reason, user_stack):
     inner = user_stack[-1] if user_stack else None
+    kind, meaning, hint = break_hints.describe(reason)
     return BreakReason(reason=reason, filename=inner.filename if inner else None,
-                       lineno=inner.lineno if inner else None, user_stack=list(user_stack))
+                       lineno=inner.lineno if inner else None, user_stack=list(user_stack),
+                       kind=kind, meaning=meaning, hint=hint)
 
 
 # ---------------------------------------------------------------- callback
@@ -794,6 +801,7 @@ class _Callback:
         if hint:
             text += ". " + hint
         warnings.warn(text, RuntimeWarning)
+        logs.on_cache_limit(code, text[len("dynamo: "):])
         if logs.enabled("recompiles"):
             logs.artifact("recompiles").info("%s", text[len("dynamo: "):])
         if log.hasHandlers():
@@ -824,8 +832,9 @@ def _note_size_change(code, failure, f_locals, f_globals, f_builtins, func):
         if not isinstance(value, torch.Tensor) or value.dim() != len(g.expected[6]):
             continue
         for dim, (was, now) in enumerate(zip(g.expected[6], value.shape)):
-            if was is not None and was != now:
-                dynamic_shapes.note_size_change(code, g.source.name(), dim)
+            if was is not None and was != now and \
+                    dynamic_shapes.note_size_change(code, g.source.name(), dim):
+                logs.on_size_change(code, g.source.name(), dim, was, now)
 
 
 def _changing_size_hint(code, failure):

@@ -17,19 +17,26 @@ traced with until it recompiles (call dynamo.reset() after changing them).
 - assume_constant_result(fn): fn is run at trace time on the real values of
   its arguments and its result is put into the graph as a constant.
 
-torch's spellings of the same directives are honoured as torch leaves them,
-read without importing torch._dynamo (torch.compiler's functions import it
-themselves, so a library that used them has it loaded):
+torch's spellings of the same directives are honoured, read without
+touching torch's own dynamo (neither its modules nor its tables):
 - torch.compiler.disable / torch._dynamo.disable / torch._dynamo.skip set
   attributes on the function they return (`_torchdynamo_disable`,
   `_torchdynamo_disable_recursive`): `torch_disable_kind`;
-- torch.compiler.allow_in_graph / torch._dynamo.disallow_in_graph keep ids
-  in torch._dynamo.trace_rules' `_allowed_callable_ids` /
-  `_disallowed_callable_ids` sets only (no mark on the function): read from
-  `sys.modules` when that module is loaded (`_torch_registry_has`);
-- torch.compiler.assume_constant_result sets `_dynamo_marked_constant`.
+- torch.compiler.assume_constant_result sets `_dynamo_marked_constant`;
+- torch.compiler.allow_in_graph leaves no mark on the function (torch
+  keeps an id set of its own): `install_torch_directives()`, run once at
+  `import dynamo`, replaces the public `torch.compiler.allow_in_graph`
+  with a wrapper that calls torch's and then records the function into
+  this module's table (the same one as dynamo.allow_in_graph).
+  Limits: a call made before `import dynamo`, or through a reference taken
+  before it (`from torch.compiler import allow_in_graph` at a module's top,
+  run before dynamo was imported), or through torch's private spelling
+  (`torch._dynamo.allow_in_graph` / `disallow_in_graph`), is not seen:
+  import dynamo first, or repeat the directive with dynamo.allow_in_graph /
+  dynamo.disallow_in_graph.  torch's own functions given to it are left to
+  dynamo's torch rules.
 """
-import sys
+import functools
 import types
 
 _allowed = {}       # id(fn) -> fn
@@ -66,32 +73,46 @@ def disallow_in_graph(fn):
 
 
 def is_allowed(fn):
-    return _allowed.get(_key(fn)) is getattr(fn, "__func__", fn) or \
-        _torch_registry_has("_allowed_callable_ids", fn)
+    return _allowed.get(_key(fn)) is getattr(fn, "__func__", fn)
 
 
 def is_disallowed(fn):
-    return _disallowed.get(_key(fn)) is getattr(fn, "__func__", fn) or \
-        _torch_registry_has("_disallowed_callable_ids", fn)
+    return _disallowed.get(_key(fn)) is getattr(fn, "__func__", fn)
 
 
-def _torch_registry_has(name, fn):
-    """Is `fn` in torch._dynamo.trace_rules' id set `name` (where
-    torch.compiler.allow_in_graph and torch._dynamo.disallow_in_graph put a
-    function)?  Read only when the user's code loaded that module; torch's
-    own functions are left to dynamo's torch rules.  torch removes an id
-    when its function dies (weakref.finalize), so an id is not reused."""
-    rules = sys.modules.get("torch._dynamo.trace_rules")
-    if rules is None:
-        return False
-    module = getattr(fn, "__module__", None) or ""
-    if module == "torch" or module.startswith("torch."):
-        return False
-    ids = getattr(rules, name, None)
-    try:
-        return ids is not None and id(fn) in ids
-    except Exception:  # noqa: BLE001 - a changed torch internal: not a directive
-        return False
+def _note_torch_allowed(fn):
+    """Record what torch.compiler.allow_in_graph was given (a callable or a
+    list/tuple of them, as torch accepts) into this module's table; torch's
+    own functions are left to dynamo's torch rules."""
+    for f in (fn if isinstance(fn, (list, tuple)) else (fn,)):
+        module = getattr(getattr(f, "__func__", f), "__module__", None) or ""
+        if callable(f) and module != "torch" and not module.startswith("torch."):
+            _disallowed.pop(_key(f), None)
+            _allowed[_key(f)] = getattr(f, "__func__", f)
+
+
+# Marks our wrapper, so a second install (a reloaded dynamo) does not wrap it again.
+_RECORDS_ATTR = "_dynamo_records_directive"
+
+
+def install_torch_directives():
+    """Make torch.compiler.allow_in_graph record into this module's table:
+    the public attribute becomes a wrapper that calls torch's function
+    (torch.compile keeps seeing the directive) and then records the
+    function.  Called once at `import dynamo`; idempotent.  Never raises:
+    a torch without the attribute is left as it is."""
+    import torch.compiler
+    original = getattr(torch.compiler, "allow_in_graph", None)
+    if original is None or getattr(original, _RECORDS_ATTR, False):
+        return
+
+    @functools.wraps(original)
+    def allow_in_graph(fn):
+        result = original(fn)
+        _note_torch_allowed(fn)
+        return result
+    setattr(allow_in_graph, _RECORDS_ATTR, True)
+    torch.compiler.allow_in_graph = allow_in_graph
 
 
 def torch_disable_kind(fn):

@@ -18,7 +18,11 @@ def _op_targets(gm):
 
 
 def _format_reason(i, br):
-    lines = [f"  Break Reason {i}:", f"    Reason: {br.reason}", "    User Stack:"]
+    from .logs import reason_text
+    lines = [f"  Break Reason {i}:", f"    Reason: {reason_text(br)}"]
+    if br.hint:
+        lines.append(f"    Hint: {br.hint}")
+    lines.append("    User Stack:")
     for fs in br.user_stack or []:
         lines.append(f'      File "{fs.filename}", line {fs.lineno}, in {fs.name}')
         if fs.line:

@@ -4,10 +4,19 @@ dynamo.set_logs (torch's TORCH_LOGS / torch._logging.set_logs).
 Owns the artifact loggers ("dynamo.<artifact>", each with its own stderr
 handler: nothing to set up) and the texts of the two a user reads most:
 a recompile (entry, failing guard, expected and actual) and a graph break
-(the reason in user words, the user's file:line and source line, a hint).
+(the reason in user words, the user's file:line and source line, a hint:
+the words are dynamo.break_hints', carried by the BreakReason).
 The compile callback calls `on_compile(record, entries, limit)` once per
 compile; nothing here runs on a cache hit, and an artifact that
 is off costs one attribute read.
+
+The two channels of decisions and costs (their texts are here too):
+- dynamic: a dimension that becomes dynamic after a size change
+  (automatic dynamic shapes), each symbol a compile creates for a size,
+  and the shape guards a compile adds;
+- perf_hints: a graph break inside a loop (one graph per iteration), a
+  frame that reached the cache limit (calls no entry matches run
+  eagerly) and a recompile storm (a frame that keeps recompiling).
 
     DYNAMO_LOGS=graph_breaks,recompiles python script.py
     DYNAMO_LOGS=+dynamo         (the "dynamo" logger at DEBUG; "dynamo": INFO)
@@ -102,40 +111,11 @@ def from_environment():
 
 # ---------------------------------------------------------------- texts
 
-# (words in a break reason, what it means to a user, the hint)
-_BREAK_WORDS = (
-    (("generic_jump", "branch on", "data-dependent", "jump on a tensor", "bool() of a tensor"),
-     "data-dependent control flow: Python branches on a tensor's value",
-     "rewrite the branch with torch.where(cond, a, b) or torch.cond(pred, true_fn, false_fn), "
-     "so both sides are in the graph"),
-    ((".item()", "item()", "scalar output", "capture_scalar_outputs"),
-     "a tensor's value is read as a Python number (Tensor.item())",
-     "set dynamo.config.capture_scalar_outputs = True to keep .item() in the graph"),
-    (("call to", "not traceable", "skipped", "torch.compiler.disable", "dynamo.skip"),
-     "a call dynamo does not trace into",
-     "if the function is safe to put in the graph as one op, mark it "
-     "torch.compiler.allow_in_graph(fn); if it must run eagerly, torch.compiler.disable(fn)"),
-    (("print", "logging", "warnings.warn"),
-     "a side effect (printing, logging) in the middle of the code",
-     "move it out of the compiled function, or accept the break"),
-)
-
-
-def explain_break(reason):
-    """(user words, hint) for a break reason text: the first row of
-    _BREAK_WORDS whose words appear in it, else (reason, generic hint)."""
-    low = reason.lower()
-    for words, meaning, hint in _BREAK_WORDS:
-        if any(w.lower() in low for w in words):
-            return meaning, hint
-    return reason, "see docs/FROM_TORCH_COMPILE.md, \"Graph breaks\""
-
-
 def break_text(code, br):
-    """The graph_breaks text of one BreakReason of a compile of `code`."""
-    meaning, hint = explain_break(br.reason)
+    """The graph_breaks text of one BreakReason of a compile of `code`
+    (its words: dynamo.break_hints, through the BreakReason)."""
     lines = [f"Graph break in {code.co_name} at {br.filename}:{br.lineno}",
-             f"  Reason: {meaning}" + ("" if meaning == br.reason else f" ({br.reason})")]
+             f"  Reason: {reason_text(br)}"]
     stack = list(br.user_stack or ())
     if stack:
         lines.append("  User code traceback:")
@@ -148,8 +128,15 @@ def break_text(code, br):
         text = linecache.getline(br.filename, br.lineno).strip()
         if text:
             lines.append(f"    {text}")
-    lines.append(f"  Hint: {hint}")
+    lines.append(f"  Hint: {br.hint}")
     return "\n".join(lines)
+
+
+def reason_text(br):
+    """A BreakReason's reason as users read it: the user words, then the
+    tracer's own text in parentheses when they differ."""
+    meaning = br.meaning or br.reason
+    return meaning if meaning == br.reason else f"{meaning} ({br.reason})"
 
 
 def _function_text(record):
@@ -170,6 +157,85 @@ def recompile_text(record, reason, n_entries, limit):
             f"  triggered by the guard failure: {reason}")
 
 
+def _where(code):
+    """`f (file:line)`, or `f (resume function __resume_at_..) (file:line)`
+    for the code that continues f after a graph break."""
+    from . import resume
+    base = resume.base_code(code)
+    name = code.co_name if base is None or base is code else \
+        f"{base.co_name} (resume function {code.co_name})"
+    return f"{name} ({code.co_filename}:{code.co_firstlineno})"
+
+
+def on_size_change(code, source_name, dim, was, now):
+    """dynamic: automatic dynamic shapes made dimension `dim` of
+    `source_name` dynamic for later compiles of `code`."""
+    if "dynamic" in _on:
+        artifact("dynamic").info(
+            "automatic dynamic: %s.size()[%d] of %s changed (%s -> %s): traced as a symbolic "
+            "size from this compile on (dynamo.mark_static(t, %d) keeps it static)",
+            source_name, dim, _where(code), was, now, dim)
+
+
+def on_symbol(code, symbol, size_text, hint):
+    """dynamic: a compile of `code` traces `size_text` as `symbol` (its
+    size in this call: `hint`)."""
+    if "dynamic" in _on:
+        artifact("dynamic").info("create_symbol %s = %s for %s in %s", symbol, hint, size_text,
+                                 _where(code))
+
+
+def on_cache_limit(code, text):
+    """perf_hints: `code` reached the cache limit (`text`: the warning)."""
+    if "perf_hints" in _on:
+        artifact("perf_hints").info("eager fallback at the cache limit (each call no entry "
+                                    "matches pays a guard check, then runs in plain Python): %s",
+                                    text)
+
+
+_STORM_AT = 3               # the entry of one code whose compile tells the storm (once)
+
+
+def _loop_lines(code):
+    """The source lines inside a loop of `code`: those of the instructions
+    from a backward jump's target to the jump (bytecode.decode_shared: one
+    decoding for every CPython version)."""
+    from .bytecode import decode_shared
+    insts = decode_shared(code)
+    lines, line = [], None
+    for inst in insts:
+        line = inst.starts_line if inst.starts_line is not None else line
+        lines.append(line)
+    inside = set()
+    for i, inst in enumerate(insts):
+        target = inst.target
+        if target is not None and target.offset is not None and inst.offset is not None \
+                and target.offset <= inst.offset:
+            inside.update(lines[j] for j in range(i + 1)
+                          if insts[j].offset >= target.offset and lines[j] is not None)
+    return inside
+
+
+def _perf_hints(record, entries, limit):
+    code = record.code
+    frame_breaks = [br for br in record.break_reasons or ()
+                    if br.user_stack and br.user_stack[0].filename == code.co_filename]
+    loops = _loop_lines(code) if frame_breaks else set()
+    for br in frame_breaks:
+        if br.user_stack[0].lineno in loops:
+            artifact("perf_hints").info(
+                "graph break inside a loop of %s at line %d: every iteration ends a graph and "
+                "starts another (plus a Python round trip); make the loop body traceable "
+                "(Hint: %s) or move the break out of the loop", _where(code),
+                br.user_stack[0].lineno, br.hint)
+    if record.recompile_reason and entries + 1 == _STORM_AT:
+        artifact("perf_hints").info(
+            "recompile storm: %s has compiled %d entries (limit %d); the guard failing now: %s. "
+            "Each recompile is a full compile: for a size that keeps changing, "
+            "dynamo.mark_dynamic(t, dim); for a Python number or string that changes per call, "
+            "pass it as a tensor", _where(code), entries + 1, limit, record.recompile_reason)
+
+
 def on_compile(record, entries=0, limit=0):
     """Emit the artifacts that are on for one compile record (`entries`:
     the code's live entries before it, `limit`: the cache limit)."""
@@ -183,6 +249,14 @@ def on_compile(record, entries=0, limit=0):
     if "graph_breaks" in _on:
         for br in record.break_reasons or ():
             artifact("graph_breaks").info("%s", break_text(code, br))
+    if "dynamic" in _on:
+        from .guards import SHAPE_GUARD
+        for g in record.guards or ():
+            if g.kind == SHAPE_GUARD:
+                artifact("dynamic").info("shape guard of %s (%s): %s", record.name, record.id,
+                                         g.describe().strip())
+    if "perf_hints" in _on:
+        _perf_hints(record, entries, limit)
     if "guards" in _on and record.guards:
         artifact("guards").info("GUARDS of %s (%s):\n%s", record.name, record.id,
                                 "\n".join(g.describe() for g in record.guards))

@@ -274,8 +274,11 @@ def _break(b):
     stack = [_fields("FRAME", filename=f.filename or "", lineno=f.lineno or 0, name=f.name or "",
                      line=f.line or "")
              for f in (b.user_stack or [])]
+    # the user words only where they differ from the reason (an "other" break: the reason)
+    meaning = b.meaning if b.meaning and b.meaning != b.reason else ""
     return _fields("BREAK", reason=redact_text(str(b.reason)), filename=b.filename or "",
-                   lineno=b.lineno or 0, user_stack=stack)
+                   lineno=b.lineno or 0, user_stack=stack, kind=b.kind or "",
+                   meaning=meaning, hint=b.hint or "")
 
 
 def _init():
@@ -285,7 +288,8 @@ def _init():
         dynamo_version = version("dynamo")
     except Exception:  # noqa: BLE001 - not installed as a distribution
         dynamo_version = "0.1.0"
-    _C._telemetry_set_info(torch.__version__, dynamo_version, torch.nn.Module)
+    from .guards import _backend_texts      # the tree's compile-backend tests read as names
+    _C._telemetry_set_info(torch.__version__, dynamo_version, torch.nn.Module, _backend_texts)
 
 
 _init()

@@ -81,6 +81,9 @@ dump_break(const DrBreak *b)
     kuint("lineno", b->lineno);
     kuint("count", b->count);
     kstr("first_record", b->first_record);
+    kstr("kind", b->kind);
+    kstr("meaning", b->meaning);
+    kstr("hint", b->hint);
     key("user_stack", 0);
     putchar('[');
     for (size_t i = 0; i < b->n_frames; i++) {

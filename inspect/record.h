@@ -75,7 +75,10 @@
     X(REASON, reason)                       /* s */ \
     X(FILENAME, filename)                   /* s */ \
     X(LINENO, lineno)                       /* i */ \
-    X(USER_STACK, user_stack)               /* [FRAME], innermost last */
+    X(USER_STACK, user_stack)               /* [FRAME], innermost last */ \
+    X(KIND, kind)                           /* s: dynamo/break_hints.py's kind, "" old */ \
+    X(MEANING, meaning)                     /* s: the reason in user words, "" = reason */ \
+    X(HINT, hint)                           /* s: what the user can do, "" none */
 
 #define DT_FRAME_FIELDS(X) \
     X(FILENAME, filename)                   /* s */ \

@@ -119,6 +119,9 @@ decode_break(const Dec *d, const DvVal *v, DrBreak *b)
     b->reason = dv_str(d->arena, dv_item(v, DT_BREAK_REASON));
     b->filename = dv_str(d->arena, dv_item(v, DT_BREAK_FILENAME));
     b->lineno = (uint32_t)dv_int(dv_item(v, DT_BREAK_LINENO));
+    b->kind = dv_str(d->arena, dv_item(v, DT_BREAK_KIND));
+    b->meaning = dv_str(d->arena, dv_item(v, DT_BREAK_MEANING));
+    b->hint = dv_str(d->arena, dv_item(v, DT_BREAK_HINT));
     const DvVal *stack = dv_item(v, DT_BREAK_USER_STACK);
     b->user_stack = array(d, dv_len(stack), sizeof(DrFrame));
     b->n_frames = b->user_stack ? dv_len(stack) : 0;

@@ -87,6 +87,9 @@ typedef struct {
     size_t n_frames;
     uint64_t count;             /* dedup: records that broke here for this reason, count */
     const char *first_record;   /* dedup: "[F/C]" of the first record with it */
+    const char *kind;           /* dynamo/break_hints.py's kind ("data_dependent_branch"), "" */
+    const char *meaning;        /* the reason in user words; "" = the reason itself */
+    const char *hint;           /* what the user can do; "" none (an older writer) */
 } DrBreak;
 
 /* One node of a guard decision tree (as published with the newest compile of

@@ -205,7 +205,9 @@ def test_list_shows_every_frame_compile_graph_and_resume(workload, source):
     resumes = [i["name"] for i in workload["frames"].values() if i["name"].startswith("__resume")]
     assert len(resumes) == 2
     toy = frame_of(workload, "toy_example")
-    break_line = next(line for line in out.splitlines() if "break generic_jump" in line)
+    break_line = next(line for line in out.splitlines()
+                      if "break Python branches on a tensor's value" in line)
+    assert "(generic_jump TensorVariable())" in break_line     # the tracer's words after the user's
     kinds = {"branch": "branch taken", "fallthrough": "fall-through"}
     listed = workload["frames"][toy]["resumes"]
     assert sorted(name for name, _, _ in listed) == sorted(resumes)
@@ -339,7 +341,12 @@ def test_break_map_chains_graphs_and_resume_functions(workload, source, tmp_path
     assert all(tail == f"[{toy}/0]" for tail, head in edges)
     labels = subprocess.run(["gvpr", 'E{print($.label)}', path], capture_output=True,
                             text=True).stdout
-    assert labels.count("generic_jump TensorVariable()") == 2
+    # the break in user words and its hint (dynamo/break_hints.py); the whole text in the tooltip
+    assert labels.count("graph break: Python branches on a tensor's value") == 2
+    assert labels.count("hint: compute both sides") == 2
+    tips = subprocess.run(["gvpr", 'E{print($.tooltip)}', path], capture_output=True,
+                          text=True).stdout
+    assert tips.count("(generic_jump TensorVariable())") == 2
     # each edge says where its resume function continues
     for name, offset, kind in workload["frames"][toy]["resumes"]:
         side = {"branch": "branch taken", "fallthrough": "fall-through"}[kind]

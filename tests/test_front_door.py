@@ -519,7 +519,7 @@ def test_dynamo_logs_from_the_environment_print_breaks_and_recompiles(tmp_path):
     line = LOG_SCRIPT.splitlines().index("    if b.sum() < 0:") + 1
     assert f"Graph break in toy at {script}:{line}" in err, err
     assert "data-dependent control flow" in err and "if b.sum() < 0:" in err
-    assert "Hint: rewrite the branch with torch.where" in err
+    assert "Hint: compute both sides and pick one with torch.where" in err
     assert "Recompiling toy" in err and "entry 2 of at most 8" in err
     assert "L['a'].size()[0]: expected 4, actual 6 (TENSOR_MATCH of entry [0/0])" in err
     assert err.count("[dynamo.graph_breaks]") == 2 and err.count("[dynamo.recompiles]") == 2
@@ -554,8 +554,241 @@ def test_set_logs_in_process(capsys):
             dynamo.set_logs(no_such=True)
         from dynamo import logs
         assert logs.parse("+dynamo,recompiles") == {"dynamo": logging.DEBUG, "recompiles": True}
+        assert logs.parse("dynamic,perf_hints") == {"dynamic": True, "perf_hints": True}
     finally:
         dynamo.set_logs(guards=False, graph_code=False, graph_breaks=False)
     dynamo.optimize("eager")(lambda x: x + 1)(torch.ones(2))
     assert "[dynamo." not in capsys.readouterr().err
 
+
+
+# ---------------------------------------------------------------- directives without torch's dynamo
+
+def test_allow_in_graph_is_recorded_by_the_public_function_not_read_from_torch():
+    """torch.compiler.allow_in_graph is wrapped at import of dynamo: it calls
+    torch's function and records into dynamo's own table; no module of
+    dynamo reads torch's dynamo tables."""
+    import pathlib
+    from dynamo import decorators
+    wrapper = torch.compiler.allow_in_graph
+    assert getattr(wrapper, decorators._RECORDS_ATTR, False) and wrapper.__wrapped__ is not wrapper
+    decorators.install_torch_directives()              # idempotent: not wrapped twice
+    assert torch.compiler.allow_in_graph is wrapper
+
+    def op_a(x):
+        return x + 1
+
+    def op_b(x):
+        return x - 1
+    assert not decorators.is_allowed(op_a)
+    assert torch.compiler.allow_in_graph([op_a, op_b]) is not None      # a list, as torch takes
+    assert decorators.is_allowed(op_a) and decorators.is_allowed(op_b)
+    assert not decorators.is_allowed(torch.sin)          # torch's own: left to the torch rules
+    root = pathlib.Path(decorators.__file__).parent
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        assert "trace_rules" not in text and "_allowed_callable_ids" not in text, path
+
+
+ALLOW_SCRIPT = r'''
+import torch
+def early(x):
+    return x.relu() + 1
+torch.compiler.allow_in_graph(early)          # before import dynamo: not seen (the limit)
+import dynamo
+def late(x):
+    return x.relu() - 1
+torch.compiler.allow_in_graph(late)
+graphs = []
+def backend(gm, ex):
+    graphs.append(gm)
+    return gm.forward
+def f(x):
+    return early(x) * late(x)
+dynamo.optimize(backend)(f)(torch.randn(4))
+targets = [n.target for n in graphs[0].graph.nodes if n.op == "call_function"]
+print("early", early in targets, "late", late in targets, "graphs", len(graphs))
+'''
+
+
+def test_allow_in_graph_before_import_is_the_documented_limit(tmp_path):
+    """A call after `import dynamo` makes one node; one made before is not
+    seen (inlined instead: the limit docs/FROM_TORCH_COMPILE.md states)."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "allow.py"
+    script.write_text(ALLOW_SCRIPT)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("DYNAMO_LOGS", None)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "early False late True graphs 1" in out.stdout, out.stdout
+
+
+# ---------------------------------------------------------------- the backend's name in the tools
+
+def _tools_built():
+    import os
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run(["make", "-C", root, "build/bin/dynamo-top", "build/bin/dynamo-dot"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return os.path.join(root, "build", "bin")
+
+
+def test_published_tree_and_last_failure_name_the_backend(tmp_path):
+    """The guard tree dynamo-dot --guards draws and the last failure both
+    tools show name the compile backend ('b1'), not its BACKEND_MATCH key."""
+    import os
+    import subprocess
+    bindir = _tools_built()
+    calls = []
+    b1 = counting_backend("b1", calls)
+
+    def f(x):
+        return x * 3
+    x = torch.randn(2)
+    dynamo.optimize(b1)(f)(x)
+    dynamo.optimize("eager")(f)(x)
+    assert calls == ["b1"]
+    snap = str(tmp_path / "b.dyn")
+    dynamo.save_snapshot(snap)
+    dot = subprocess.run([os.path.join(bindir, "dynamo-dot"), "--file", snap, "--guards", "f"],
+                         capture_output=True, text=True)
+    assert dot.returncode == 0, dot.stderr
+    assert "compile backend == 'b1'" in dot.stdout and "compile backend == 'eager'" in dot.stdout
+    assert "expected <B>&#39;b1&#39;</B>, actual" in dot.stdout, dot.stdout
+    top = subprocess.run([os.path.join(bindir, "dynamo-top"), "--file", snap, "--once"],
+                         capture_output=True, text=True)
+    assert top.returncode == 0, top.stderr
+    assert "last failure: backend: expected 'b1', actual 'eager'" in top.stdout, top.stdout
+
+
+# ---------------------------------------------------------------- break reasons in user words
+
+def test_break_vocabulary_words_each_common_reason():
+    """break_hints.describe on the tracer's own texts: every row is reached,
+    the hints name dynamo's API, an unknown reason is shown as it is."""
+    from dynamo import break_hints
+    texts = {
+        "generic_jump TensorVariable()": "data_dependent_branch",
+        "Tensor.item() needs the tensor's data": "tensor_value_read",
+        "Tensor.nonzero() needs the tensor's data": "dynamic_output_shape",
+        "call to builtins.print (not traceable; runs eagerly)": "print",
+        "call to _warnings.warn (not traceable; runs eagerly)": "warn_or_log",
+        "call to m.f (marked torch.compiler.disable; runs eagerly)": "marked_eager",
+        "call to numpy.asarray (not traceable; runs eagerly)": "untraceable_call",
+        "opcode SETUP_WITH is not supported": "unsupported_construct",
+    }
+    for text, kind in texts.items():
+        got, meaning, hint = break_hints.describe(text)
+        assert got == kind and meaning != text and ("dynamo." in hint or "torch." in hint), \
+            (text, got, hint)
+    assert {k.kind for k in break_hints.BREAK_KINDS} == set(texts.values())
+    assert break_hints.describe("something new") == ("other", "something new", break_hints.OTHER.hint)
+    assert all("torch." + "_dynamo" not in k.hint for k in break_hints.BREAK_KINDS)
+
+
+def test_break_reasons_and_hints_are_the_same_in_explain_top_and_dot(tmp_path):
+    """One function with four kinds of break: explain(), dynamo-top's Breaks
+    tab and dynamo-dot (--breaks label and tooltip, --list) show each in
+    the same user words with the same hint."""
+    import os
+    import subprocess
+    from dynamo import break_hints
+    bindir = _tools_built()
+
+    @torch.compiler.disable
+    def eager_helper(t):
+        return t + 1
+
+    def f(x):
+        y = x.sin() + 1
+        if y.sum() > 0:
+            y = y * 2
+        print("in the model")
+        return eager_helper(y) * x.sum().item()
+    x = torch.ones(4)
+    dynamo.optimize("eager")(f)(x)
+    snap = str(tmp_path / "brk.dyn")
+    dynamo.save_snapshot(snap)
+    ex = dynamo.explain(f)(x)
+    kinds = [br.kind for br in ex.break_reasons]
+    assert kinds == ["data_dependent_branch", "print", "marked_eager", "tensor_value_read"], kinds
+    assert ex.graph_break_count == 4
+    rows = {k.kind: k for k in break_hints.BREAK_KINDS}
+    text = str(ex)
+    for br in ex.break_reasons:
+        assert br.meaning == rows[br.kind].meaning and br.hint == rows[br.kind].hint
+        assert f"Reason: {br.meaning} ({br.reason})" in text and f"Hint: {br.hint}" in text
+    assert "marked torch.compiler.disable" in ex.break_reasons[2].reason
+    top = subprocess.run([os.path.join(bindir, "dynamo-top"), "--file", snap, "--once"],
+                         capture_output=True, text=True)
+    assert top.returncode == 0, top.stderr
+    dot_list = subprocess.run([os.path.join(bindir, "dynamo-dot"), "--file", snap, "--list"],
+                              capture_output=True, text=True)
+    assert dot_list.returncode == 0, dot_list.stderr
+    dots = ""
+    for frame in range(4):
+        out = subprocess.run([os.path.join(bindir, "dynamo-dot"), "--file", snap, "--breaks",
+                              str(frame)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        dots += out.stdout
+    dots = dots.replace("\\\n", "")           # dot's continuation lines
+    for kind in kinds:
+        row = rows[kind]
+        assert row.meaning in top.stdout and f"hint: {row.hint}" in top.stdout, (kind, top.stdout)
+        assert f"break {row.meaning} (" in dot_list.stdout, (kind, dot_list.stdout)
+        assert f"graph break: {row.meaning[:40]}" in dots, kind
+        assert f"hint: {row.hint}" in dots.replace("\\n", "\n"), kind      # the tooltip, whole
+
+
+# ---------------------------------------------------------------- the dynamic and perf_hints channels
+
+def test_dynamic_and_perf_hints_channels_print(capsys):
+    """dynamic: the dimension automatic dynamic makes symbolic, its symbol,
+    the shape guards; perf_hints: a break inside a loop, a recompile storm,
+    the eager fallback at the cache limit.  Off: nothing of them."""
+    import warnings
+
+    def looped(x, n):
+        for i in range(2):
+            x = x + 1
+            print("step", i)
+        return x * n
+
+    def sized(a, b):
+        return a.sin() + b.cos()
+    limit = dynamo.config.cache_size_limit
+    try:
+        dynamo.set_logs(dynamic=True, perf_hints=True)
+        dynamo.config.cache_size_limit = 3
+        opt_sized = dynamo.optimize("eager")(sized)
+        for n in (3, 5, 7):
+            opt_sized(torch.ones(n), torch.ones(n))
+        opt_looped = dynamo.optimize("eager")(looped)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for k in range(2, 7):
+                opt_looped(torch.ones(2), k)          # a Python int that changes: recompiles
+        err = capsys.readouterr().err
+        assert "[dynamo.dynamic] automatic dynamic: L['a'].size()[0] of sized" in err, err
+        assert "(3 -> 5)" in err
+        assert "[dynamo.dynamic] create_symbol s" in err and "for L['b'].size()[0] in sized" in err
+        assert "[dynamo.dynamic] shape guard of sized" in err and "SHAPE_GUARD" in err
+        assert "[dynamo.perf_hints] graph break inside a loop of looped" in err, err
+        assert "Hint: remove it, or print after" in err
+        assert "[dynamo.perf_hints] recompile storm: looped" in err and "has compiled 3 entries" in err
+        assert "[dynamo.perf_hints] eager fallback at the cache limit" in err
+        assert err.count("recompile storm: looped") == 1
+    finally:
+        dynamo.config.cache_size_limit = limit
+        dynamo.set_logs(dynamic=False, perf_hints=False)
+    dynamo.reset()
+    dynamo.optimize("eager")(sized)(torch.ones(3), torch.ones(3))
+    dynamo.optimize("eager")(sized)(torch.ones(5), torch.ones(5))
+    assert "[dynamo." not in capsys.readouterr().err

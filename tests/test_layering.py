@@ -90,7 +90,8 @@ FLOORS = [
                                          "dynamo/distributed",
                                          "dynamo/debug", "dynamo/utils", "dynamo/testing", "dynamo/rng",
                                          "dynamo/mutation_guard", "dynamo/guards", "dynamo/bytecode",
-                                         "dynamo/stance", "dynamo/dynamic_shapes", "dynamo/shape_guards"}),
+                                         "dynamo/stance", "dynamo/dynamic_shapes", "dynamo/shape_guards",
+                                         "dynamo/break_hints"}),
     ("the base", {"dynamo/config", "dynamo/exc", "dynamo/_C"}),
 ]
 

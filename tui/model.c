@@ -84,7 +84,7 @@ static size_t *break_slot(MFrame *f, const char *reason, const char *file, int l
 /* Deduplication through a hash index: linear in the breaks of the frame
  * (a scan per break made a frame with many breaks quadratic). */
 MBreak *mframe_add_break(MFrame *f, const char *reason, const char *file, int line,
-                         const char *user_stack)
+                         const char *user_stack, const char *meaning, const char *hint)
 {
     if (2 * (f->n_brks + 1) > f->brk_cap) {
         f->brk_cap = f->brk_cap ? 2 * f->brk_cap : 16;
@@ -106,6 +106,8 @@ MBreak *mframe_add_break(MFrame *f, const char *reason, const char *file, int li
     b->line = line;
     b->count = 1;
     b->user_stack = xstrdup(user_stack);
+    b->meaning = xstrdup(meaning);
+    b->hint = xstrdup(hint);
     return b;
 }
 
@@ -190,6 +192,7 @@ void model_finish(Model *m)
             finish_entry(&f->entries[k]);
         for (size_t k = 0; k < f->n_brks; k++) {
             fix(&f->brks[k].reason); fix(&f->brks[k].file); fix(&f->brks[k].user_stack);
+            fix(&f->brks[k].meaning); fix(&f->brks[k].hint);
         }
         if (f->status == FS_OK)
             f->status = derive_status(f);
@@ -262,6 +265,7 @@ void model_delete(Model *m)
         free(f->entries);
         for (size_t k = 0; k < f->n_brks; k++) {
             free(f->brks[k].reason); free(f->brks[k].file); free(f->brks[k].user_stack);
+            free(f->brks[k].meaning); free(f->brks[k].hint);
         }
         free(f->brks);
         free(f->brk_index);

@@ -95,6 +95,8 @@ typedef struct MBreak {
     int line;
     uint64_t count;     /* how many compiles broke here */
     char *user_stack;   /* "File ..., line ..., in ..." lines */
+    char *meaning;      /* the reason in user words ("" = reason); dynamo/break_hints.py */
+    char *hint;         /* what the user can do, "" none */
 } MBreak;
 
 typedef struct MFrame {
@@ -147,9 +149,10 @@ MGraph *mentry_add_graph(MEntry *e);
 MNode *mgraph_add_node(MGraph *g);
 MGuard *mentry_add_guard(MEntry *e);
 MResume *mentry_add_resume(MEntry *e);
-/* Adds a break or bumps the count of the identical one already there. */
+/* Adds a break or bumps the count of the identical one already there
+ * (meaning and hint: the first one's; NULL reads as ""). */
 MBreak *mframe_add_break(MFrame *f, const char *reason, const char *file, int line,
-                         const char *user_stack);
+                         const char *user_stack, const char *meaning, const char *hint);
 MEvent *model_add_event(Model *m);
 
 const MFrame *model_find_frame(const Model *m, int64_t id);

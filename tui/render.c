@@ -472,7 +472,12 @@ static void tab_breaks(Lines *out, const Model *m, const MFrame *f, int64_t cid,
         const MBreak *b = &f->brks[i];
         char where[512];
         snprintf(where, sizeof where, "%s:%d", base_name(b->file), b->line);
-        lines_addf(out, C_BREAK, "  %6llu  %-40s %s", (unsigned long long)b->count, where, b->reason);
+        lines_addf(out, C_BREAK, "  %6llu  %-40s %s", (unsigned long long)b->count, where,
+                   *b->meaning ? b->meaning : b->reason);
+        if (*b->meaning)            /* the tracer's own words under the user's */
+            lines_addf(out, C_DIM, "  %6s  %-40s (%s)", "", "", b->reason);
+        if (*b->hint)
+            lines_addf(out, C_DEFAULT, "  %6s  %-40s hint: %s", "", "", b->hint);
         if (*b->user_stack) {
             Lines tmp;
             lines_init(&tmp);

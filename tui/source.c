@@ -194,10 +194,13 @@ static void fill_frame(MFrame *f, const DrCode *c, uint64_t origin_ns)
             const DrBreak *br = &rec->breaks[b];
             char *stack = stack_text(br);
             char *reason = xstrdup_clean(br->reason), *file = xstrdup_clean(br->filename);
-            mframe_add_break(f, reason, file, (int)br->lineno, stack);
+            char *meaning = xstrdup_clean(br->meaning), *hint = xstrdup_clean(br->hint);
+            mframe_add_break(f, reason, file, (int)br->lineno, stack, meaning, hint);
             free(stack);
             free(reason);
             free(file);
+            free(meaning);
+            free(hint);
         }
         failed = rec->status == DT_RS_ERROR || rec->status == DT_RS_UNSUPPORTED;
     }

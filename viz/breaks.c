@@ -170,8 +170,9 @@ static Agnode_t *draw_code(Agraph_t *g, const DrCode *code)
     return first;
 }
 
-/* The "reason\nfile.py:33  if b.sum() < 0:\n→ name (branch taken @112)"
- * label of a break edge. */
+/* The "reason\nfile.py:33  if b.sum() < 0:\nhint: ...\n→ name (branch taken
+ * @112)" label of a break edge: the reason in user words, the hint cut
+ * (break_tooltip has them whole). */
 static char *break_label(const DrRecord *rec, const DrResume *res)
 {
     StrBuf b;
@@ -180,7 +181,7 @@ static char *break_label(const DrRecord *rec, const DrResume *res)
         const DrBreak *br = &rec->breaks[i];
         sb_add(&b, i ? "\\n" : "");
         sb_add(&b, "graph break: ");
-        vs_add_cut(&b, br->reason, 48);
+        vs_add_cut(&b, *br->meaning ? br->meaning : br->reason, 64);
         sb_add(&b, "\\n");
         vs_add_cut(&b, vs_basename(br->filename), 40);
         sb_addf(&b, ":%u", br->lineno);
@@ -188,12 +189,39 @@ static char *break_label(const DrRecord *rec, const DrResume *res)
             sb_add(&b, "  ");
             vs_add_cut(&b, br->user_stack[br->n_frames - 1].line, 40);
         }
+        if (*br->hint) {
+            sb_add(&b, "\\nhint: ");
+            vs_add_cut(&b, br->hint, 60);
+        }
     }
     sb_add(&b, rec->n_breaks ? "\\n→ " : "→ ");
     vs_add_cut(&b, res->name, 0);
     sb_add(&b, " (");
     vs_add_cut(&b, dr_resume_kind_label(res->kind, res->kind_name), 0);
     sb_addf(&b, " @%u)", res->offset);
+    return sb_steal(&b);
+}
+
+/* The tooltip of a break edge: per break, the reason in user words, the
+ * tracer's own text and the hint, whole. */
+static char *break_tooltip(const DrRecord *rec)
+{
+    StrBuf b;
+    vs_init(&b);
+    for (size_t i = 0; i < rec->n_breaks; i++) {
+        const DrBreak *br = &rec->breaks[i];
+        sb_add(&b, i ? "\\n\\n" : "");
+        vs_add_cut(&b, *br->meaning ? br->meaning : br->reason, 0);
+        if (*br->meaning) {
+            sb_add(&b, "\\n(");
+            vs_add_cut(&b, br->reason, 0);
+            sb_add(&b, ")");
+        }
+        if (*br->hint) {
+            sb_add(&b, "\\nhint: ");
+            vs_add_cut(&b, br->hint, 0);
+        }
+    }
     return sb_steal(&b);
 }
 
@@ -239,6 +267,11 @@ static void link_resumes(Agraph_t *g, CodeList *codes, size_t at, Agnode_t ***fi
             Agedge_t *e = vgv_edge(g, vgv_find_node(g, rec->id), head);
             char *label = break_label(rec, res);
             vgv_set(e, "label", label);
+            if (rec->n_breaks) {
+                char *tip = break_tooltip(rec);
+                vgv_set(e, "tooltip", tip);
+                free(tip);
+            }
             vgv_set(e, "color", "#c62828");
             vgv_set(e, "fontcolor", "#8e1b1b");
             vgv_set(e, "penwidth", "1.5");

@@ -95,7 +95,12 @@ static void print_record(FILE *out, const DrRecord *rec)
     for (size_t i = 0; i < rec->n_breaks; i++) {
         const DrBreak *b = &rec->breaks[i];
         fputs("    break ", out);
-        put(out, b->reason);
+        put(out, *b->meaning ? b->meaning : b->reason);
+        if (*b->meaning) {
+            fputs(" (", out);
+            put(out, b->reason);
+            fputc(')', out);
+        }
         fputs(" at ", out);
         put(out, vs_basename(b->filename));
         fprintf(out, ":%u", b->lineno);

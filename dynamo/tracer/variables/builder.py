@@ -151,7 +151,7 @@ def _wrap(tx, value, source):
         # into it (the inner wrapper is ignored); a disable() wrapper breaks
         from ...guards import AttrSource
         if value._mode == 0:
-            return SkippedFunctionVariable(value, source)
+            return SkippedFunctionVariable(value, source, "marked dynamo.disable")
         return wrap(tx, value._fn, AttrSource(source, "_fn") if source is not None else None)
     from .torch import GradModeExit, GradModeExitVariable
     if type(value) is GradModeExit and (value.prev is None or type(value.prev) is bool):
@@ -250,14 +250,16 @@ def _directive(tx, value, source):
     if not callable(value) or isinstance(value, torch.nn.Module):
         return None
     try:
-        if decorators.is_disallowed(value) or decorators.torch_disable_kind(value) is not None:
-            return SkippedFunctionVariable(value, source)
+        if decorators.is_disallowed(value):
+            return SkippedFunctionVariable(value, source, "marked dynamo.disallow_in_graph")
+        if decorators.torch_disable_kind(value) is not None:
+            return SkippedFunctionVariable(value, source, "marked torch.compiler.disable")
         if decorators.is_allowed(value):
             _guard(tx, source, FUNCTION_MATCH, value)
             return TorchFunctionVariable(value, source)
         code = getattr(value, "__code__", None)
         if code is not None and decorators.is_skipped_code(code):
-            return SkippedFunctionVariable(value, source)
+            return SkippedFunctionVariable(value, source, "marked dynamo.skip")
     except TypeError:
         return None
     return None
@@ -292,7 +294,7 @@ def wrap_torch_attr(tx, value, source):
     """Attributes of torch modules: not guarded."""
     from ... import decorators
     if callable(value) and not isinstance(value, type) and decorators.is_disallowed(value):
-        return SkippedFunctionVariable(value, source)
+        return SkippedFunctionVariable(value, source, "marked dynamo.disallow_in_graph")
     if value is torch.jit.annotate:          # a type annotation: the value itself
         return TorchFunctionVariable(value, source)
     if isinstance(value, types.ModuleType):
@@ -456,7 +458,7 @@ class GraphBuilder(OutputGraph):
         none or is not a plain dense tensor whose strides follow from its
         sizes (contiguous or channels-last: strides become expressions of
         the sizes, related by SHAPE_GUARDs; other layouts stay static)."""
-        from ... import config, dynamic_shapes
+        from ... import config, dynamic_shapes, logs
         from ...shape_guards import Leaf
         if config.verify_correctness:
             return None     # the check runs the graphs on real example inputs: static ones
@@ -478,6 +480,7 @@ class GraphBuilder(OutputGraph):
             sym = env.create_symbol(sizes[d], _make_shape_source(leaf.text()),
                                     dynamic_dim=DimDynamic.DYNAMIC)
             self.shape_leaves[sym] = leaf
+            logs.on_symbol(self.frame.code, sym, leaf.text(), sizes[d])
             sizes[d] = env.create_symintnode(sym, hint=sizes[d])
         strides = _dense_strides(sizes, order)
         with self.fake_mode:

@@ -59,11 +59,14 @@ class PythonModuleVariable(ModuleVariable):
 class SkippedFunctionVariable(VariableTracker):
     """A callable the tracer must not enter (stdlib, numpy, scipy, unknown
     C functions, print): calling it is Unsupported, so the call runs
-    eagerly after a graph break."""
+    eagerly after a graph break.  `why`: what the break reason says of it
+    ("marked torch.compiler.disable" for a directive; default "not
+    traceable"), read by dynamo.break_hints to word the break."""
 
-    def __init__(self, fn, source=None):
+    def __init__(self, fn, source=None, why="not traceable"):
         super().__init__(source)
         self.fn = fn
+        self.why = why
 
     @property
     def value(self):
@@ -86,7 +89,7 @@ class SkippedFunctionVariable(VariableTracker):
             return ConstantVariable(None)
         module = getattr(self.fn, "__module__", None) or "?"
         name = getattr(self.fn, "__qualname__", None) or getattr(self.fn, "__name__", repr(self.fn))
-        raise Unsupported(f"call to {module}.{name} (not traceable; runs eagerly)")
+        raise Unsupported(f"call to {module}.{name} ({self.why}; runs eagerly)")
 
     def var_getattr(self, tx, name):
         if self.source is None:
