@@ -68,7 +68,35 @@ static const DrEntry *entry_of_leaf(const DrCode *code, const char *leaf)
     return NULL;
 }
 
-static char *decision_label(const DrTreeNode *t, size_t index, const LastFail *lf, int hot)
+/* Where a tree test comes from: the origin ("file.py:12", base name) of the
+ * guard of `code` whose source the test reads (the longest such source, in
+ * the newest record that has one), or NULL.  Tests name their source
+ * ("L['x'].size()[0] == 5"), guards carry the user line that installed
+ * them (issue 30). */
+static const char *test_origin(const DrCode *code, const char *test, char *buf, size_t len)
+{
+    const DrGuard *best = NULL;
+    size_t best_n = 0;
+    for (size_t r = code->n_records; r-- > 0 && best == NULL;) {
+        const DrRecord *rec = code->records[r];
+        for (size_t i = 0; i < rec->n_guards; i++) {
+            const DrGuard *gd = &rec->guards[i];
+            size_t n = strlen(gd->source);
+            if (!*gd->origin || n <= best_n || !strstr(test, gd->source))
+                continue;
+            best = gd;
+            best_n = n;
+        }
+    }
+    if (best == NULL)
+        return NULL;
+    const char *file = strrchr(best->origin, '/');
+    snprintf(buf, len, "%s", file ? file + 1 : best->origin);
+    return buf;
+}
+
+static char *decision_label(const DrCode *code, const DrTreeNode *t, size_t index,
+                            const LastFail *lf, int hot)
 {
     StrBuf b;
     vs_init(&b);
@@ -83,6 +111,11 @@ static char *decision_label(const DrTreeNode *t, size_t index, const LastFail *l
         sb_addf(&b, "<TR><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" POINT-SIZE=\"9\"%s>",
                 red ? " COLOR=\"" RED "\"" : "");
         vs_add_html(&b, t->tests[i], TEST_CHARS, 0);
+        char where[256];
+        if (test_origin(code, t->tests[i], where, sizeof where)) {
+            sb_add(&b, "</FONT><FONT POINT-SIZE=\"8\" COLOR=\"#777777\">  \xe2\x86\x90 ");
+            vs_add_html(&b, where, 48, 0);
+        }
         sb_add(&b, "</FONT></TD></TR>");
     }
     if (t->n_tests > MAX_TESTS_SHOWN)
@@ -202,8 +235,13 @@ static void draw_entry(Agraph_t *g, Agnode_t *parent, const char *via, const DrC
                 (unsigned long long)e->hits, (unsigned long long)e->guard_failures,
                 e->record->n_guards);
         for (size_t i = 0; i < e->record->n_guards; i++) {
+            const DrGuard *gd = &e->record->guards[i];
             sb_add(&b, "\\n");
-            vs_add_cut(&b, e->record->guards[i].text, 0);
+            vs_add_cut(&b, gd->text, 0);
+            if (*gd->origin) {
+                sb_add(&b, "  <- ");
+                vs_add_cut(&b, gd->origin, 0);
+            }
         }
     }
     vgv_set(v, "tooltip", b.s);
@@ -239,7 +277,16 @@ static void draw_last_failure(Agraph_t *g, const LastFail *lf,
     vs_add_html(&b, e->last_fail_expected, 40, 0);
     sb_add(&b, "</B>, actual <FONT COLOR=\"" RED "\"><B>");
     vs_add_html(&b, e->last_fail_actual, 40, 0);
-    sb_add(&b, "</B></FONT></TD></TR></TABLE>");
+    sb_add(&b, "</B></FONT></TD></TR>");
+    if (lf->guard != NULL && (*lf->guard->origin || *lf->guard->origin_text)) {
+        const char *file = strrchr(lf->guard->origin, '/');
+        sb_add(&b, "<TR><TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"9\">guarded at <B>");
+        vs_add_html(&b, file ? file + 1 : lf->guard->origin, 60, 0);
+        sb_add(&b, "</B>  <FONT FACE=\"Courier\">");
+        vs_add_html(&b, lf->guard->origin_text, 70, 0);
+        sb_add(&b, "</FONT></FONT></TD></TR>");
+    }
+    sb_add(&b, "</TABLE>");
     Agnode_t *v = vgv_node(g, "last failure");
     vgv_set_html(v, "label", b.s);
     vgv_set(v, "shape", "note");
@@ -312,15 +359,15 @@ static int is_pass_through(const DrTree *tree, size_t i, const char *has_child)
     return t->parent >= 0 && !t->n_tests && !*t->switch_on && t->n_leaf != 0 && !has_child[i];
 }
 
-static Agnode_t *draw_decision(Agraph_t *g, const DrTree *tree, size_t i, const LastFail *lf,
+static Agnode_t *draw_decision(Agraph_t *g, const DrCode *code, size_t i, const LastFail *lf,
                                int *hot)
 {
-    const DrTreeNode *t = &tree->nodes[i];
+    const DrTreeNode *t = &code->tree.nodes[i];
     char name[32];
     *hot = *t->switch_on && mentions_failure(t->switch_on, lf);
     snprintf(name, sizeof name, "t%zu", i);
     Agnode_t *v = vgv_node(g, name);
-    char *label = decision_label(t, i, lf, *hot);
+    char *label = decision_label(code, t, i, lf, *hot);
     char *tip = decision_tooltip(t);
     vgv_set_html(v, "label", label);
     vgv_set(v, "tooltip", tip);
@@ -355,7 +402,7 @@ Agraph_t *vtree_draw(DrSnapshot *s, const DrCode *code)
             continue;
         }
         int hot;
-        nodes[i] = draw_decision(g, tree, i, &lf, &hot);
+        nodes[i] = draw_decision(g, code, i, &lf, &hot);
         if (hot && anchor == NULL)
             anchor = nodes[i];
         if (has_parent) {
