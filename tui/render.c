@@ -456,6 +456,8 @@ static void tab_bytecode(Lines *out, const Model *m, const MFrame *f, int64_t ci
         lines_add(out, C_DIM, -1, -1, "no compiles recorded for this frame");
 }
 
+#define FROM_WIDTH 44     /* columns of the Guards tab's FROM cell */
+
 static void tab_guards(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)
 {
     (void)m; (void)width;
@@ -468,15 +470,28 @@ static void tab_guards(Lines *out, const Model *m, const MFrame *f, int64_t cid,
         snprintf(what, sizeof what, "guards: %zu, entry hits %llu", e->n_guards,
                  (unsigned long long)e->hits);
         entry_title(out, e, what);
-        lines_addf(out, C_TITLE, "  %6s  %-14s %-28s %-44s %s", "FAILS", "KIND", "SOURCE", "GUARD",
-                   "FROM (the line that installed it)");
+        lines_addf(out, C_TITLE, "  %6s  %-14s %-28s %-*s %s", "FAILS", "KIND", "SOURCE",
+                   FROM_WIDTH, "FROM (the line that installed it)", "GUARD");
         for (size_t g = 0; g < e->n_guards; g++) {
             const MGuard *gd = &e->guards[g];
             const char *text = gd->text;
             while (*text == ' ' || *text == '-')    /* describe() starts with " - " */
                 text++;
-            lines_addf(out, gd->fails ? C_BREAK : C_DEFAULT, "  %6llu  %-14s %-28s %-44s %s",
-                       (unsigned long long)gd->fails, gd->kind, gd->source, text, gd->origin);
+            StrBuf from;                /* "file.py:12  the line", cut to its column */
+            sb_init(&from);
+            size_t fw = utf8_width(gd->origin);
+            if (fw > FROM_WIDTH) {
+                sb_addn(&from, gd->origin, utf8_prefix(gd->origin, FROM_WIDTH - 1));
+                sb_add(&from, "~");
+            } else {
+                sb_add(&from, gd->origin);
+                for (; fw < FROM_WIDTH; fw++)
+                    sb_add(&from, " ");
+            }
+            lines_addf(out, gd->fails ? C_BREAK : C_DEFAULT, "  %6llu  %-14s %-28s %s %s",
+                       (unsigned long long)gd->fails, gd->kind, gd->source, from.s ? from.s : "",
+                       text);
+            sb_free(&from);
             if (*gd->last_expected || *gd->last_actual)
                 lines_addf(out, C_ERROR, "  %6s  last failure: %s%sexpected %s, actual %s", "",
                            gd->last_property, *gd->last_property ? ": " : "",
