@@ -107,6 +107,27 @@ def test_guard_tree_picture_names_the_lines(tool, workload):
     assert f"intro_workload.py:{source_line('y = x + 1')}" in dot.stdout
 
 
+def test_guard_tree_draws_the_checks_of_every_branch_once(tool, workload):
+    dot = subprocess.run([DOT, "-p", str(workload.pid), "--guards", "forward", "-T", "dot"],
+                         capture_output=True, text=True, timeout=60)
+    if "no frame" in dot.stderr or dot.returncode != 0:     # the name is ambiguous: by id
+        listing = subprocess.run([DOT, "-p", str(workload.pid), "--list"], capture_output=True,
+                                 text=True, timeout=60).stdout
+        fid = re.search(r"frame (\d+)  forward  intro_workload.py", listing).group(1)
+        dot = subprocess.run([DOT, "-p", str(workload.pid), "--guards", fid, "-T", "dot"],
+                             capture_output=True, text=True, timeout=60)
+    assert dot.returncode == 0, dot.stderr
+    out = dot.stdout
+    assert out.count('"shared checks"') >= 1 and "checked on every branch" in out
+    box = out.split('"shared checks"', 1)[1].split("];", 1)[0]
+    assert "_modules.keys() ==" in box           # the ModuleList's key test, in the box
+    # drawn once: the box's label and its tooltip, in no branch
+    assert out.count("_modules.keys()") == 2, out
+    assert "more tests:" in out and "(all in the tooltip)" in out   # the root's remainder
+    m = re.search(r"(\d+) more tests:(.*?) \(all in the tooltip\)", out)
+    assert sum(int(n) for n in re.findall(r"(\d+) [.\w]+", m.group(2))) == int(m.group(1))
+
+
 @needs_tmux
 def test_tmux_guards_tab_shows_provenance(tool, workload, tmp_path):
     t = Tmux(f"{BIN} -p {workload.pid} --delay 0.25; sleep 30", cwd=str(tmp_path))

@@ -8,7 +8,9 @@ then calls its functions until killed (or --exit-after SECONDS).
   "Model.forward";
 - branchy: a size branch (SHAPE_GUARD from `if x.size(0) > 4:`) and an
   int argument guarded by value at `y = y * scale`;
-- churn: one entry per size up to the cache limit, then eager calls.
+- churn: one entry per size up to the cache limit, then eager calls;
+- stack: a ModuleList walked per call, two entries (scale 1, 2): the key
+  test of the list is made on every branch of its guard tree.
 """
 import argparse
 import functools
@@ -54,7 +56,19 @@ def churn(x):
     return torch.sin(x) + torch.cos(x)
 
 
+class Stack(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([torch.nn.Linear(4, 4) for _ in range(2)])
+
+    def forward(self, x, scale):
+        for block in self.blocks:
+            x = block(x)
+        return x * scale
+
+
 model = dynamo.optimize("eager")(Model())
+stack = dynamo.optimize("eager")(Stack())
 
 
 def main():
@@ -67,6 +81,8 @@ def main():
     branchy(torch.randn(6), 2)
     for n in range(1, CACHE_LIMIT + 3):
         churn(torch.randn(n))
+    stack(torch.randn(2, 4), 1)
+    stack(torch.randn(2, 4), 2)
     print("READY", os.getpid(), flush=True)
     start = time.time()
     while not args.exit_after or time.time() - start < args.exit_after:
