@@ -813,7 +813,15 @@ def frame_context(code, func, f_locals):
     decorator's `wrapper` is told apart by the function it wraps
     (`__wrapped__`, innermost), a method of an nn.Module by the module's
     class: "GPT2Model.forward", "Linear"; "" when the name says it all.
-    Reads attributes only (no call of user code but `__wrapped__` lookups)."""
+    Reads attributes only (no call of user code but `__wrapped__` lookups,
+    whose failure leaves the label empty: a label never stops a compile)."""
+    try:
+        return _frame_context(code, func, f_locals)
+    except Exception:  # noqa: BLE001 - a raising __getattr__ of user code
+        return ""
+
+
+def _frame_context(code, func, f_locals):
     target = func
     for _ in range(16):                     # a bounded __wrapped__ chain
         inner = getattr(target, "__wrapped__", None) if target is not None else None

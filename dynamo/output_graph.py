@@ -61,18 +61,6 @@ def restart_names():
     _graph_counter = itertools.count()
 
 
-def _weak_method(method):
-    """A callable calling bound `method` without keeping its object alive
-    (the ShapeEnv it goes into must not hold the OutputGraph); None once
-    the object is gone."""
-    ref = weakref.WeakMethod(method)
-
-    def call():
-        m = ref()
-        return None if m is None else m()
-    return call
-
-
 # torch logs an ERROR with a traceback when a meta kernel fails; for the
 # tracer that failure is an ordinary graph break (or the user's own error)
 _FAKE_TENSOR_LOGGERS = ("torch._subclasses.fake_tensor", "torch._subclasses.fake_impls")
