@@ -177,11 +177,13 @@ static void test_class(const char *test, char *buf, size_t len)
         return;
     }
     const char *end = eq ? eq : test + strlen(test);
-    const char *p = end;
-    while (p > test && p[-1] != ']' && p[-1] != ')')
+    const char *p = end;            /* the last ".name" after the source: the property */
+    if (end - test > 2 && strncmp(end - 2, "()", 2) == 0)
+        p -= 2;                     /* ".keys()" */
+    while (p > test && p[-1] != '.' && p[-1] != ']' && p[-1] != ')')
         p--;
-    if (p > test && p < end && *p == '.')
-        snprintf(buf, len, "%.*s", (int)(end - p), p);
+    if (p > test && p[-1] == '.' && p < end)
+        snprintf(buf, len, "%.*s", (int)(end - p + 1), p - 1);
     else
         snprintf(buf, len, "value");
 }
@@ -189,7 +191,7 @@ static void test_class(const char *test, char *buf, size_t len)
 /* "… 42 more tests: 30 type, 8 id, 4 .training" for tests[from..n). */
 static void add_remainder(StrBuf *b, const char **tests, size_t from, size_t n)
 {
-    enum { KINDS = 8 };
+    enum { KINDS = 12 };
     char kind[KINDS][32];
     size_t count[KINDS] = {0}, nk = 0, other = 0;
     for (size_t i = from; i < n; i++) {
