@@ -25,7 +25,8 @@ from typing import Any, Callable, List, Optional
 
 import torch
 
-from . import _C, backends, break_hints, config, decorators, logs, records, resume, skipfiles, stance, telemetry
+from . import _C, backends, break_hints, config, decorators, logs, records, recompiles, resume
+from . import skipfiles, stance, telemetry
 from .bytecode import HAS_PRECALL, arg_slot_count, assemble, prologue
 from .exc import ENVIRONMENT_ERRORS, BackendCompilerFailed, Unsupported, environment_error
 from .guards import BACKEND_MATCH, Guard, NoSource, SourceError, backend_key
@@ -614,10 +615,14 @@ class _Callback:
         from . import debug
         record = records.new_record(code)
         record.backend = self.backend_name
+        record.context = frame_context(code, func, f_locals)
         if failures:
             record.recompile_reason = describe_failure(failures[0], f_locals, f_globals,
                                                        f_builtins, func)
             _note_size_change(code, failures[0], f_locals, f_globals, f_builtins, func)
+            storm = recompiles.note_recompile(code, failures[0])
+            if storm and logs.enabled("recompiles"):
+                logs.artifact("recompiles").info("%s", storm[len("dynamo: "):])
             log.info("recompiling %s (%s:%d), entry %d of at most %d: %s", code.co_name,
                      code.co_filename, code.co_firstlineno, len(failures) + 1,
                      config.cache_size_limit, record.recompile_reason)
@@ -811,6 +816,41 @@ class _Callback:
             log.warning("%s", text)
 
 
+def frame_context(code, func, f_locals):
+    """Who a frame runs for, for the tools' frame labels (issue 30): a
+    decorator's `wrapper` is told apart by the function it wraps
+    (`__wrapped__`, innermost), a method of an nn.Module by the module's
+    class: "GPT2Model.forward", "Linear"; "" when the name says it all.
+    Reads attributes only (no call of user code but `__wrapped__` lookups,
+    whose failure leaves the label empty: a label never stops a compile)."""
+    try:
+        return _frame_context(code, func, f_locals)
+    except Exception:  # noqa: BLE001 - a raising __getattr__ of user code
+        return ""
+
+
+def _frame_context(code, func, f_locals):
+    target = func
+    for _ in range(16):                     # a bounded __wrapped__ chain
+        inner = getattr(target, "__wrapped__", None) if target is not None else None
+        if inner is None or inner is target:
+            break
+        target = inner
+    label = ""
+    if target is not func and target is not None:
+        label = getattr(target, "__qualname__", "") or ""
+        if not isinstance(label, str):
+            label = ""
+    first = next(iter(f_locals.values()), None) if code.co_argcount else None
+    if isinstance(first, torch.nn.Module):
+        cls = type(first).__qualname__
+        if not label:
+            return cls if code.co_name == "forward" else ""
+        if not label.startswith(cls + "."):
+            label = f"{cls}: {label}"
+    return label[:200]
+
+
 def _note_size_change(code, failure, f_locals, f_globals, f_builtins, func):
     """Automatic dynamic shapes: the closest entry failed on a size (its
     TENSOR_MATCH, or a SHAPE_GUARD that specialized one): every dimension
@@ -887,6 +927,14 @@ def describe_failure(failure, f_locals, f_globals, f_builtins, func):
         guard = record.guards[index]
     except (AttributeError, IndexError, TypeError):
         return f"guard #{index} of entry {entry}"
+    text = _guard_failure_text(guard, failure, record, index)
+    origin = getattr(guard, "origin", None)
+    # the user line whose tracing installed the guard (issue 30)
+    return text if origin is None else f"{text}; guarded at {origin}"
+
+
+def _guard_failure_text(guard, failure, record, index):
+    """describe_failure's text for a known `guard`, without its origin."""
     from . import guards
     if len(failure) >= 5:
         prop, expected, actual = failure[2:5]
@@ -911,7 +959,7 @@ def describe_failure(failure, f_locals, f_globals, f_builtins, func):
         return (f"{text}: expected {_short(expected)}, "
                 f"actual {_short(actual)} ({kind} of entry {record.id})")
     kind = guards.KIND_NAMES.get(guard.kind, str(guard.kind))
-    return f"{guard.source.name()}: guard #{index} fails ({kind} of entry {entry})"
+    return f"{guard.source.name()}: guard #{index} fails ({kind} of entry {getattr(record, 'id', '?')})"
 
 
 def _short(value):

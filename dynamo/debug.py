@@ -86,6 +86,12 @@ def graph_header(info):
     return f"{info.name}{where}"
 
 
+def guard_line(guard):
+    """A guard's listing line with its provenance as a trailing comment:
+    " - local 'a' TENSOR_MATCH    # toy.py:5: x = a / (torch.abs(a) + 1)"."""
+    return f"{guard.describe():<44} # {guard.origin_text()}"
+
+
 def format_compile(record):
     """Everything config.debug prints for one compile, as one string."""
     out = []
@@ -99,7 +105,7 @@ def format_compile(record):
     if record.recompile_reason:
         out += [f"RECOMPILE {record.id} because {record.recompile_reason}", ""]
     out.append("GUARDS:")
-    out += [g.describe() for g in record.guards]
+    out += [guard_line(g) for g in record.guards]
     out.append("")
     return "\n".join(out)
 

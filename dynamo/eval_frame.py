@@ -250,7 +250,7 @@ def reset():
     the `__compiled_fn_<n>` / `__resume_at_*` globals compiles installed.
     Waits for a compile running in another thread to finish first."""
     from .convert_frame import uninstall_globals
-    from . import dynamic_shapes
+    from . import dynamic_shapes, recompiles
     with _C.compile_lock:
         _C.reset()
         uninstall_globals()
@@ -260,6 +260,7 @@ def reset():
         _eager_warned.clear()
         _environment_failures.clear()
         dynamic_shapes.clear()
+        recompiles.clear()
     try:
         from . import resume
         if hasattr(resume, "clear"):

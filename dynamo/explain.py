@@ -10,6 +10,7 @@ import dataclasses
 from typing import Any, List
 
 from . import records, skipfiles
+from .debug import guard_line
 from .eval_frame import optimize, reset
 
 
@@ -72,7 +73,7 @@ class ExplainOutput:
             out.append(f"  Ops {i}:")
             out += [f"    {op}" for op in ops]
         out.append("Out Guards:")
-        out += [f"  {g.describe().strip()}" for g in self.out_guards]
+        out += [f"  {guard_line(g).strip()}" for g in self.out_guards]
         if self.recompile_reasons:
             out.append("Recompile Reasons:")
             out += [f"  {r}" for r in self.recompile_reasons]

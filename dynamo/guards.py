@@ -5,11 +5,15 @@ closure cell, attribute, item) and the names graph code gives them
 (`_mangle`: a Python identifier, `module_path`: the qualified nn.Module
 path, `_identifier`), the Guard record (source + kind + expected
 values), `Guard.lower()` (the tuple IR of ARCHITECTURE.md contract 1) and
-`Guard.describe()` (the " - local 'a' TENSOR_MATCH" line of the seeds).
+`Guard.describe()` (the " - local 'a' TENSOR_MATCH" line of the seeds),
+and each guard's provenance (`Origin`: the user line whose tracing
+installed it; `Guard.origin_text()`).
 The kind numbers are the C module's (_C.GUARD_KINDS, _C.SOURCE_KINDS); the
 plain-Python reference evaluator is a test oracle (tests/guard_ref.py).
 It must not import the tracer.
 """
+import linecache
+import os
 import struct
 import weakref
 from typing import Any, List, Optional, Tuple
@@ -476,6 +480,54 @@ class _Dead:
 DEAD = _Dead()
 
 
+class Origin:
+    """Where a guard comes from: the user source line being traced when it
+    was installed (`filename`, `lineno`, `name`: the innermost function,
+    inlined or not) and, when that line is inside an inlined call, the line
+    of the compiled frame's own code that led there (`frame_lineno`).
+    Holds no code object (records live for the process)."""
+
+    __slots__ = ("filename", "lineno", "name", "frame_filename", "frame_lineno")
+
+    def __init__(self, filename, lineno, name, frame_filename=None, frame_lineno=None):
+        self.filename, self.lineno, self.name = filename, lineno, name
+        self.frame_filename, self.frame_lineno = frame_filename, frame_lineno
+
+    def where(self) -> str:
+        """"path/to/file.py:12" (the full path)."""
+        return f"{self.filename}:{self.lineno}"
+
+    def line(self) -> str:
+        """The source text of the line, stripped; "" when unreadable."""
+        return linecache.getline(self.filename, self.lineno).strip()
+
+    def __str__(self):
+        text = f"{os.path.basename(self.filename)}:{self.lineno}"
+        line = self.line()
+        if line:
+            text += f": {line}"
+        if self.frame_lineno is not None:
+            text += f" (from {os.path.basename(self.frame_filename)}:{self.frame_lineno})"
+        return text
+
+    def __repr__(self):
+        return f"Origin({self.where()})"
+
+
+def origin_of_tx(tx) -> Optional[Origin]:
+    """The Origin of a guard installed while translator `tx` (innermost;
+    None outside tracing) runs: its line, and its outermost parent's."""
+    if tx is None:
+        return None
+    top = tx
+    while top.parent is not None:
+        top = top.parent
+    code = tx.code
+    if top is tx:
+        return Origin(code.co_filename, tx.lineno, code.co_name)
+    return Origin(code.co_filename, tx.lineno, code.co_name, top.code.co_filename, top.lineno)
+
+
 class Guard:
     """One check on one value: `kind` (a constant above) on `source`, with
     the kind's `expected` fields (see contract 1).
@@ -485,10 +537,11 @@ class Guard:
     would keep the object, and so the C cache entry, alive): `expected`
     then reads `(DEAD,)` once it is gone."""
 
-    __slots__ = ("source", "kind", "_expected", "_ref")
+    __slots__ = ("source", "kind", "_expected", "_ref", "origin")
 
-    def __init__(self, source: Source, kind: int, expected: Tuple[Any, ...] = ()):
-        self.source, self.kind = source, kind
+    def __init__(self, source: Source, kind: int, expected: Tuple[Any, ...] = (),
+                 origin: Optional[Origin] = None):
+        self.source, self.kind, self.origin = source, kind, origin
         self._expected, self._ref = tuple(expected), None
         if kind in (ID_MATCH, FUNCTION_MATCH) and len(self._expected) == 1:
             try:
@@ -555,6 +608,17 @@ class Guard:
         elif self._ref is not None and self._ref() is None:
             line += " <dead>"
         return line
+
+    def origin_text(self) -> str:
+        """Where this guard comes from, for people: "toy.py:5: if b.sum() < 0:"
+        for a guard a traced line installed; what installs the others."""
+        if self.origin is not None:
+            return str(self.origin)
+        if self.kind == BACKEND_MATCH:
+            return "the optimize()/compile() wrapper's backend"
+        if self.kind in (GRAD_MODE, GLOBAL_STATE):
+            return "frame entry (global state)"
+        return "frame entry"
 
     def __eq__(self, other):
         return (type(other) is Guard and other.kind == self.kind and other.source == self.source

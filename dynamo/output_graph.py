@@ -36,10 +36,23 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from . import config, rng
 from .exc import Unsupported
 from .guards import (GLOBAL_STATE, GRAD_MODE, ID_MATCH, SAME_OBJECT, STORAGE_MATCH, TENSOR_MATCH,
-                     Guard, NoSource, global_state_word, ordered, storage_key, tensor_expected)
+                     Guard, NoSource, global_state_word, ordered, origin_of_tx, storage_key,
+                     tensor_expected)
 from .guards import _identifier
 
 _graph_counter = itertools.count()
+
+
+def _weak_method(method):
+    """A callable calling bound `method` without keeping its object alive
+    (the ShapeEnv it goes into must not hold the OutputGraph); None once
+    the object is gone."""
+    ref = weakref.WeakMethod(method)
+
+    def call():
+        m = ref()
+        return None if m is None else m()
+    return call
 
 
 def restart_names():
@@ -302,6 +315,9 @@ class OutputGraph:
         self.shape_env = ShapeEnv(allow_scalar_outputs=False, duck_shape=False,
                                   allow_dynamic_output_shape_ops=config.capture_dynamic_output_shape_ops)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
+        # each guard the ShapeEnv records keeps the user line that made it
+        from .shape_guards import OriginList
+        self.shape_env.guards = OriginList(_weak_method(self.origin))
         # symbol -> shape_guards.Leaf: the input size each symbol stands for;
         # (Leaf, sympy expr): input strides the examples hold as expressions
         self.shape_leaves = {}
@@ -365,7 +381,12 @@ class OutputGraph:
 
     # ------------------------------------------------------------ guards
     def add_guard(self, source, kind, *expected):
-        self.guards.append(Guard(source, kind, tuple(expected)))
+        self.guards.append(Guard(source, kind, tuple(expected), self.origin()))
+
+    def origin(self):
+        """The user line being traced now (guards.Origin), None before the
+        first instruction: the provenance of a guard installed now."""
+        return origin_of_tx(self.current_tx)
 
     def final_guards(self):
         """Guards in print order, with TENSOR_MATCH sizes decided now (kept
@@ -373,12 +394,14 @@ class OutputGraph:
         out = []
         for g in self.guards:
             if g.kind == TENSOR_MATCH:
-                g = Guard(g.source, TENSOR_MATCH, self._tensor_expected(g.source, g.expected[0]))
+                g = Guard(g.source, TENSOR_MATCH, self._tensor_expected(g.source, g.expected[0]),
+                          g.origin)
             out.append(g)
         out += self._distinct_input_guards([g for g in out if g.kind == TENSOR_MATCH])
         if self.shape_leaves:
             from .shape_guards import produce, release_shape_env_caches
-            out += produce(self.shape_env, self.shape_leaves, self.stride_facts)
+            out += produce(self.shape_env, self.shape_leaves, self.stride_facts,
+                           self._input_origins(out))
             release_shape_env_caches()
         storage = self._storage_guards()
         # GLOBAL_STATE, then GRAD_MODE last (as printed since the seeds)
@@ -386,6 +409,12 @@ class OutputGraph:
         alias = [g for g in out if g.kind == SAME_OBJECT]       # relations last, as printed
         rest = [g for g in out if g.kind not in (GRAD_MODE, GLOBAL_STATE, SAME_OBJECT)]
         return ordered(rest) + ordered(alias) + ordered(storage) + grad
+
+    @staticmethod
+    def _input_origins(guards):
+        """source name -> the Origin of its TENSOR_MATCH (the line that first
+        read the tensor): what guards about the input as a whole point to."""
+        return {g.source.name(): g.origin for g in guards if g.kind == TENSOR_MATCH}
 
     def _tensor_expected(self, source, tensor):
         """TENSOR_MATCH's fields for input `tensor`: sizes and strides the
@@ -421,7 +450,7 @@ class OutputGraph:
         for i, gb in enumerate(tensor_guards):
             for ga in tensor_guards[:i]:
                 if _could_be_one_tensor(ga.expected, gb.expected):
-                    out.append(Guard(gb.source, SAME_OBJECT, (ga.source, False)))
+                    out.append(Guard(gb.source, SAME_OBJECT, (ga.source, False), gb.origin))
         return out
 
     def _storage_guards(self):
@@ -460,6 +489,7 @@ class OutputGraph:
                 source = by_id.get(id(real))
                 if source is not None and storage_key(var.example) in written:
                     writes.append((source, real, var.example))
+        origins = self._input_origins(self.guards)
         out, done = [], set()
         for ws, wt, _ in writes:
             wkey = storage_key(wt)
@@ -471,7 +501,7 @@ class OutputGraph:
                 if wkey is None or okey is None:
                     continue
                 done.add(pair)
-                out.append(Guard(os_, STORAGE_MATCH, (ws, okey == wkey)))
+                out.append(Guard(os_, STORAGE_MATCH, (ws, okey == wkey), origins.get(os_.name())))
         return out
 
     # ------------------------------------------------------------ inputs

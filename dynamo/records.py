@@ -72,6 +72,10 @@ class CompileRecord:
     new_code: Optional[types.CodeType] = None
     resume_codes: list = dataclasses.field(default_factory=list)
     recompile_reason: Optional[str] = None   # failing guard of the closest entry
+    # who the frame runs for when its own name says little: the function a
+    # decorator's wrapper wraps, the nn.Module class of `self`
+    # ("GPT2Model.forward"); "" otherwise (convert_frame.frame_context)
+    context: str = ""
     error: Optional[str] = None
     backend: str = ""
     start_time: float = dataclasses.field(default_factory=time.time)

@@ -111,46 +111,75 @@ def _ordered(args):
     return sorted(args, key=lambda a: (not a.is_number, str(a)))
 
 
-def produce(shape_env, leaves, stride_facts=()):
+def produce(shape_env, leaves, stride_facts=(), input_origins=None):
     """The SHAPE_GUARD guards of one trace: for each symbol of `leaves`
     ({symbol: Leaf}) its replacement and value range, then every guard
     the ShapeEnv recorded, simplified; `stride_facts` ((Leaf, sympy expr)
     pairs): strides the example values hold as expressions of sizes.
     Guards already implied (simplified to True) are dropped, and each
-    relation appears once."""
-    facts = []
+    relation appears once.  Provenance (Guard.origin): a recorded guard's
+    is the line traced when the ShapeEnv recorded it (`shape_env.guards`
+    may be an `OriginList`), a symbol's own facts point to the line that
+    read its input (`input_origins`: source name -> Origin)."""
+    input_origins = input_origins or {}
+    recorded = getattr(shape_env.guards, "origins", {})
+    # a symbol's replacement and range were narrowed by the last recorded
+    # guard on it (a branch on the size); untouched, they are the input's
+    by_symbol = {}
+    for g in shape_env.guards:
+        for sym in g.expr.free_symbols:
+            if recorded.get(id(g)) is not None:
+                by_symbol[sym] = recorded[id(g)]
+    facts = []                          # (sympy relation, Origin or None)
     for sym, leaf in leaves.items():
+        origin = by_symbol.get(sym) or input_origins.get(leaf.source.name())
         replaced = shape_env.replace(sym)
         if replaced != sym:
-            facts.append(sympy.Eq(sym, replaced, evaluate=False))
+            facts.append((sympy.Eq(sym, replaced, evaluate=False), origin))
             continue
         vr = shape_env.var_to_range.get(sym)
         if vr is not None:
             if isinstance(vr.lower, sympy.Integer) and int(vr.lower) > 0:
-                facts.append(sympy.Le(int(vr.lower), sym, evaluate=False))
+                facts.append((sympy.Le(int(vr.lower), sym, evaluate=False), origin))
             if isinstance(vr.upper, sympy.Integer):
-                facts.append(sympy.Le(sym, int(vr.upper), evaluate=False))
+                facts.append((sympy.Le(sym, int(vr.upper), evaluate=False), origin))
     for g in shape_env.guards:
         e = shape_env.simplify(g.expr)
         if e is sympy.true:
             continue
         if e is sympy.false:
             raise Unsupported(f"shape guard {g.expr} is false on this trace's own sizes")
-        facts.append(e)
+        facts.append((e, recorded.get(id(g))))
     all_leaves = dict(leaves)
     for leaf, expr in stride_facts:
         sym = sympy.Symbol(f"stride_{len(all_leaves)}", integer=True)
         all_leaves[sym] = leaf
-        facts.append(sympy.Eq(sym, shape_env.replace(expr), evaluate=False))
+        facts.append((sympy.Eq(sym, shape_env.replace(expr), evaluate=False),
+                      input_origins.get(leaf.source.name())))
     out, seen = [], set()
-    for fact in facts:
+    for fact, origin in facts:
         program, text = lower(fact, all_leaves)
         if text in seen:
             continue
         seen.add(text)
         first = next(s[1] for s in program if s[0] in (_OP["SIZE"], _OP["STRIDE"]))
-        out.append(Guard(first, SHAPE_GUARD, (text, program)))
+        out.append(Guard(first, SHAPE_GUARD, (text, program), origin))
     return out
+
+
+class OriginList(list):
+    """A ShapeEnv's `guards` list that remembers, per guard appended, the
+    user line being traced (`origins`: id(guard) -> Origin; the list keeps
+    the guards alive, so the ids stay theirs).  `where` is a callable
+    returning the current Origin (OutputGraph.origin)."""
+
+    def __init__(self, where):
+        super().__init__()
+        self.where, self.origins = where, {}
+
+    def append(self, guard):
+        self.origins[id(guard)] = self.where()
+        super().append(guard)
 
 
 def release_shape_env_caches():

@@ -208,6 +208,7 @@ def record_value(r):
         breaks=[_break(b) for b in r.break_reasons], op_count=r.op_count,
         resumes=[_fields("RESUME", name=res.name, offset=res.offset, kind=res.kind)
                  for res in r.resumes],
+        context=r.context or "",
     )
 
 
@@ -266,8 +267,11 @@ def _guard(g):
         detail = ", ".join(_short(v, 60) for v in g.expected)
     except Exception:  # noqa: BLE001 - a dead weakref or an odd repr: no detail
         detail = ""
+    origin = g.origin
     return _fields("GUARD", text=redact_text(g.describe().strip()),
-                   kind=KIND_NAMES.get(g.kind, str(g.kind)), source=g.source.name(), detail=detail)
+                   kind=KIND_NAMES.get(g.kind, str(g.kind)), source=g.source.name(), detail=detail,
+                   origin="" if origin is None else origin.where(),
+                   origin_text=redact_text(g.origin_text() if origin is None else origin.line()))
 
 
 def _break(b):

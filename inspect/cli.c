@@ -115,6 +115,7 @@ dump_record(const DrRecord *r)
     kuint("op_count", r->op_count);
     kstr("recompile_reason", r->recompile_reason);
     kstr("error", r->error);
+    kstr("context", r->context);
     kstr("original_bytecode", r->original_bytecode);
     kstr("modified_bytecode", r->modified_bytecode);
     key("entry", 0);
@@ -176,6 +177,8 @@ dump_record(const DrRecord *r)
         kstr("kind", g->kind);
         kstr("source", g->source);
         kstr("detail", g->detail);
+        kstr("origin", g->origin);
+        kstr("origin_text", g->origin_text);
         kuint("fail_count", g->fail_count);
         kint("last_failed", g->last_failed);
         putchar('}');

@@ -43,7 +43,9 @@
     X(GUARDS, guards)                       /* [GUARD] */ \
     X(BREAKS, breaks)                       /* [BREAK] */ \
     X(OP_COUNT, op_count)                   /* i: count */ \
-    X(RESUMES, resumes)                     /* [RESUME] */
+    X(RESUMES, resumes)                     /* [RESUME] */ \
+    X(CONTEXT, context)                     /* s: who the frame runs for, "" plain: \
+                                               "GPT2Model.forward" behind a decorator's wrapper */
 
 #define DT_GRAPH_FIELDS(X) \
     X(NAME, name)                           /* s: "__compiled_fn_3" */ \
@@ -69,7 +71,10 @@
     X(TEXT, text)                           /* s: Guard.describe() */ \
     X(KIND, kind)                           /* s: "TENSOR_MATCH" (_C.GUARD_KINDS) */ \
     X(SOURCE, source)                       /* s: "L['a']" */ \
-    X(DETAIL, detail)                       /* s: expected value text */
+    X(DETAIL, detail)                       /* s: expected value text */ \
+    X(ORIGIN, origin)                       /* s: "path/file.py:12", the user line whose \
+                                               tracing installed the guard; "" none */ \
+    X(ORIGIN_TEXT, origin_text)             /* s: that line's source, or what installed it */
 
 #define DT_BREAK_FIELDS(X) \
     X(REASON, reason)                       /* s */ \

@@ -162,6 +162,7 @@ decode_record(const Dec *d, const DtEntry *e, DrRecord *rec)
     rec->backend_ns = (uint64_t)dv_int(dv_item(&v, DT_REC_BACKEND_NS));
     rec->recompile_reason = dv_str(a, dv_item(&v, DT_REC_RECOMPILE_REASON));
     rec->error = dv_str(a, dv_item(&v, DT_REC_ERROR));
+    rec->context = dv_str(a, dv_item(&v, DT_REC_CONTEXT));
     rec->original_bytecode = dv_str(a, dv_item(&v, DT_REC_ORIGINAL_BYTECODE));
     rec->modified_bytecode = dv_str(a, dv_item(&v, DT_REC_MODIFIED_BYTECODE));
     rec->op_count = (uint64_t)dv_int(dv_item(&v, DT_REC_OP_COUNT));
@@ -183,6 +184,8 @@ decode_record(const Dec *d, const DtEntry *e, DrRecord *rec)
         g->kind = dv_str(a, dv_item(gv, DT_GUARD_KIND));
         g->source = dv_str(a, dv_item(gv, DT_GUARD_SOURCE));
         g->detail = dv_str(a, dv_item(gv, DT_GUARD_DETAIL));
+        g->origin = dv_str(a, dv_item(gv, DT_GUARD_ORIGIN));
+        g->origin_text = dv_str(a, dv_item(gv, DT_GUARD_ORIGIN_TEXT));
         if (i < nc && i < e->n_guards)
             memcpy(&g->fail_count, counts + 8 * i, 8);
         g->last_failed = e->last_fail_guard == i;

@@ -67,6 +67,8 @@ typedef struct {
     const char *kind;           /* "TENSOR_MATCH" */
     const char *source;         /* "L['a']" */
     const char *detail;         /* expected value text, may be "" */
+    const char *origin;         /* "path/file.py:12": the user line whose tracing installed it; "" */
+    const char *origin_text;    /* that line's source (or what installed it), may be "" */
     uint64_t fail_count;        /* misses where this guard failed first in the closest entry, count */
     int last_failed;            /* 1: the entry's last recorded failure was this guard */
 } DrGuard;
@@ -149,6 +151,7 @@ struct DrRecord {
     uint64_t op_count;          /* count */
     const char *recompile_reason; /* "" unless a guard failure caused it */
     const char *error;
+    const char *context;        /* who the frame runs for ("GPT2Model.forward"), may be "" */
     const char *original_bytecode, *modified_bytecode;  /* dis listings */
     DrGraph *graphs; size_t n_graphs;
     DrGuard *guards; size_t n_guards;

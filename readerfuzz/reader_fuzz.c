@@ -151,8 +151,12 @@ run(DrReader *r, DrStatus *st)
     int exited = 0;
     Model *m = source_read(src, &exited, st);
     if (m != NULL) {
-        if (null != NULL)
-            report_write(null, m, PS_SNAPSHOT, 160);
+        if (null != NULL) {
+            ReportOpts full = {.width = 160, .tab = TAB_COUNT, .top = 10};
+            ReportOpts brief = {.width = 160, .tab = TAB_COUNT, .top = 3, .summary = 1};
+            report_write(null, m, PS_SNAPSHOT, &full);
+            report_write(null, m, PS_SNAPSHOT, &brief);
+        }
         model_delete(m);
     }
     source_delete(src);

@@ -169,8 +169,12 @@ def test_branch_on_a_size_becomes_a_shape_guard():
     assert all(not r.break_reasons for r in recs)
     small = [g.expected[0] for g in recs[1].guards if g.kind == G.SHAPE_GUARD]
     assert small == ["2 <= L['x'].size()[0]", "L['x'].size()[0] <= 4"]
-    assert recs[2].recompile_reason == ("L['x'].size()[0] <= 4: expected True, actual False "
-                                        "with L['x'].size()[0] = 5 (SHAPE_GUARD of entry [0/1])")
+    assert recs[2].recompile_reason.startswith(
+        "L['x'].size()[0] <= 4: expected True, actual False with L['x'].size()[0] = 5 "
+        "(SHAPE_GUARD of entry [0/1]); guarded at test_dynamic_shapes.py:")
+    # the guard's provenance: the line of the size branch (issue 30)
+    assert recs[2].recompile_reason.endswith(
+        f"test_dynamic_shapes.py:{size_branch.__code__.co_firstlineno + 1}: if x.size(0) > 4:")
     big = [g.expected[0] for g in recs[2].guards if g.kind == G.SHAPE_GUARD]
     assert "4 < L['x'].size()[0]" in big
 

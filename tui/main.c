@@ -34,6 +34,14 @@ static void usage(FILE *out)
           "  -f, --file FILE      post-mortem view of a snapshot file (dynamo.save_snapshot,\n"
           "                       --save, or the s key)\n"
           "      --once           print one plain-text report and exit\n"
+          "      --summary        with --once: only the top frames by compile time, cache\n"
+          "                       misses, graph breaks and recompiles, and each frame's last\n"
+          "                       recompile trigger (implies --once)\n"
+          "      --top N          rows per --summary table (default 10)\n"
+          "      --frame PATTERN  report only the frames whose name, file or label contains\n"
+          "                       PATTERN (case-insensitive), with their events\n"
+          "      --tab NAME       report only this tab per frame: graph, bytecode, guards,\n"
+          "                       breaks, recompiles, events\n"
           "  -n, --iterations N   stop after N refreshes (with --once: N reports)\n"
           "  -d, --delay SECS     refresh interval (default 1)\n"
           "  -s, --save FILE      save a snapshot of PID to FILE and exit (with --once:\n"
@@ -131,6 +139,10 @@ typedef struct Args {
     const char *save;
     const char *save_dir;
     int once;
+    int summary;
+    int top;
+    const char *frame;
+    Tab tab;
     long iterations;
     double delay;
     int width;
@@ -159,7 +171,9 @@ static int run_once(Source *src, const Args *a)
         if (!m)
             return fail(&st);
         ProcState ps = source_is_file(src) ? PS_SNAPSHOT : exited ? PS_EXITED : PS_LIVE;
-        int rc = report_write(stdout, m, ps, a->width);
+        ReportOpts ro = {.width = a->width, .frame = a->frame, .tab = a->tab,
+                         .summary = a->summary, .top = a->top};
+        int rc = report_write(stdout, m, ps, &ro);
         model_delete(m);
         if (rc != 0) {
             fprintf(stderr, "dynamo-top: writing the report failed: %s\n", strerror(errno));
@@ -182,10 +196,14 @@ int main(int argc, char **argv)
         {"save", required_argument, NULL, 's'},
         {"save-dir", required_argument, NULL, 'D'},
         {"width", required_argument, NULL, 'w'},
+        {"summary", no_argument, NULL, 'S'},
+        {"top", required_argument, NULL, 'T'},
+        {"frame", required_argument, NULL, 'F'},
+        {"tab", required_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    Args a = {.delay = 1.0, .width = 160};
+    Args a = {.delay = 1.0, .width = 160, .top = 10, .tab = TAB_COUNT};
     int c;
     strutil_set_oom(crt_oom);       /* out of memory restores the terminal first */
     while ((c = getopt_long(argc, argv, "p:f:n:d:s:w:h", longopts, NULL)) != -1) {
@@ -199,6 +217,25 @@ int main(int argc, char **argv)
             break;
         case 'f': a.file = optarg; break;
         case 'o': a.once = 1; break;
+        case 'S': a.summary = a.once = 1; break;
+        case 'T': {
+            long top = strtol(optarg, &end, 10);
+            if (*end || top <= 0 || top > 100000) {
+                fprintf(stderr, "dynamo-top: --top needs a positive number: %s\n", optarg);
+                return EXIT_USAGE;
+            }
+            a.top = (int)top;
+            break;
+        }
+        case 'F': a.frame = optarg; break;
+        case 'B':
+            a.tab = tab_by_name(optarg);
+            if (a.tab == TAB_COUNT) {
+                fprintf(stderr, "dynamo-top: --tab needs one of graph, bytecode, guards, breaks, "
+                                "recompiles, events: %s\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
         case 'n':
             a.iterations = strtol(optarg, &end, 10);
             if (*end || a.iterations <= 0) {
@@ -231,6 +268,15 @@ int main(int argc, char **argv)
             fprintf(stderr, "dynamo-top: unexpected argument: %s (try --help)\n", argv[optind]);
             return EXIT_USAGE;
         }
+    }
+    if ((a.frame || a.tab != TAB_COUNT) && !a.once) {
+        fprintf(stderr, "dynamo-top: --frame and --tab shape the --once report (in the live view,\n"
+                        "F4 filters the frames and 1-6 pick the tab)\n");
+        return EXIT_USAGE;
+    }
+    if (a.summary && a.tab != TAB_COUNT) {
+        fprintf(stderr, "dynamo-top: --summary shows no tabs: give --summary or --tab\n");
+        return EXIT_USAGE;
     }
     if (a.pid && a.file) {
         fprintf(stderr, "dynamo-top: give a pid or --file, not both\n");

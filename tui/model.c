@@ -155,7 +155,7 @@ static void finish_entry(MEntry *e)
     for (size_t g = 0; g < e->n_guards; g++) {
         MGuard *gd = &e->guards[g];
         fix(&gd->kind); fix(&gd->source); fix(&gd->text);
-        fix(&gd->last_property); fix(&gd->last_expected); fix(&gd->last_actual);
+        fix(&gd->last_property); fix(&gd->last_expected); fix(&gd->last_actual); fix(&gd->origin);
     }
     for (size_t r = 0; r < e->n_resumes; r++) {
         fix(&e->resumes[r].name); fix(&e->resumes[r].kind);
@@ -187,7 +187,7 @@ void model_finish(Model *m)
     uint64_t calls = 0, hits = 0, compiles = 0, recompiles = 0, breaks = 0, cns = 0;
     for (size_t i = 0; i < m->n_frames; i++) {
         MFrame *f = &m->frames[i];
-        fix(&f->name); fix(&f->file);
+        fix(&f->name); fix(&f->file); fix(&f->context);
         for (size_t k = 0; k < f->n_entries; k++)
             finish_entry(&f->entries[k]);
         for (size_t k = 0; k < f->n_brks; k++) {
@@ -243,7 +243,7 @@ static void entry_free(MEntry *e)
     for (size_t g = 0; g < e->n_guards; g++) {
         MGuard *gd = &e->guards[g];
         free(gd->kind); free(gd->source); free(gd->text);
-        free(gd->last_property); free(gd->last_expected); free(gd->last_actual);
+        free(gd->last_property); free(gd->last_expected); free(gd->last_actual); free(gd->origin);
     }
     free(e->guards);
     for (size_t r = 0; r < e->n_resumes; r++) {
@@ -259,7 +259,7 @@ void model_delete(Model *m)
         return;
     for (size_t i = 0; i < m->n_frames; i++) {
         MFrame *f = &m->frames[i];
-        free(f->name); free(f->file);
+        free(f->name); free(f->file); free(f->context);
         for (size_t k = 0; k < f->n_entries; k++)
             entry_free(&f->entries[k]);
         free(f->entries);

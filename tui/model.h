@@ -56,6 +56,7 @@ typedef struct MGuard {
     char *last_property;/* failing property of the entry's last failure, when it was this guard */
     char *last_expected;/* "" when it was not the last failure */
     char *last_actual;
+    char *origin;       /* "file.py:12  source text": the user line that installed it; "" */
 } MGuard;
 
 /* A resume function a compile generated: where the frame continues after
@@ -102,6 +103,7 @@ typedef struct MBreak {
 typedef struct MFrame {
     int64_t id;             /* frame id F of [F/C] */
     char *name;             /* co_name */
+    char *context;          /* who it runs for: "GPT2Model.forward" behind a wrapper; "" */
     char *file;
     int line;               /* co_firstlineno */
     uint64_t calls, hits, misses;  /* since reset */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>    /* strcasecmp: tab names */
 
 /* ---- header ---- */
 
@@ -117,11 +118,15 @@ static const char *base_name(const char *path)
 static char *frame_row(const MFrame *f, const TableOpts *o, const char *prefix)
 {
     StrBuf sb;
-    char buf[64], fl[512], ent[32], calls[16], hit[16];
+    char buf[64], fl[512], ent[32], calls[16], hit[16], name[256];
     sb_init(&sb);
     sb_add(&sb, " ");
-    snprintf(buf, sizeof buf, "%s%s", prefix, f->name);
-    cell(&sb, buf, function_width(o->width), 0);
+    /* a decorator's wrapper, or a module's forward: who it runs for */
+    if (*f->context)
+        snprintf(name, sizeof name, "%s%s [%s]", prefix, f->name, f->context);
+    else
+        snprintf(name, sizeof name, "%s%s", prefix, f->name);
+    cell(&sb, name, function_width(o->width), 0);
     snprintf(fl, sizeof fl, "%s:%d", base_name(f->file), f->line);
     cell(&sb, fl, col_width[SORT_FILE], 0);
     cell(&sb, fmt_count(calls, sizeof calls, f->calls), col_width[SORT_CALLS], 1);
@@ -187,9 +192,32 @@ static int cmp_frames(const void *pa, const void *pb)
     return c ? c : cmp_u64((uint64_t)a->id, (uint64_t)b->id);   /* stable: by frame id */
 }
 
+static int passes(const MFrame *f, const TableOpts *o);
+
+int render_frame_passes(const MFrame *f, const TableOpts *o)
+{
+    return passes(f, o);
+}
+
+char *render_frame_label(const MFrame *f)
+{
+    if (*f->context)
+        return xasprintf("%s [%s]  %s:%d", f->name, f->context, base_name(f->file), f->line);
+    return xasprintf("%s  %s:%d", f->name, base_name(f->file), f->line);
+}
+
+Tab tab_by_name(const char *name)
+{
+    for (int t = 0; t < TAB_COUNT; t++)
+        if (strcasecmp(tab_classes[t].name, name) == 0)
+            return (Tab)t;
+    return TAB_COUNT;
+}
+
 static int passes(const MFrame *f, const TableOpts *o)
 {
-    return str_contains_ci(f->name, o->filter) || str_contains_ci(f->file, o->filter);
+    return str_contains_ci(f->name, o->filter) || str_contains_ci(f->file, o->filter)
+        || str_contains_ci(f->context, o->filter);
 }
 
 /* The frames to show, filtered and sorted; caller frees the array. */
@@ -428,6 +456,8 @@ static void tab_bytecode(Lines *out, const Model *m, const MFrame *f, int64_t ci
         lines_add(out, C_DIM, -1, -1, "no compiles recorded for this frame");
 }
 
+#define FROM_WIDTH 44     /* columns of the Guards tab's FROM cell */
+
 static void tab_guards(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)
 {
     (void)m; (void)width;
@@ -440,14 +470,28 @@ static void tab_guards(Lines *out, const Model *m, const MFrame *f, int64_t cid,
         snprintf(what, sizeof what, "guards: %zu, entry hits %llu", e->n_guards,
                  (unsigned long long)e->hits);
         entry_title(out, e, what);
-        lines_addf(out, C_TITLE, "  %6s  %-14s %-28s %s", "FAILS", "KIND", "SOURCE", "GUARD");
+        lines_addf(out, C_TITLE, "  %6s  %-14s %-28s %-*s %s", "FAILS", "KIND", "SOURCE",
+                   FROM_WIDTH, "FROM (the line that installed it)", "GUARD");
         for (size_t g = 0; g < e->n_guards; g++) {
             const MGuard *gd = &e->guards[g];
             const char *text = gd->text;
             while (*text == ' ' || *text == '-')    /* describe() starts with " - " */
                 text++;
-            lines_addf(out, gd->fails ? C_BREAK : C_DEFAULT, "  %6llu  %-14s %-28s %s",
-                       (unsigned long long)gd->fails, gd->kind, gd->source, text);
+            StrBuf from;                /* "file.py:12  the line", cut to its column */
+            sb_init(&from);
+            size_t fw = utf8_width(gd->origin);
+            if (fw > FROM_WIDTH) {
+                sb_addn(&from, gd->origin, utf8_prefix(gd->origin, FROM_WIDTH - 1));
+                sb_add(&from, "~");
+            } else {
+                sb_add(&from, gd->origin);
+                for (; fw < FROM_WIDTH; fw++)
+                    sb_add(&from, " ");
+            }
+            lines_addf(out, gd->fails ? C_BREAK : C_DEFAULT, "  %6llu  %-14s %-28s %s %s",
+                       (unsigned long long)gd->fails, gd->kind, gd->source, from.s ? from.s : "",
+                       text);
+            sb_free(&from);
             if (*gd->last_expected || *gd->last_actual)
                 lines_addf(out, C_ERROR, "  %6s  last failure: %s%sexpected %s, actual %s", "",
                            gd->last_property, *gd->last_property ? ": " : "",
@@ -524,6 +568,11 @@ static Color event_color(const MEvent *ev, const MFrame *f)
 static void tab_events(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)
 {
     (void)cid; (void)width;
+    render_events(out, m, f, 0);
+}
+
+void render_events(Lines *out, const Model *m, const MFrame *f, int only_f)
+{
     if (!m->n_events) {
         lines_add(out, C_DIM, -1, -1, "no events (since reset)");
         return;
@@ -533,6 +582,8 @@ static void tab_events(Lines *out, const Model *m, const MFrame *f, int64_t cid,
                    (unsigned long long)m->events_lost);
     for (size_t i = m->n_events; i-- > 0;) {     /* newest first */
         const MEvent *ev = &m->events[i];
+        if (only_f && (!f || ev->frame_id != f->id))
+            continue;
         char id[48] = "";
         if (ev->frame_id >= 0 && ev->compile_id >= 0)
             snprintf(id, sizeof id, "[%lld/%lld]", (long long)ev->frame_id, (long long)ev->compile_id);

@@ -53,4 +53,13 @@ typedef struct TabClass {
 
 extern const TabClass tab_classes[TAB_COUNT];
 
+/* The Events tab's lines, newest first; with `only_f`, only `f`'s events. */
+void render_events(Lines *out, const Model *m, const MFrame *f, int only_f);
+/* The tab whose name is `name` (case-insensitive: "guards"), or TAB_COUNT. */
+Tab tab_by_name(const char *name);
+/* Whether frame `f` passes the table filter of `o` (name, file, context). */
+int render_frame_passes(const MFrame *f, const TableOpts *o);
+/* " name [context]  file:line" of a frame, for one-line listings; caller frees. */
+char *render_frame_label(const MFrame *f);
+
 #endif

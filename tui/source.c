@@ -117,6 +117,18 @@ static char *stack_text(const DrBreak *b)
     return clean;
 }
 
+/* "file.py:12  if x.size(0) > 4:" (the file's base name), the text alone
+ * for guards no line installed, "" when the record has neither. */
+static char *guard_origin(const DrGuard *g)
+{
+    const char *file = strrchr(g->origin, '/');
+    file = file ? file + 1 : g->origin;
+    char *raw = *g->origin ? xasprintf("%s  %s", file, g->origin_text) : xstrdup(g->origin_text);
+    char *clean = xstrdup_clean(raw);
+    free(raw);
+    return clean;
+}
+
 static void fill_entry(MEntry *e, const DrRecord *rec, uint64_t origin_ns)
 {
     e->frame_id = rec->frame_id;
@@ -162,6 +174,7 @@ static void fill_entry(MEntry *e, const DrRecord *rec, uint64_t origin_ns)
         } else {
             mg->text = xstrdup_clean(dg->text);
         }
+        mg->origin = guard_origin(dg);
         mg->fails = dg->fail_count;
         int last = ent && ent->last_fail_guard == (int64_t)g;
         mg->last_property = xstrdup_clean(last ? ent->last_fail_property : "");
@@ -188,6 +201,10 @@ static void fill_frame(MFrame *f, const DrCode *c, uint64_t origin_ns)
     for (size_t i = 0; i < c->n_records; i++) {
         const DrRecord *rec = c->records[i];
         fill_entry(mframe_add_entry(f), rec, origin_ns);
+        if (*rec->context) {            /* the newest record's label */
+            free(f->context);
+            f->context = xstrdup_clean(rec->context);
+        }
         f->recompiles += *rec->recompile_reason != '\0';
         f->breaks += rec->n_breaks;
         for (size_t b = 0; b < rec->n_breaks; b++) {

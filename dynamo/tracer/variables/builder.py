@@ -432,7 +432,7 @@ class GraphBuilder(OutputGraph):
             self.add_guard(source, SAME_OBJECT, seen[1].source, True)
             self.inputs[key] = seen[1]
             return seen[1]
-        self.guards.append(Guard(source, TENSOR_MATCH, (value,)))   # lowered in final_guards
+        self.guards.append(Guard(source, TENSOR_MATCH, (value,), self.origin()))  # lowered in final_guards
         rank = (_rank(source), next(self.input_order))
         before = None
         for node in self.graph.nodes:
