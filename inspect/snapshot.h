@@ -52,13 +52,22 @@ typedef struct {
     size_t n_users;
     const char **inputs;        /* names of nodes in args/kwargs (edges for dynamo-dot) */
     size_t n_inputs;
+    uint32_t ddp_bucket;        /* 1 + index into its graph's buckets; 0: graph not cut */
 } DrNode;
+
+/* One piece of a graph cut at DistributedDataParallel's gradient buckets. */
+typedef struct {
+    const char **params;        /* qualified parameter names the piece's bucket holds */
+    size_t n_params;
+} DrBucket;
 
 typedef struct {
     const char *name;           /* "__compiled_fn_3" */
     uint64_t op_count;          /* count */
     DrNode *nodes;              /* graph order */
     size_t n_nodes;
+    DrBucket *buckets;          /* DDP bucket pieces, first piece first; none when not cut */
+    size_t n_buckets;
 } DrGraph;
 
 typedef struct {

@@ -170,3 +170,89 @@ def test_ddp_split_without_a_ddp_forward_hands_the_graph_on_whole():
     f = dynamo.optimize(dynamo.backends.ddp_split(cnt))(Chain())
     f(torch.randn(2, 16))
     assert cnt.frame_count == 1
+
+
+# ---------------------------------------------------------------- the cut shown
+
+@pytest.fixture
+def one_rank_group(tmp_path):
+    """A gloo process group of this process alone (world size 1: DDP runs
+    its reducer and buckets as with more ranks, no process is spawned)."""
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0,
+                            world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def small_bucket_ddp():
+    """DDP of Chain with buckets of two layers: its graph is cut in 3."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    torch.manual_seed(0)
+    layer_bytes = (16 * 16 + 16) * 4
+    return DDP(Chain(), bucket_cap_mb=2 * layer_bytes / 2 ** 20)
+
+
+CUT = [["self_layers_0.weight", "self_layers_0.bias", "self_layers_1.weight", "self_layers_1.bias"],
+       ["self_layers_2.weight", "self_layers_2.bias", "self_layers_3.weight", "self_layers_3.bias"],
+       ["self_layers_4.weight", "self_layers_4.bias", "self_layers_5.weight", "self_layers_5.bias"]]
+
+
+def test_explain_shows_which_bucket_each_piece_holds(one_rank_group):
+    import dynamo
+    out = dynamo.explain(small_bucket_ddp())(torch.randn(4, 16))
+    assert (out.graph_count, out.graph_break_count) == (1, 0)
+    (pieces,) = out.ddp_pieces
+    assert [sorted(params) for params, _ in pieces] == [sorted(b) for b in CUT]
+    assert [ops for _, ops in pieces] == [4, 4, 5]     # (linear, tanh) x2 | ... | and sum
+    text = str(out)
+    assert "DDP Bucket Pieces:" in text and "Bucket 3: 5 ops, 4 params" in text
+    assert "graph 1 into 3 pieces" in out.summary()
+
+
+def test_tools_show_the_ddp_cut(one_rank_group, tmp_path):
+    """The published record carries the cut (GRAPH ddp_buckets, NODE
+    ddp_bucket: inspect/record.h); dynamo-inspect, dynamo-dot and dynamo-top
+    show it from a snapshot."""
+    import dynamo
+    from dynamo import records, telemetry
+    if not telemetry.enabled():
+        pytest.skip("telemetry is off in this process")
+    bins = {t: os.path.join(ROOT, "build", "bin", t)
+            for t in ("dynamo-inspect", "dynamo-dot", "dynamo-top")}
+    if not all(os.path.exists(b) for b in bins.values()):
+        pytest.skip("the tools are not built (make all)")
+    dynamo.reset()
+    f = dynamo.optimize("eager")(small_bucket_ddp())
+    f(torch.randn(4, 16))[0].backward()
+    (rec,) = records.all_records()
+    name = rec.graphs[0].name
+    snap = tmp_path / "ddp.snap"
+    dynamo.save_snapshot(snap)
+
+    def tool(t, *args):
+        proc = subprocess.run([bins[t], "--file", str(snap), *args], capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    dumped = json.loads(tool("dynamo-inspect"))
+    graphs = [g for c in dumped["frames"] for r in c["records"] for g in r["graphs"]
+              if g["name"] == name]
+    (graph,) = graphs
+    assert [sorted(b) for b in graph["ddp_buckets"]] == [sorted(b) for b in CUT]
+    calls = [n["ddp_bucket"] for n in graph["nodes"] if n["op"].startswith("call_")]
+    assert calls == sorted(calls) and set(calls) == {1, 2, 3}
+    assert {n["ddp_bucket"] for n in graph["nodes"] if n["op"] in ("placeholder", "output")} == {0}
+
+    listing = tool("dynamo-dot", "--list")
+    assert "cut at DDP buckets: 3 pieces" in listing
+    assert "DDP bucket 1: 4 params" in listing
+    dot = tool("dynamo-dot", "--graph", name)
+    assert all(f"cluster_ddp_bucket_{k}" in dot for k in (1, 2, 3))
+    assert "DDP bucket 2 of 3" in dot
+
+    report = tool("dynamo-top", "--once")
+    assert "cut at DDP buckets: 3 pieces" in report
+    assert "DDP bucket 3: 4 params:" in report and "BUCKET" in report
+    dynamo.reset()
