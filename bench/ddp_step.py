@@ -22,6 +22,17 @@ MLP's layers, GPT-2's transformer blocks) then the root, and each block
 compiled on its own (regional compile: FSDP's all-gather / reduce-scatter
 hooks run eagerly around the compiled block forward).
 
+On a 2-GPU host (DDP, then --fsdp apart: each meant to end within 8 minutes,
+inductor compiles of both compilers included):
+
+    python bench/ddp_step.py --world 2 --device cuda --model gpt2 \
+        --runs eager,dynamo:inductor,torch:inductor [--fsdp]
+
+and on this machine, small:
+
+    python bench/ddp_step.py --world 2 --device cpu --model gpt2 --layers 2 --width 64 --heads 4 \
+        --seq 32 --vocab 256 --batch 2 [--fsdp]
+
 CPU runs use gloo, CUDA runs NCCL (one GPU per rank).  Every rank trains
 the same model from the same seed on rank-specific data; rank 0 prints one
 line per run: samples/s or tokens/s over all ranks (after 3 warm-up steps,
