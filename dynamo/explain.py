@@ -3,7 +3,9 @@
 Runs the function once under the hook with a backend that keeps the graphs,
 then summarises the compile records of that run: graphs, ops per graph, graph
 breaks with their reasons and user frames, guards, recompile triggers,
-compile failures and compile times. Like the reference implementation it
+compile failures and compile times, and for a graph captured under
+DistributedDataParallel its cut at DDP's gradient buckets (which parameters
+each piece's bucket holds). Like the reference implementation it
 starts from a reset cache, so every frame the call reaches is compiled afresh.
 """
 import dataclasses
@@ -16,6 +18,27 @@ from .eval_frame import optimize, reset
 
 def _op_targets(gm):
     return [n.target for n in gm.graph.nodes if n.op.startswith("call_")]
+
+
+def _ddp_pieces(gm):
+    """The DDP bucket cut of a graph (backends/ddp.py): per piece, first
+    first, (parameter names its bucket holds, ops in it); [] when the
+    graph was not cut."""
+    names = gm.meta.get("ddp_buckets") or []
+    if len(names) <= 1:
+        return []
+    ops = [0] * len(names)
+    for n in gm.graph.nodes:
+        if n.op.startswith("call_") and n.meta.get("ddp_bucket") is not None:
+            ops[n.meta["ddp_bucket"]] += 1
+    return [(list(params), count) for params, count in zip(names, ops)]
+
+
+def _format_pieces(i, pieces):
+    lines = [f"  Graph {i}: {len(pieces)} pieces"]
+    for k, (params, ops) in enumerate(pieces, 1):
+        lines.append(f"    Bucket {k}: {ops} ops, {len(params)} params: {', '.join(params)}")
+    return lines
 
 
 def _format_reason(i, br):
@@ -48,6 +71,9 @@ class ExplainOutput:
     failures: List[str] = dataclasses.field(default_factory=list)
     # frames the skip rules kept from compiling: "name (file:line): reason"
     skipped: List[str] = dataclasses.field(default_factory=list)
+    # per graph, its cut at DistributedDataParallel's gradient buckets: per
+    # piece (parameter names, ops); [] for a graph not cut
+    ddp_pieces: List[List[Any]] = dataclasses.field(default_factory=list)
 
     def summary(self):
         breaks = "graph break" if self.graph_break_count == 1 else "graph breaks"
@@ -60,6 +86,10 @@ class ExplainOutput:
         if self.failures:
             text += "\n Frames that could not be compiled (ran eagerly):\n" + "\n".join(
                 f"  {f}" for f in self.failures)
+        cut = [(i, len(p)) for i, p in enumerate(self.ddp_pieces, 1) if p]
+        if cut:
+            text += "\n Graphs cut at DDP's gradient buckets: " + ", ".join(
+                f"graph {i} into {n} pieces" for i, n in cut)
         return text
 
     def __str__(self):
@@ -72,6 +102,11 @@ class ExplainOutput:
         for i, ops in enumerate(self.ops_per_graph, 1):
             out.append(f"  Ops {i}:")
             out += [f"    {op}" for op in ops]
+        if any(self.ddp_pieces):
+            out.append("DDP Bucket Pieces:")
+            for i, pieces in enumerate(self.ddp_pieces, 1):
+                if pieces:
+                    out += _format_pieces(i, pieces)
         out.append("Out Guards:")
         out += [f"  {guard_line(g).strip()}" for g in self.out_guards]
         if self.recompile_reasons:
@@ -108,7 +143,8 @@ def _collect(fn, args, kwargs):
         failures=[f"{r.id} {r.name} ({r.filename}:{r.firstlineno}): {r.error}" for r in recs
                   if r.status in (records.STATUS["ERROR"], records.STATUS["UNSUPPORTED"])],
         skipped=[f"{c.co_name} ({c.co_filename}:{c.co_firstlineno}): {why}"
-                 for c, why in skipfiles.since(skip_start)])
+                 for c, why in skipfiles.since(skip_start)],
+        ddp_pieces=[_ddp_pieces(gm) for gm in graphs])
 
 
 def explain(fn, *args, **kwargs):

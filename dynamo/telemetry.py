@@ -161,7 +161,7 @@ def _encode(value, out):
         out.append(b"s" + struct.pack("<I", len(data)) + data)
     elif isinstance(value, (list, tuple)):
         out.append(b"l" + struct.pack("<I", len(value)))
-        for item in value:          # depth bounded by the schemas (<= 4)
+        for item in value:          # depth bounded by the schemas (<= 5)
             _encode(item, out)
     else:
         _encode("" if value is None else str(value), out)
@@ -215,8 +215,10 @@ def record_value(r):
 def _graph(info):
     nodes = [_node(n) for n in info.gm.graph.nodes]
     note = (getattr(info.gm, "meta", None) or {}).get("backend_choice", "")
+    buckets = info.gm.meta.get("ddp_buckets") or []       # backends/ddp.py's cut
     return _fields("GRAPH", name=info.name, op_count=info.op_count, nodes=nodes,
-                   backend_note=note)
+                   backend_note=note,
+                   ddp_buckets=[list(b) for b in buckets] if len(buckets) > 1 else [])
 
 
 def _target_text(node):
@@ -258,7 +260,14 @@ def _node(n):
     return _fields("NODE", op=n.op, name=n.name, target=_target_text(n), args=args, dtype=dtype,
                    shape=shape, stride=stride, device=device, module_path=module_path,
                    users=[u.name for u in n.users], inputs=[i.name for i in n.all_input_nodes],
-                   module_class=module_class)
+                   module_class=module_class, ddp_bucket=_ddp_bucket(n))
+
+
+def _ddp_bucket(node):
+    """1 + the DDP bucket piece of the node (backends/ddp.py), 0 when its
+    graph was not cut."""
+    piece = node.meta.get("ddp_bucket")
+    return 0 if piece is None else piece + 1
 
 
 def _guard(g):

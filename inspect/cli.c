@@ -162,7 +162,22 @@ dump_record(const DrRecord *r)
             strlist("users", n->users, n->n_users);
             strlist("inputs", n->inputs, n->n_inputs);
             kstr("module_class", n->module_class);
+            kuint("ddp_bucket", n->ddp_bucket);
             putchar('}');
+        }
+        putchar(']');
+        key("ddp_buckets", 0);
+        putchar('[');
+        for (size_t k = 0; k < g->n_buckets; k++) {
+            if (k)
+                putchar(',');
+            putchar('[');
+            for (size_t p = 0; p < g->buckets[k].n_params; p++) {
+                if (p)
+                    putchar(',');
+                jstr(g->buckets[k].params[p]);
+            }
+            putchar(']');
         }
         printf("]}");
     }

@@ -51,7 +51,9 @@
     X(NAME, name)                           /* s: "__compiled_fn_3" */ \
     X(OP_COUNT, op_count)                   /* i: count */ \
     X(NODES, nodes)                         /* [NODE] */ \
-    X(BACKEND_NOTE, backend_note)           /* s: how the backend chose for it ("autotune: inductor (tuned; ...)"), "" */
+    X(BACKEND_NOTE, backend_note)           /* s: how the backend chose for it ("autotune: inductor (tuned; ...)"), "" */ \
+    X(DDP_BUCKETS, ddp_buckets)             /* [[s]]: per DDP bucket piece, first first, the
+                                               parameter names it holds; [] when not cut */
 
 #define DT_NODE_FIELDS(X) \
     X(OP, op)                               /* s: placeholder, call_function, ... */ \
@@ -65,7 +67,9 @@
     X(MODULE_PATH, module_path)             /* s: "layer1.0.conv1" */ \
     X(USERS, users)                         /* [s]: node names */ \
     X(INPUTS, inputs)                       /* [s]: node names */ \
-    X(MODULE_CLASS, module_class)           /* s: "Conv2d" */
+    X(MODULE_CLASS, module_class)           /* s: "Conv2d" */ \
+    X(DDP_BUCKET, ddp_bucket)               /* i: 1 + the index of its DDP bucket piece in
+                                               GRAPH ddp_buckets; 0 when not cut */
 
 #define DT_GUARD_FIELDS(X) \
     X(TEXT, text)                           /* s: Guard.describe() */ \

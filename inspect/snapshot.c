@@ -110,7 +110,17 @@ decode_graph(const Dec *d, const DvVal *v, DrGraph *g)
         n->users = strings(d, dv_item(nv, DT_NODE_USERS), &n->n_users);
         n->inputs = strings(d, dv_item(nv, DT_NODE_INPUTS), &n->n_inputs);
         n->module_class = dv_str(d->arena, dv_item(nv, DT_NODE_MODULE_CLASS));
+        int64_t piece = dv_int(dv_item(nv, DT_NODE_DDP_BUCKET));
+        n->ddp_bucket = piece > 0 && piece <= UINT32_MAX ? (uint32_t)piece : 0;
     }
+    const DvVal *buckets = dv_item(v, DT_GRAPH_DDP_BUCKETS);
+    g->buckets = array(d, dv_len(buckets), sizeof(DrBucket));
+    g->n_buckets = g->buckets ? dv_len(buckets) : 0;
+    for (size_t i = 0; i < g->n_buckets; i++)
+        g->buckets[i].params = strings(d, dv_item(buckets, i), &g->buckets[i].n_params);
+    for (size_t i = 0; i < g->n_nodes; i++)     /* a piece past the list: none (hostile input) */
+        if (g->nodes[i].ddp_bucket > g->n_buckets)
+            g->nodes[i].ddp_bucket = 0;
 }
 
 static void

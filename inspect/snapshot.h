@@ -52,7 +52,14 @@ typedef struct {
     size_t n_users;
     const char **inputs;        /* names of nodes in args/kwargs (edges for dynamo-dot) */
     size_t n_inputs;
+    uint32_t ddp_bucket;        /* 1 + index into its graph's buckets; 0: graph not cut */
 } DrNode;
+
+/* One piece of a graph cut at DistributedDataParallel's gradient buckets. */
+typedef struct {
+    const char **params;        /* qualified parameter names the piece's bucket holds */
+    size_t n_params;
+} DrBucket;
 
 typedef struct {
     const char *name;           /* "__compiled_fn_3" */
@@ -60,6 +67,8 @@ typedef struct {
     DrNode *nodes;              /* graph order */
     size_t n_nodes;
     const char *backend_note;   /* the backend's word on this graph (autotune's choice), "" */
+    DrBucket *buckets;          /* DDP bucket pieces, first piece first; none when not cut */
+    size_t n_buckets;
 } DrGraph;
 
 typedef struct {

@@ -58,7 +58,10 @@ walk_record(const DrRecord *r)
             touch(n->module_class);
             touch_strings(n->users, n->n_users);
             touch_strings(n->inputs, n->n_inputs);
+            sink += n->ddp_bucket;
         }
+        for (size_t b = 0; b < gr->n_buckets; b++)
+            touch_strings(gr->buckets[b].params, gr->buckets[b].n_params);
     }
     for (size_t i = 0; i < r->n_guards; i++) {
         touch(r->guards[i].text); touch(r->guards[i].kind); touch(r->guards[i].source);

@@ -151,6 +151,8 @@ static void finish_entry(MEntry *e)
         }
         if (!gr->n_ops)
             gr->n_ops = ops;
+        for (size_t b = 0; b < gr->n_buckets; b++)
+            fix(&gr->buckets[b]);
     }
     for (size_t g = 0; g < e->n_guards; g++) {
         MGuard *gd = &e->guards[g];
@@ -236,6 +238,9 @@ static void entry_free(MEntry *e)
             free(n->module);
         }
         free(gr->nodes);
+        for (size_t b = 0; b < gr->n_buckets; b++)
+            free(gr->buckets[b]);
+        free(gr->buckets);
         free(gr->name);
         free(gr->backend_note);
     }

@@ -38,6 +38,7 @@ typedef struct MNode {
     char *meta;     /* tensor meta, e.g. "f32[10, 4]"; "" when none */
     char *module;   /* "layer1.0.conv1 (Linear)": the module it calls / whose forward
                        made it; "" at the frame's top level */
+    uint32_t bucket;/* 1 + its DDP bucket piece (MGraph.buckets); 0: graph not cut */
 } MNode;
 
 typedef struct MGraph {
@@ -46,6 +47,8 @@ typedef struct MGraph {
     size_t n_nodes;
     uint64_t n_ops; /* call_* nodes */
     char *backend_note; /* the backend's word on this graph (autotune's choice), "" */
+    char **buckets; /* owned: per DDP bucket piece, first first, "4 params: a, b, ..." */
+    size_t n_buckets;/* 0: the graph was not cut at DDP's buckets */
 } MGraph;
 
 typedef struct MGuard {

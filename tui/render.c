@@ -282,6 +282,8 @@ void render_tree(Lines *out, const Model *m, const TableOpts *o)
                 if (g < e->n_graphs) {
                     sb_addf(&sb, "graph %s  (%llu ops)", e->graphs[g].name,
                             (unsigned long long)e->graphs[g].n_ops);
+                    if (e->graphs[g].n_buckets)
+                        sb_addf(&sb, "  cut at DDP buckets: %zu pieces", e->graphs[g].n_buckets);
                 } else {
                     const MResume *r = &e->resumes[g - e->n_graphs];
                     sb_addf(&sb, "resume %s  %s @%u", r->name, dr_resume_kind_label(r->kind_id, r->kind),
@@ -351,12 +353,22 @@ static void tab_graph(Lines *out, const Model *m, const MFrame *f, int64_t cid, 
                 w_shape = widest(w_shape, n->meta, 32);
                 w_module = widest(w_module, n->module, 40);
             }
-            lines_addf(out, C_TITLE, "  %-*s %-*s %-*s %-*s %-*s %s", w_op, "OPCODE", w_name,
-                       "NAME", w_target, "TARGET", w_shape, "SHAPE", w_module, "MODULE", "ARGS");
+            /* a graph cut at DDP's buckets: the pieces, and a BUCKET column */
+            for (size_t b = 0; b < gr->n_buckets; b++)
+                lines_addf(out, C_DEFAULT, "  DDP bucket %zu: %s", b + 1, gr->buckets[b]);
+            const char *bucket_title = gr->n_buckets ? "BUCKET " : "";
+            lines_addf(out, C_TITLE, "  %s%-*s %-*s %-*s %-*s %-*s %s", bucket_title, w_op, "OPCODE",
+                       w_name, "NAME", w_target, "TARGET", w_shape, "SHAPE", w_module, "MODULE",
+                       "ARGS");
             for (size_t i = 0; i < gr->n_nodes; i++) {
                 const MNode *n = &gr->nodes[i];
-                lines_addf(out, C_DEFAULT, "  %-*s %-*s %-*s %-*s %-*s %s", w_op, n->op, w_name,
-                           n->name, w_target, n->target, w_shape, *n->meta ? n->meta : "-",
+                char bucket[16] = "";
+                if (gr->n_buckets && n->bucket)
+                    snprintf(bucket, sizeof bucket, "%-6u ", n->bucket);
+                else if (gr->n_buckets)
+                    snprintf(bucket, sizeof bucket, "%-6s ", "-");
+                lines_addf(out, C_DEFAULT, "  %s%-*s %-*s %-*s %-*s %-*s %s", bucket, w_op, n->op,
+                           w_name, n->name, w_target, n->target, w_shape, *n->meta ? n->meta : "-",
                            w_module, *n->module ? n->module : "-", n->args);
             }
             lines_add(out, C_DEFAULT, -1, -1, "");

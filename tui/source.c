@@ -89,6 +89,25 @@ static char *node_module(const DrNode *n)
     return clean;
 }
 
+/* The DDP bucket pieces of a cut graph, one text each: "4 params: a, b, ...". */
+static void add_buckets(MGraph *mg, const DrGraph *dg)
+{
+    if (!dg->n_buckets)
+        return;
+    mg->buckets = xcalloc(dg->n_buckets, sizeof *mg->buckets);
+    mg->n_buckets = dg->n_buckets;
+    for (size_t i = 0; i < dg->n_buckets; i++) {
+        const DrBucket *b = &dg->buckets[i];
+        StrBuf sb;
+        sb_init(&sb);
+        sb_addf(&sb, "%zu param%s:", b->n_params, b->n_params == 1 ? "" : "s");
+        for (size_t p = 0; p < b->n_params; p++)
+            sb_addf(&sb, "%s %s", p ? "," : "", b->params[p]);
+        mg->buckets[i] = xstrdup_clean(sb.s ? sb.s : "");
+        sb_free(&sb);
+    }
+}
+
 static void add_resumes(MEntry *e, const DrRecord *rec)
 {
     for (size_t i = 0; i < rec->n_resumes; i++) {
@@ -159,7 +178,9 @@ static void fill_entry(MEntry *e, const DrRecord *rec, uint64_t origin_ns)
             mn->args = xstrdup_clean(dn->args);
             mn->meta = node_meta(dn);
             mn->module = node_module(dn);
+            mn->bucket = dn->ddp_bucket;
         }
+        add_buckets(mg, dg);
     }
     for (size_t g = 0; g < rec->n_guards; g++) {
         const DrGuard *dg = &rec->guards[g];

@@ -1,7 +1,8 @@
 /* graph.c — the fx graph picture of dynamo-dot (see graph.h).
  *
  * Owns the look of graph pictures: colours per op kind, label layout, the
- * module clusters.  Reads DrRecord/DrGraph only; rendering is gv.c's job.
+ * module clusters, and for a graph cut at DistributedDataParallel's
+ * gradient buckets the bucket-piece clusters around them.  Reads DrRecord/DrGraph only; rendering is gv.c's job.
  */
 #include "graph.h"
 
@@ -150,6 +151,8 @@ static char *node_tooltip(const DrNode *n)
             sb_addf(&b, "\\n%s: ", KEYS[i]);
             vs_add_cut(&b, vals[i], 0);
         }
+    if (n->ddp_bucket)
+        sb_addf(&b, "\\nDDP bucket: %u", n->ddp_bucket);
     add_list(&b, "users", n->users, n->n_users);
     add_list(&b, "inputs", n->inputs, n->n_inputs);
     return sb_steal(&b);
@@ -186,10 +189,45 @@ static const char *class_of(const DrGraph *graph, const char *path, size_t len)
 /* Depth-dependent cluster fill, so nested modules stay distinguishable. */
 static const char *const CLUSTER_FILLS[] = {"#f7f7f7", "#ececec", "#e2e2e2", "#d8d8d8"};
 
-/* The cluster subgraph for module path `path` inside g, with all its
- * ancestors ("a" contains "a.b" contains "a.b.c"), labelled with the path
- * and the module's class when the graph names it; g itself for "". */
-static Agraph_t *module_cluster(Agraph_t *g, const DrGraph *graph, const char *path)
+/* The cluster of DDP bucket piece `bucket` (1-based) inside g, labelled
+ * with the parameters its bucket holds; g itself for 0 (graph not cut). */
+static Agraph_t *bucket_cluster(Agraph_t *g, const DrGraph *graph, uint32_t bucket)
+{
+    if (bucket == 0 || bucket > graph->n_buckets)
+        return g;
+    char id[40];
+    snprintf(id, sizeof id, "cluster_ddp_bucket_%u", bucket);
+    Agraph_t *sub = vgv_find_subg(g, id);
+    if (sub != NULL)
+        return sub;
+    const DrBucket *b = &graph->buckets[bucket - 1];
+    sub = vgv_subg(g, id);
+    StrBuf text;
+    vs_init(&text);
+    sb_addf(&text, "DDP bucket %u of %zu · %zu param%s", bucket, graph->n_buckets, b->n_params,
+            b->n_params == 1 ? "" : "s");
+    vgv_set(sub, "label", text.s);
+    sb_add(&text, ":");
+    for (size_t i = 0; i < b->n_params; i++) {
+        sb_add(&text, i ? ", " : " ");
+        vs_add_cut(&text, b->params[i], 0);
+    }
+    vgv_set(sub, "tooltip", text.s);
+    vgv_set(sub, "style", "dashed");
+    vgv_set(sub, "color", "#1a4d80");
+    vgv_set(sub, "penwidth", "2");
+    vgv_set(sub, "fontsize", "12");
+    vgv_set(sub, "fontcolor", "#1a4d80");
+    sb_free(&text);
+    return sub;
+}
+
+/* The cluster subgraph for module path `path` inside g (the graph, or a
+ * DDP bucket's cluster: `bucket`, 0 for none, keeps the names apart), with
+ * all its ancestors ("a" contains "a.b" contains "a.b.c"), labelled with
+ * the path and the module's class when the graph names it; g itself for "". */
+static Agraph_t *module_cluster(Agraph_t *g, const DrGraph *graph, const char *path,
+                                uint32_t bucket)
 {
     Agraph_t *parent = g;
     StrBuf name;
@@ -201,7 +239,10 @@ static Agraph_t *module_cluster(Agraph_t *g, const DrGraph *graph, const char *p
         if (*p != '.' && *p != '\0')
             continue;
         sb_clear(&name);
-        sb_add(&name, "cluster_");
+        if (bucket)
+            sb_addf(&name, "cluster_b%u_", bucket);
+        else
+            sb_add(&name, "cluster_");
         sb_addn(&name, path, (size_t)(p - path));
         Agraph_t *sub = vgv_find_subg(parent, name.s);
         if (sub == NULL) {                         /* first node of this module? */
@@ -260,6 +301,8 @@ static void set_graph_label(Agraph_t *g, const DrRecord *rec, const DrGraph *gra
     if (rec->entry != NULL)
         sb_addf(&b, " · %llu hit%s", (unsigned long long)rec->entry->hits,
                 rec->entry->hits == 1 ? "" : "s");
+    if (graph->n_buckets)
+        sb_addf(&b, " · cut at DDP buckets: %zu pieces", graph->n_buckets);
     if (*graph->backend_note) {                 /* autotune's choice and its timings */
         sb_add(&b, "</TD></TR><TR><TD ALIGN=\"LEFT\">");
         vs_add_html(&b, graph->backend_note, 160, 0);
@@ -291,7 +334,8 @@ static void draw_nodes(Agraph_t *g, const DrGraph *graph)
     for (size_t i = 0; i < graph->n_nodes; i++) {
         const DrNode *n = &graph->nodes[i];
         char *path = cluster_path(n);
-        Agnode_t *v = vgv_node(module_cluster(g, graph, path), n->name);
+        Agraph_t *outer = bucket_cluster(g, graph, n->ddp_bucket);
+        Agnode_t *v = vgv_node(module_cluster(outer, graph, path, n->ddp_bucket), n->name);
         char *label = node_label(n);
         char *tip = node_tooltip(n);
         vgv_set_html(v, "label", label);

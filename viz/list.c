@@ -84,8 +84,25 @@ static void print_record(FILE *out, const DrRecord *rec)
         vsel_graph_id(rec, i, id, sizeof id);
         fprintf(out, "    graph %-6s ", id);
         put(out, g->name);
-        fprintf(out, "  %zu nodes  %llu ops    --graph %s\n", g->n_nodes,
-                (unsigned long long)g->op_count, id);
+        fprintf(out, "  %zu nodes  %llu ops", g->n_nodes, (unsigned long long)g->op_count);
+        if (g->n_buckets)
+            fprintf(out, "  cut at DDP buckets: %zu pieces", g->n_buckets);
+        fprintf(out, "    --graph %s\n", id);
+        for (size_t k = 0; k < g->n_buckets; k++) {
+            const DrBucket *bk = &g->buckets[k];
+            fprintf(out, "      DDP bucket %zu: %zu param%s", k + 1, bk->n_params,
+                    bk->n_params == 1 ? "" : "s");
+            if (bk->n_params) {     /* the first and last parameter it holds */
+                fputs(" (", out);
+                put(out, bk->params[0]);
+                if (bk->n_params > 1) {
+                    fputs(" .. ", out);
+                    put(out, bk->params[bk->n_params - 1]);
+                }
+                fputc(')', out);
+            }
+            fputc('\n', out);
+        }
         if (*g->backend_note) {
             fputs("        ", out);
             put(out, g->backend_note);

@@ -16,7 +16,9 @@ else from the DDP module whose forward is running at compile time
 graph is handed on whole.  Every optimize() wraps its backend so (the
 hook's callback, convert_frame._Callback).  A graph with one bucket's worth of parameters is handed on
 whole.  The cut is recorded on the captured graph: `gm.meta["ddp_buckets"]`,
-the qualified parameter names of each piece, first piece first.  Each
+the qualified parameter names of each piece, first piece first, and, when it is cut,
+on each node but placeholders and the output `node.meta["ddp_bucket"]`,
+the index of its piece (explain(), telemetry and the tools show them).  Each
 piece is compiled at its first call, with that call's inputs.
 """
 import torch
@@ -119,6 +121,8 @@ class DDPSplit:
         gm.meta["ddp_buckets"] = names
         if len(names) <= 1:
             return self.compiler(gm, example_inputs)
+        for node, piece in pieces.items():
+            node.meta["ddp_bucket"] = piece
         from torch.fx.passes.split_module import split_module
         split = split_module(gm, gm, lambda node: pieces[node], keep_original_order=True)
         for name, child in list(split.named_children()):

@@ -1,17 +1,20 @@
 """DistributedDataParallel under dynamo, 2 processes, gloo on CPU (run by
-tests/test_ddp.py; also by hand: `python tests/workloads/ddp_train.py CASE
-BACKEND`).
+tests/test_ddp.py; also by hand: `python tests/workloads/ddp_train.py
+CASE:BACKEND[,CASE:BACKEND...] [OUT_DIR]`).  All the cases given run in one
+process group, one after the other (spawning 2 processes that import torch
+costs far more than a case).
 
 Each rank trains an eager DDP model and a dynamo-compiled DDP copy side by
 side on the same rank-specific inputs, checks after every step that the
-(all-reduced) gradients and the parameters agree, and prints one JSON line
-per rank: the compile counts of its process.
+(all-reduced) gradients and the parameters agree, and writes one JSON file
+per rank: per case, the compile counts of its process or the error.
 
 CASE: "mlp" (optimize(DDP(MLP))), "sequential" (optimize(DDP(nn.Sequential))),
 "inside" (a training step that calls the DDP model, compiled whole),
 "no_sync" (gradient accumulation under ddp.no_sync()), "unused"
 (find_unused_parameters=True, one layer unused), "split" (10 KB buckets:
-the graph is cut at the bucket boundaries, config.optimize_ddp).
+the graph is cut at the bucket boundaries, config.optimize_ddp);
+"fsdp_regional", "fsdp_whole": FSDP2, tests/workloads/fsdp_train.py.
 """
 import json
 import os
@@ -68,11 +71,9 @@ def check_same(ref, mine, what):
             torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6, msg=f"{what} of {name}")
 
 
-def worker(rank, world, port, case, backend, out_dir):
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    sys.path.insert(0, ROOT)
+def run_case(case, backend, rank):
+    """Train eager DDP and dynamo DDP side by side for STEPS steps (raises
+    when they differ); the compile counts of this process."""
     import dynamo
     from dynamo import records
     torch.manual_seed(0)
@@ -108,23 +109,53 @@ def worker(rank, world, port, case, backend, out_dir):
         ref_opt.zero_grad()
         opt.zero_grad()
         check_same(ref, mine, "param")
-    recs = records.all_records()
-    result = {"rank": rank,
-              "compiles": len(recs),
-              "graphs": sum(len(r.graphs) for r in recs),
-              "breaks": [br.reason for r in recs for br in r.break_reasons],
-              "names": [r.name for r in recs],
-              "buckets": [g.gm.meta.get("ddp_buckets") for r in recs for g in r.graphs]}
+    return counts(records.all_records())
+
+
+def counts(recs):
+    """What a case compiled: records, graphs, break reasons, frame names,
+    the DDP bucket cut of each graph."""
+    return {"compiles": len(recs),
+            "graphs": sum(len(r.graphs) for r in recs),
+            "breaks": [br.reason for r in recs for br in r.break_reasons],
+            "names": [r.name for r in recs],
+            "buckets": [g.gm.meta.get("ddp_buckets") for r in recs for g in r.graphs]}
+
+
+def worker(rank, world, port, specs, out_dir):
+    """Run each "CASE:BACKEND" of `specs` in this one process group
+    (dynamo.reset() between them); a case that fails records its error and
+    the next one runs."""
+    import traceback
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    sys.path.insert(0, ROOT)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import dynamo
+    import fsdp_train
+    results = {}
+    for spec in specs:
+        case, _, backend = spec.partition(":")
+        dynamo.reset()
+        try:
+            if case.startswith("fsdp_"):
+                results[spec] = fsdp_train.run_case(case[len("fsdp_"):], backend, rank)
+            else:
+                results[spec] = run_case(case, backend, rank)
+        except Exception:          # noqa: BLE001 - the test shows it; the next case runs
+            # the checks compare all-reduced values: a failing one fails on
+            # both ranks at the same step, and they go on to the next case together
+            results[spec] = {"error": traceback.format_exc()}
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-        json.dump(result, f)
+        json.dump(results, f)
     dist.destroy_process_group()
 
 
 def main():
-    case = sys.argv[1] if len(sys.argv) > 1 else "mlp"
-    backend = sys.argv[2] if len(sys.argv) > 2 else "aot_eager"
-    out_dir = sys.argv[3] if len(sys.argv) > 3 else "."
-    mp.spawn(worker, args=(2, free_port(), case, backend, out_dir), nprocs=2)
+    specs = sys.argv[1].split(",") if len(sys.argv) > 1 else ["mlp:aot_eager"]
+    out_dir = sys.argv[2] if len(sys.argv) > 2 else "."
+    mp.spawn(worker, args=(2, free_port(), specs, out_dir), nprocs=2)
     for rank in range(2):
         with open(os.path.join(out_dir, f"rank{rank}.json")) as f:
             print(f.read())
