@@ -1,0 +1,102 @@
+"""A graph's in-place writes to its inputs, deferred to the graph's end.
+
+A graph with operations a user handler covers (a `try`, also in an inlined
+function: OutputGraph.deopt) is re-run eagerly from the frame's start when
+it raises (tracer/frame.py, emit_guarded_graph_call). That re-run must find
+the inputs as the call found them, so such a graph may not write to them
+while it can still raise. defer_input_writes() rewrites a finished graph so
+that it does not: every written input P is cloned at the graph's start,
+every operation (views, in-place writes, reads) uses the clone, and
+`P.copy_(clone)` ends the graph, after every operation that could raise (a
+copy between tensors of one size, dtype and device raises on no data).
+An output that is P, or a view of it, is made again from P after the copy,
+as eager returns it. StaticCache's `index_copy_` inside transformers'
+`try` is the case in point: traced whole instead of broken at the write.
+
+Owns only that rewrite of the fx graph. It must not decide which writes can
+be deferred: the tracer does (builder.note_input_writes, OutputGraph.
+input_written: the written storage belongs to exactly one graph input, a
+placeholder that requires no grad and keeps its sizes and strides); a
+write that cannot be deferred inside a `try` is a break, as before.
+"""
+import operator
+
+import torch
+import torch.fx
+
+from .guards import storage_key
+
+
+def defer_input_writes(graph, written):
+    """Rewrite `graph` (finished: its output node made) so that its writes to
+    the placeholders in `written` happen at its end, as described above.
+    `written`: placeholder nodes whose example values' storages the trace
+    wrote, each the only input of its storage. Returns the number of
+    inputs deferred. Raises nothing for a graph the tracer accepted."""
+    output = next(n for n in reversed(graph.nodes) if n.op == "output")
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if not written or not placeholders:
+        return 0
+    clones = {}
+    with graph.inserting_after(placeholders[-1]):
+        for p in reversed(written):
+            clone = graph.call_method("clone", (p,))
+            clone.meta["example_value"] = p.meta.get("example_value")
+            clones[p] = clone
+    for p, clone in clones.items():
+        p.replace_all_uses_with(clone, delete_user_cb=lambda user: user is not clone and user is not output)
+    with graph.inserting_before(output):
+        for p in written:
+            graph.call_method("copy_", (p, clones[p]))
+    _rebase_outputs(graph, output, written)
+    return len(written)
+
+
+def _rebase_outputs(graph, output, written):
+    """Outputs that are a written input (an in-place op's result) become the
+    input itself; outputs sharing its storage (views) are made again from
+    it after the copies, so that they alias the input as in eager."""
+    examples = {id(p.meta.get("example_value")): p for p in written}
+    keys = {storage_key(p.meta.get("example_value")) for p in written}
+    memo = {}
+
+    def aliases(value):
+        if isinstance(value, torch.Tensor):
+            return storage_key(value) in keys
+        if isinstance(value, (tuple, list)):
+            return any(aliases(v) for v in value)
+        return False
+
+    def rebase(node):
+        if not isinstance(node, torch.fx.Node):
+            return node
+        if node in memo:
+            return memo[node]
+        example = node.meta.get("example_value")
+        if id(example) in examples and example is examples[id(example)].meta.get("example_value"):
+            memo[node] = examples[id(example)]
+        elif not aliases(example) or node.op not in ("call_function", "call_method", "call_module"):
+            memo[node] = node        # a clone of its own, or the written input's clone (not an output)
+        elif _writes(node):
+            # x.add_(1) returns x: the argument it wrote, made again
+            same = [a for a in node.all_input_nodes if a.meta.get("example_value") is example]
+            memo[node] = rebase(same[0]) if same else node
+        else:
+            with graph.inserting_before(output):
+                new = graph.create_node(node.op, node.target,
+                                        torch.fx.node.map_arg(node.args, rebase),
+                                        torch.fx.node.map_arg(node.kwargs, rebase))
+            new.meta.update(node.meta)
+            memo[node] = new
+        return memo[node]
+
+    output.args = torch.fx.node.map_arg(output.args, rebase)
+
+
+def _writes(node):
+    """Does `node` write to an argument (an in-place method or function,
+    by torch's trailing-underscore naming, or an item assignment)?"""
+    if node.target is operator.setitem:
+        return True
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    return name.endswith("_") and not name.endswith("__")
