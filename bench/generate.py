@@ -23,9 +23,9 @@ generate(max_new_tokens=--tokens, do_sample=False) on a batch-1 prompt of
               torch.compile: its "hit config.recompile_limit" warnings);
   equal       every round's tokens equal to eager's;
   ms/tok      per round, wall time / new tokens; steady = the median of
-              rounds 2.. (round 1 includes compiling).
-Mixtral: breaks and graphs of one forward (use_cache=False) and of one
-generate() (DynamicCache), ours vs torch.compile.
+              rounds 2.. (round 1 includes compiling); cpu: the same in
+              process CPU time (steadier than wall time on a shared machine).
+Mixtral: also the graphs and breaks of one forward (use_cache=False).
 Only bench/ may import torch's own compiler, and only to compare against it.
 
 Usage: python bench/generate.py [--models llama,gpt2,mixtral] [--rounds 3]
@@ -56,7 +56,7 @@ def build(name):
         model = tf.LlamaForCausalLM(cfg)
     elif name == "gpt2":
         cfg = tf.GPT2Config(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=4,
-                            n_positions=256)
+                            n_positions=256, bos_token_id=1, eos_token_id=2)
         model = tf.GPT2LMHeadModel(cfg)
     elif name == "mixtral":
         cfg = tf.MixtralConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=128,
@@ -82,10 +82,10 @@ def generate(model, tokens, cache):
     if cache == "static":
         kw["cache_implementation"] = "static"
     with torch.no_grad():
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = model.generate(**prompt(), **kw)
-        dt = time.perf_counter() - t0
-    return out, dt * 1000 / tokens
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    return out, (dt * 1000 / tokens, dc * 1000 / tokens)
 
 
 # ---------------------------------------------------------------- the two compilers
@@ -190,13 +190,15 @@ def run_generate(name, compiler, cache, rounds, tokens, ref):
     model = build(name)
     compiler.start()
     model.forward = compiler.compile(model.forward)
-    ms, equal = [], True
+    ms, cpu, equal = [], [], True
     for _ in range(rounds):
-        out, per_token = generate(model, tokens, cache)
+        out, (per_token, cpu_per_token) = generate(model, tokens, cache)
         ms.append(per_token)
+        cpu.append(cpu_per_token)
         equal &= torch.equal(out, ref)
     row = compiler.counts()
-    row.update(equal=equal, ms=ms, steady=statistics.median(ms[1:] or ms))
+    row.update(equal=equal, ms=ms, cpu=cpu, steady=statistics.median(ms[1:] or ms),
+               steady_cpu=statistics.median(cpu[1:] or cpu))
     compiler.stop()
     return row
 
@@ -217,13 +219,14 @@ def run_forward(name, compiler):
 
 def eager(name, cache, rounds, tokens):
     model = build(name)
-    outs, ms = [], []
+    outs, ms, cpu = [], [], []
     for _ in range(rounds):
-        out, per_token = generate(model, tokens, cache)
+        out, (per_token, cpu_per_token) = generate(model, tokens, cache)
         outs.append(out)
         ms.append(per_token)
+        cpu.append(cpu_per_token)
     assert all(torch.equal(o, outs[0]) for o in outs), "eager generate() is not deterministic"
-    return outs[0], statistics.median(ms[1:] or ms)
+    return outs[0], (statistics.median(ms[1:] or ms), statistics.median(cpu[1:] or cpu))
 
 
 def main():
@@ -248,7 +251,8 @@ def main():
           f"backend {args.backend!r}, {args.rounds} rounds x {args.tokens} tokens, 1 thread",
           flush=True)
     hdr = (f"{'model':8} {'cache':8} {'compiler':14} {'graphs':>6} {'breaks':>6} {'recomp':>6} "
-           f"{'limit':>5} {'equal':>5} {'ms/tok r1':>9} {'steady':>7} {'eager':>6}")
+           f"{'limit':>5} {'equal':>5} {'ms/tok r1':>9} {'steady':>7} {'eager':>6} "
+           f"{'cpu steady':>10} {'cpu eager':>9}")
     print(hdr)
     for name in args.models.split(","):
         if name == "mixtral":
@@ -258,16 +262,15 @@ def main():
                 print(f"{name:8} {'forward':8} {c.name:14} {row['graphs']:>6} {row['breaks']:>6} "
                       f"{row['recompiles']:>6} {row['limit']:>5} {str(row['equal']):>5}", flush=True)
         for cache in args.caches.split(","):
-            if name == "mixtral" and cache == "static":
-                continue
-            ref, eager_ms = eager(name, cache, args.rounds, args.tokens)
+            ref, (eager_ms, eager_cpu) = eager(name, cache, args.rounds, args.tokens)
             for c in compilers:
-                row = dict(model=name, kind=cache, compiler=c.name, eager=eager_ms,
+                row = dict(model=name, kind=cache, compiler=c.name, eager=eager_ms, eager_cpu=eager_cpu,
                            **run_generate(name, c, cache, args.rounds, args.tokens, ref))
                 results.append(row)
                 print(f"{name:8} {cache:8} {c.name:14} {row['graphs']:>6} {row['breaks']:>6} "
                       f"{row['recompiles']:>6} {row['limit']:>5} {str(row['equal']):>5} "
-                      f"{row['ms'][0]:>9.1f} {row['steady']:>7.2f} {eager_ms:>6.2f}", flush=True)
+                      f"{row['ms'][0]:>9.1f} {row['steady']:>7.2f} {eager_ms:>6.2f} "
+                      f"{row['steady_cpu']:>10.2f} {eager_cpu:>9.2f}", flush=True)
     print("\nbreak / recompile reasons (first few):")
     for row in results:
         if row["reasons"] or row["recompile_reasons"]:
