@@ -43,8 +43,9 @@ def defer_input_writes(graph, written):
             clone = graph.call_method("clone", (p,))
             clone.meta["example_value"] = p.meta.get("example_value")
             clones[p] = clone
-    for p, clone in clones.items():
-        p.replace_all_uses_with(clone, delete_user_cb=lambda user: user is not clone and user is not output)
+    for p, clone in clones.items():      # every use but the clone's own and the output's
+        keep = (clone, output)
+        p.replace_all_uses_with(clone, delete_user_cb=lambda user: user not in keep)
     with graph.inserting_before(output):
         for p in written:
             graph.call_method("copy_", (p, clones[p]))
@@ -73,10 +74,11 @@ def _rebase_outputs(graph, output, written):
         if node in memo:
             return memo[node]
         example = node.meta.get("example_value")
-        if id(example) in examples and example is examples[id(example)].meta.get("example_value"):
-            memo[node] = examples[id(example)]
-        elif not aliases(example) or node.op not in ("call_function", "call_method", "call_module"):
-            memo[node] = node        # a clone of its own, or the written input's clone (not an output)
+        written_input = examples.get(id(example))
+        if written_input is not None and example is written_input.meta.get("example_value"):
+            memo[node] = written_input
+        elif not aliases(example) or node.op not in _OPS:
+            memo[node] = node        # an op's own tensor: kept as it is
         elif _writes(node):
             # x.add_(1) returns x: the argument it wrote, made again
             same = [a for a in node.all_input_nodes if a.meta.get("example_value") is example]
@@ -91,6 +93,9 @@ def _rebase_outputs(graph, output, written):
         return memo[node]
 
     output.args = torch.fx.node.map_arg(output.args, rebase)
+
+
+_OPS = ("call_function", "call_method", "call_module")
 
 
 def _writes(node):

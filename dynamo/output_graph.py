@@ -685,7 +685,8 @@ class OutputGraph:
     def note_new_input(self, example):
         """A graph input (placeholder, parameter, buffer) made after a write:
         one sharing a written storage makes that write undeferrable."""
-        if self.mutates_inputs and self.written_storages and storage_key(example) in self.written_storages:
+        written = self.written_storages
+        if self.mutates_inputs and written and storage_key(example) in written:
             self.input_written("the written storage is shared by several inputs")
 
     # ------------------------------------------------------------ constants

@@ -564,7 +564,8 @@ class GraphBuilder(OutputGraph):
         write that cannot wait."""
         tensors = _tensor_args(args, kwargs)
         changed = [a.example for a, v in zip(tensors, versions) if a.example._version != v]
-        moved = [a.example for a, lay in zip(tensors, layouts or ()) if lay is not None and _layout(a.example) != lay]
+        moved = [a.example for a, lay in zip(tensors, layouts or ())
+                 if lay is not None and _layout(a.example) != lay]
         if not changed and not moved:
             return
         ins = [v.example for v in self.inputs.values()] + \
