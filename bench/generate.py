@@ -30,6 +30,8 @@ Only bench/ may import torch's own compiler, and only to compare against it.
 
 Usage: python bench/generate.py [--models llama,gpt2,mixtral] [--rounds 3]
                                 [--tokens 20] [--backend eager] [--json F]
+                                [--caches dynamic,static] [--compilers dynamo,torch]
+                                [--device cpu|cuda] [--hidden 64] [--layers 2]
 """
 import argparse
 import json
@@ -42,6 +44,7 @@ import warnings
 import torch
 
 VOCAB, HIDDEN, LAYERS, PROMPT = 1000, 64, 2, 8
+DEVICE = "cpu"
 
 
 # ---------------------------------------------------------------- models
@@ -50,7 +53,7 @@ def build(name):
     import transformers as tf
     torch.manual_seed(0)
     if name == "llama":
-        cfg = tf.LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=128,
+        cfg = tf.LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN,
                              num_hidden_layers=LAYERS, num_attention_heads=4,
                              num_key_value_heads=2, max_position_embeddings=256)
         model = tf.LlamaForCausalLM(cfg)
@@ -59,7 +62,7 @@ def build(name):
                             n_positions=256, bos_token_id=1, eos_token_id=2)
         model = tf.GPT2LMHeadModel(cfg)
     elif name == "mixtral":
-        cfg = tf.MixtralConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=128,
+        cfg = tf.MixtralConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN,
                                num_hidden_layers=LAYERS, num_attention_heads=4,
                                num_key_value_heads=2, num_local_experts=4,
                                num_experts_per_tok=2, max_position_embeddings=256)
@@ -68,12 +71,12 @@ def build(name):
         raise SystemExit(f"unknown model {name!r}")
     model.generation_config.pad_token_id = 0
     model.generation_config.disable_compile = True     # never transformers' own auto-compile
-    return model.eval()
+    return model.eval().to(DEVICE)
 
 
 def prompt():
     g = torch.Generator().manual_seed(1)
-    ids = torch.randint(1, VOCAB, (1, PROMPT), generator=g)
+    ids = torch.randint(1, VOCAB, (1, PROMPT), generator=g).to(DEVICE)
     return dict(input_ids=ids, attention_mask=torch.ones_like(ids))
 
 
@@ -84,6 +87,8 @@ def generate(model, tokens, cache):
     with torch.no_grad():
         t0, c0 = time.perf_counter(), time.process_time()
         out = model.generate(**prompt(), **kw)
+        if DEVICE != "cpu":
+            torch.cuda.synchronize()
         dt, dc = time.perf_counter() - t0, time.process_time() - c0
     return out, (dt * 1000 / tokens, dc * 1000 / tokens)
 
@@ -230,6 +235,7 @@ def eager(name, cache, rounds, tokens):
 
 
 def main():
+    global DEVICE, HIDDEN, LAYERS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="llama,gpt2,mixtral")
     ap.add_argument("--rounds", type=int, default=3)
@@ -238,7 +244,11 @@ def main():
     ap.add_argument("--caches", default="dynamic,static")
     ap.add_argument("--compilers", default="dynamo,torch")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda (the models' sizes as given)")
+    ap.add_argument("--hidden", type=int, default=HIDDEN)
+    ap.add_argument("--layers", type=int, default=LAYERS)
     args = ap.parse_args()
+    DEVICE, HIDDEN, LAYERS = args.device, args.hidden, args.layers
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore", category=UserWarning)
     logging.getLogger("transformers").setLevel(logging.ERROR)
@@ -248,7 +258,8 @@ def main():
     compilers = [kinds[k](args.backend) for k in args.compilers.split(",")]
     results = []
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
-          f"backend {args.backend!r}, {args.rounds} rounds x {args.tokens} tokens, 1 thread",
+          f"backend {args.backend!r}, {args.rounds} rounds x {args.tokens} tokens, 1 thread, "
+          f"{DEVICE}, hidden {HIDDEN}, {LAYERS} layers",
           flush=True)
     hdr = (f"{'model':8} {'cache':8} {'compiler':14} {'graphs':>6} {'breaks':>6} {'recomp':>6} "
            f"{'limit':>5} {'equal':>5} {'ms/tok r1':>9} {'steady':>7} {'eager':>6} "
