@@ -79,10 +79,12 @@ def _rebase_outputs(graph, output, written):
             memo[node] = written_input
         elif not aliases(example) or node.op not in _OPS:
             memo[node] = node        # an op's own tensor: kept as it is
+        elif any(a.meta.get("example_value") is example for a in node.all_input_nodes):
+            # x.add_(1), x += 1 return x: the argument written, made again
+            memo[node] = rebase(next(a for a in node.all_input_nodes
+                                     if a.meta.get("example_value") is example))
         elif _writes(node):
-            # x.add_(1) returns x: the argument it wrote, made again
-            same = [a for a in node.all_input_nodes if a.meta.get("example_value") is example]
-            memo[node] = rebase(same[0]) if same else node
+            memo[node] = node        # a write that made a new tensor: its values are right
         else:
             with graph.inserting_before(output):
                 new = graph.create_node(node.op, node.target,
@@ -98,10 +100,17 @@ def _rebase_outputs(graph, output, written):
 _OPS = ("call_function", "call_method", "call_module")
 
 
+_INPLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.imul,
+                      operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow,
+                      operator.imatmul, operator.iand, operator.ior, operator.ixor,
+                      operator.ilshift, operator.irshift}
+
+
 def _writes(node):
     """Does `node` write to an argument (an in-place method or function,
-    by torch's trailing-underscore naming, or an item assignment)?"""
-    if node.target is operator.setitem:
+    by torch's trailing-underscore naming, an augmented assignment or an
+    item assignment)? Such a node is never made twice."""
+    if node.target in _INPLACE_OPERATORS:
         return True
     name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
     return name.endswith("_") and not name.endswith("__")

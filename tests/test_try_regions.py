@@ -213,6 +213,28 @@ def test_written_input_returned_is_the_input_and_its_view_a_view_of_it():
     assert same(view, torch.full((2,), 2.0))      # the view sees later writes to x
 
 
+def augmented_view_after_try(x, y):
+    # (fuzz seeds 7000130, 7000128: the returned view's `+=` was made again
+    # after the copy back, adding twice)
+    try:
+        y.view(-1)[0] = 5
+    finally:
+        log.append("finally")
+    t = x[1:]
+    t += 1
+    return t
+
+
+def test_returned_view_written_by_augmented_assignment_is_written_once():
+    a, b = torch.zeros(3, 3), torch.zeros(3, 3)
+    ya, yb = torch.zeros(3), torch.zeros(3)
+    exp = augmented_view_after_try(a, ya)
+    cnt = CompileCounter()
+    got = dynamo.optimize(cnt)(augmented_view_after_try)(b, yb)
+    assert same(got, exp) and same(a, b) and same(ya, yb) and cnt.frame_count == 1
+    assert got._base is b and float(b[1, 0]) == 1.0
+
+
 def write_through_alias(x, y, idx):
     try:
         x.add_(1)
