@@ -31,7 +31,7 @@ PREFIX   ?= /usr/local
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 DEBIAN_PKGS := libncurses-dev libelf-dev libgraphviz-dev graphviz tmux
 
-.PHONY: all ext deps venv test test-matrix demo bench bench-models bench-zoo bench-gpu clean install asan fuzz leak-figures
+.PHONY: all ext deps venv test test-matrix demo bench bench-models bench-generate bench-zoo bench-gpu clean install asan fuzz leak-figures
 
 # Per-layer fragments (inspect/, tui/, viz/, readerfuzz/) add to EXT_SRC, EXT_HDR, TOOLS,
 # INSTALL_BINS and define their own rules.
@@ -139,6 +139,11 @@ bench: deps all
 
 bench-models: deps all $(MODELS_STAMP)
 	$(VPY) bench/models.py $(BENCH_ARGS)
+
+# HF generate() with the forward compiled, DynamicCache and StaticCache, tiny
+# Llama / GPT-2 / Mixtral, ours vs torch.compile in one run (bench/generate.py)
+bench-generate: deps all $(MODELS_STAMP)
+	$(VPY) bench/generate.py $(BENCH_ARGS)
 
 # the zoo (issue 31): every transformers AutoModel type (shrunk configs), every
 # timm family and torchvision model that imports, ours vs torch.compile, one

@@ -39,6 +39,7 @@ from .guards import (GLOBAL_STATE, GRAD_MODE, ID_MATCH, SAME_OBJECT, STORAGE_MAT
                      Guard, NoSource, global_state_word, ordered, origin_of_tx, storage_key,
                      tensor_expected)
 from .guards import _identifier
+from .input_writes import defer_input_writes
 
 _graph_counter = itertools.count()
 
@@ -366,9 +367,12 @@ class OutputGraph:
         # a graph op ran where a user handler (try/except/finally) covers it:
         # the rewritten code re-runs the frame eagerly if the graph raises
         # (tracer/frame.py, emit_guarded_graph_call); sound only while the
-        # graph writes to none of its inputs (mutates_inputs)
+        # graph's writes to its inputs wait for its end (input_writes.py)
         self.deopt = False
         self.mutates_inputs = False
+        # why a write of the graph to an input cannot wait for the graph's
+        # end (input_written), or None: then no op may run inside a try
+        self.undeferred_write = None
         # storages (untyped_storage()._cdata of the example values) the
         # graphs wrote in place; None: a write whose storage could not be
         # read (every input then counts as written). See _storage_guards.
@@ -542,6 +546,7 @@ class OutputGraph:
         fake = self.fake_params.get(id(tensor))
         if fake is None:
             fake = self.fake_params[id(tensor)] = self.fake_mode.from_tensor(tensor, static_shapes=True)
+            self.note_new_input(fake)
         return fake
 
     def _fake_module(self, module):
@@ -657,10 +662,11 @@ class OutputGraph:
         if not config.trace_try_regions:
             raise Unsupported("tensor operation inside a try block (the try runs eagerly "
                               "so that its handlers see the operation's exceptions)")
-        if self.mutates_inputs or self.uses_autocast:
+        if self.undeferred_write is not None or self.uses_autocast:
+            why = self.undeferred_write or "the graph enters torch.autocast"
             raise Unsupported("tensor operation inside a try block of a graph that writes to "
                               "its inputs or enters torch.autocast (the try runs eagerly: a "
-                              "graph that raised could not be re-run eagerly after that)")
+                              f"graph that raised could not be re-run eagerly after that; {why})")
         self.deopt = True
 
     def note_autocast(self, tx):
@@ -671,12 +677,47 @@ class OutputGraph:
                               "block (the try runs eagerly)")
         self.uses_autocast = True
 
-    def input_written(self):
-        """The graph writes to one of its inputs (see note_input_writes)."""
-        if self.deopt:
-            raise Unsupported("in-place write to a graph input in a graph with operations "
-                              "inside a try block (the write runs eagerly)")
+    def input_written(self, undeferrable=None):
+        """The graph writes to one of its inputs (see note_input_writes).
+        `undeferrable`: None when the write can wait for the graph's end
+        (input_writes.defer_input_writes does that for a graph with ops
+        inside a try), else why it cannot: such a write inside a try, or
+        any op inside a try after it, is Unsupported."""
+        if undeferrable is not None:
+            if self.deopt:
+                raise Unsupported("in-place write to a graph input in a graph with operations "
+                                  f"inside a try block (the write runs eagerly: {undeferrable})")
+            self.undeferred_write = self.undeferred_write or undeferrable
         self.mutates_inputs = True
+
+    def input_write_owner(self, keys):
+        """Why writes to the input storages `keys` (storage_key values) cannot
+        wait for the graph's end, or None when each belongs to exactly one
+        graph input, a placeholder whose example requires no grad."""
+        owners = {}
+        examples = [v.example for v in self.inputs.values()] + \
+            [v.example for v in self.attr_nodes.values()] + list(self.fake_params.values())
+        for e in examples:
+            k = storage_key(e)
+            if k in keys:
+                owners.setdefault(k, {})[id(e)] = e
+        placeholders = {id(v.example) for v in self.inputs.values()}
+        for k in keys:
+            found = list(owners.get(k, {}).values())
+            if len(found) != 1:
+                return "the written storage is shared by several inputs"
+            if id(found[0]) not in placeholders:
+                return "the write is to a parameter or buffer"
+            if found[0].requires_grad:
+                return "the written input requires grad"
+        return None
+
+    def note_new_input(self, example):
+        """A graph input (placeholder, parameter, buffer) made after a write:
+        one sharing a written storage makes that write undeferrable."""
+        written = self.written_storages
+        if self.mutates_inputs and written and storage_key(example) in written:
+            self.input_written("the written storage is shared by several inputs")
 
     # ------------------------------------------------------------ constants
     # ------------------------------------------------------------ compile
@@ -697,6 +738,10 @@ class OutputGraph:
         if self.grad_enabled != self.initial_grad:
             self.graph.call_function(torch._C._set_grad_enabled, (self.initial_grad,))
         self.graph.output(tuple(outputs))
+        if self.deopt and self.mutates_inputs:
+            defer_input_writes(self.graph, [
+                n for n in self.graph.nodes if n.op == "placeholder"
+                and storage_key(n.meta["example_value"]) in self.written_storages])
         for node in reversed(list(self.graph.nodes)):
             if not node.users and _is_size_node(node):     # a size read only at trace time
                 self.graph.erase_node(node)

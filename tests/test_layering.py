@@ -84,7 +84,7 @@ FLOORS = [
     ("the hook's callback: whether and how a frame compiles", {"dynamo/convert_frame"}),
     ("the symbolic interpreter and its variables", {"dynamo/tracer"}),
     ("what a trace hands on: the fx graph, rewritten code, resume functions, backends, records",
-     {"dynamo/output_graph", "dynamo/codegen", "dynamo/resume", "dynamo/backends", "dynamo/records",
+     {"dynamo/output_graph", "dynamo/input_writes", "dynamo/codegen", "dynamo/resume", "dynamo/backends", "dynamo/records",
       "dynamo/telemetry", "dynamo/logs"}),
     ("the services the pipeline calls", {"dynamo/modes", "dynamo/decorators", "dynamo/skipfiles",
                                          "dynamo/distributed",

@@ -15,8 +15,9 @@ the rewritten code:
 Graph ops inside try blocks are traced (config.trace_try_regions): the graph
 runs outside the handler, so its call gets a handler of its own that re-runs
 the frame eagerly from its start when it raises (emit_guarded_graph_call);
-a graph that writes to its inputs cannot be re-run and keeps such ops
-Unsupported (output_graph.check_not_in_try). Breaks inside try blocks
+such a graph writes its inputs only at its end (dynamo/input_writes.py);
+one with a write that cannot wait keeps such ops Unsupported
+(output_graph.check_not_in_try). Breaks inside try blocks
 cannot cut the block: any break inside one restarts the analysis to stop
 before the statement instead, at the last instruction with an empty stack
 outside every try/with: the graph so far, then the statement's own
@@ -292,7 +293,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         and re-runs this code eagerly from its start (resume.run_original),
         returning what that returns. Nothing Python-visible happened before
         the call (the traced side effects are replayed after it) and the
-        graph writes to none of its inputs (check_not_in_try), so the
+        graph writes its inputs only after its last op that can raise
+        (input_writes.py; check_not_in_try refuses the others), so the
         re-run sees what the original call saw; a graph drawing random
         numbers saves the RNG states (CPU, CUDA) before the call for it. The
         handler goes in `deopt_tail`, after the body."""

@@ -341,6 +341,23 @@ def _versions(args, kwargs):
     return [a.example._version for a in _tensor_args(args, kwargs)]
 
 
+def _layout(t):
+    """Sizes, strides and storage offset of tensor `t` as text (symbolic
+    ones as their expressions: comparing them records no guard)."""
+    return (tuple(map(str, t.shape)), tuple(map(str, t.stride())), str(t.storage_offset()))
+
+
+def _layouts(args, kwargs):
+    """_layout() of the tensor arguments' examples (before an in-place op)."""
+    out = []
+    for a in _tensor_args(args, kwargs):
+        try:
+            out.append(_layout(a.example))
+        except RuntimeError:        # no strides (sparse): compared as unchanged
+            out.append(None)
+    return out
+
+
 def _returned_input(args, kwargs, example, versions):
     """The argument variable the op returned as its result, when it is a
     pure identity: the fake run returned that very argument object
@@ -446,6 +463,7 @@ class GraphBuilder(OutputGraph):
         if example is None:
             example = self.fake_mode.from_tensor(value, static_shapes=True)
         node.meta["example_value"] = example
+        self.note_new_input(example)
         var = TensorVariable(node, example, source, cls=type(value))
         self.inputs[key] = var
         self.input_objs[id(value)] = (value, var)
@@ -534,14 +552,20 @@ class GraphBuilder(OutputGraph):
         return (list(ex_args), tuple(node_args), {k: p[0] for k, p in ex_kw.items()},
                 {k: p[1] for k, p in ex_kw.items()})
 
-    def note_input_writes(self, args, kwargs, versions):
+    def note_input_writes(self, args, kwargs, versions, layouts=None):
         """After an op's fake run: did it write to a graph input (a tensor
         argument whose version moved and which shares its storage with an
         input, a parameter or a buffer: a view, a detach())? Such a graph
-        cannot be re-run eagerly after it raised (check_not_in_try)."""
+        can be re-run eagerly after it raised only when the write waits for
+        the graph's end (OutputGraph.input_written, check_not_in_try).
+        `layouts`: the arguments' _layout() before an in-place op; one that
+        changed the sizes or strides of an input (transpose_, resize_) is a
+        write that cannot wait."""
         tensors = _tensor_args(args, kwargs)
         changed = [a.example for a, v in zip(tensors, versions) if a.example._version != v]
-        if not changed:
+        moved = [a.example for a, lay in zip(tensors, layouts or ())
+                 if lay is not None and _layout(a.example) != lay]
+        if not changed and not moved:
             return
         ins = [v.example for v in self.inputs.values()] + \
             [v.example for v in self.attr_nodes.values()] + list(self.fake_params.values())
@@ -551,23 +575,27 @@ class GraphBuilder(OutputGraph):
             written = bool(hit)
             if self.written_storages is not None:
                 self.written_storages |= hit        # OutputGraph._storage_guards
+            why = self.input_write_owner(hit) if hit else None
+            if {t.untyped_storage()._cdata for t in moved} & stores:
+                written, why = True, "the op changes an input's sizes or strides in place"
         except Exception:  # noqa: BLE001 - no storage to compare: count it as a write
-            written = True
+            written, why = True, "the written storage could not be read"
             self.written_storages = None            # which one is unknown: all of them
         if written:
-            self.input_written()
+            self.input_written(why)
 
     def call_function(self, tx, fn, args, kwargs):
         self.check_not_in_try(tx)
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
         name = getattr(fn, "__name__", str(fn))
         versions = _versions(args, kwargs)
+        layouts = _layouts(args, kwargs) if name.endswith("_") else None
 
         def run():
             _check_same_dtypes(name, ex_args, ex_kw, self._autocast_on())
             return fn(*ex_args, **ex_kw)
         example = self._run_fake(name, run)
-        self.note_input_writes(args, kwargs, versions)
+        self.note_input_writes(args, kwargs, versions, layouts)
         self._probe(name, lambda a, k: fn(*a, **k), ex_args, ex_kw, _versions(args, kwargs) != versions)
         same = None if name.endswith("_") else _returned_input(args, kwargs, example, versions)
         if same is not None:
@@ -593,8 +621,9 @@ class GraphBuilder(OutputGraph):
             _check_same_dtypes(name, ex_args, ex_kw, self._autocast_on())
             return getattr(ex_args[0], name)(*ex_args[1:], **ex_kw)
         versions = _versions(args, kwargs)
+        layouts = _layouts(args, kwargs) if name.endswith("_") else None
         example = self._run_fake(f"Tensor.{name}", run)
-        self.note_input_writes(args, kwargs, versions)
+        self.note_input_writes(args, kwargs, versions, layouts)
         self._probe(f"Tensor.{name}", lambda a, k: getattr(a[0], name)(*a[1:], **k), ex_args, ex_kw,
                     _versions(args, kwargs) != versions)
         # an in-place method may change no data and still act (detach_())
@@ -679,7 +708,7 @@ class GraphBuilder(OutputGraph):
         example = self._run_fake(type(module).__name__, lambda: fake_module(*ex_args, **ex_kw))
         self.note_input_writes(args, kwargs, versions)      # ReLU(inplace=True) on an input
         if module.training and next(module.buffers(), None) is not None:
-            self.input_written()            # may update its buffers (BatchNorm)
+            self.input_written("a module in training mode may update its buffers")   # BatchNorm
         same = _returned_input(args, kwargs, example, versions)
         if same is not None:
             return same
