@@ -394,14 +394,8 @@ class InstructionTranslatorBase:
 
     def STORE_ATTR(self, inst):
         obj, value = self.pop(), self.pop()
-        if hasattr(obj, "store_attr"):       # an object created by the traced code
-            obj.store_attr(self, inst.argval, value)
-            return
-        from .variables.misc import UserDefinedObjectVariable
-        if isinstance(obj, UserDefinedObjectVariable) and obj.can_store_attr(inst.argval):
-            self.output.attr_stores[(id(obj.value), inst.argval)] = (obj, value, obj.value)
-            return
-        raise Unsupported(f"assignment to attribute {inst.argval!r} of {obj}")
+        from .variables.misc import store_attribute
+        store_attribute(self, obj, inst.argval, value)
 
     # ------------------------------------------------------------ calls
     def CALL(self, inst):

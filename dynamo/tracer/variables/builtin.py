@@ -3,11 +3,13 @@ binary/unary operation helpers the opcodes use (comparisons, identity and
 `in`: compare.py).
 
 On constants these fold (run at trace time); on tensors they become fx
-nodes; on containers they work on the item lists. `print`, `id`, `setattr`
-and friends are Unsupported: the caller graph-breaks and runs them eagerly.
+nodes; on containers they work on the item lists. `setattr` is an attribute
+store, `copy.deepcopy` a copy of the trackers (copying.py); `print` and
+friends are Unsupported: the caller graph-breaks and runs them eagerly.
 """
 import builtins
 import collections
+import copy
 import functools
 import inspect
 import math
@@ -368,8 +370,8 @@ def _object_getattribute(tx, obj, name):
         raise Unsupported("object.__getattribute__ with a non-constant name")
     if isinstance(obj, UserDefinedObjectVariable):
         return obj.generic_getattr(tx, name.as_python_constant(), with_getattr=False)
-    if isinstance(obj, NewObjectVariable):        # a plain class: reads are generic
-        return obj.var_getattr(tx, name.as_python_constant())
+    if isinstance(obj, NewObjectVariable):
+        return obj.generic_getattr(tx, name.as_python_constant())
     raise Unsupported(f"object.__getattribute__ on {obj}")
 
 
@@ -692,6 +694,32 @@ def _signature(tx, fn, **kwargs):
     return SignatureVariable(params)
 
 
+def _deepcopy(tx, obj, *memo):
+    from .copying import deepcopy_handler
+    return deepcopy_handler(tx, obj, *memo)
+
+
+def _setattr(tx, obj, name, value):
+    """setattr(obj, name, value) with a constant name: the store
+    `obj.name = value` is (misc.store_attribute)."""
+    from .misc import store_attribute
+    if not name.is_python_constant() or type(name.as_python_constant()) is not str:
+        raise Unsupported("setattr with a non-constant name")
+    store_attribute(tx, obj, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
+def _delattr(tx, obj, name):
+    """delattr(obj, name) of an object the trace made (or copied)."""
+    from .misc import NewObjectVariable
+    if not name.is_python_constant() or type(name.as_python_constant()) is not str:
+        raise Unsupported("delattr with a non-constant name")
+    if not isinstance(obj, NewObjectVariable):
+        raise Unsupported(f"delattr on {obj}")
+    obj.delete_attr(tx, name.as_python_constant())
+    return ConstantVariable(None)
+
+
 def _reduce(tx, fn, iterable, *initial):
     """functools.reduce over the traced items: fn is called (inlined,
     folded or recorded) once per item, as reduce would."""
@@ -721,6 +749,7 @@ _HANDLERS = {
     id: _id, math.prod: _prod, itertools.chain: _chain, itertools.islice: _islice,
     set: _to_set(set), frozenset: _to_set(frozenset),
     object.__getattribute__: _object_getattribute,
+    copy.deepcopy: _deepcopy, setattr: _setattr, delattr: _delattr,
     __import__("dataclasses").fields: _dataclass_fields,
 }
 

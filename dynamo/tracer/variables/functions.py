@@ -447,6 +447,11 @@ class SuperVariable(VariableTracker):
                 if isinstance(obj, ClassVariable):
                     return UserFunctionVariable(attr)
                 return UserMethodVariable(attr, obj)
+        if isinstance(obj, NewObjectVariable) and not obj.is_module and \
+                name in ("__getattribute__", "__setattr__", "__delattr__") and \
+                attr is object.__dict__[name]:
+            from .kinds import GenericAttrOpVariable
+            return GenericAttrOpVariable(obj, name)
         # a torch or C method (a slot wrapper such as object.__getattribute__):
         # the real bound attribute, whose call breaks the graph and runs eagerly
         real = self._real_object()

@@ -26,7 +26,7 @@ LATE = {
     "compare": ("contains", "element_matches"),
     "containers": ("DictFromKeysVariable", "ListVariable", "NamedTupleVariable"),
     "functions": ("BoundMethodVariable", "ConstantMethodVariable", "PartialVariable"),
-    "misc": ("NewObjectVariable", "NoopInitVariable", "SkippedFunctionVariable",
+    "misc": ("GenericAttrOpVariable", "NewObjectVariable", "NoopInitVariable", "SkippedFunctionVariable",
              "UserDefinedObjectVariable", "is_plain_user_class", "is_state_module_class"),
     "model_output": ("ModelOutputVariable", "is_model_output_class"),
     "nn_module": ("NNModuleVariable",),

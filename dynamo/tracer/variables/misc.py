@@ -403,6 +403,60 @@ class UserDefinedObjectVariable(VariableTracker):
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
 
 
+def store_attribute(tx, obj, name, value):
+    """`obj.name = value` (STORE_ATTR, setattr): an object the traced code
+    made takes it (its class's __setattr__ inlined), an object from the
+    frame records it for the write-back after the graph; Unsupported
+    otherwise."""
+    if hasattr(obj, "store_attr"):       # an object created by the traced code
+        obj.store_attr(tx, name, value)
+        return
+    if isinstance(obj, UserDefinedObjectVariable) and obj.can_store_attr(name):
+        tx.output.attr_stores[(id(obj.value), name)] = (obj, value, obj.value)
+        return
+    raise Unsupported(f"assignment to attribute {name!r} of {obj}")
+
+
+def _user_attr_method(cls, name):
+    """The class's own Python __setattr__ / __delattr__ (None when it is
+    object's); Unsupported for a C or skipped one."""
+    from .kinds import is_skipped_function
+    fn = getattr_static(cls, name)
+    if fn is object.__dict__[name]:
+        return None
+    if isinstance(fn, types.FunctionType) and not is_skipped_function(fn) and \
+            not (fn.__module__ or "").startswith("torch."):
+        return fn
+    raise Unsupported(f"{cls.__name__}.{name} is not traceable")
+
+
+class GenericAttrOpVariable(VariableTracker):
+    """object.__getattribute__ / __setattr__ / __delattr__ bound to an
+    object the traced code made (what `super().__setattr__(k, v)` reaches
+    in a class that renames attributes first): the plain operation on its
+    attributes."""
+
+    def __init__(self, obj, op):
+        super().__init__(None)
+        self.obj = obj
+        self.op = op
+
+    def call(self, tx, args, kwargs):
+        if kwargs or not args or not args[0].is_python_constant() or \
+                type(args[0].as_python_constant()) is not str:
+            raise Unsupported(f"object.{self.op} with a non-constant name")
+        name = args[0].as_python_constant()
+        if self.op == "__getattribute__" and len(args) == 1:
+            return self.obj.generic_getattr(tx, name)
+        if self.op == "__setattr__" and len(args) == 2:
+            self.obj.plain_store(tx, name, args[1])
+            return ConstantVariable(None)
+        if self.op == "__delattr__" and len(args) == 1:
+            self.obj.plain_delete(name)
+            return ConstantVariable(None)
+        raise Unsupported(f"object.{self.op} with {len(args)} arguments")
+
+
 def _rebuild_object(cls, attrs):
     """Run time: an instance of `cls` made inside a compiled frame, with the
     instance attributes the trace gave it (its __init__ ran at trace time)."""
@@ -522,6 +576,22 @@ class NewObjectVariable(VariableTracker):
         return True
 
     def var_getattr(self, tx, name):
+        """`obj.name`: the class's own Python __getattribute__ inlined (a
+        copied config that renames attributes), else the generic read."""
+        getattribute = user_getattribute(self.cls)
+        if getattribute is None:
+            return self.generic_getattr(tx, name)
+        from .functions import UserMethodVariable
+        fn_src = None
+        if self.cls_vt.source is not None:
+            fn_src = StaticAttrSource(self.cls_vt.source, "__getattribute__")
+            tx.output.add_guard(fn_src, ID_MATCH, getattribute)
+        return UserMethodVariable(getattribute, self, fn_source=fn_src).call(
+            tx, [ConstantVariable(name)], {})
+
+    def generic_getattr(self, tx, name):
+        """object.__getattribute__(obj, name): instance attributes, then
+        the class's."""
         from .kinds import ObservedAttributeError
         from .functions import UserFunctionVariable, UserMethodVariable
         if name in self.attrs:
@@ -530,7 +600,9 @@ class NewObjectVariable(VariableTracker):
             return self.cls_vt
         if name == "__dict__" and not self.is_module:
             from .containers import DictVariable
-            return DictVariable(dict(self.attrs))
+            view = DictVariable({})
+            view.items = self.attrs             # a live view: stores through it are the object's
+            return view
         try:
             static = getattr_static(self.cls, name)
         except AttributeError:
@@ -570,6 +642,33 @@ class NewObjectVariable(VariableTracker):
         return fn_src
 
     def store_attr(self, tx, name, value):
+        """`obj.name = value`: the class's own Python __setattr__ inlined,
+        else the plain store."""
+        setattr_fn = None if self.is_module else _user_attr_method(self.cls, "__setattr__")
+        if setattr_fn is None:
+            self.plain_store(tx, name, value)
+            return
+        from .functions import UserMethodVariable
+        UserMethodVariable(setattr_fn, self).call(tx, [ConstantVariable(name), value], {})
+
+    def delete_attr(self, tx, name):
+        """`del obj.name` / delattr: the class's own __delattr__ inlined, else
+        the plain delete (Unsupported for a name the instance lacks)."""
+        delattr_fn = None if self.is_module else _user_attr_method(self.cls, "__delattr__")
+        if delattr_fn is None:
+            self.plain_delete(name)
+            return
+        from .functions import UserMethodVariable
+        UserMethodVariable(delattr_fn, self).call(tx, [ConstantVariable(name)], {})
+
+    def plain_delete(self, name):
+        if name not in self.attrs:
+            raise Unsupported(f"deleting attribute {name!r} that a {self.cls.__name__} "
+                              f"made in the frame lacks")
+        del self.attrs[name]
+
+    def plain_store(self, tx, name, value):
+        """object.__setattr__: the attribute is `value` from now on."""
         if self.is_module:
             from .kinds import NNModuleVariable
             from .tensor import TensorVariable
