@@ -16,6 +16,7 @@ import math
 import itertools
 import operator
 import types
+import typing
 
 import torch
 
@@ -256,7 +257,18 @@ def _typing_value(var):
         return var.value
     if isinstance(var, TupleVariable):
         return tuple(_typing_value(v) for v in var.items)
+    from .misc import TypingAliasVariable
+    if isinstance(var, TypingAliasVariable):
+        return var.value
     raise Unsupported(f"type expression operand {var}")
+
+
+def _typing_query(query):
+    """typing.get_origin / get_args of a type expression the trace knows:
+    pure, folded (a validator reading a field's annotation)."""
+    def handler(tx, tp):
+        return tx.wrap(query(_typing_value(tp)), None)
+    return handler
 
 
 def _is_typing_object(value):
@@ -750,6 +762,7 @@ _HANDLERS = {
     set: _to_set(set), frozenset: _to_set(frozenset),
     object.__getattribute__: _object_getattribute,
     copy.deepcopy: _deepcopy, setattr: _setattr, delattr: _delattr,
+    typing.get_origin: _typing_query(typing.get_origin), typing.get_args: _typing_query(typing.get_args),
     __import__("dataclasses").fields: _dataclass_fields,
 }
 

@@ -175,10 +175,11 @@ def class_attribute(tx, obj_var, name, static):
 
 def is_typing_alias(value):
     """typing's generic aliases and special forms (List, List[int],
-    Optional, ...) and builtin generic aliases (list[int]): immutable
+    Optional, ...), builtin generic aliases (list[int]) and unions made by
+    `|` (int | None): immutable
     values, used as annotations."""
     import typing
-    return isinstance(value, types.GenericAlias) or (
+    return isinstance(value, (types.GenericAlias, types.UnionType)) or (
         type(value).__module__ == "typing" and isinstance(value, typing._Final)
         and not isinstance(value, type))
 
