@@ -5,9 +5,10 @@ it) and counted: graphs and breaks of the first call, outputs equal eager,
 and where the construct leaves state behind, the recompiles of a second
 call."""
 import collections
+import copy
 import functools
 import math
-from types import FunctionType
+from types import FunctionType, UnionType
 
 import numpy as np
 import pytest
@@ -350,3 +351,123 @@ def test_attention_interface_get_falls_back_to_the_default():
     assert same(opt(X), X * 2) and same(opt(X), X * 2) and cnt.frame_count == 1
     iface["eager"] = lambda x: x * 3          # the key appears: recompiles
     assert same(opt(X), X * 3) and cnt.frame_count == 2
+
+
+# ------------------------------------------------ copy.deepcopy of a config
+class RenamingConfig:
+    """A config as transformers writes one: attribute_map renames on reads
+    and writes (a Python __getattribute__ and __setattr__)."""
+    attribute_map = {"hidden_size": "d_model"}
+
+    def __init__(self):
+        self.d_model = 4
+        self.decoder_layers = 2
+        self.layer_types = ["full", "sliding"]
+        self.id2label = {0: "a"}
+        self.is_encoder_decoder = True
+
+    def __setattr__(self, key, value):
+        if key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        super().__setattr__(key, value)
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+    def to_dict(self):
+        out = copy.deepcopy(self.__dict__)
+        out["model_type"] = type(self).__name__
+        return out
+
+    def get_text_config(self, decoder=True):
+        # PreTrainedConfig.get_text_config's legacy branch, as 5.x writes it
+        config = self
+        if config.is_encoder_decoder:
+            config = copy.deepcopy(config)
+            prefix = "decoder" if decoder else "encoder"
+            for key in config.to_dict():
+                if key.startswith(prefix):
+                    new_key = "num_hidden_layers" if key == prefix + "_layers" else key[len(prefix) + 1:]
+                    if new_key in config.attribute_map:
+                        new_key = config.attribute_map[new_key]
+                    value = getattr(config, key)
+                    delattr(config, key)
+                    setattr(config, new_key, value)
+        return config
+
+
+def test_deepcopy_of_a_config_is_traced():
+    cfg = RenamingConfig()
+
+    def f(x, cfg):
+        text = cfg.get_text_config(decoder=True)
+        text.hidden_size = 8                         # written through attribute_map, on the copy
+        text.layer_types.append("full")
+        return x * text.d_model + text.num_hidden_layers + len(text.layer_types)
+
+    run(f, X, cfg)
+    # the original is untouched, by eager and by the compiled call alike
+    assert cfg.__dict__ == RenamingConfig().__dict__ and not hasattr(cfg, "num_hidden_layers")
+
+
+def test_deepcopy_is_guarded_on_the_copied_state():
+    cfg = RenamingConfig()
+
+    def f(x, cfg):
+        return x * len(copy.deepcopy(cfg).layer_types)
+
+    dynamo.reset()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    assert same(opt(X, cfg), X * 2) and same(opt(X, cfg), X * 2) and cnt.frame_count == 1
+    cfg.layer_types.append("full")                   # a copied item changed: recompiles
+    assert same(opt(X, cfg), X * 3) and cnt.frame_count == 2
+    cfg.extra = 1                                    # a new attribute: the copy differs
+    assert same(opt(X, cfg), X * 3) and cnt.frame_count == 3
+
+
+def test_deepcopy_result_outlives_the_graph():
+    cfg = RenamingConfig()
+
+    def f(x, cfg):
+        c = copy.deepcopy(cfg)
+        c.hidden_size = 16
+        pair = [c.layer_types, c.layer_types]        # shared items stay shared
+        return x + 1, c, copy.deepcopy(pair)
+
+    _, c, pair = run(f, X, cfg, check=False)
+    assert type(c) is RenamingConfig and c is not cfg and c.d_model == 16 and cfg.d_model == 4
+    assert c.layer_types == cfg.layer_types and c.layer_types is not cfg.layer_types
+    assert pair[0] is pair[1] and pair[0] is not c.layer_types
+
+
+class OwnCopy:
+    def __init__(self):
+        self.n = 3
+
+    def __deepcopy__(self, memo):
+        return OwnCopy()
+
+
+def test_deepcopy_of_what_it_cannot_copy_still_breaks():
+    def f(x, obj):
+        x = x + 1
+        return x * copy.deepcopy(obj).n
+
+    run(f, X, OwnCopy(), graphs=2, breaks=1)         # __deepcopy__ of its own: runs eagerly
+    run(lambda x: copy.deepcopy(x) + 1, X, graphs=1, breaks=1)      # a tensor: runs eagerly
+
+
+def test_typing_queries_fold():
+    import typing
+
+    def f(x, tp):
+        # huggingface_hub's strict-dataclass validators read a field's annotation
+        if typing.get_origin(tp) in (typing.Union, UnionType):
+            return x * len(typing.get_args(tp))
+        return x
+
+    run(f, X, int | None)
+    run(f, X, typing.Optional[int])
