@@ -585,7 +585,8 @@ class NewObjectVariable(VariableTracker):
         from .functions import UserMethodVariable
         fn_src = None
         if self.cls_vt.source is not None:
-            fn_src = StaticAttrSource(self.cls_vt.source, "__getattribute__")
+            # the class's attribute (a plain function read off a class is itself)
+            fn_src = AttrSource(self.cls_vt.source, "__getattribute__")
             tx.output.add_guard(fn_src, ID_MATCH, getattribute)
         return UserMethodVariable(getattribute, self, fn_source=fn_src).call(
             tx, [ConstantVariable(name)], {})
