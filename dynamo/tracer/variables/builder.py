@@ -123,6 +123,13 @@ def _wrap(tx, value, source):
         var = DictVariable(items, source)
         tx.output.remember_container(source, value, var)
         return var
+    if type(value) is dict and value and all(map(_is_identity_constant, value)) and \
+            all(_is_identity_constant(v) or type(v) is types.FunctionType for v in value.values()):
+        # a table keyed by classes or typing forms (huggingface_hub's
+        # validators by typing origin): its items compare by identity, so
+        # the table is guarded whole by equality with a copy
+        _guard(tx, source, EQUALS_MATCH, dict(value))
+        return DictVariable({k: wrap(tx, v, None) for k, v in value.items()}, source)
     if isinstance(value, torch.nn.Module) and "_modules" not in value.__dict__:
         # its own __init__ is running and nn.Module.__init__ has not yet
         # (`self` of a module's __init__ frame): no state to trace
@@ -234,6 +241,13 @@ def _wrap(tx, value, source):
         return OptimizerVariable(value, source)
     _guard(tx, source, TYPE_MATCH, type(value))
     return UserDefinedObjectVariable(value, source)
+
+
+def _is_identity_constant(value):
+    """A hashable value that equals only itself or equal constants: None,
+    str, int, bool, a class, a typing form."""
+    return value is None or type(value) in (str, int, bool) or isinstance(value, type) or \
+        is_typing_alias(value)
 
 
 def _is_state_module(value):
