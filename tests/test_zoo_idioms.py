@@ -476,3 +476,56 @@ def test_typing_queries_fold():
 
     run(f, X, int | None)
     run(f, X, typing.Optional[int])
+
+
+def _double(x):
+    return x * 2
+
+
+def _triple(x):
+    return x * 3
+
+
+_BY_TYPE = {list: _double, tuple: _triple, UnionType: _double}
+
+
+def test_table_keyed_by_types_is_guarded_whole():
+    def f(x, kind):
+        return _BY_TYPE.get(kind, _triple)(x)
+
+    dynamo.reset()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    assert same(opt(X, list), X * 2) and same(opt(X, list), X * 2) and cnt.frame_count == 1
+    _BY_TYPE[list] = _triple                         # a value replaced: recompiles
+    try:
+        assert same(opt(X, list), X * 3) and cnt.frame_count == 2
+    finally:
+        _BY_TYPE[list] = _double
+
+
+def test_deepcopy_of_a_strict_dataclass_config():
+    # transformers 5.x configs are huggingface_hub strict dataclasses: their
+    # __setattr__ runs each field's type validator (typing.get_origin and a
+    # table of validators keyed by typing origin)
+    import dataclasses
+    from huggingface_hub.dataclasses import strict
+
+    @strict
+    @dataclasses.dataclass
+    class StrictConfig:
+        d_model: int = 4
+        dropout: float | None = 0.1
+        names: list[str] = dataclasses.field(default_factory=lambda: ["a"])
+
+    cfg = StrictConfig()
+
+    def f(x, cfg):
+        c = copy.deepcopy(cfg)
+        c.d_model = 8
+        c.dropout = 0.2                              # float | None: the first member matches
+        c.names = ["a", "b"]
+        return x * c.d_model + len(c.names)
+
+    run(f, X, cfg)
+    assert cfg.d_model == 4 and cfg.dropout == 0.1 and cfg.names == ["a"]

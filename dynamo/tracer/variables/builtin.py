@@ -189,6 +189,8 @@ class BuiltinVariable(FunctionObjectVariable):
         if self.fn is dict and name == "fromkeys":
             from .containers import DictFromKeysVariable
             return DictFromKeysVariable(dict)
+        if name in ("__name__", "__qualname__", "__module__"):
+            return ConstantVariable(getattr(self.fn, name))     # fixed for a builtin
         return super().var_getattr(tx, name)
 
     def call(self, tx, args, kwargs):
@@ -385,6 +387,19 @@ def _object_getattribute(tx, obj, name):
     if isinstance(obj, NewObjectVariable):
         return obj.generic_getattr(tx, name.as_python_constant())
     raise Unsupported(f"object.__getattribute__ on {obj}")
+
+
+def _object_setattr(tx, obj, name, value):
+    """object.__setattr__(obj, name, value) of an object the trace made: the
+    plain store, without the class's own __setattr__ (a strict dataclass's
+    validator calls it once the value passed)."""
+    from .misc import NewObjectVariable
+    if not isinstance(obj, NewObjectVariable) or obj.is_module:
+        raise Unsupported(f"object.__setattr__ on {obj}")
+    if not name.is_python_constant() or type(name.as_python_constant()) is not str:
+        raise Unsupported("object.__setattr__ with a non-constant name")
+    obj.plain_store(tx, name.as_python_constant(), value)
+    return ConstantVariable(None)
 
 
 def _dataclass_fields(tx, obj):
@@ -760,7 +775,7 @@ _HANDLERS = {
     super: _super, functools.reduce: _reduce, inspect.signature: _signature,
     id: _id, math.prod: _prod, itertools.chain: _chain, itertools.islice: _islice,
     set: _to_set(set), frozenset: _to_set(frozenset),
-    object.__getattribute__: _object_getattribute,
+    object.__getattribute__: _object_getattribute, object.__setattr__: _object_setattr,
     copy.deepcopy: _deepcopy, setattr: _setattr, delattr: _delattr,
     typing.get_origin: _typing_query(typing.get_origin), typing.get_args: _typing_query(typing.get_args),
     __import__("dataclasses").fields: _dataclass_fields,
