@@ -46,8 +46,23 @@ def note_recompile(code, failure) -> Optional[str]:
         return None
     _warned.add((code, trigger))
     text = storm_text(code, guard, prop, seen, actual)
-    warnings.warn(text, RuntimeWarning, stacklevel=2)
+    if not _expected_storm(code, actual):
+        warnings.warn(text, RuntimeWarning, stacklevel=2)
     return text
+
+
+def _expected_storm(code, actual) -> bool:
+    """Storms that are the design, not a mistake: only logged (the
+    recompiles channel), never warned.  A resume function after a break
+    inside a loop compiles once per iteration state (the break is what to
+    fix, and the break is reported already); one forward compiled for each
+    of several module instances (per-block regional compiles, FSDP) has an
+    entry per instance, and the cache limit's warning says when they are
+    too many."""
+    if code.co_name.startswith("__resume_at_"):
+        return True
+    import torch
+    return isinstance(actual, torch.nn.Module)
 
 
 def storm_text(code, guard, prop, seen, actual) -> str:
