@@ -25,6 +25,9 @@ _DEFAULTS = {
     # for every size instead of one per size); one caused by the value of
     # an int argument makes that argument a symbolic int
     "automatic_dynamic_shapes": True,
+    # torch.compile's name: True keeps every int argument a constant guarded
+    # by value (one entry per value), even under automatic dynamic shapes
+    "specialize_int": False,
     # dimensions neither marked (dynamo.mark_dynamic) nor seen changing are
     # traced as constants; False: every dimension is symbolic
     "assume_static_by_default": True,

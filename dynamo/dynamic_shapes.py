@@ -17,7 +17,8 @@ arguments whose value did), and the decisions `dynamic_dims` and
 
 An int argument of the frame whose value changed between compiles is
 traced as a symbolic int from the next compile on (torch.compile's
-automatic dynamic shapes for ints), when `config.automatic_dynamic_shapes`.
+automatic dynamic shapes for ints), when `config.automatic_dynamic_shapes`
+and not `config.specialize_int`.
 
 Sizes 0 and 1 are always specialized (the caller's job: a dynamic size
 below 2 is traced as a constant, as torch does).  It must not trace or
@@ -88,7 +89,8 @@ def note_int_change(code, source_name):
 def dynamic_int(code, source_name):
     """Trace the int argument read at `source_name` by a frame of `code` as
     a symbolic int?"""
-    if not config.automatic_dynamic_shapes or config.dynamic_shapes is False:
+    if not config.automatic_dynamic_shapes or config.dynamic_shapes is False or \
+            config.specialize_int:
         return False
     with _lock:
         return None in _automatic.get(code, {}).get(source_name, ())
