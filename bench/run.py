@@ -10,7 +10,12 @@ Figures:
     compilers, dynamic=False, cache limits raised);
   * lookup time with 1, 8, 64 and 256 cache entries of one function (one
     entry per input shape) called round robin, so the entry that hits
-    changes on every call; and dynamo's guard-tree nodes visited per call.
+    changes on every call; and dynamo's guard-tree nodes visited per call;
+  * dynamic shapes (bench/dynamic.py): an MLP, a tiny BERT and a conv net
+    over 20 input shapes each, dynamo vs torch.compile with the same
+    backend (eager, inductor), each in a fresh process: graphs compiled,
+    breaks, cache-limit warnings, compile time, steady time per call,
+    outputs equal to eager (--dynamic-cases none skips it).
 """
 import argparse
 import json
@@ -168,6 +173,9 @@ def main():
     ap.add_argument("--calls", type=int, default=20000, help="calls per timing run")
     ap.add_argument("--repeat", type=int, default=7, help="timing runs (median taken)")
     ap.add_argument("--entries", default="1,8,64,256", help="cache entry counts for lookup")
+    ap.add_argument("--dynamic-cases", default="mlp,bert,conv",
+                    help="dynamic-shapes table cases (bench/dynamic.py), 'none' to skip")
+    ap.add_argument("--dynamic-backends", default="eager,inductor")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results.json"))
     args = ap.parse_args()
     configure_reference(1024)
@@ -177,6 +185,11 @@ def main():
         per_call = per_call_table(args.calls, args.repeat)
         lookup = lookup_table([int(c) for c in args.entries.split(",")], args.calls, args.repeat)
     telemetry = telemetry_cost(args.calls, args.repeat)
+    dynamic_rows = []
+    if args.dynamic_cases != "none":
+        import dynamic as dynamic_bench
+        dynamic_rows = dynamic_bench.table(args.dynamic_cases.split(","),
+                                           args.dynamic_backends.split(","))
     print("Per-call time (ns), backend 'eager' for both compilers")
     print(tabulate([[k, f"{v['eager_ns']:.0f}", f"{v['dynamo_ns']:.0f}",
                      f"{v['torch_compile_ns']:.0f}", f"{v['dynamo_overhead_ns']:.0f}",
@@ -198,8 +211,13 @@ def main():
                      f"{100 * telemetry['telemetry_share_of_overhead']:+.1f}%"]],
                    headers=["overhead off (ns)", "overhead on (ns)", "telemetry (ns)",
                             "share of overhead"]))
+    if dynamic_rows:
+        print("\nDynamic shapes: 20 input shapes per case, each compiler in a fresh process "
+              "(round 1 compiles, then 5 steady rounds; CPU time)")
+        dynamic_bench.print_table(dynamic_rows)
     with open(args.out, "w") as f:
         json.dump({"per_call": per_call, "lookup": lookup, "telemetry": telemetry,
+                   "dynamic_shapes": dynamic_rows,
                    "torch": torch.__version__, "python": sys.version.split()[0]}, f, indent=2)
     print(f"\nwrote {args.out}")
 

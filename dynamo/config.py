@@ -22,8 +22,12 @@ _DEFAULTS = {
     "dynamic_shapes": None,
     # a recompile caused by the size of an input dimension makes that
     # dimension a symbolic size in the frame's later compiles (one graph
-    # for every size instead of one per size)
+    # for every size instead of one per size); one caused by the value of
+    # an int argument makes that argument a symbolic int
     "automatic_dynamic_shapes": True,
+    # torch.compile's name: True keeps every int argument a constant guarded
+    # by value (one entry per value), even under automatic dynamic shapes
+    "specialize_int": False,
     # dimensions neither marked (dynamo.mark_dynamic) nor seen changing are
     # traced as constants; False: every dimension is symbolic
     "assume_static_by_default": True,
@@ -54,7 +58,8 @@ _DEFAULTS = {
     "error_on_recompile": False,
     # --- TorchDynamo-compatible names (docs/USER_GUIDE.md, "TorchDynamo-compatible API")
     # Tensor.item() is a graph node whose number is a graph output (the graph
-    # breaks where code needs the number itself) instead of a graph break
+    # breaks where code needs the number itself) instead of a graph break;
+    # an integer one is an unbacked SymInt (a size, a slice bound)
     "capture_scalar_outputs": False,
     # entering `with dynamo.optimize(...)` raises RuntimeError (use it as a decorator)
     "raise_on_ctx_manager_usage": False,
@@ -79,7 +84,9 @@ _DEFAULTS = {
     "traceable_tensor_subclasses": set(),
     # example values are always fake tensors,
     "fake_tensor_propagation": True,
-    # ints/floats read from the frame are always constants guarded by value,
+    # ints/floats read from the frame are constants guarded by value (an int
+    # argument whose value changes is a symbolic int from its second compile
+    # on when automatic_dynamic_shapes, whatever this holds),
     "specialize_int_float": True,
     # there is no record/replay of failing frames.
     "replay_record_enabled": False,

@@ -852,12 +852,24 @@ def _frame_context(code, func, f_locals):
 
 
 def _note_size_change(code, failure, f_locals, f_globals, f_builtins, func):
-    """Automatic dynamic shapes: the closest entry failed on a size (its
+    """Automatic dynamic shapes: the closest entry failed on the value of an
+    int argument (its EQUALS_MATCH): later compiles trace it as a symbolic
+    int; or it failed on a size (its
     TENSOR_MATCH, or a SHAPE_GUARD that specialized one): every dimension
     of its tensor inputs whose size differs in this call becomes symbolic
     in this compile (all at once: `a + b` with `a`'s size alone symbolic
     would tie it to `b`'s constant one)."""
     from . import dynamic_shapes, guards
+    if len(failure) >= 5 and failure[2] == "value" and type(failure[3]) is int and \
+            type(failure[4]) is int:
+        # an int argument's value: traced as a symbolic int from now on
+        try:
+            guard = failure[0].guards[failure[1]]
+        except (AttributeError, IndexError, TypeError):
+            return
+        if guard.kind == guards.EQUALS_MATCH and isinstance(guard.source, guards.LocalSource):
+            dynamic_shapes.note_int_change(code, guard.source.name())
+        return
     if len(failure) < 5 or not isinstance(failure[2], str) or \
             not (failure[2].startswith("size()[") or failure[2] == "shape"):
         return

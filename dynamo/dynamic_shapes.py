@@ -4,8 +4,9 @@ Owns: the user's marks on tensors (`mark_dynamic`, `maybe_mark_dynamic`,
 `mark_static`: the attributes torch's own functions leave on tensors too,
 `_dynamo_dynamic_indices`, `_dynamo_weak_dynamic_indices`,
 `_dynamo_static_indices`), the automatic-dynamic memory (per code object,
-the (source, dim) pairs whose size changed between compiles), and the
-decision `dynamic_dims` that combines them with the config:
+the (source, dim) pairs whose size changed between compiles, and the int
+arguments whose value did), and the decisions `dynamic_dims` and
+`dynamic_int` that combine them with the config:
 
 - `config.dynamic_shapes` (alias of torch.compile's dynamic=True): every
   dimension of every tensor input is dynamic from the first compile;
@@ -13,6 +14,11 @@ decision `dynamic_dims` that combines them with the config:
   or weakly) is dynamic; one the automatic memory holds is dynamic when
   `config.automatic_dynamic_shapes`; the rest are static when
   `config.assume_static_by_default`, else dynamic.
+
+An int argument of the frame whose value changed between compiles is
+traced as a symbolic int from the next compile on (torch.compile's
+automatic dynamic shapes for ints), when `config.automatic_dynamic_shapes`
+and not `config.specialize_int`.
 
 Sizes 0 and 1 are always specialized (the caller's job: a dynamic size
 below 2 is traced as a constant, as torch does).  It must not trace or
@@ -25,6 +31,7 @@ from . import config
 
 _lock = threading.Lock()
 # code -> {source name: set of dims}: sizes that changed between compiles
+# (the dim None: the value of an int argument)
 _automatic = {}
 
 
@@ -72,6 +79,23 @@ def note_size_change(code, source_name, dim):
     return new
 
 
+def note_int_change(code, source_name):
+    """A recompile of `code` was caused by the value of int argument
+    `source_name`: with config.automatic_dynamic_shapes, later compiles of
+    `code` trace it as a symbolic int.  True when that is new."""
+    return note_size_change(code, source_name, None)
+
+
+def dynamic_int(code, source_name):
+    """Trace the int argument read at `source_name` by a frame of `code` as
+    a symbolic int?"""
+    if not config.automatic_dynamic_shapes or config.dynamic_shapes is False or \
+            config.specialize_int:
+        return False
+    with _lock:
+        return None in _automatic.get(code, {}).get(source_name, ())
+
+
 def dynamic_dims(code, source_name, t):
     """The dimensions of tensor `t` (read at `source_name` by a frame of
     `code`) to trace as symbolic sizes: a frozenset."""
@@ -86,7 +110,7 @@ def dynamic_dims(code, source_name, t):
             dims |= _automatic.get(code, {}).get(source_name, set())
     if not config.assume_static_by_default:
         dims = set(range(ndim))
-    return frozenset(d for d in dims if d not in static and 0 <= d < ndim)
+    return frozenset(d for d in dims if d is not None and d not in static and 0 <= d < ndim)
 
 
 def clear():

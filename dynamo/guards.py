@@ -579,8 +579,7 @@ class Guard:
     def shape_leaves(self) -> List[str]:
         """SHAPE_GUARD: the texts of its leaves in program order, as the C
         miss report lists their actual values (`L['x'].size()[0]`)."""
-        return [f"{s[1].name()}.{'size' if s[0] == SHAPE_OPS['SIZE'] else 'stride'}()[{s[2]}]"
-                for s in self._expected[1] if s[0] in _SHAPE_LEAVES]
+        return [shape_leaf_text(s) for s in self._expected[1] if s[0] in _SHAPE_LEAVES]
 
     def describe(self) -> str:
         """` - local 'a' TENSOR_MATCH` style line."""
@@ -630,7 +629,15 @@ class Guard:
         return f"Guard({self.source.name()}, {KIND_NAMES[self.kind]})"
 
 
-_SHAPE_LEAVES = (SHAPE_OPS["SIZE"], SHAPE_OPS["STRIDE"])
+_SHAPE_LEAVES = (SHAPE_OPS["SIZE"], SHAPE_OPS["STRIDE"], SHAPE_OPS["INT"])
+
+
+def shape_leaf_text(step):
+    """Text of a SHAPE_GUARD leaf step: `L['x'].size()[0]`, `L['x'].stride()[1]`
+    or, for an int argument traced as a symbolic int, `L['n']`."""
+    if step[0] == SHAPE_OPS["INT"]:
+        return step[1].name()
+    return f"{step[1].name()}.{'size' if step[0] == SHAPE_OPS['SIZE'] else 'stride'}()[{step[2]}]"
 
 
 def _same_expected(a, b):

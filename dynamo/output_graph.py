@@ -313,7 +313,7 @@ class OutputGraph:
         # capture_dynamic_output_shape_ops is off)
         from .shape_guards import release_shape_env_caches
         release_shape_env_caches()      # an earlier compile's ShapeEnv lives in them
-        self.shape_env = ShapeEnv(allow_scalar_outputs=False, duck_shape=False,
+        self.shape_env = ShapeEnv(allow_scalar_outputs=config.capture_scalar_outputs, duck_shape=False,
                                   allow_dynamic_output_shape_ops=config.capture_dynamic_output_shape_ops)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
         # each guard the ShapeEnv records keeps the user line that made it
@@ -326,6 +326,7 @@ class OutputGraph:
         self.symbolic_inputs = {}               # source name -> symbolic example
         self.guards = []
         self.inputs = {}                        # source name -> TensorVariable
+        self.int_inputs = {}                    # source name -> SymNodeVariable (a symbolic int)
         self.input_objs = {}                    # id(tensor) -> (tensor, TensorVariable)
         self.container_objs = {}                # id(list/dict) -> (object, its variable)
         self.wrapping = set()                   # ids of containers wrap() is inside (cycles)
@@ -757,7 +758,8 @@ class OutputGraph:
         # (one fake mode and shape env), as torch.compile hands them to
         # AOT autograd and Inductor: a backend that traces again keeps the
         # sizes symbolic instead of specializing on the real ones
-        symbolic = any(n.meta["source"].name() in self.symbolic_inputs for n in placeholders)
+        symbolic = any(n.meta["source"].name() in self.symbolic_inputs for n in placeholders) or \
+            any(_is_unbacked(n) for n in self.graph.nodes)
         if symbolic:
             # sizes computed from data by this trace's fake run (nonzero's
             # length) belong to its nodes: a backend tracing again under the
@@ -768,6 +770,14 @@ class OutputGraph:
         self.install[name] = compiled
         info = GraphInfo(name, gm, compiled, example_inputs, self.op_count())
         return info, index, [n.meta["source"] for n in placeholders]
+
+
+def _is_unbacked(node):
+    """Is node a number computed from data (a captured integer .item():
+    an unbacked SymInt)?"""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    ex = node.meta.get("example_value")
+    return isinstance(ex, torch.SymInt) and bool(free_unbacked_symbols(ex))
 
 
 def _is_size_node(node):

@@ -28,7 +28,8 @@ _FUNCTIONS = {symfn.FloorDiv: ("FLOORDIV", "//"), symfn.CleanDiv: ("FLOORDIV", "
 
 
 class Leaf:
-    """A size or stride of a graph input: `source.size()[dim]`."""
+    """A size or stride of a graph input, `source.size()[dim]`, or (dim None)
+    an int argument traced as a symbolic int, `source` itself."""
 
     __slots__ = ("source", "dim", "stride")
 
@@ -36,9 +37,13 @@ class Leaf:
         self.source, self.dim, self.stride = source, dim, stride
 
     def text(self):
+        if self.dim is None:
+            return self.source.name()
         return f"{self.source.name()}.{'stride' if self.stride else 'size'}()[{self.dim}]"
 
     def step(self):
+        if self.dim is None:
+            return (_OP["INT"], self.source, 0)
         return (_OP["STRIDE" if self.stride else "SIZE"], self.source, self.dim)
 
 
@@ -162,7 +167,7 @@ def produce(shape_env, leaves, stride_facts=(), input_origins=None):
         if text in seen:
             continue
         seen.add(text)
-        first = next(s[1] for s in program if s[0] in (_OP["SIZE"], _OP["STRIDE"]))
+        first = next(s[1] for s in program if s[0] in (_OP["SIZE"], _OP["STRIDE"], _OP["INT"]))
         out.append(Guard(first, SHAPE_GUARD, (text, program), origin))
     return out
 

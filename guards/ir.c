@@ -276,7 +276,7 @@ static const Py_ssize_t check_arity[GIR_NKINDS] = {
 static int
 shape_step_arity(int op, int *pops)
 {
-    if (op <= GIR_SH_CONST)
+    if (op <= GIR_SH_CONST || gir_shape_is_leaf(op))
         *pops = 0;
     else if (op >= GIR_SH_NOT)
         *pops = 1;
@@ -318,7 +318,7 @@ parse_shape(Builder *b, GirCheck *c, PyObject *prog /* borrowed */)
             return PyErr_Occurred() ? -1 : fail(b, PyExc_ValueError, "unknown SHAPE_GUARD step");
         s->op = (int)op;
         s->source = -1;
-        Py_ssize_t want = op == GIR_SH_CONST ? 2 : op < GIR_SH_CONST ? 3 : 1;
+        Py_ssize_t want = op == GIR_SH_CONST ? 2 : gir_shape_is_leaf((int)op) ? 3 : 1;
         if (PyTuple_GET_SIZE(st) != want)
             return fail(b, PyExc_ValueError, "wrong number of fields in a SHAPE_GUARD step");
         if (op == GIR_SH_CONST) {
@@ -326,7 +326,7 @@ parse_shape(Builder *b, GirCheck *c, PyObject *prog /* borrowed */)
             if (s->value == -1 && PyErr_Occurred())
                 return -1;
         }
-        else if (op < GIR_SH_CONST) {
+        else if (gir_shape_is_leaf((int)op)) {
             long dim = PyLong_AsLong(PyTuple_GET_ITEM(st, 2));
             if (dim == -1 && PyErr_Occurred())
                 return -1;
@@ -685,7 +685,7 @@ _Static_assert(sizeof check_kind_names / sizeof *check_kind_names == GIR_NKINDS,
                "a name per check kind");
 static const char *const shape_op_names[] = {
     "SIZE", "STRIDE", "CONST", "ADD", "SUB", "MUL", "FLOORDIV", "MOD", "EQ", "NE", "LT", "LE",
-    "AND", "OR", "MIN", "MAX", "NOT", "NEG",
+    "AND", "OR", "MIN", "MAX", "NOT", "NEG", "INT",
 };
 _Static_assert(sizeof shape_op_names / sizeof *shape_op_names == GIR_SH_NOPS,
                "a name per shape step");

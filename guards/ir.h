@@ -57,7 +57,7 @@ typedef enum {
 } GirCheckKind;
 
 /* SHAPE_GUARD program steps, numbered as in the Python tuples: one relation
- * between tensor sizes (a ShapeEnv guard such as `2 <= s0`, `s0 == s1`,
+ * between tensor sizes and int arguments (a ShapeEnv guard such as `2 <= s0`, `s0 == s1`,
  * `s0 % 8 == 0`) in postfix order over int64 values. */
 typedef enum {
     GIR_SH_SIZE = 0,        /* (0, source, dim): push source.size()[dim] */
@@ -78,8 +78,18 @@ typedef enum {
     GIR_SH_MAX = 15,
     GIR_SH_NOT = 16,        /* unary steps pop a, push OP a */
     GIR_SH_NEG = 17,
+    GIR_SH_INT = 18,        /* (18, source, 0): push the source's value, an
+                               exact int (a frame's int argument traced as a
+                               symbolic int); anything else fails the guard */
     GIR_SH_NOPS
 } GirShapeOp;
+
+/* Is step op a leaf (a value read from a source: SIZE, STRIDE, INT)? */
+static inline int
+gir_shape_is_leaf(int op)
+{
+    return op == GIR_SH_SIZE || op == GIR_SH_STRIDE || op == GIR_SH_INT;
+}
 
 /* Deepest value stack of a SHAPE_GUARD program (checked at compile: the walk
  * evaluates on a fixed array, no allocation). */
@@ -87,7 +97,7 @@ typedef enum {
 
 typedef struct {
     int op;                 /* GirShapeOp */
-    int source;             /* SIZE/STRIDE: index into GirSet.sources, else -1 */
+    int source;             /* leaves: index into GirSet.sources, else -1 */
     int dim;                /* SIZE/STRIDE: the dimension, else 0 */
     int64_t value;          /* CONST: the value, else 0 */
 } GirShapeStep;

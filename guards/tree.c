@@ -706,8 +706,9 @@ slot_view(Walk *w, int i, PyObject *v)
 }
 
 /* Value of a SHAPE_GUARD leaf: size()[dim] or stride()[dim] of tree source
- * src.  1 with *out, 0 when the source is missing, not a tensor or has no
- * such dim (the relation fails), -1 on error. */
+ * src, or (INT) its value.  1 with *out, 0 when the source is missing, not
+ * a tensor (INT: not an exact int, or one beyond int64) or has no such dim
+ * (the relation fails), -1 on error. */
 static int
 shape_leaf(Walk *w, const GirShapeStep *s, int64_t *out)
 {
@@ -716,6 +717,16 @@ shape_leaf(Walk *w, const GirShapeStep *s, int64_t *out)
         return -1;
     if (v == MISSING)
         return 0;
+    if (s->op == GIR_SH_INT) {
+        if (!PyLong_CheckExact(v))
+            return 0;
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow)
+            return 0;
+        *out = x;
+        return 1;
+    }
     const TmetaView *tm = slot_view(w, s->source, v);
     if (tm == NULL)
         return PyErr_Occurred() ? -1 : 0;
@@ -745,7 +756,7 @@ shape_pass(Walk *w, const TShape *sh)
         const GirShapeStep *s = &sh->steps[i];
         int64_t a, b, r;
         switch (s->op) {
-        case GIR_SH_SIZE: case GIR_SH_STRIDE: {
+        case GIR_SH_SIZE: case GIR_SH_STRIDE: case GIR_SH_INT: {
             int rc = shape_leaf(w, s, &st[sp]);
             if (rc <= 0)
                 return rc;
@@ -1106,14 +1117,14 @@ expected_obj(const GTree *tr, const Test *t)
 }
 
 /* A SHAPE relation's actual leaf values in this call: a new tuple, one
- * item per SIZE/STRIDE step in program order (None where it has none). */
+ * item per leaf step in program order (None where it has none). */
 static PyObject *
 shape_actual(Walk *w, const TShape *sh)
 {
     PyObject *out = PyList_New(0);
     for (int i = 0; out != NULL && i < sh->n; i++) {
         const GirShapeStep *s = &sh->steps[i];
-        if (s->op != GIR_SH_SIZE && s->op != GIR_SH_STRIDE)
+        if (!gir_shape_is_leaf(s->op))
             continue;
         int64_t v;
         int rc = shape_leaf(w, s, &v);

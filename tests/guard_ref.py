@@ -37,10 +37,12 @@ LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE, STATIC_ATTR = range(7)
  SHAPE_GUARD) = range(14)
 # SHAPE_GUARD program steps (guards/ir.h GirShapeOp)
 (SH_SIZE, SH_STRIDE, SH_CONST, SH_ADD, SH_SUB, SH_MUL, SH_FLOORDIV, SH_MOD, SH_EQ, SH_NE, SH_LT,
- SH_LE, SH_AND, SH_OR, SH_MIN, SH_MAX, SH_NOT, SH_NEG) = range(18)
+ SH_LE, SH_AND, SH_OR, SH_MIN, SH_MAX, SH_NOT, SH_NEG, SH_INT) = range(19)
+SH_LEAVES = (SH_SIZE, SH_STRIDE, SH_INT)
 SHAPE_OPS = dict(SIZE=SH_SIZE, STRIDE=SH_STRIDE, CONST=SH_CONST, ADD=SH_ADD, SUB=SH_SUB,
                  MUL=SH_MUL, FLOORDIV=SH_FLOORDIV, MOD=SH_MOD, EQ=SH_EQ, NE=SH_NE, LT=SH_LT,
-                 LE=SH_LE, AND=SH_AND, OR=SH_OR, MIN=SH_MIN, MAX=SH_MAX, NOT=SH_NOT, NEG=SH_NEG)
+                 LE=SH_LE, AND=SH_AND, OR=SH_OR, MIN=SH_MIN, MAX=SH_MAX, NOT=SH_NOT, NEG=SH_NEG,
+                 INT=SH_INT)
 _BINARY = {SH_ADD: lambda a, b: a + b, SH_SUB: lambda a, b: a - b, SH_MUL: lambda a, b: a * b,
            SH_FLOORDIV: lambda a, b: a // b, SH_MOD: lambda a, b: a % b,
            SH_EQ: lambda a, b: int(a == b), SH_NE: lambda a, b: int(a != b),
@@ -185,10 +187,13 @@ def _same_storage(v, other):
 
 
 def _shape_leaf(step, frame):
-    """size()[dim] / stride()[dim] of a SHAPE_GUARD leaf, None when absent."""
+    """size()[dim] / stride()[dim] of a SHAPE_GUARD leaf, or the value of an
+    INT leaf (an exact int within int64); None when absent."""
     v = frame.fetch(step[1])
     if v is MISSING:
         return None
+    if step[0] == SH_INT:
+        return v if type(v) is int and _INT64[0] <= v <= _INT64[1] else None
     ok, value = _tensor_prop(v, f"{'size()' if step[0] == SH_SIZE else 'stride()'}[{step[2]}]")
     return value if ok else None
 
@@ -199,7 +204,7 @@ def shape_eval(program, frame: Frame) -> bool:
     stack = []
     for step in program:
         op = step[0]
-        if op in (SH_SIZE, SH_STRIDE):
+        if op in SH_LEAVES:
             value = _shape_leaf(step, frame)
             if value is None:
                 return False
@@ -228,7 +233,7 @@ def actual(test, frame: Frame):
     src, prop, _ = test
     if prop == "shape":
         return tuple(_shape_leaf(step, frame) for step in test[2][1]
-                     if step[0] in (SH_SIZE, SH_STRIDE))
+                     if step[0] in SH_LEAVES)
     v = frame.fetch(src)
     if v is MISSING:
         return MISSING

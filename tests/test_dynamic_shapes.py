@@ -377,3 +377,127 @@ def test_padding_mask_indexing_at_batch_one_is_one_graph():
     for batch in (1, 2):
         out = dynamo.explain(padding_mask)(torch.ones(batch, 8, dtype=torch.bool))
         assert (out.graph_count, out.graph_break_count) == (1, 0)
+
+
+# ---------------------------------------------------------------- int arguments, .item()
+
+def _kinds(code):
+    return [[G.KIND_NAMES[g.kind] for g in e.guards] for e in _C.cache_entries(code)]
+
+
+def test_int_argument_becomes_symbolic_after_its_value_changes():
+    """An int argument is a constant (EQUALS_MATCH) at the first compile;
+    the recompile its change causes traces it as a symbolic int (a graph
+    input, TYPE_MATCH int): 20 values, 2 compiles, results of the right
+    type."""
+    def f(x, n):
+        return x * n + n, n * 2
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    x = torch.randn(3)
+    for n in range(2, 22):
+        got, want = opt(x, n), f(x, n)
+        assert same(got[0], want[0]) and got[1] == want[1] and type(got[1]) is int, n
+    assert cnt.frame_count == 2
+    newest, oldest = _kinds(f.__code__)
+    assert "EQUALS_MATCH" in oldest and "EQUALS_MATCH" not in newest and "TYPE_MATCH" in newest
+    assert opt(x, 2.5)[1] == 5.0 and cnt.frame_count == 3        # a float: not the int entry
+
+
+def test_int_argument_used_as_a_size_is_guarded_in_c():
+    """`x.view(n, -1)`, `torch.ones(n, 1)`: the relations the trace needs
+    of `n` are SHAPE_GUARDs over L['n'] (INT leaves); a value that breaks
+    them (12 % 5 != 0) misses and recompiles, naming the relation."""
+    def g(x, n):
+        return x.view(n, -1) + torch.ones(n, 1)
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(g)
+    x = torch.randn(12)
+    for n in (2, 3, 4, 6):
+        assert same(opt(x, n), g(x, n)), n
+    assert cnt.frame_count == 2
+    texts = [g_.expected[0] for e in _C.cache_entries(g.__code__) for g_ in e.guards
+             if g_.kind == G.SHAPE_GUARD]
+    assert "(12 % L['n']) == 0" in texts
+    start = dynamo.records.mark()
+    with pytest.raises(RuntimeError):
+        opt(x, 5)                           # eager raises too: view of 12 as (5, -1)
+    reasons = [r.recompile_reason for r in dynamo.records.records_since(start)]
+    assert reasons and "L['n']" in reasons[0] and "SHAPE_GUARD" in reasons[0]
+
+
+def test_int_argument_specialized_by_range_and_automatic_dynamic_off():
+    """A use that needs the number (`range(n)`) specializes the symbolic
+    int (one entry per value, as before); with automatic_dynamic_shapes
+    off an int stays a constant."""
+    def k(x, n):
+        for i in range(n):
+            x = x + i
+        return x
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(k)
+    x = torch.randn(3)
+    for n in (2, 3, 4, 3, 2):
+        assert same(opt(x, n), k(x, n))
+    assert cnt.frame_count == 3
+    dynamo.reset()
+    dynamo.config.automatic_dynamic_shapes = False
+
+    def f(x, n):
+        return x * n
+
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    for n in (2, 3, 4, 5):
+        assert same(opt(x, n), f(x, n))
+    assert cnt.frame_count == 4 and all("TYPE_MATCH" not in k_ for k_ in _kinds(f.__code__))
+
+
+def test_integer_item_is_an_unbacked_symint(monkeypatch):
+    """config.capture_scalar_outputs: an integer `.item()` is an unbacked
+    SymInt: a size (`torch.zeros(n)`), a slice bound and arithmetic stay in
+    one graph, with no recompile when the number changes (with aot_eager
+    too); without the setting `.item()` breaks the graph."""
+    def f(x, k):
+        n = k.sum().item()
+        return torch.zeros(n) + 1, x[:n] * 2, n + 1
+
+    x = torch.randn(10)
+    plain = dynamo.explain(f)(x, torch.tensor([1, 2]))
+    assert plain.graph_break_count >= 1
+    monkeypatch.setattr(dynamo.config, "capture_scalar_outputs", True)
+    for backend in ("eager", "aot_eager"):
+        dynamo.reset()
+        out = dynamo.explain(f)(x, torch.tensor([1, 2]))
+        assert (out.graph_count, out.graph_break_count) == (1, 0)
+        cnt = CompileCounter()
+        opt = dynamo.optimize(cnt if backend == "eager" else backend)(f)
+        start = dynamo.records.mark()
+        for k in ([1, 2], [3, 4], [0, 1], [2, 2]):
+            kk = torch.tensor(k)
+            got, want = opt(x, kk), f(x, kk)
+            assert same(got[0], want[0]) and same(got[1], want[1]) and got[2] == want[2], k
+            assert type(got[2]) is int
+        if backend == "eager":
+            assert cnt.frame_count == 1
+        else:
+            assert len(dynamo.records.records_since(start)) == 1
+
+
+def test_branch_on_an_integer_item_still_breaks(monkeypatch):
+    monkeypatch.setattr(dynamo.config, "capture_scalar_outputs", True)
+
+    def f(x):
+        n = x.sum().int().item()
+        if n > 2:
+            return x + n
+        return x - n
+
+    for v in (1.0, 2.0):
+        x = torch.full((3,), v)
+        out = dynamo.explain(f)(x)
+        assert out.graph_break_count == 1
+        assert same(dynamo.optimize("eager")(f)(x), f(x))

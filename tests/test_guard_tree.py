@@ -380,6 +380,31 @@ def test_shape_guard_is_a_tree_test_and_reports_its_leaves():
                                                                  (CONST, 2)))], {"x": x}, {}, {}, None)
 
 
+def test_shape_guard_int_leaf_reads_an_exact_int():
+    """INT steps (an int argument traced as a symbolic int): the value of
+    an exact int within int64; a bool, a float, a huge int, a tensor or a
+    missing source fails the relation, in C as in the reference."""
+    INT, SIZE, CONST, LE, MUL, EQ = (C.SHAPE_OPS[k] for k in ("INT", "SIZE", "CONST", "LE", "MUL", "EQ"))
+    guards = [(guard_ref.SHAPE_GUARD, (LOCAL, 0), "2 <= L['n']", ((CONST, 2), (INT, (LOCAL, 0), 0), (LE,))),
+              (guard_ref.SHAPE_GUARD, (LOCAL, 0), "L['n']*2 == L['x'].size()[0]",
+               ((INT, (LOCAL, 0), 0), (CONST, 2), (MUL,), (SIZE, (LOCAL, 1), 0), (EQ,)))]
+    x6 = torch.zeros(6)
+    cases = [({"n": 3, "x": x6}, -1), ({"n": 4, "x": x6}, 1), ({"n": 1, "x": torch.zeros(2)}, 0),
+             ({"n": True, "x": torch.zeros(2)}, 0), ({"n": 3.0, "x": x6}, 0), ({"n": 2 ** 70, "x": x6}, 0),
+             ({"n": torch.tensor(3), "x": x6}, 0), ({"x": x6}, 0)]
+    tree = C._tree_new([(guards, "p")])
+    for f_locals, want in cases:
+        assert C.eval_guards(guards, f_locals, {}, BUILTINS, None) == want, f_locals
+        got = C._tree_lookup(tree, f_locals, {}, BUILTINS, None)
+        ref = guard_ref.lookup([(guards, "p")], f_locals, {}, BUILTINS, None)
+        assert got[0] == ref[0] == (0 if want == -1 else -1), f_locals
+        assert got[1] == ref[1] is None or same_failures(got[1], ref[1]), f_locals
+    got = C._tree_lookup(tree, {"n": 4, "x": x6}, {}, BUILTINS, None)
+    assert got == (-1, [("p", 1, "shape", "L['n']*2 == L['x'].size()[0]", (4, 6))])
+    got = C._tree_lookup(tree, {"n": 2.5, "x": x6}, {}, BUILTINS, None)
+    assert got == (-1, [("p", 0, "shape", "2 <= L['n']", (None,))])
+
+
 def test_same_object_guard_and_report():
     a, b = torch.zeros(2), torch.zeros(2)
     same = [(SAME_OBJECT, (LOCAL, 1), (LOCAL, 0), True)]

@@ -612,6 +612,7 @@ from dynamo import _C, telemetry
 def f(x, n):
     return x + n
 
+dynamo.config.specialize_int = True          # an entry per n: a switch on it
 opt = dynamo.optimize("eager")(f)
 callback = opt._callback.__call__.__func__.__code__
 events, window = [], [False]

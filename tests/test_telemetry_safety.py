@@ -296,6 +296,7 @@ STORM = r'''
 import json, torch, dynamo
 from dynamo import telemetry
 dynamo.config.cache_size_limit = 1000
+dynamo.config.specialize_int = True          # one entry per n
 g = dynamo.optimize("eager")(lambda x, n: x + n)
 x = torch.ones(2)
 used = {}

@@ -46,7 +46,7 @@ from .variables.base import FrameCellOwner, VariableTracker
 from .variables.containers import DictVariable, write_back_dict
 from .variables.misc import replay_call
 from .variables.tensor import ScalarOutputVariable
-from .variables.symbolic import SymNodeVariable
+from .variables.symbolic import SymNodeVariable, is_data_dependent
 
 GRAPH_OUT = "___graph_out"
 _OPMAP = dis.opmap
@@ -654,21 +654,25 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.done = True
 
     # a branch on a value only the graph computes (a tensor, a captured
-    # Tensor.item() number): the graph ends with it as an output
+    # Tensor.item() number, an unbacked SymInt relation): the graph ends
+    # with it as an output
     _GRAPH_VALUES = (TensorVariable, ScalarOutputVariable)
 
+    def _is_graph_value(self, v):
+        return isinstance(v, self._GRAPH_VALUES) or is_data_dependent(v)
+
     def _pop_jump(self, inst, jump_if):
-        if not isinstance(self.stack[-1], self._GRAPH_VALUES):
+        if not self._is_graph_value(self.stack[-1]):
             return super()._pop_jump(inst, jump_if)
         self.tensor_jump(inst)
 
     def JUMP_IF_TRUE_OR_POP(self, inst):
-        if isinstance(self.stack[-1], self._GRAPH_VALUES):
+        if self._is_graph_value(self.stack[-1]):
             return self.tensor_jump(inst)
         return super().JUMP_IF_TRUE_OR_POP(inst)
 
     def JUMP_IF_FALSE_OR_POP(self, inst):
-        if isinstance(self.stack[-1], self._GRAPH_VALUES):
+        if self._is_graph_value(self.stack[-1]):
             return self.tensor_jump(inst)
         return super().JUMP_IF_FALSE_OR_POP(inst)
 

@@ -26,6 +26,7 @@ from .variables import (CellVariable, ConstantVariable, DictVariable, GeneratorV
                         WithExitVariable,
                         wrap, wrap_const)
 from .variables.base import BINARY_OPS, COMPARE_OPS, FrameCellOwner, VariableTracker
+from .variables.symbolic import is_data_dependent
 from .variables.tensor import ScalarOutputVariable
 from .variables.symbolic import make_slice
 from .variables.builtin import (BuiltinVariable, binary_op, compare_op, contains, getitem,
@@ -480,7 +481,7 @@ class InstructionTranslatorBase:
 
     def TO_BOOL(self, inst):                    # 3.13: before a conditional jump or `not`
         v = self.stack[-1]
-        if isinstance(v, (TensorVariable, ScalarOutputVariable)):
+        if isinstance(v, (TensorVariable, ScalarOutputVariable)) or is_data_dependent(v):
             return            # a graph value: the jump after it breaks the graph on it
         if isinstance(v, ConstantVariable) and type(v.value) is bool:
             return

@@ -16,9 +16,10 @@ import typing
 import torch
 
 from ...exc import Unsupported
+from ... import config, dynamic_shapes
 from ...guards import (DICT_KEYS, EQUALS_MATCH, FUNCTION_MATCH, ID_MATCH, LENGTH, SAME_OBJECT,
-                       TENSOR_MATCH, TYPE_MATCH, Guard, ItemSource, _identifier, _mangle, _rank,
-                       module_path)
+                       TENSOR_MATCH, TYPE_MATCH, Guard, ItemSource, LocalSource, _identifier, _mangle,
+                       _rank, module_path)
 from ...modes import hook_off
 from ...output_graph import OutputGraph, _check_inplace_cast, _check_same_dtypes, _has_node
 from .base import ClassVariable, ConstantVariable, OpaqueVariable, is_constant_value
@@ -91,6 +92,9 @@ def _wrap(tx, value, source):
     if value is None:
         _guard(tx, source, ID_MATCH, None)
         return ConstantVariable(None, source)
+    if type(value) is int and isinstance(source, LocalSource) and value not in (0, 1) and \
+            not config.verify_correctness and dynamic_shapes.dynamic_int(tx.output.frame.code, source.name()):
+        return tx.output.add_int_input(source, value)
     if is_constant_value(value):
         _guard(tx, source, EQUALS_MATCH, value)
         return ConstantVariable(value, source)
@@ -483,6 +487,38 @@ class GraphBuilder(OutputGraph):
         self.input_objs[id(value)] = (value, var)
         return var
 
+    def add_int_input(self, source, value):
+        """A graph input for int argument `value` at `source` traced as a
+        symbolic int (dynamo.dynamic_shapes.dynamic_int: its value changed
+        between compiles): TYPE_MATCH int, and the relations the trace
+        needs of it as SHAPE_GUARDs (a use that needs the number, `range(n)`,
+        specializes it: `L['n'] == 5`)."""
+        from torch.fx.experimental.symbolic_shapes import DimDynamic
+        from ...shape_guards import Leaf
+        from .symbolic import SymNodeVariable
+        key = source.name()
+        if key in self.int_inputs:
+            return self.int_inputs[key]
+        self.add_guard(source, TYPE_MATCH, int)
+        leaf = Leaf(source, None)
+        env = self.shape_env
+        sym = env.create_symbol(value, _make_shape_source(leaf.text()), dynamic_dim=DimDynamic.DYNAMIC,
+                                positive=None)
+        self.shape_leaves[sym] = leaf
+        example = env.create_symintnode(sym, hint=value)
+        rank = (_rank(source), next(self.input_order))
+        before = None
+        for node in self.graph.nodes:
+            if node.op != "placeholder" or node.meta["rank"] > rank:
+                before = node
+                break
+        with self.graph.inserting_before(before):
+            node = self.graph.placeholder(_identifier(_mangle(source)))
+        node.meta.update(rank=rank, source=source, real=value, example_value=example)
+        self.symbolic_inputs[key] = example
+        var = self.int_inputs[key] = SymNodeVariable(node, example)
+        return var
+
     def _symbolic_example(self, source, value):
         """The example of input `value` with symbolic sizes for its dynamic
         dimensions (dynamo.dynamic_shapes.dynamic_dims; a size of 0 or 1
@@ -662,15 +698,26 @@ class GraphBuilder(OutputGraph):
 
     def capture_item(self, tx, tensor):
         """`tensor.item()` as a node (config.capture_scalar_outputs): its
-        value is a graph output, read by the rewritten code."""
+        value is a graph output, read by the rewritten code. An integer
+        tensor's number is an unbacked SymInt (a SymNodeVariable), the
+        others a ScalarOutputVariable."""
         from .tensor import ScalarOutputVariable
         self.check_not_in_try(tx)
         node = self.graph.create_node("call_method", "item", (tensor.node,), {})
         self._tag(node)
-        node.meta["example_value"] = None        # known only when the graph runs
         node.meta["scalar_output"] = True         # a Python number (export reads this)
         from .tensor import _item_type
-        return ScalarOutputVariable(node, _item_type(tensor.example.dtype))
+        kind = _item_type(tensor.example.dtype)
+        if kind is int:
+            # an unbacked symbolic int of the shape env, as torch.compile
+            # makes it: a size of torch.zeros(n), a slice bound, arithmetic;
+            # a branch on it or a Python use of its number still breaks
+            from .symbolic import SymNodeVariable
+            example = self.shape_env.create_unbacked_symint()
+            node.meta["example_value"] = example
+            return SymNodeVariable(node, example)
+        node.meta["example_value"] = None        # known only when the graph runs
+        return ScalarOutputVariable(node, kind)
 
     def scalar_op(self, tx, fn, a, b):
         """`a fn b` where an operand is a captured Tensor.item() number

@@ -294,9 +294,12 @@ def element_matches(tx, elem, item):
     """`elem is item or elem == item` decided at trace time: what list and
     tuple `in`, list.count and list.index ask of each element (CPython's
     PyObject_RichCompareBool(elem, item, Py_EQ)). Unsupported when the
-    answer needs a tensor's data or an identity no guard can pin."""
+    answer needs a tensor's data or an identity no guard can pin. A
+    symbolic int is specialized first (membership needs its number and,
+    for `is`, its object)."""
     if elem is item:
         return True
+    elem, item = _specialized(elem), _specialized(item)
     if isinstance(elem, ConstantVariable) and isinstance(item, ConstantVariable):
         ve, vi = elem.value, item.value
         if not _identity_sensitive(ve) and not _identity_sensitive(vi):
@@ -324,6 +327,15 @@ def element_matches(tx, elem, item):
     if elem.is_python_constant() and item.is_python_constant():
         return False          # folded above without a NaN: == is reflexive
     raise Unsupported(f"`in`: cannot tell at trace time whether {elem} and {item} are one object")
+
+
+def _specialized(var):
+    """A SymNodeVariable as the constant it holds now (its value guarded),
+    anything else as it is."""
+    from .symbolic import SymNodeVariable
+    if isinstance(var, SymNodeVariable):
+        return ConstantVariable(var.as_python_constant())
+    return var
 
 
 def contains(tx, item, container):

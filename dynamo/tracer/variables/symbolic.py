@@ -101,6 +101,16 @@ def specialize(example):
                           f"({e.__class__.__name__})") from e
 
 
+def is_data_dependent(var):
+    """Is `var` a SymNodeVariable whose value the graph computes from data
+    (an integer Tensor.item(), or arithmetic on one): a branch on it ends
+    the graph with it as an output, like a branch on a tensor."""
+    if not isinstance(var, SymNodeVariable):
+        return False
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    return bool(free_unbacked_symbols(var.example))
+
+
 def is_symbolic(value):
     """A SymInt/SymFloat/SymBool whose value is not a constant."""
     return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)) and \

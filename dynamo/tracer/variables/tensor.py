@@ -5,10 +5,13 @@ fake example and folded to constants; operations become fx nodes through
 `tx.output`. Anything that needs the tensor's data (item, tolist, numpy,
 bool, iteration) is Unsupported, which the caller turns into a graph break.
 Exception: with `config.capture_scalar_outputs`, `Tensor.item()` is a graph
-node whose value (a Python number) is a graph output: ScalarOutputVariable,
-which may be returned, stored and passed on, but any use that needs the
-number itself (a branch, arithmetic, a shape) is Unsupported there, so the
-break comes where the number is used and the graph computes it.
+node whose value (a Python number) is a graph output. A float, bool or
+complex one is a ScalarOutputVariable, which may be returned, stored,
+passed on and used in arithmetic, but any other use that needs the number
+itself (a branch, a shape) breaks the graph where it is used. An integer
+one is an unbacked SymInt of the shape env (a SymNodeVariable, as
+torch.compile makes it): also a size (`torch.zeros(n)`) or a slice bound;
+a branch on it ends the graph with the relation as an output.
 """
 import operator
 
