@@ -14,6 +14,7 @@ Py_ssize_t cache_extra_index = -1;
 #define extra_index cache_extra_index
 
 uint64_t cache_generation;
+uint64_t cache_resets;
 
 /* Every CodeCache alive, newest first (borrowed links). */
 static CodeCache *touched;
@@ -341,6 +342,7 @@ cache_reset_all(void)
         doomed = tail;
     }
     cache_generation++;
+    cache_resets++;
     cache_entry_decref(doomed);
     Py_XDECREF(doomed_sigs);
 }

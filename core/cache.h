@@ -85,6 +85,11 @@ typedef struct CodeCache {
  * Python code compares it to know its chain is still the live one. */
 extern uint64_t cache_generation;
 
+/* Bumped by each cache_reset_all (dynamo.reset()): a compile that saw it
+ * change while it ran was made for globals reset() has taken back, and
+ * must not become an entry (issue 29). */
+extern uint64_t cache_resets;
+
 /* The co_extra index reserved by cache_init (-1 before): core/hook.c reads
  * the slot in place on the per-call path. */
 extern Py_ssize_t cache_extra_index;

@@ -502,10 +502,13 @@ direct_plan(PyCodeObject *orig, PyObject *plan, int *bad)
 }
 
 /* Turn the callback's (new_code, guards, payload[, direct plan]) into a
- * cache entry.  Returns new_code (strong) or NULL with an exception
- * (internal error). */
+ * cache entry, unless reset() ran since cache_resets was `resets` (in the
+ * callback, or in a finalizer run by the guards' compile): that compile's
+ * globals are gone, and its entry would run into a NameError.  Returns
+ * new_code (strong), Py_None (strong) when reset() ran, or NULL with an
+ * exception (internal error). */
 static PyObject *
-add_entry(_PyInterpreterFrame *frame, PyObject *result)
+add_entry(_PyInterpreterFrame *frame, PyObject *result, uint64_t resets)
 {
     Py_ssize_t n = PyTuple_Check(result) ? PyTuple_GET_SIZE(result) : 0;
     if (n != 3 && n != 4) {
@@ -531,6 +534,11 @@ add_entry(_PyInterpreterFrame *frame, PyObject *result)
         gir_free(guards);
         cache_direct_free(direct);
         return NULL;
+    }
+    if (cache_resets != resets) {               /* no Python code runs from here to the push */
+        gir_free(guards);
+        cache_direct_free(direct);
+        Py_RETURN_NONE;
     }
     if (cache_push(cache, new_code, guards, PyTuple_GET_ITEM(result, 2), direct) < 0)
         return NULL;
@@ -590,6 +598,7 @@ ask_callback(_PyInterpreterFrame *frame, PyObject *failures /* borrowed */)
     callable_swap(MODE_OFF, NULL, 0, &prev);
     PyObject *todo = NULL, *result = NULL;
     int internal = 0;
+    uint64_t resets = cache_resets;
     PyObject *f_locals = arguments_dict(frame);
     if (f_locals == NULL) {
         internal = 1;
@@ -604,10 +613,13 @@ ask_callback(_PyInterpreterFrame *frame, PyObject *failures /* borrowed */)
         goto done;
     if (result == Py_None)
         todo = Py_NewRef(Py_None);
-    else if ((todo = add_entry(frame, result)) == NULL)     /* guards compile while OFF */
+    else if ((todo = add_entry(frame, result, resets)) == NULL)    /* guards compile while OFF */
         internal = 1;
-    else
-        publish_new_tree(cache_get((PyObject *)dyn_frame_code(frame)));
+    else if (todo != Py_None) {
+        publish_new_tree(cache_get((PyObject *)dyn_frame_code(frame)));   /* runs Python (repr) */
+        if (cache_resets != resets)             /* reset() there: the entry and its globals are gone */
+            Py_SETREF(todo, Py_NewRef(Py_None));
+    }
 done:
     if (internal) {                             /* reported while still OFF */
         PyErr_WriteUnraisable((PyObject *)dyn_frame_code(frame));
@@ -688,10 +700,21 @@ compile_miss(CallableState *st, _PyInterpreterFrame *frame, GevalFrame *gf,
              * those frames are not compiled */
             CallableSaved prev;
             callable_swap(MODE_OFF, NULL, 0, &prev);
+            uint64_t generation = cache_generation;
             telemetry_note_failure(cache, failures);
             callable_restore(&prev);
+            /* Python code run by repr() dropped entries (a reset() in a
+             * finalizer, say): the failures are of entries gone, as when a
+             * check's Python code drops them (an empty list, see lookup) */
+            if (cache_generation != generation)
+                Py_SETREF(failures, PyList_New(0));
         }
-        todo = ask_callback(frame, failures);
+        if (failures == NULL) {                 /* no memory for the new list */
+            PyErr_WriteUnraisable((PyObject *)code);
+            todo = Py_NewRef(Py_None);
+        }
+        else
+            todo = ask_callback(frame, failures);
     }
     Py_XDECREF(failures);
     if (compile_lock != NULL) {

@@ -216,6 +216,16 @@ reset(PyObject *module, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(reset_count_doc,
+"reset_count() -> int: how many reset() calls so far; a compile that sees it\n"
+"change while it runs was made for what reset() dropped.");
+
+static PyObject *
+reset_count(PyObject *module, PyObject *unused)
+{
+    return PyLong_FromUnsignedLongLong(cache_resets);
+}
+
 /* A dict's values in insertion order, as a new tuple (the LOCAL slots). */
 static PyObject *
 dict_values_tuple(PyObject *d)
@@ -505,6 +515,7 @@ static PyMethodDef module_methods[] = {
     {"clear_cache", clear_cache, METH_O, clear_cache_doc},
     {"drop_unused", drop_unused, METH_O, drop_unused_doc},
     {"reset", reset, METH_NOARGS, reset_doc},
+    {"reset_count", reset_count, METH_NOARGS, reset_count_doc},
     {"eval_guards", (PyCFunction)(void (*)(void))eval_guards, METH_FASTCALL, eval_guards_doc},
     {"_hook_installed", hook_installed_py, METH_NOARGS, hook_installed_doc},
     {"tree_info", tree_info, METH_O, tree_info_doc},

@@ -677,6 +677,16 @@ telemetry_note_failure(CodeCache *cache, PyObject *failures)
     snprintf(prop, sizeof prop, "%s", utf8_or_empty(PyTuple_GET_ITEM(first, 2), &n));
     describe_guard_value(prop, PyTuple_GET_ITEM(first, 3), expected, sizeof expected);
     describe_guard_value(prop, PyTuple_GET_ITEM(first, 4), actual, sizeof actual);
+    /* repr() and the backend name's lookup ran Python code (a module's
+     * repr is importlib's, a user class has its own; a GC pass or a
+     * finalizer may run there, other threads too): a dynamo.reset() there
+     * reclaimed the code's slot (cache->tele is NULL) and dropped the
+     * entries.  Read both afresh (issue 29: the SIGSEGV of the reset
+     * stress on 3.12). */
+    if (cache->tele == NULL) {
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+        return;
+    }
     DtEntry *de = NULL;
     for (CacheEntry *e = cache->entries; e != NULL; e = e->next)
         if (e->payload == PyTuple_GET_ITEM(first, 0)) {

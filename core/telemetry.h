@@ -60,7 +60,9 @@ telemetry_count_lookup(DtCode *code, DtEntry *entry, int hit)
 
 /* A miss in COMPILE mode with the hook's failures list (borrowed): count
  * the closest entry's failing guard and keep its expected/actual text.
- * Allocates (repr) but never leaves an exception set. */
+ * Allocates and runs Python code (repr), which may reset() everything;
+ * cache stays alive (the caller holds its code).  Never leaves an
+ * exception set. */
 void telemetry_note_failure(struct CodeCache *cache, PyObject *failures);
 
 /* An entry was pushed to cache (after a publish): publish its guard tree

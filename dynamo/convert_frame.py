@@ -195,6 +195,27 @@ def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, 
                          direct=direct_plan(new_code, f_globals) if new_code is not code else None)
 
 
+# > 0 while dynamo.reset() runs its locked part (eval_frame.reset), on the
+# thread holding the compile lock, the only one that can reach the
+# callback then. A frame started there by what reset() frees (a finalizer,
+# a weakref callback) runs eagerly: a compile between _C.reset() and
+# uninstall_globals() made an entry whose globals the uninstall then took
+# back, and its next hit raised NameError (issue 29, the reset stress).
+_reset_depth = 0
+
+
+class ResetWindow:
+    """`with ResetWindow():` around reset()'s locked part (see _reset_depth)."""
+
+    def __enter__(self):
+        global _reset_depth
+        _reset_depth += 1
+
+    def __exit__(self, *exc):
+        global _reset_depth
+        _reset_depth -= 1
+
+
 # What compile_frame put into user globals, for reset() to take back:
 # (globals dict, name, value), strong until then (the values are the
 # compiled graphs and resume functions the installed code calls).
@@ -570,6 +591,8 @@ class _Callback:
             return None
 
     def _callback(self, code, f_locals, f_globals, f_builtins, func, failures):
+        if _reset_depth:                # started inside reset() (see _reset_depth)
+            return None
         self.misses += 1
         if code in _limit_warned:       # at the limit: the miss runs eagerly
             return None
@@ -627,6 +650,7 @@ class _Callback:
                      code.co_filename, code.co_firstlineno, len(failures) + 1,
                      config.cache_size_limit, record.recompile_reason)
         t0 = time.perf_counter_ns()
+        resets = _C.reset_count()
         try:
             with config.overrides(self.config_overrides):
                 out = compile_frame(code, f_locals, f_globals, f_builtins, func,
@@ -673,6 +697,16 @@ class _Callback:
             _C.set_skip(code)
             return None
         record.compile_ns = time.perf_counter_ns() - t0
+        if _C.reset_count() != resets:
+            # reset() ran during the compile (a finalizer or a weakref
+            # callback of this thread; other threads wait for the compile
+            # lock): it took back the globals installed before it, so the
+            # new code would load names no longer there (NameError). This
+            # call runs eagerly; the next one compiles again (the C hook
+            # makes the same check up to the entry's creation).
+            release_globals([out.new_code])
+            self._note(code, "dynamo.reset() ran during the compile: this call ran eagerly")
+            return None
         _environment_failures.pop(code, None)
         self.graphs += len(out.graphs)
         if not out.graphs:

@@ -38,10 +38,19 @@ def _report_after_first(callback, fn, code):
     when that call compiled frames (cache misses) but no graph at all, say
     so once on the "dynamo" logger with the reason (skipped frames, frames
     that could not be compiled, frames without tensor operations). A first
-    call that only hit entries compiled before reports nothing."""
+    call that only hit entries compiled before reports nothing; nor does
+    one made at the edge of the recursion limit, where the logging call
+    itself overflows (a first call that deep compiled nothing for that
+    reason: the callback let it run eagerly, exc.ENVIRONMENT_ERRORS)."""
     misses, graphs, noted = callback.misses, callback.graphs, len(callback.notes)
 
     def after_first():
+        try:
+            report()
+        except RecursionError:
+            pass
+
+    def report():
         if not callback.report_no_graph or callback.misses == misses or callback.graphs != graphs:
             return
         if code is not None and code in _eager_warned:       # already said, for the entry
@@ -249,9 +258,9 @@ def reset():
     """Forget every compiled entry, skip mark and compile record, and remove
     the `__compiled_fn_<n>` / `__resume_at_*` globals compiles installed.
     Waits for a compile running in another thread to finish first."""
-    from .convert_frame import uninstall_globals
+    from .convert_frame import ResetWindow, uninstall_globals
     from . import dynamic_shapes, recompiles
-    with _C.compile_lock:
+    with _C.compile_lock, ResetWindow():
         _C.reset()
         uninstall_globals()
         records.clear()
