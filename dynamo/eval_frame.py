@@ -46,23 +46,25 @@ def _report_after_first(callback, fn, code):
 
     def after_first():
         try:
-            report()
+            _report_no_graph(callback, fn, code, misses, graphs, noted)
         except RecursionError:
             pass
-
-    def report():
-        if not callback.report_no_graph or callback.misses == misses or callback.graphs != graphs:
-            return
-        if code is not None and code in _eager_warned:       # already said, for the entry
-            return
-        if code is not None:
-            _eager_warned.add(code)
-        notes = callback.notes[noted:]
-        name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
-        detail = "; ".join(notes[:3]) + (f"; and {len(notes) - 3} more" if len(notes) > 3 else "")
-        log.warning("%s was handed to optimize() but its first call compiled no graph and ran "
-                    "eagerly: %s", name, detail or "no frame could be compiled")
     return after_first
+
+
+def _report_no_graph(callback, fn, code, misses, graphs, noted):
+    """The log line of _report_after_first, once per entry code."""
+    if not callback.report_no_graph or callback.misses == misses or callback.graphs != graphs:
+        return
+    if code is not None and code in _eager_warned:       # already said, for the entry
+        return
+    if code is not None:
+        _eager_warned.add(code)
+    notes = callback.notes[noted:]
+    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    detail = "; ".join(notes[:3]) + (f"; and {len(notes) - 3} more" if len(notes) > 3 else "")
+    log.warning("%s was handed to optimize() but its first call compiled no graph and ran "
+                "eagerly: %s", name, detail or "no frame could be compiled")
 
 
 def _entry_code(fn):

@@ -105,8 +105,8 @@ def test_a_failing_or_wrong_candidate_is_dropped_with_its_reason(store):
     config.autotune_candidates = "test_autotune_broken,test_autotune_wrong,test_autotune_close,eager"
     m = mlp().eval()
     x = torch.randn(8, 16)
-    with torch.no_grad():
-        assert torch.allclose(dynamo.optimize("autotune")(m)(x), m(x))
+    with torch.no_grad():       # the close candidate may win: 1e-4 off
+        assert torch.allclose(dynamo.optimize("autotune")(m)(x), m(x), rtol=1e-3, atol=1e-3)
     [choice] = _choices()
     assert choice.startswith("autotune: ")
     assert "test_autotune_close " in choice and "test_autotune_close failed" not in choice

@@ -749,10 +749,11 @@ def test_break_reasons_and_hints_are_the_same_in_explain_top_and_dot(tmp_path):
 
 # ---------------------------------------------------------------- the dynamic and perf_hints channels
 
-def test_dynamic_and_perf_hints_channels_print(capsys):
+def test_dynamic_and_perf_hints_channels_print(capsys, monkeypatch):
     """dynamic: the dimension automatic dynamic makes symbolic, its symbol,
     the shape guards; perf_hints: a break inside a loop, a recompile storm,
     the eager fallback at the cache limit.  Off: nothing of them."""
+    monkeypatch.setattr(dynamo.config, "specialize_int", True)   # ints constant: one entry per value
     import warnings
 
     def looped(x, n):

@@ -108,7 +108,8 @@ def test_recompile_reason_and_debug_listing_name_the_line():
 
 # ---- explain_miss -------------------------------------------------------------
 
-def test_explain_miss_compiles_nothing_and_names_each_entrys_guard():
+def test_explain_miss_compiles_nothing_and_names_each_entrys_guard(monkeypatch):
+    monkeypatch.setattr(dynamo.config, "specialize_int", True)   # ints constant: one entry per value
     cnt = CompileCounter()
     opt = dynamo.optimize(cnt)(scaled)
     opt(torch.randn(6), 3)
@@ -197,7 +198,8 @@ def storm_warnings(fn, calls):
     return [str(w.message) for w in caught if "keeps changing" in str(w.message)]
 
 
-def test_storm_of_an_int_warns_once_with_the_line_and_the_fix():
+def test_storm_of_an_int_warns_once_with_the_line_and_the_fix(monkeypatch):
+    monkeypatch.setattr(dynamo.config, "specialize_int", True)   # ints constant: one entry per value
     opt = dynamo.optimize(CompileCounter())(scaled)
     texts = storm_warnings(opt, [(torch.randn(6), n) for n in range(1, 7)])
     assert len(texts) == 1, texts

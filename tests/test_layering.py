@@ -326,7 +326,7 @@ def test_guard_vocabulary_is_the_c_modules():
     for name, number in _C.GUARD_KINDS.items():
         assert getattr(guards, name) == number == getattr(guard_ref, name)
     # SHAPE_GUARD's program steps (guards/ir.h GirShapeOp)
-    assert guards.SHAPE_OPS == _C.SHAPE_OPS == guard_ref.SHAPE_OPS and len(_C.SHAPE_OPS) == 18
+    assert guards.SHAPE_OPS == _C.SHAPE_OPS == guard_ref.SHAPE_OPS and len(_C.SHAPE_OPS) == 19
     for name, number in _C.SOURCE_KINDS.items():
         assert getattr(guards, "SRC_" + name) == number == getattr(guard_ref, name)
     # the lowered tuples start with the C numbers

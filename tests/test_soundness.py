@@ -113,6 +113,8 @@ def test_guarded_global_function_dies_and_address_is_reused():
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
+            # a new function per call is a recompile storm, rightly warned once
+            warnings.filterwarnings("ignore", r"dynamo: .* recompiled \d+ times", RuntimeWarning)
             for i in range(50):   # new function objects, often at a dead one's address
                 def make(k):
                     def helper(x):
@@ -536,7 +538,7 @@ def test_class_of_an_instance_made_in_the_frame_is_guarded():
     A.__init__ = lambda self, k: setattr(self, "k", -k)
     assert same(opt(T), f(T)) and cnt.frame_count == 2 + len(changes)
     guards = [g.describe() for g in dynamo.explain(f)(T).out_guards]
-    assert any("'m')" in g and "ID_MATCH" in g for g in guards), guards
+    assert any(("'m')" in g or "['A'].m " in g) and "ID_MATCH" in g for g in guards), guards
 
 
 def test_float_equals_compares_bits_in_c_and_twin():
