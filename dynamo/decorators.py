@@ -19,7 +19,7 @@ traced with until it recompiles (call dynamo.reset() after changing them).
 
 torch's spellings of the same directives are honoured, read without
 touching torch's own dynamo (neither its modules nor its tables):
-- torch.compiler.disable / torch._dynamo.disable / torch._dynamo.skip set
+- torch.compiler.disable and its private twins (disable, skip) set
   attributes on the function they return (`_torchdynamo_disable`,
   `_torchdynamo_disable_recursive`): `torch_disable_kind`;
 - torch.compiler.assume_constant_result sets `_dynamo_marked_constant`;
@@ -31,7 +31,7 @@ touching torch's own dynamo (neither its modules nor its tables):
   Limits: a call made before `import dynamo`, or through a reference taken
   before it (`from torch.compiler import allow_in_graph` at a module's top,
   run before dynamo was imported), or through torch's private spelling
-  (`torch._dynamo.allow_in_graph` / `disallow_in_graph`), is not seen:
+  (`allow_in_graph` / `disallow_in_graph` of its private module), is not seen:
   import dynamo first, or repeat the directive with dynamo.allow_in_graph /
   dynamo.disallow_in_graph.  torch's own functions given to it are left to
   dynamo's torch rules.
@@ -120,7 +120,7 @@ def torch_disable_kind(fn):
     or the tracer meets; a bound method is read through __func__):
     "recursive" for torch.compiler.disable's wrapper (recursive=True: the
     frame and every frame it calls run without dynamo), "frame" for the
-    recursive=False wrapper and torch._dynamo.skip (this frame only), else
+    recursive=False wrapper and torch's private skip (this frame only), else
     None.  Reads the function's own __dict__: no user code runs."""
     fn = getattr(fn, "__func__", fn)
     attrs = getattr(fn, "__dict__", None) if isinstance(fn, types.FunctionType) else None

@@ -38,7 +38,7 @@ _automatic = {}
 def mark_dynamic(t, index):
     """Trace dimension `index` (an int or a list of ints) of tensor `t` as a
     symbolic size from the first compile that sees `t` on (torch's
-    `torch._dynamo.mark_dynamic`: the same attribute)."""
+    private mark_dynamic: the same attribute)."""
     _mark(t, "_dynamo_dynamic_indices", index)
 
 

@@ -219,7 +219,7 @@ def test_mark_dynamic_makes_the_first_compile_symbolic():
 def test_torch_marker_attributes_are_honoured():
     """Tensors marked by torch's own functions carry the same attributes."""
     x = torch.randn(6, 3)
-    x._dynamo_weak_dynamic_indices = {0}        # torch._dynamo.maybe_mark_dynamic
+    x._dynamo_weak_dynamic_indices = {0}        # what torch's maybe_mark_dynamic sets
     cnt = CompileCounter()
     opt = dynamo.optimize(cnt)(double)
     opt(x)
