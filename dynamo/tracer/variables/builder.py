@@ -468,15 +468,7 @@ class GraphBuilder(OutputGraph):
             self.inputs[key] = seen[1]
             return seen[1]
         self.guards.append(Guard(source, TENSOR_MATCH, (value,), self.origin()))  # lowered in final_guards
-        rank = (_rank(source), next(self.input_order))
-        before = None
-        for node in self.graph.nodes:
-            if node.op != "placeholder" or node.meta["rank"] > rank:
-                before = node
-                break
-        with self.graph.inserting_before(before):
-            node = self.graph.placeholder(_identifier(_mangle(source)))
-        node.meta.update(rank=rank, source=source, real=value)
+        node = self._ranked_placeholder(source, value)
         example = self._symbolic_example(source, value)
         if example is None:
             example = self.fake_mode.from_tensor(value, static_shapes=True)
@@ -486,6 +478,21 @@ class GraphBuilder(OutputGraph):
         self.inputs[key] = var
         self.input_objs[id(value)] = (value, var)
         return var
+
+    def _ranked_placeholder(self, source, value):
+        """A new placeholder for the input at `source` (real value `value`),
+        placed among the others in input order (by source rank, then by
+        first use)."""
+        rank = (_rank(source), next(self.input_order))
+        before = None
+        for node in self.graph.nodes:
+            if node.op != "placeholder" or node.meta["rank"] > rank:
+                before = node
+                break
+        with self.graph.inserting_before(before):
+            node = self.graph.placeholder(_identifier(_mangle(source)))
+        node.meta.update(rank=rank, source=source, real=value)
+        return node
 
     def add_int_input(self, source, value):
         """A graph input for int argument `value` at `source` traced as a
@@ -506,15 +513,8 @@ class GraphBuilder(OutputGraph):
                                 positive=None)
         self.shape_leaves[sym] = leaf
         example = env.create_symintnode(sym, hint=value)
-        rank = (_rank(source), next(self.input_order))
-        before = None
-        for node in self.graph.nodes:
-            if node.op != "placeholder" or node.meta["rank"] > rank:
-                before = node
-                break
-        with self.graph.inserting_before(before):
-            node = self.graph.placeholder(_identifier(_mangle(source)))
-        node.meta.update(rank=rank, source=source, real=value, example_value=example)
+        node = self._ranked_placeholder(source, value)
+        node.meta["example_value"] = example
         self.symbolic_inputs[key] = example
         var = self.int_inputs[key] = SymNodeVariable(node, example)
         return var
