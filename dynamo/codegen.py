@@ -11,6 +11,14 @@ from .exc import Unsupported
 from .guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
 
 
+def _holds_symbolic(value):
+    """value is, or a tuple/frozenset holding, a torch SymInt/SymFloat/SymBool."""
+    if isinstance(value, (tuple, frozenset)):
+        return any(_holds_symbolic(v) for v in value)
+    return type(value).__name__ in ("SymInt", "SymFloat", "SymBool") and \
+        type(value).__module__ == "torch"
+
+
 class PyCodegen:
     """Instruction emitter for rewritten code: loads by source, rebuilds
     values from graph outputs, keeps containers' identity (each traced
@@ -51,6 +59,10 @@ class PyCodegen:
             self.emit("PUSH_NULL")
 
     def load_const(self, value):
+        if _holds_symbolic(value):
+            # a traced size taken for a number: the code would return the
+            # trace's SymInt. Refuse, so the frame runs eagerly.
+            raise Unsupported(f"a symbolic size taken for a constant ({value!r})")
         self.emit("LOAD_CONST", argval=value)
 
     def load_local(self, name):

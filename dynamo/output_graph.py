@@ -742,6 +742,7 @@ class OutputGraph:
         if self.deopt and self.mutates_inputs:
             defer_input_writes(self.graph, [
                 n for n in self.graph.nodes if n.op == "placeholder"
+                and isinstance(n.meta["example_value"], torch.Tensor)     # not an int input
                 and storage_key(n.meta["example_value"]) in self.written_storages])
         for node in reversed(list(self.graph.nodes)):
             if not node.users and _is_size_node(node):     # a size read only at trace time

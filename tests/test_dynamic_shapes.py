@@ -311,6 +311,67 @@ def test_contiguous_of_a_non_contiguous_input_in_dynamic_mode():
     assert r is not a2 and r.is_contiguous() and torch.equal(r, a2)
 
 
+def stride_of_views(x, n):
+    return n + x.unsqueeze(0).squeeze(0).stride(0), x.t().stride()
+
+
+def test_stride_of_a_view_is_an_int_not_the_trace_symint():
+    """Dynamic fuzz seed 54002723: the stride of a view of an input was
+    replayed on the input's symbolic sizes and returned as a constant, so
+    the call returned the trace's SymInt (`s27 + 5`) instead of 8."""
+    dynamo.config.dynamic_shapes = True
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(stride_of_views)
+    for s in (3, 4, 7):
+        r = opt(torch.randn(s, s), 5)
+        assert r == stride_of_views(torch.randn(s, s), 5)
+        assert type(r[0]) is int and all(type(v) is int for v in r[1])
+    assert cnt.frame_count == 1
+
+
+def test_a_symint_never_becomes_a_constant_of_the_rewritten_code():
+    """The codegen's own check: a SymInt that reaches LOAD_CONST (a bug
+    elsewhere) makes the frame run eagerly, never returns the SymInt."""
+    from dynamo.codegen import PyCodegen
+    from dynamo.exc import Unsupported
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv,
+                                                       StatelessSymbolicContext)
+    fake = FakeTensorMode(shape_env=ShapeEnv()).from_tensor(
+        torch.empty(5, 3), symbolic_context=StatelessSymbolicContext(
+            dynamic_sizes=[DimDynamic.DYNAMIC] * 2))
+    sym = fake.shape[0]
+    cg = PyCodegen(stride_of_views.__code__)
+    with pytest.raises(Unsupported, match="symbolic size"):
+        cg.load_const((1, sym + 3))
+    cg.load_const((1, 2))
+
+
+def try_then_write(x, n):
+    try:
+        t = x * 2
+    except Exception:
+        t = x
+    x.add_(1)
+    return t + n
+
+
+def test_graph_writing_its_input_with_a_symbolic_int_input():
+    """Dynamic fuzz seed 54000512: a graph with ops in a try that writes an
+    input (its writes deferred, dynamo/input_writes.py) failed to compile
+    once an int argument had become a symbolic input (AttributeError:
+    'SymInt' has no untyped_storage): the frame ran eagerly."""
+    dynamo.config.dynamic_shapes = True
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(try_then_write)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # "could not compile" is a RuntimeWarning
+        for n in (4, 2, 7):
+            a, b = torch.ones(4, 2), torch.ones(4, 2)
+            assert torch.equal(opt(a, n), try_then_write(b, n)) and torch.equal(a, b)
+    assert cnt.frame_count == 2                 # n static, then symbolic
+
+
 G_LOG = []
 
 

@@ -82,6 +82,12 @@ def _eager_view_strides(node):
     return tuple(t.stride())
 
 
+def _exprs(values):
+    """Ints and SymInts as comparable values (a SymInt by its expression:
+    comparing SymInts themselves would install guards)."""
+    return tuple(v.node.expr if isinstance(v, torch.SymInt) else v for v in values)
+
+
 def static_shape(example):
     """example.shape as ints: a symbolic size of an input is specialized
     (the ShapeEnv guards its value); a size computed from the data
@@ -207,6 +213,15 @@ class TensorVariable(VariableTracker):
         strides = _eager_view_strides(self.node)
         if strides is None:
             return None
+        if not all(type(s) is int for s in strides):
+            # symbolic sizes: a stride is a SymInt of the input's sizes, so
+            # never a constant. Where the fake kernel agrees, the stride is
+            # read in the graph (a size node); where it does not, the
+            # eager one is specialized (the ShapeEnv guards its value).
+            if _exprs(strides) == _exprs(self.example.stride()):
+                return None
+            from .symbolic import specialize
+            strides = tuple(specialize(s) for s in strides)
         if not args:
             return ConstantVariable(tuple(strides))
         d = args[0].as_python_constant() if args[0].is_python_constant() else None
