@@ -29,6 +29,7 @@ import weakref
 import traceback
 
 import torch
+from torch._dispatch.python import enable_python_dispatcher
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
@@ -298,6 +299,11 @@ def _weak_or_strong(obj):
         return weakref.ref(obj)
     except TypeError:
         return lambda: obj
+
+
+def _has_symbols(env):
+    """The trace made a symbolic size (backed, or computed from data)."""
+    return bool(env.var_to_range)
 
 
 class OutputGraph:
@@ -641,6 +647,12 @@ class OutputGraph:
         try:
             with _quiet_fake_tensor_log(), self.fake_mode, torch.set_grad_enabled(self.grad_enabled), \
                     contextlib.ExitStack() as blocks:
+                if _has_symbols(self.shape_env):
+                    # symbolic sizes: ops whose C++ kernels read concrete
+                    # sizes (CUDA scaled_dot_product_attention's backend
+                    # choice and mask padding) run their Python
+                    # registrations, which keep sizes symbolic
+                    blocks.enter_context(enable_python_dispatcher())
                 for device, dtype, enabled, cache in self.autocast_stack:
                     blocks.enter_context(torch.autocast(device, dtype, enabled, cache))
                 return fn()
