@@ -643,15 +643,18 @@ class OutputGraph:
         finally:
             rng.restore(state)
 
-    def _run_fake(self, what, fn):
+    def _run_fake(self, what, fn, python_dispatcher=False):
+        """fn() on the example values. With symbolic sizes, an op whose C++
+        kernel reads concrete sizes (CUDA scaled_dot_product_attention's
+        backend choice and mask padding) fails; it is run again through
+        the Python dispatcher, whose registrations keep sizes symbolic.
+        Only then: the Python decompositions differ in aliasing (dropout
+        with training=False returns a new tensor there, the input itself
+        in eager), so ops that run as they are keep their own result."""
         try:
             with _quiet_fake_tensor_log(), self.fake_mode, torch.set_grad_enabled(self.grad_enabled), \
                     contextlib.ExitStack() as blocks:
-                if _has_symbols(self.shape_env):
-                    # symbolic sizes: ops whose C++ kernels read concrete
-                    # sizes (CUDA scaled_dot_product_attention's backend
-                    # choice and mask padding) run their Python
-                    # registrations, which keep sizes symbolic
+                if python_dispatcher:
                     blocks.enter_context(enable_python_dispatcher())
                 for device, dtype, enabled, cache in self.autocast_stack:
                     blocks.enter_context(torch.autocast(device, dtype, enabled, cache))
@@ -659,6 +662,8 @@ class OutputGraph:
         except Unsupported:
             raise
         except Exception as e:  # noqa: BLE001 - any failure on fake values is a break
+            if not python_dispatcher and _has_symbols(self.shape_env):
+                return self._run_fake(what, fn, python_dispatcher=True)
             raise Unsupported(f"{what} cannot run on example values "
                               f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from e
 

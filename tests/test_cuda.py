@@ -177,3 +177,24 @@ def test_cudagraphs_reads_buffers_in_place_and_copies_only_user_inputs():
     assert cg.stats["captures"] == 1 and cg.stats["recaptures"] == 1
     assert cg.stats["replays"] == 5
     assert cg.stats["input_copies"] == 5          # x alone, once per replay
+
+
+def masked_attention(q, k, v, mask):
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.125)
+
+
+@cuda
+def test_sdpa_with_a_mask_over_growing_kv_lengths_is_one_dynamic_graph():
+    """generate() with a DynamicCache on CUDA: the key length grows by one
+    per token. CUDA's kernel choice read concrete sizes on the symbolic
+    example values (a break per token, 44 breaks per run on an H200); the
+    fake run now goes through the Python dispatcher when that happens."""
+    dynamo.config.dynamic_shapes = True
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(masked_attention)
+    q = torch.randn(1, 4, 1, 64, device="cuda")
+    for n in range(9, 14):
+        k, v = torch.randn(1, 4, n, 64, device="cuda"), torch.randn(1, 4, n, 64, device="cuda")
+        mask = torch.zeros(1, 1, 1, n, device="cuda")
+        torch.testing.assert_close(opt(q, k, v, mask), masked_attention(q, k, v, mask))
+    assert cnt.frame_count == 1 and cnt.op_count >= 1

@@ -372,6 +372,26 @@ def test_graph_writing_its_input_with_a_symbolic_int_input():
     assert cnt.frame_count == 2                 # n static, then symbolic
 
 
+def dropout_off(x, training):
+    return torch.nn.functional.dropout(x, p=0.5, training=training), x * 2
+
+
+def test_dropout_without_training_returns_its_input_with_symbolic_sizes():
+    """Dynamic fuzz seeds 54013118, 54016837: with the Python dispatcher on
+    for every fake run, dropout(training=False) became a new tensor where
+    eager returns its input. The dispatcher is now only the retry of a
+    fake run that failed."""
+    dynamo.config.dynamic_shapes = True
+    cnt = CompileCounter()
+    aot_eager = dynamo.backends.lookup("aot_eager")[1]
+    opt = dynamo.optimize(lambda gm, ex: (cnt(gm, ex), aot_eager(gm, ex))[1])(dropout_off)
+    for s in (3, 5):
+        x = torch.randn(s, 4)
+        out, doubled = opt(x, False)
+        assert out is x and torch.equal(doubled, x * 2)
+    assert cnt.frame_count == 1
+
+
 G_LOG = []
 
 
