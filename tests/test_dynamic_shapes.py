@@ -392,6 +392,35 @@ def test_dropout_without_training_returns_its_input_with_symbolic_sizes():
     assert cnt.frame_count == 1
 
 
+G_COUNT = [0]
+
+
+def write_through_alias_then_raise(x, y, w):
+    t = y * w
+    x.copy_(t)
+    G_COUNT[0] += 1
+    y.zero_()           # y, a view of x, now of a tensor needing grad: raises
+    return t
+
+
+def test_aliased_inputs_stay_related_with_symbolic_sizes():
+    """Dynamic fuzz seed 54013036: x got a symbolic example with a storage
+    of its own while y, a view of x, was faked from its real base: the
+    write to x no longer reached y, the trace accepted y.zero_(), and the
+    graph raised at run time after the frame's earlier side effect had been
+    left for after the graph (the global count lost). Inputs sharing a
+    storage stay static and related; the call raises where eager does."""
+    dynamo.config.dynamic_shapes = True
+    w = torch.tensor(0.5, requires_grad=True)
+    opt = dynamo.optimize("aot_eager")(write_through_alias_then_raise)
+    for fn in (write_through_alias_then_raise, opt):
+        G_COUNT[0] = 0
+        x = torch.randn(3, 3)
+        with pytest.raises(RuntimeError, match="in-place"):
+            fn(x, x.view(3, 3), w)
+        assert G_COUNT[0] == 1
+
+
 G_LOG = []
 
 

@@ -396,6 +396,18 @@ def _returned_input(args, kwargs, example, versions):
     return None
 
 
+def _storage_shared(t):
+    """Another tensor (a view of `t`, perhaps another input) holds t's
+    storage. A symbolic example has a storage of its own, which would cut
+    the alias the fake views of the other input keep (a write through one
+    no longer seen by the other: a graph that raises where eager does, at
+    another point). Such inputs stay static; the aliasing is guarded."""
+    count = getattr(torch._C, "_storage_Use_Count", None)
+    if count is None:
+        return True
+    return count(t.untyped_storage()._cdata) > 2    # t's own reference and this call's
+
+
 def _dense_order(t):
     """Dimensions of `t` innermost first when its strides are those of a
     dense tensor of its sizes laid out in that order (contiguous: the last
@@ -531,7 +543,8 @@ class GraphBuilder(OutputGraph):
         if config.verify_correctness:
             return None     # the check runs the graphs on real example inputs: static ones
         if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.layout != torch.strided \
-                or value.is_quantized or value._is_view() or value.is_sparse:
+                or value.is_quantized or value._is_view() or value.is_sparse \
+                or _storage_shared(value):
             return None
         dims = dynamic_shapes.dynamic_dims(self.frame.code, source.name(), value)
         dims = [d for d in dims if value.size(d) >= 2]
