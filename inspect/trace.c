@@ -87,7 +87,7 @@ void dr_trace_free(DrTrace *t)
     fields_free(&t->head, HEAD_FIELDS, N_HEAD);
     free(t->end);
     free(t->fails);
-    dr_trace_init(t);
+    memset(t, 0, sizeof *t);
 }
 
 /* A new event at the end of t, its fields empty. */

@@ -102,7 +102,7 @@ typedef struct {
 /* An empty trace (no events, header fields "" / -1). */
 void dr_trace_init(DrTrace *t);
 
-/* Frees what t owns and leaves it empty (dr_trace_init). */
+/* Frees what t owns and zeroes it (dr_trace_init before using it again). */
 void dr_trace_free(DrTrace *t);
 
 /* Frees the events held (after they were written), keeping the header and
@@ -128,7 +128,7 @@ int dr_trace_write_end(FILE *out, const DrTrace *t, const char *why, int64_t t_n
  * DR_EIO/DR_EPERM (cannot open or read: msg has the path and strerror),
  * DR_EVERSION (another format version), DR_ECORRUPT ("FILE:LINE: what is
  * wrong": not a record, bad JSON, a truncated last line, a field of the
- * wrong type); t is left empty on failure. */
+ * wrong type); t is freed (zeroed) on failure. */
 int dr_trace_load(const char *path, DrTrace *t, DrStatus *st);
 
 #endif /* DYNAMO_INSPECT_TRACE_H */
