@@ -16,7 +16,7 @@
 #define WIDTH 1280      /* px */
 #define LABEL_W 330     /* the frame names' column, px */
 #define COUNT_W 250     /* the per-row counts' column, px */
-#define ROW_H 34        /* px */
+#define ROW_H 46        /* px: name, file, storm line */
 #define TOP 74          /* title and axis, px */
 #define LEGEND_H 40     /* px */
 #define X0 (LABEL_W + 14)
@@ -215,10 +215,10 @@ static void draw_row(StrBuf *b, const Timeline *tl, size_t i)
                 y - ROW_H / 2.0, WIDTH, ROW_H);
     sb_addf(b, "<line class=\"base\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>", X0, y, X1, y);
     sb_addf(b, "<text class=\"frame\" x=\"8\" y=\"%.1f\"><tspan class=\"fid\">%lld</tspan> ",
-            y - 2, (long long)r->frame);
+            y - 7, (long long)r->frame);
     text(b, *e->context ? e->context : e->name, 34);
     sb_add(b, "</text>");
-    sb_addf(b, "<text class=\"where\" x=\"8\" y=\"%.1f\">", y + 11);
+    sb_addf(b, "<text class=\"where\" x=\"8\" y=\"%.1f\">", y + 6);
     if (*e->context) {
         text(b, e->name, 24);
         sb_add(b, " · ");
@@ -230,7 +230,7 @@ static void draw_row(StrBuf *b, const Timeline *tl, size_t i)
     size_t compiles = 0;
     for (int k = 0; k < MK_COUNT; k++)
         compiles += r->marks[k];
-    sb_addf(b, "<text class=\"counts\" x=\"%d\" y=\"%.1f\">%zu compile%s", X1 + 16, y - 2,
+    sb_addf(b, "<text class=\"counts\" x=\"%d\" y=\"%.1f\">%zu compile%s", X1 + 16, y - 3,
             compiles, compiles == 1 ? "" : "s");
     if (r->marks[MK_RECOMPILE])
         sb_addf(b, " · <tspan class=\"re\">%zu recompile%s</tspan>", r->marks[MK_RECOMPILE],
@@ -238,13 +238,13 @@ static void draw_row(StrBuf *b, const Timeline *tl, size_t i)
     if (r->marks[MK_LIMIT])
         sb_add(b, " · <tspan class=\"lim\">limit</tspan>");
     sb_addf(b, "</text><text class=\"where\" x=\"%d\" y=\"%.1f\">%zu break%s · %lld guard "
-            "failure%s", X1 + 16, y + 11, r->breaks, r->breaks == 1 ? "" : "s",
+            "failure%s", X1 + 16, y + 10, r->breaks, r->breaks == 1 ? "" : "s",
             (long long)r->guard_fails, r->guard_fails == 1 ? "" : "s");
     sb_add(b, "</text>");
     if (r->top_reason_n >= 3) {                     /* a storm: name its trigger */
-        sb_addf(b, "<text class=\"storm\" x=\"%d\" y=\"%.1f\">recompile storm: %zu× ", X0 + 4, y - 8,
+        sb_addf(b, "<text class=\"storm\" x=\"8\" y=\"%.1f\">recompile storm: %zu× ", y + 19,
                 r->top_reason_n);
-        text(b, r->top_reason, 90);
+        text(b, r->top_reason, 44);
         sb_add(b, "</text>");
     }
     sb_add(b, "</g>\n");
@@ -416,7 +416,7 @@ static const char PAGE_STYLE[] =
     "td,th{border-bottom:1px solid #eceff1;padding:3px 8px;text-align:left;vertical-align:top}"
     "th{background:#eceff1}td.k-recompile{color:#e65100;font-weight:bold}"
     "td.k-limit{color:#c62828;font-weight:bold}td.k-failed{color:#8e24aa}"
-    "td.mono{font-family:'DejaVu Sans Mono',monospace}";
+    "td{white-space:nowrap}td.mono{font-family:'DejaVu Sans Mono',monospace;white-space:normal}";
 
 static const char PAGE_SCRIPT[] =
     "(function(){var d=document.getElementById('detail');"
