@@ -100,25 +100,32 @@ static const char *trigger(const DrTraceEvent *e)
     return *e->guard ? e->guard : e->text;
 }
 
-/* The most frequent recompile trigger of row r. */
+static int cmp_text(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The most frequent recompile trigger of row r: the row's triggers sorted,
+ * the longest run (O(n log n): a record may hold thousands of recompiles). */
 static void top_reason(Timeline *tl, Row *r)
 {
     const DrTrace *t = tl->t;
-    for (size_t i = 0; i < t->n; i++) {
-        const DrTraceEvent *e = &t->ev[i];
-        if (e->kind_id != DT_EV_RECOMPILE || e->frame != r->frame || !*trigger(e))
-            continue;
-        size_t n = 0;
-        for (size_t j = 0; j < t->n; j++)
-            n += t->ev[j].kind_id == DT_EV_RECOMPILE && t->ev[j].frame == r->frame
-                 && strcmp(trigger(&t->ev[j]), trigger(e)) == 0;
-        if (n > r->top_reason_n) {
-            r->top_reason = trigger(e);
-            r->top_reason_n = n;
+    const char **v = xmalloc((r->marks[MK_RECOMPILE] + 1) * sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < t->n && n < r->marks[MK_RECOMPILE]; i++)
+        if (t->ev[i].kind_id == DT_EV_COMPILE && t->ev[i].frame == r->frame
+            && mark_of(t, i) == MK_RECOMPILE && *trigger(recompile_of(t, i)))
+            v[n++] = trigger(recompile_of(t, i));
+    qsort(v, n, sizeof *v, cmp_text);
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && strcmp(v[j], v[i]) == 0; j++)
+            ;
+        if (j - i > r->top_reason_n) {
+            r->top_reason = v[i];
+            r->top_reason_n = j - i;
         }
-        if (r->top_reason_n * 2 > r->marks[MK_RECOMPILE])   /* a majority: none can beat it */
-            break;
     }
+    free(v);
 }
 
 static void build(Timeline *tl, const DrTrace *t)
@@ -146,8 +153,12 @@ static void build(Timeline *tl, const DrTrace *t)
         else if (e->kind_id == DT_EV_GUARD_FAIL)
             r->guard_fails += e->count > 0 ? e->count : 0;
     }
-    if (tl->t1 - tl->t0 < 1000000)                  /* at least 1 ms */
-        tl->t1 = tl->t0 + 1000000;
+    if (tl->t1 - tl->t0 < 1000000) {                /* at least 1 ms */
+        if (tl->t0 > INT64_MAX - 1000000)
+            tl->t0 = tl->t1 - 1000000;
+        else
+            tl->t1 = tl->t0 + 1000000;
+    }
     for (size_t i = 0; i < tl->n_rows; i++)
         top_reason(tl, &tl->rows[i]);
 }
@@ -181,7 +192,7 @@ static void text(StrBuf *b, const char *s, size_t max)
 static int64_t tick_step(int64_t span)
 {
     int64_t step = 1;
-    while (step * 10 < span / 8 + 1)
+    while (step <= span / 80)
         step *= 10;
     if (step * 5 <= span / 6)
         return step * 5;
@@ -192,7 +203,8 @@ static void draw_axis(StrBuf *b, const Timeline *tl)
 {
     int64_t step = tick_step(tl->t1 - tl->t0);
     int bottom = height(tl) - LEGEND_H;
-    for (int64_t d = 0; d <= tl->t1 - tl->t0; d += step) {
+    for (int64_t k = 0; k <= (tl->t1 - tl->t0) / step; k++) {
+        int64_t d = k * step;
         double x = x_of(tl, tl->t0 + d);
         char lab[32];
         sb_addf(b, "<line class=\"tick\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", x, TOP - 6,
