@@ -302,3 +302,26 @@ def test_page_in_a_headless_browser(run, tmp_path):
                         page.as_uri()], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", r.stderr[-2000:]
     assert shot.stat().st_size > 20000      # a drawn page, not a blank one
+
+
+def test_python_to_dot_timeline(tmp_path):
+    """dynamo.viz.to_dot(timeline=True): this process's ring as a timeline."""
+    import torch
+    import dynamo
+    from dynamo import records, viz
+
+    @dynamo.optimize("eager")
+    def twice(x):
+        return x * 2
+
+    mark = records.mark()
+    twice(torch.ones(3))
+    twice(torch.ones(3, 2))                 # a new rank: a recompile
+    mine = [r for r in records.records_since(mark)]
+    svg = viz.to_dot(timeline=True)
+    root = ET.fromstring(svg)
+    marks = [m for m in svg_marks(root) if m.get("data-kind") in COMPILE_MARKS]
+    frame = str(mine[0].frame_id)
+    assert len([m for m in marks if m.get("data-frame") == frame]) == len(mine) == 2
+    assert viz.to_dot(timeline=True, format="html").startswith("<!DOCTYPE html>")
+    dynamo.reset()
