@@ -70,8 +70,10 @@ from .logs import set_logs  # noqa: E402
 from .dynamic_shapes import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
 from . import utils  # noqa: E402,F401
 from . import logs as _logs  # noqa: E402
+from . import run_record as _run_record  # noqa: E402
 from .decorators import install_torch_directives as _install_torch_directives  # noqa: E402
 _logs.from_environment()
+_run_record.from_environment()   # DYNAMO_TRACE=dir: a dynamo-top --record child
 _install_torch_directives()   # torch.compiler.allow_in_graph records into dynamo's table
 
 __all__ = ["compile", "set_stance", "set_logs", "optimize", "optimize_assert", "run", "disable", "reset", "explain", "explain_miss", "export",

@@ -13,7 +13,7 @@ import tempfile
 
 from .telemetry import save_snapshot
 
-_TEXT_FORMATS = {"dot", "gv", "svg", "plain", "plain-ext", "json", "json0", "dot_json",
+_TEXT_FORMATS = {"dot", "gv", "svg", "html", "plain", "plain-ext", "json", "json0", "dot_json",
                  "xdot", "xdot_json", "canon", "cmapx", "imap"}
 
 
@@ -32,22 +32,27 @@ def tool_path():
     raise FileNotFoundError("dynamo-dot not found: run `make all` (or set $DYNAMO_DOT)")
 
 
-def to_dot(graph=None, *, guards=None, breaks=None, format="dot", output=None):
+def to_dot(graph=None, *, guards=None, breaks=None, timeline=False, format="dot", output=None):
     """Draw one thing this process compiled with dynamo-dot.
 
     graph: a graph id ("F/C", "[F/C]", "F/C:i" or "__compiled_fn_N");
     guards / breaks: a frame (number or function name) for its guard tree /
-    graph-break map; none of them: the --list text. format: any -T format
-    (default "dot"). output: a path to write to (returned), else the result
+    graph-break map; timeline=True: the compiles over time of the events
+    this process's ring holds (format "svg", the default then, or "html");
+    none of them: the --list text. format: any -T format (default "dot"). output: a path to write to (returned), else the result
     is returned: str for text formats, bytes for images. Raises ValueError
     when more than one of graph/guards/breaks is given, RuntimeError with
     the tool's message when it fails (unknown id, format, telemetry off).
     """
     chosen = [(opt, v) for opt, v in (("--graph", graph), ("--guards", guards),
                                       ("--breaks", breaks)) if v is not None]
+    if timeline:
+        chosen.append(("--timeline", None))
+        format = "svg" if format == "dot" else format
     if len(chosen) > 1:
-        raise ValueError("give at most one of graph, guards, breaks")
-    args = [chosen[0][0], str(chosen[0][1])] if chosen else ["--list"]
+        raise ValueError("give at most one of graph, guards, breaks, timeline")
+    args = [a for a in chosen[0] if a is not None] if chosen else ["--list"]
+    args = [str(a) for a in args]
     with tempfile.TemporaryDirectory(prefix="dynamo-viz-") as tmp:
         snap = os.path.join(tmp, "snapshot.dyn")
         save_snapshot(snap)

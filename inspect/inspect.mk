@@ -18,9 +18,9 @@ INSPECT_LIB    := build/libdynamo_inspect.a
 INSPECT_CFLAGS := -Iinspect
 INSPECT_LDLIBS := -lelf
 INSPECT_WFLAGS := -Wall -Wextra -Werror -Wshadow -std=c11 -D_GNU_SOURCE
-INSPECT_SRC    := inspect/reader.c inspect/snapshot.c inspect/image.c inspect/procid.c inspect/value.c inspect/strutil.c
+INSPECT_SRC    := inspect/reader.c inspect/snapshot.c inspect/image.c inspect/procid.c inspect/value.c inspect/strutil.c inspect/trace.c
 INSPECT_HDR    := inspect/layout.h inspect/record.h inspect/errors.h inspect/reader.h inspect/snapshot.h inspect/snapshot_int.h inspect/image.h inspect/procid.h \
-                  inspect/value.h inspect/strutil.h
+                  inspect/value.h inspect/strutil.h inspect/trace.h
 INSPECT_OBJ    := $(patsubst inspect/%.c,build/inspect/%.o,$(INSPECT_SRC))
 INSPECT_CLI    := build/bin/dynamo-inspect
 

@@ -155,7 +155,9 @@ typedef enum {
     X(RECOMPILE, 3, "recompile")    /* a compile caused by a failing guard: text = failing guard */ \
     X(LIMIT, 4, "limit")            /* cache_size_limit hit: text = last failing guard */ \
     X(ERROR, 5, "error")            /* compile failed / unsupported: text = error */ \
-    X(RESET, 6, "reset")            /* dynamo.reset(): entries dropped */
+    X(RESET, 6, "reset")            /* dynamo.reset(): entries dropped */ \
+    X(GUARD_FAIL, 7, "guard_fail")  /* never in the ring: a run record's (inspect/trace.h) \
+                                       misses of one entry, from its counters */
 
 #define DT_EV_ENUM(name, number, text) DT_EV_##name = number,
 typedef enum {
@@ -213,6 +215,16 @@ dt_resume_kind_label(DtResumeKind k)
 #undef DT_RK_LABEL
     default: return NULL;
     }
+}
+
+/* The event kind a text names (len bytes), or DT_EV_UNKNOWN. */
+static inline DtEventKind
+dt_event_kind_of(const char *s, size_t len)
+{
+#define DT_EV_MATCH(name, number, text) if (dt_name_is(s, len, text)) return DT_EV_##name;
+    DT_EVENT_KINDS(DT_EV_MATCH)
+#undef DT_EV_MATCH
+    return DT_EV_UNKNOWN;
 }
 
 /* The text of an event kind ("compile"); "?" for a number outside the list. */

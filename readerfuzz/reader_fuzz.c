@@ -5,7 +5,8 @@
  * (dr_open_memory), decoded (dr_snapshot), every string and borrowed
  * pointer of the DrSnapshot is touched, and the same input goes through
  * dynamo-top's model and plain-text report (tui/source.c, report.c) and
- * dynamo-dot's listing (viz/list.c).  Any input must end with a clean
+ * dynamo-dot's listing (viz/list.c), the run recorder and the timeline
+ * (inspect/trace.c's dr_trace_poll, viz/timeline.c).  Any input must end with a clean
  * error or a result: a crash, a sanitizer report or a hang is a bug.
  *
  * Two builds (readerfuzz/readerfuzz.mk):
@@ -26,6 +27,7 @@
 #include "../tui/report.h"
 #include "../tui/source.h"
 #include "../viz/list.h"
+#include "../viz/timeline.h"
 
 static volatile size_t sink;    /* keeps the walks from being optimized away */
 
@@ -149,6 +151,16 @@ run(DrReader *r, DrStatus *st)
     FILE *null = fopen("/dev/null", "w");
     if (null != NULL)
         vlist_print(null, s);
+    DrTrace t;                          /* the recorder and the timeline over it */
+    dr_trace_init(&t);
+    dr_trace_poll(&t, s, "fuzz");
+    dr_trace_poll(&t, s, "fuzz");       /* a second poll of the same state adds nothing */
+    if (null != NULL) {
+        dr_trace_write_header(null, &t);
+        dr_trace_write_events(null, &t, 0);
+        vtimeline_write(null, &t, VTL_HTML);
+    }
+    dr_trace_free(&t);
     dr_snapshot_free(s);
     Source *src = source_from_reader(r, 1);
     int exited = 0;

@@ -12,7 +12,7 @@
 #                    (tests/test_reader_fuzz.py; part of `make asan`).
 FUZZ_HARNESS := readerfuzz/reader_fuzz.c
 FUZZ_TOOL_SRC = tui/source.c tui/model.c tui/report.c tui/render.c tui/util.c tui/crt.c \
-                tui/panel.c viz/list.c viz/select.c viz/vstr.c
+                tui/panel.c viz/list.c viz/select.c viz/vstr.c viz/timeline.c
 FUZZ_BIN     := build/fuzz/reader_fuzz
 FUZZ_REPLAY  := build/asan/fuzz-reader-replay
 FUZZ_SEEDS   := build/fuzz/seeds

@@ -91,7 +91,8 @@ FLOORS = [
                                          "dynamo/debug", "dynamo/utils", "dynamo/testing", "dynamo/rng",
                                          "dynamo/mutation_guard", "dynamo/guards", "dynamo/bytecode",
                                          "dynamo/stance", "dynamo/dynamic_shapes", "dynamo/shape_guards",
-                                         "dynamo/break_hints", "dynamo/recompiles"}),
+                                         "dynamo/break_hints", "dynamo/recompiles",
+                                         "dynamo/run_record"}),
     ("the base", {"dynamo/config", "dynamo/exc", "dynamo/_C"}),
 ]
 

@@ -17,6 +17,7 @@
 
 #include "app.h"
 #include "crt.h"
+#include "recorder.h"
 #include "report.h"
 #include "source.h"
 
@@ -47,6 +48,12 @@ static void usage(FILE *out)
           "  -s, --save FILE      save a snapshot of PID to FILE and exit (with --once:\n"
           "                       also print the report)\n"
           "      --save-dir DIR   where the s key writes snapshots (default .)\n"
+          "  -r, --record FILE    write the record of the run to FILE (\"-\": stdout): every\n"
+          "                       compile, recompile, graph break, cache-limit hit and guard\n"
+          "                       failure with its time, one JSON line each (format in\n"
+          "                       inspect/trace.h), polled every --delay until the process\n"
+          "                       exits or Ctrl-C; with --file, what the snapshot holds.\n"
+          "                       Draw it with dynamo-dot --timeline FILE\n"
           "  -w, --width N        report width in columns (default 160)\n"
           "  -h, --help           this help\n"
           "\n"
@@ -138,6 +145,7 @@ typedef struct Args {
     const char *file;
     const char *save;
     const char *save_dir;
+    const char *record;
     int once;
     int summary;
     int top;
@@ -200,13 +208,14 @@ int main(int argc, char **argv)
         {"top", required_argument, NULL, 'T'},
         {"frame", required_argument, NULL, 'F'},
         {"tab", required_argument, NULL, 'B'},
+        {"record", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     Args a = {.delay = 1.0, .width = 160, .top = 10, .tab = TAB_COUNT};
     int c;
     strutil_set_oom(crt_oom);       /* out of memory restores the terminal first */
-    while ((c = getopt_long(argc, argv, "p:f:n:d:s:w:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:f:n:d:s:w:r:h", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'p':
@@ -252,6 +261,7 @@ int main(int argc, char **argv)
             break;
         case 's': a.save = optarg; break;
         case 'D': a.save_dir = optarg; break;
+        case 'r': a.record = optarg; break;
         case 'w':
             a.width = (int)strtol(optarg, &end, 10);
             if (*end || a.width < 60 || a.width > 1000) {
@@ -276,6 +286,11 @@ int main(int argc, char **argv)
     }
     if (a.summary && a.tab != TAB_COUNT) {
         fprintf(stderr, "dynamo-top: --summary shows no tabs: give --summary or --tab\n");
+        return EXIT_USAGE;
+    }
+    if (a.record && (a.once || a.save || (!a.pid && !a.file))) {
+        fprintf(stderr, "dynamo-top: --record needs a pid (-p PID) or --file, and no --once or "
+                        "--save\n");
         return EXIT_USAGE;
     }
     if (a.pid && a.file) {
@@ -309,6 +324,14 @@ int main(int argc, char **argv)
     }
     if (a.once) {
         rc = run_once(src, &a);
+        goto done;
+    }
+    if (a.record) {
+        RecordOpts ro = {.path = a.record, .interval_ms = (int)(a.delay * 1000),
+                         .iterations = a.iterations};
+        rc = record_run(src, &ro, &st);
+        if (rc < 0)
+            rc = fail(&st);
         goto done;
     }
     int exited = 0;

@@ -276,6 +276,11 @@ static void fill_events(Model *m, const DrSnapshot *s, uint64_t origin_ns)
         m->events_lost = s->events[0].seq - 1;
 }
 
+DrReader *source_reader(Source *src)
+{
+    return src->reader;
+}
+
 Model *source_read(Source *src, int *exited, DrStatus *st)
 {
     DrSnapshot *s = dr_snapshot(src->reader, st);

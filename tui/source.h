@@ -2,7 +2,8 @@
  * read through the inspect reader library (inspect/reader.h).
  *
  * The only module of dynamo-top that includes reader.h besides main.c
- * (which maps reader errors to messages and exit statuses).  Turns each
+ * (which maps reader errors to messages and exit statuses) and recorder.c
+ * (which hands the reader's snapshots to inspect/trace.c).  Turns each
  * DrSnapshot into a fully owned Model, so the views never hold reader
  * memory across refreshes.
  */
@@ -34,6 +35,9 @@ int source_save(Source *src, const char *path, DrStatus *st);
 
 /* Nonzero when reading a snapshot file. */
 int source_is_file(const Source *src);
+
+/* The reader behind src (borrowed, lives with src): recorder.c's snapshots. */
+DrReader *source_reader(Source *src);
 
 /* How the data was reached ("shm /dev/shm/dynamo-123"); borrowed. */
 const char *source_describe(const Source *src);

@@ -19,7 +19,7 @@ INSTALL_BINS += $(VIZ_BIN)
 asan: viz-asan
 viz-asan: $(VIZ_ASAN)
 
-build/viz/%.o: viz/%.c $(VIZ_HDR) inspect/reader.h inspect/snapshot.h inspect/record.h inspect/strutil.h
+build/viz/%.o: viz/%.c $(VIZ_HDR) inspect/reader.h inspect/snapshot.h inspect/record.h inspect/strutil.h inspect/trace.h
 	@mkdir -p build/viz
 	$(CC) $(CFLAGS) $(VIZ_CFLAGS) -c $< -o $@
 
