@@ -739,6 +739,14 @@ class OutputGraph:
 
     # ------------------------------------------------------------ constants
     # ------------------------------------------------------------ compile
+    def only_int_arithmetic(self):
+        """The graph so far has operations and every node is a Python
+        number (a symbolic int input and arithmetic on it): no tensor."""
+        nodes = [n for n in self.graph.nodes if n.op != "output"]
+        return any(n.op.startswith("call_") for n in nodes) and not self.graphs and all(
+            isinstance(n.meta.get("example_value"), (torch.SymInt, torch.SymFloat, torch.SymBool))
+            for n in nodes if n.target is not torch._C._set_grad_enabled)
+
     def op_count(self):
         return sum(1 for n in self.graph.nodes if n.op.startswith("call_")
                    and n.target is not torch._C._set_grad_enabled)

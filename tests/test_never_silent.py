@@ -38,6 +38,23 @@ def test_no_tensor_op_warns_once_naming_the_frame(caplog, monkeypatch):
     assert "_no_tensor_ops" in msg and "traced no tensor operation" in msg
 
 
+def test_int_only_frame_stays_graphless_after_its_ints_become_symbolic(caplog):
+    """Default policy: the int becomes symbolic on its first recompile. A
+    frame doing only int arithmetic then got a graph of SymInt ops (a
+    graph call where the bytecode takes nanoseconds); now that compile
+    gives up and the frame runs eagerly, results equal, no graph."""
+    assert not dynamo.config.specialize_int
+    dynamo.reset()
+    start = records.mark()
+    fn = dynamo.optimize("eager")(_no_tensor_ops)
+    with caplog.at_level(logging.WARNING, logger="dynamo"):
+        assert [fn(n) for n in (3, 4, 5, 6)] == [7, 9, 11, 13]
+    recs = records.records_since(start)
+    assert sum(len(r.graphs) for r in recs) == 0
+    assert len(recs) == 2                       # n == 3, then the symbolic try that gave up
+    assert recs[1].status == records.STATUS["UNSUPPORTED"] and "ints only" in recs[1].error, recs[1]
+
+
 def test_every_frame_skipped_warns_with_the_skip_reason(caplog):
     # a partial has no code of its own: the frame it runs is torch's relu,
     # which the skip rules keep from compiling

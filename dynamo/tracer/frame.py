@@ -639,6 +639,11 @@ class InstructionTranslator(InstructionTranslatorBase):
     # ------------------------------------------------------------ breaks
     def RETURN_VALUE(self, inst):
         value = self.pop()
+        if self.output.only_int_arithmetic():
+            # ints made symbolic by a recompile, no tensor anywhere: a graph
+            # would do in microseconds what the bytecode does in nanoseconds
+            raise Unsupported("the frame computes with ints only (symbolic after a recompile "
+                              "on their values): nothing for a graph; it runs eagerly")
         cg = self.compile_graph([value])
         if not self.output.graphs:
             self.body = None        # nothing compiled: keep the original code
