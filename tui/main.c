@@ -52,6 +52,7 @@ static void usage(FILE *out)
           "\n"
           "Keys: F1/? help, F3 or / search, F4 or \\ filter, F5 or t tree, F6 or < > sort,\n"
           "Tab or 1-6 tabs, Enter/Esc drill in/out, Space pause, s save, r reset counters,\n"
+          "g guard cost sampling on/off (in the process: 1 of every 64 lookups timed),\n"
           "+ - refresh interval, q quit.\n"
           "\n"
           "Exit status: 0 ok, 1 other error, 2 usage, 3 no such process, 4 no dynamo in\n"
