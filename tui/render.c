@@ -475,14 +475,14 @@ static void tab_bytecode(Lines *out, const Model *m, const MFrame *f, int64_t ci
 
 void render_guard_cost(Lines *out, const Model *m, const MFrame *f)
 {
-    char per[32], ns[32], calls[16];
+    char per[32], ns[32], calls[16], sampling[32] = "off now";
+    if (m->guard_timing)
+        snprintf(sampling, sizeof sampling, "1 of %u", m->guard_timing);
     if (f->lookup_timed) {
         lines_addf(out, C_SECTION, "guard cost: %s per lookup  (%s timed of %s calls; sampling %s)",
                    fmt_ns(per, sizeof per, f->lookup_ns / f->lookup_timed),
                    fmt_count(ns, sizeof ns, f->lookup_timed),
-                   fmt_count(calls, sizeof calls, f->calls),
-                   m->guard_timing ? (snprintf(per, sizeof per, "1 of %u", m->guard_timing), per)
-                                   : "off now");
+                   fmt_count(calls, sizeof calls, f->calls), sampling);
     } else {
         lines_addf(out, C_DIM, "guard cost: no timed lookup%s",
                    m->guard_timing ? " yet (sampling on)"
