@@ -156,16 +156,16 @@ is_fresh_function_frame(_PyInterpreterFrame *frame)
 
 /* ---- lookup --------------------------------------------------------------- */
 
-/* Guard cost sampling is on: is this lookup the one of every N to time?
- * (One process-wide count: the GIL orders the lookups.) */
-static uint32_t timing_tick;
-
+/* Guard cost sampling is on: is this lookup of cache's code the one of
+ * every N to time?  Counted per code: one process-wide count aliased with
+ * the call pattern (two models called in turn, N even: only one of them
+ * was ever timed). */
 static int
-timing_due(void)
+timing_due(CodeCache *cache)
 {
-    if (++timing_tick < telemetry_timing_period())
+    if (++cache->timing_tick < telemetry_timing_period())
         return 0;
-    timing_tick = 0;
+    cache->timing_tick = 0;
     return 1;
 }
 
@@ -187,7 +187,7 @@ lookup(CallableState *st, CodeCache *cache, GevalFrame *gf, CacheEntry **hit, Py
     st->guard_depth++;                          /* Python code run by checks: not ours */
     Py_ssize_t r;
     uint64_t ns = 0;
-    int timed = UNLIKELY(telemetry_timing_period() != 0) && timing_due();
+    int timed = UNLIKELY(telemetry_timing_period() != 0) && timing_due(cache);
     if (LIKELY(!timed))
         r = gtree_lookup(tree, gf, failures);
     else

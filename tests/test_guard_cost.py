@@ -93,6 +93,27 @@ def test_one_lookup_of_every_n_is_timed():
     assert _C.tree_stats(add.__code__)["timed"] == 10
 
 
+def test_frames_called_in_turn_are_each_sampled():
+    """Sampling counts per code: two frames called in turn with an even
+    period are both timed (one process-wide count timed only one)."""
+    def f(x):
+        return x + 1
+
+    def g(x):
+        return x * 2
+
+    of, og = dynamo.optimize("eager")(f), dynamo.optimize("eager")(g)
+    x = torch.ones(2)
+    of(x)
+    og(x)
+    dynamo.config.guard_timing = 2
+    for _ in range(20):
+        of(x)
+        og(x)
+    assert _C.tree_stats(f.__code__)["timed"] == 10
+    assert _C.tree_stats(g.__code__)["timed"] == 10
+
+
 def test_costliest_node_is_the_expensive_guard():
     opt = dynamo.optimize("eager")(branchy)
     x = torch.ones(2)
