@@ -11,7 +11,8 @@
  * scratch (each source at most once per call, tensor metadata once per
  * tensor source), the global-lookup memo keyed on dict versions, the
  * nn.Module attribute emulation, the closest-entry report on a miss, and
- * the counters.  It must not allocate on a hit, must not call Python code
+ * the counters (and, for the lookups the caller samples, gtree_lookup_timed:
+ * the same walk with a clock per node).  It must not allocate on a hit, must not call Python code
  * on a hit for the simple kinds (see ARCHITECTURE.md), and must not keep
  * state between calls other than counters and the global memo (checks may
  * run Python code that re-enters the hook and this evaluator).

@@ -6,7 +6,8 @@
  * listing processes and the diagnosis; snapshot.c turns the compact image
  * into a DrSnapshot.  Input is untrusted: every ref, length and
  * index is checked; bad data yields empty fields or DR_ECORRUPT, never a
- * crash.  It never writes to the watched process.
+ * crash.  It never writes to the watched process, but for the one
+ * flag dr_set_guard_timing sets when the user asks (DtHeader.guard_timing).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* process_vm_readv, pread */
