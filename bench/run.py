@@ -11,6 +11,12 @@ Figures:
   * lookup time with 1, 8, 64 and 256 cache entries of one function (one
     entry per input shape) called round robin, so the entry that hits
     changes on every call; and dynamo's guard-tree nodes visited per call;
+  * guard cost on transformers models (tests/hf_zoo.py: tiny BERT,
+    GPT-2): the guard-tree lookup of every compiled frame timed on every
+    call (dynamo.config.guard_timing = 1), ns per call summed over the
+    frames a model call looks up, the guards tested, and the costliest
+    guard-tree node; torch.compile has no such figure (--guard-models none
+    skips it);
   * dynamic shapes (bench/dynamic.py): an MLP, a tiny BERT and a conv net
     over 20 input shapes each, dynamo vs torch.compile with the same
     backend (eager, inductor), each in a fresh process: graphs compiled,
@@ -168,6 +174,62 @@ def telemetry_cost(n, repeat, rounds=5):
             "telemetry_ns": on - off, "telemetry_share_of_overhead": (on - off) / off}
 
 
+def guard_cost_table(names, calls):
+    """Per model of tests/hf_zoo.py: the guard lookup cost of a cache hit,
+    every lookup timed (dynamo.config.guard_timing = 1, the clock read
+    around each guard-tree node), after two warm-up calls."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+    import hf_zoo
+    from dynamo import records
+    rows = {}
+    for name in names:
+        dynamo.reset()
+        model, inputs = hf_zoo.build(name)
+        opt = dynamo.optimize("eager")(model)
+        opt(**inputs)
+        opt(**inputs)
+        codes = {r.code for r in records.all_records() if r.status == "ok"}
+        before = {c: _C.tree_stats(c) for c in codes}
+        dynamo.config.guard_timing = 1
+        try:
+            for _ in range(calls):
+                opt(**inputs)
+        finally:
+            dynamo.config.guard_timing = 0
+        timed = ns = tests = 0
+        costliest = (0, "")
+        for c in codes:
+            stats = _C.tree_stats(c)
+            timed += stats["timed"] - before[c]["timed"]
+            ns += stats["timed_ns"] - before[c]["timed_ns"]
+            tests += stats["tests"]
+            todo = [_C.tree_info(c)["root"]]
+            while todo:
+                n = todo.pop()
+                if n is None:
+                    continue
+                if n["timed"] and n["timed_ns"] / calls > costliest[0]:
+                    first = n["tests"][0] if n["tests"] else None
+                    text = f"{c.co_name}: {len(n['tests'])} tests" + (
+                        f", first {guards_text(c, first)}" if first else "")
+                    costliest = (n["timed_ns"] / calls, text)
+                todo.extend(child for _, child in n.get("branches") or [])
+                todo.append(n.get("default"))
+        rows[name] = {"frames": len(codes), "lookups_per_call": timed / calls,
+                      "guard_ns_per_call": ns / calls, "guard_tests": tests,
+                      "costliest_node_ns_per_call": costliest[0],
+                      "costliest_node": costliest[1]}
+    dynamo.reset()
+    return rows
+
+
+def guards_text(code, test):
+    """"L['x'].size()[0]" of a tree_info test (source tuple, property,
+    expected) of code's tree, as telemetry writes it."""
+    from dynamo import guards
+    return guards.property_text(_C._telemetry_source_text(code, test[0]), test[1])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", type=int, default=20000, help="calls per timing run")
@@ -176,6 +238,8 @@ def main():
     ap.add_argument("--dynamic-cases", default="mlp,bert,conv",
                     help="dynamic-shapes table cases (bench/dynamic.py), 'none' to skip")
     ap.add_argument("--dynamic-backends", default="eager,inductor")
+    ap.add_argument("--guard-models", default="bert,gpt2",
+                    help="guard cost table models (tests/hf_zoo.py), 'none' to skip")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results.json"))
     args = ap.parse_args()
     configure_reference(1024)
@@ -184,6 +248,10 @@ def main():
     with torch.no_grad():
         per_call = per_call_table(args.calls, args.repeat)
         lookup = lookup_table([int(c) for c in args.entries.split(",")], args.calls, args.repeat)
+    guard_rows = {}
+    if args.guard_models != "none":
+        with torch.no_grad():
+            guard_rows = guard_cost_table(args.guard_models.split(","), 200)
     telemetry = telemetry_cost(args.calls, args.repeat)
     dynamic_rows = []
     if args.dynamic_cases != "none":
@@ -211,12 +279,21 @@ def main():
                      f"{100 * telemetry['telemetry_share_of_overhead']:+.1f}%"]],
                    headers=["overhead off (ns)", "overhead on (ns)", "telemetry (ns)",
                             "share of overhead"]))
+    if guard_rows:
+        print("\nGuard cost of a cache hit on transformers models (tests/hf_zoo.py; every lookup "
+              "timed, dynamo.config.guard_timing = 1; torch.compile reports no equivalent)")
+        print(tabulate([[k, v["frames"], f"{v['lookups_per_call']:.1f}", v["guard_tests"],
+                         f"{v['guard_ns_per_call']:.0f}", f"{v['costliest_node_ns_per_call']:.0f}",
+                         v["costliest_node"]] for k, v in guard_rows.items()],
+                       headers=["model", "frames", "lookups/call", "guard tests",
+                                "guard ns/call", "costliest node ns", "costliest node"]))
     if dynamic_rows:
         print("\nDynamic shapes: 20 input shapes per case, each compiler in a fresh process "
               "(round 1 compiles, then 5 steady rounds; CPU time)")
         dynamic_bench.print_table(dynamic_rows)
     with open(args.out, "w") as f:
         json.dump({"per_call": per_call, "lookup": lookup, "telemetry": telemetry,
+                   "guard_cost": guard_rows,
                    "dynamic_shapes": dynamic_rows,
                    "torch": torch.__version__, "python": sys.version.split()[0]}, f, indent=2)
     print(f"\nwrote {args.out}")

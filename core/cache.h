@@ -79,6 +79,8 @@ typedef struct CodeCache {
     DtEntry *tele_pending;      /* borrowed: slot published for the next cache_push, or NULL */
     struct CodeCache *prev;     /* touched list, borrowed links */
     struct CodeCache *next;
+    uint32_t timing_tick;       /* lookups since this code's last timed one, count
+                                   (guard cost sampling: core/hook.c timing_due) */
 } CodeCache;
 
 /* Bumped whenever entries are dropped (clear, reset): a lookup that ran

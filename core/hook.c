@@ -156,6 +156,19 @@ is_fresh_function_frame(_PyInterpreterFrame *frame)
 
 /* ---- lookup --------------------------------------------------------------- */
 
+/* Guard cost sampling is on: is this lookup of cache's code the one of
+ * every N to time?  Counted per code: one process-wide count aliased with
+ * the call pattern (two models called in turn, N even: only one of them
+ * was ever timed). */
+static int
+timing_due(CodeCache *cache)
+{
+    if (++cache->timing_tick < telemetry_timing_period())
+        return 0;
+    cache->timing_tick = 0;
+    return 1;
+}
+
 /* Evaluate the cache's guard tree.  On a hit *hit is a referenced entry
  * (drop it with cache_entry_decref); on a miss *hit is NULL and, when
  * failures is not NULL, *failures is the new list for the callback (empty
@@ -172,12 +185,20 @@ lookup(CallableState *st, CodeCache *cache, GevalFrame *gf, CacheEntry **hit, Py
     gf->generation0 = cache_generation;
     gf->backend = st->backend;                  /* BACKEND_MATCH: the callback's key */
     st->guard_depth++;                          /* Python code run by checks: not ours */
-    Py_ssize_t r = gtree_lookup(tree, gf, failures);
+    Py_ssize_t r;
+    uint64_t ns = 0;
+    int timed = UNLIKELY(telemetry_timing_period() != 0) && timing_due(cache);
+    if (LIKELY(!timed))
+        r = gtree_lookup(tree, gf, failures);
+    else
+        r = gtree_lookup_timed(tree, gf, failures, &ns);
     st->guard_depth--;
     if (r >= 0 && cache_generation == gf->generation0) {   /* tags still valid? */
         *hit = cache_entry_incref(gtree_tag(tree, r));
         (*hit)->hits++;
     }
+    if (UNLIKELY(timed) && cache->tele != NULL)             /* telemetry on for this code? */
+        telemetry_count_timing(cache->tele, *hit != NULL ? (*hit)->tele : NULL, ns);
     else if (r == GTREE_ABORTED && failures != NULL)
         *failures = PyList_New(0);
     gtree_decref(tree);

@@ -80,6 +80,13 @@ static struct {
     char property[24], expected[80], actual[80];
 } last_failure;
 
+/* Guard cost sampling period while no region holds it (telemetry.h). */
+static uint32_t timing_local;
+uint32_t *telemetry_timing = &timing_local;
+
+_Static_assert(GTREE_NODE_COUNTERS == DT_TREE_NODE_COUNTERS,
+               "the tree's node counters are the region's (layout.h)");
+
 static uint64_t
 now_ns(void)
 {
@@ -543,10 +550,33 @@ fill_header(DtHeader *h, size_t len, const Geometry *g, const char *path)
     snprintf(h->shm_path, sizeof h->shm_path, "%s", path);
 }
 
+/* DYNAMO_GUARD_TIMING: "" or "0" off, "1" every lookup, N 1 of every N,
+ * anything else DT_GUARD_TIMING_DEFAULT. */
+static uint32_t
+timing_from_env(void)
+{
+    const char *v = getenv("DYNAMO_GUARD_TIMING");
+    if (v == NULL || *v == '\0')
+        return 0;
+    char *end;
+    unsigned long n = strtoul(v, &end, 10);
+    if (*end != '\0' || n > UINT32_MAX)
+        return DT_GUARD_TIMING_DEFAULT;
+    return (uint32_t)n;
+}
+
+uint32_t
+telemetry_set_guard_timing(uint32_t period)
+{
+    return __atomic_exchange_n(telemetry_timing, period, __ATOMIC_RELAXED);
+}
+
 void
 telemetry_init(void)
 {
     int anonymous;
+    if (telemetry_timing == &timing_local)
+        timing_local = timing_from_env();
     if (region != NULL || telemetry_disabled_by_env(&anonymous))
         return;
     const char *rv = getenv("DYNAMO_TELEMETRY_REDACT");
@@ -587,6 +617,8 @@ telemetry_init(void)
         }
     }
     fill_header(p, len, &g, path);
+    ((DtHeader *)p)->guard_timing = timing_local;
+    telemetry_timing = &((DtHeader *)p)->guard_timing;  /* readers may flip it there */
     region = p;
     region_len = len;
     region_is_file = path[0] != '\0';
@@ -810,8 +842,8 @@ publish_tree(CodeCache *cache)
             /* From now on the walks bump the region's copy themselves (blobs
              * are never freed or moved while the region exists). */
             uint64_t *slots = blob_counters(d->tree_counters);
-            size_t npairs = (size_t)PyBytes_GET_SIZE(counters) / 16;
-            if (gtree_bind_counters(t, slots, npairs))
+            size_t nnodes = (size_t)PyBytes_GET_SIZE(counters) / (8 * GTREE_NODE_COUNTERS);
+            if (gtree_bind_counters(t, slots, nnodes))
                 __atomic_fetch_or(&d->flags, DT_C_LIVE_TREE, __ATOMIC_RELAXED);
             else
                 __atomic_fetch_and(&d->flags, ~DT_C_LIVE_TREE, __ATOMIC_RELAXED);

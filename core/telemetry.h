@@ -58,6 +58,37 @@ telemetry_count_lookup(DtCode *code, DtEntry *entry, int hit)
         telemetry_bump(&code->misses);
 }
 
+/* Guard cost sampling: 1 of every *telemetry_timing lookups is timed, 0
+ * off.  It points at DtHeader.guard_timing while the region exists (a
+ * reader may flip it: dynamo-top's `g`), else at a process-local value;
+ * DYNAMO_GUARD_TIMING sets it at init, dynamo.config.guard_timing
+ * (telemetry_set_guard_timing) at run time.  Never NULL. */
+extern uint32_t *telemetry_timing;
+
+static inline uint32_t
+telemetry_timing_period(void)
+{
+    return __atomic_load_n(telemetry_timing, __ATOMIC_RELAXED);
+}
+
+/* Set the sampling period (0 off); returns the previous one. */
+uint32_t telemetry_set_guard_timing(uint32_t period);
+
+/* One timed lookup of a code that has a slot: its walk took ns; `entry`
+ * is the hit's slot, or NULL (a miss, or an entry without a slot). */
+static inline void
+telemetry_count_timing(DtCode *code, DtEntry *entry, uint64_t ns)
+{
+    telemetry_bump(&code->lookup_timed);
+    __atomic_store_n(&code->lookup_ns, __atomic_load_n(&code->lookup_ns, __ATOMIC_RELAXED) + ns,
+                     __ATOMIC_RELAXED);
+    if (entry != NULL) {
+        telemetry_bump(&entry->hit_timed);
+        __atomic_store_n(&entry->hit_ns, __atomic_load_n(&entry->hit_ns, __ATOMIC_RELAXED) + ns,
+                         __ATOMIC_RELAXED);
+    }
+}
+
 /* A miss in COMPILE mode with the hook's failures list (borrowed): count
  * the closest entry's failing guard and keep its expected/actual text.
  * Allocates and runs Python code (repr), which may reset() everything;

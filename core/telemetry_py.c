@@ -254,13 +254,41 @@ t_counters(PyObject *module, PyObject *code)
     }
     if (entries == NULL)
         return NULL;
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:N}",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:I,s:N,s:K,s:K}",
                          "calls", (unsigned long long)d->calls, "hits", (unsigned long long)d->hits,
                          "misses", (unsigned long long)d->misses,
                          "guard_failures", (unsigned long long)d->guard_failures,
                          "compiles", (unsigned long long)d->compiles,
                          "compile_ns", (unsigned long long)d->compile_ns,
-                         "frame_id", d->frame_id, "entries", entries);
+                         "frame_id", d->frame_id, "entries", entries,
+                         "lookup_timed", (unsigned long long)d->lookup_timed,
+                         "lookup_ns", (unsigned long long)d->lookup_ns);
+}
+
+PyDoc_STRVAR(t_guard_timing_doc,
+"_set_guard_timing(period) -> int: time 1 of every `period` guard lookups\n"
+"(0: off), as dynamo-top's `g` does; returns the previous period.  The\n"
+"period lives in the telemetry region's header while there is one (a reader\n"
+"may change it), else in the process.  dynamo.config.guard_timing is this.");
+
+static PyObject *
+t_set_guard_timing(PyObject *module, PyObject *arg)
+{
+    unsigned long n = PyLong_AsUnsignedLong(arg);
+    if (n == (unsigned long)-1 && PyErr_Occurred())
+        return NULL;
+    if (n > UINT32_MAX)
+        return PyErr_Format(PyExc_OverflowError, "_set_guard_timing: period above 2**32 - 1");
+    return PyLong_FromUnsignedLong(telemetry_set_guard_timing((uint32_t)n));
+}
+
+PyDoc_STRVAR(t_get_guard_timing_doc,
+"_guard_timing() -> int: the guard lookup sampling period now (0: off).");
+
+static PyObject *
+t_get_guard_timing(PyObject *module, PyObject *unused)
+{
+    return PyLong_FromUnsignedLong(telemetry_timing_period());
 }
 
 PyDoc_STRVAR(t_redact_doc,
@@ -344,6 +372,8 @@ static PyMethodDef telemetry_methods[] = {
     {"_telemetry_source_text", t_source_text, METH_VARARGS, t_source_text_doc},
     {"_telemetry_encode", t_encode, METH_O, t_encode_doc},
     {"_telemetry_tree", t_tree, METH_O, t_tree_doc},
+    {"_set_guard_timing", t_set_guard_timing, METH_O, t_guard_timing_doc},
+    {"_guard_timing", t_get_guard_timing, METH_NOARGS, t_get_guard_timing_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -510,11 +510,11 @@ encode_node(void *ctx, const GtreeNodeView *v)
     if (enc_u64(e, v->counters[0]) < 0 || enc_u64(e, v->counters[1]) < 0
             || enc_int(e, v->newest) < 0)
         return -1;
-    uint8_t pair[16];
-    le_bytes(pair, v->counters[0], 8);
-    le_bytes(pair + 8, v->counters[1], 8);
+    uint8_t ctrs[8 * GTREE_NODE_COUNTERS];
+    for (int c = 0; c < GTREE_NODE_COUNTERS; c++)
+        le_bytes(ctrs + 8 * c, v->counters[c], 8);
     te->nodes++;
-    return enc_put(&te->counters, pair, sizeof pair);
+    return enc_put(&te->counters, ctrs, sizeof ctrs);
 }
 
 int

@@ -59,7 +59,8 @@ PyObject *teletext_source(PyObject *code, PyObject *spec);
 typedef PyObject *(*TeletextEntryName)(const GTree *t, Py_ssize_t i);
 
 /* The DT_BLOB_TREE payload of tree t of code and its DT_BLOB_COUNTERS
- * payload (u64 evaluations, failures per node, in the TREE's depth-first
+ * payload (GTREE_NODE_COUNTERS u64 per node: evaluations, failures, timed,
+ * timed_ns, in the TREE's depth-first
  * order), as new bytes in *tree and *counters; entry_name names the leaf
  * entries.  0, or -1 with an exception (both NULL). */
 int teletext_tree(const GTree *t, PyObject *code, TeletextEntryName entry_name,

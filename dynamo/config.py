@@ -46,6 +46,11 @@ _DEFAULTS = {
     "trace_try_regions": True,
     # raise BackendCompilerFailed instead of warning and running eagerly
     "raise_on_backend_error": False,
+    # guard cost sampling: time 1 of every N guard lookups (per frame, per
+    # entry, per guard-tree node; dynamo-top shows ns per call), 0 off.
+    # Live: the value is the telemetry region's, which dynamo-top's `g`
+    # flips too; DYNAMO_GUARD_TIMING=N sets it at start
+    "guard_timing": 0,
     # --- torch.compile's names (docs/FROM_TORCH_COMPILE.md; aliases below)
     # compiled entries per code object, all backends together; the lower of
     # this and cache_size_limit applies (torch counts cache_size_limit per
@@ -209,6 +214,8 @@ class _Config(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in _LIVE:
+            return _LIVE[name][0]()
         if name in ALIASES:
             return getattr(self, ALIASES[name])
         raise AttributeError(f"dynamo.config has no setting {name!r}; "
@@ -221,6 +228,11 @@ class _Config(types.ModuleType):
                                  f"known: {', '.join(sorted(_DEFAULTS))}")
         if name in _DEFAULTS:
             _validate(name, value)
+        if name in _LIVE:
+            if value < 0 or value > 0xFFFFFFFF:
+                raise ValueError(f"dynamo.config.{name} must be in [0, 2**32), got {value}")
+            _LIVE[name][1](value)
+            return
         if name == "log_level":
             logger = logging.getLogger("dynamo")
             logger.setLevel(value)
@@ -246,10 +258,19 @@ class _Config(types.ModuleType):
 
 
 
+def _live_settings():
+    """Settings kept in C, where another process may change them (read and
+    written through _C each time, never cached here): name -> (get, set)."""
+    from . import _C
+    return {"guard_timing": (_C._guard_timing, _C._set_guard_timing)}
+
+
+_LIVE = _live_settings()
 _self = sys.modules[__name__]
 _cfg = _Config(__name__, __doc__)
 for _k, _v in _DEFAULTS.items():
-    _cfg.__dict__[_k] = _v
+    if _k not in _LIVE:
+        _cfg.__dict__[_k] = _v
 _cfg.__dict__["__file__"] = __file__
 _cfg.__dict__["StderrHandler"] = StderrHandler      # not a setting: for dynamo.logs
 sys.modules[__name__] = _cfg

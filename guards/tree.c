@@ -11,7 +11,8 @@
  * scratch (each source at most once per call, tensor metadata once per
  * tensor source), the global-lookup memo keyed on dict versions, the
  * nn.Module attribute emulation, the closest-entry report on a miss, and
- * the counters.  It must not allocate on a hit, must not call Python code
+ * the counters (and, for the lookups the caller samples, gtree_lookup_timed:
+ * the same walk with a clock per node).  It must not allocate on a hit, must not call Python code
  * on a hit for the simple kinds (see ARCHITECTURE.md), and must not keep
  * state between calls other than counters and the global memo (checks may
  * run Python code that re-enters the hook and this evaluator).
@@ -49,6 +50,7 @@
 
 #include <stddef.h>     /* offsetof */
 #include <string.h>     /* memset */
+#include <time.h>       /* clock_gettime */
 
 #include "tmeta.h"      /* tmeta_read_with, tmeta_read_tls, tmeta_grad_enabled */
 #include "pyversion.h"        /* dyn_lookup_attr, dyn_dict_version */
@@ -1043,13 +1045,31 @@ leaf_entry_passes(Walk *w, const Node *n, int j)
     return prog_pass(w, &n->leaf_progs[j]);
 }
 
+/* The clock of timed walks: CLOCK_MONOTONIC (vDSO: no system call), ns. */
+static inline uint64_t
+mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int walk_node(Walk *w, Node *n);
+static int walk_node_timed(Walk *w, Node *n);
+
 /* Walk node n: lowers w->best to the newest passing entry below n.
- * 0, or -1 with an exception.  Recursion depth is bounded by the build. */
-static int
-walk_node(Walk *w, Node *n)
+ * 0, or -1 with an exception.  Recursion depth is bounded by the build.
+ * `timed` is a constant of each of its two callers (walk_node and
+ * walk_node_timed are this body compiled twice), so the untimed walk has
+ * no clock and no test of it; the timed one adds the time of the node's
+ * own tests (its shared tests, switch and leaf tests, not its children)
+ * to ctr[3]. */
+static inline __attribute__((always_inline)) int
+walk_node_body(Walk *w, Node *n, const int timed)
 {
     if (n == NULL || n->newest >= w->best || w->aborted)   /* cannot improve? */
         return 0;
+    uint64_t t0 = timed ? mono_ns() : 0, own = 0;
     int found_before = w->best;
     w->visited++;
     ctr_bump(&n->ctr[0]);
@@ -1058,7 +1078,7 @@ walk_node(Walk *w, Node *n)
         return -1;
     if (ok == 0) {
         ctr_bump(&n->ctr[1]);
-        return 0;
+        goto done;
     }
     if (n->key < 0) {                               /* leaf */
         for (int j = 0; j < n->nleaf && n->leaf[j] < w->best; j++) {
@@ -1083,12 +1103,37 @@ walk_node(Walk *w, Node *n)
             first = second;
             second = swap;
         }
-        if (walk_node(w, first) < 0 || walk_node(w, second) < 0)
+        if (timed) {                                /* the children time themselves */
+            uint64_t t1 = mono_ns();
+            own += t1 - t0;
+            if (walk_node_timed(w, first) < 0 || walk_node_timed(w, second) < 0)
+                return -1;
+            t0 = mono_ns();
+        }
+        else if (walk_node(w, first) < 0 || walk_node(w, second) < 0)
             return -1;
     }
     if (w->best == found_before)
         ctr_bump(&n->ctr[1]);
+done:
+    if (timed) {
+        own += mono_ns() - t0;
+        ctr_bump(&n->ctr[2]);
+        ctr_add(&n->ctr[3], own);
+    }
     return 0;
+}
+
+static int
+walk_node(Walk *w, Node *n)
+{
+    return walk_node_body(w, n, 0);
+}
+
+static int
+walk_node_timed(Walk *w, Node *n)
+{
+    return walk_node_body(w, n, 1);
 }
 
 /* ---- miss report ----------------------------------------------------------- */
@@ -1330,16 +1375,19 @@ walk_end(Walk *w)
         scratch_drop(w->chunk, w->t->nsources);
 }
 
-Py_ssize_t
-gtree_lookup(GTree *t, const GevalFrame *fr, PyObject **failures)
+/* gtree_lookup and gtree_lookup_timed: `timed` is a constant of each
+ * caller, so gtree_lookup has no clock and no test of it. */
+static inline __attribute__((always_inline)) Py_ssize_t
+lookup(GTree *t, const GevalFrame *fr, PyObject **failures, const int timed, uint64_t *ns)
 {
     Walk w;
     Slot local[WALK_LOCAL_SLOTS];
+    uint64_t t0 = timed ? mono_ns() : 0;
     if (walk_begin(&w, t, fr, local) < 0)
         return GTREE_ERROR;
     Py_ssize_t result;
     t->lookups++;
-    if (walk_node(&w, t->root) < 0)
+    if ((timed ? walk_node_timed(&w, t->root) : walk_node(&w, t->root)) < 0)
         result = GTREE_ERROR;
     else if (w.aborted)
         result = GTREE_ABORTED;
@@ -1347,6 +1395,11 @@ gtree_lookup(GTree *t, const GevalFrame *fr, PyObject **failures)
         result = w.best;
     else
         result = GTREE_MISS;
+    if (timed) {
+        *ns = mono_ns() - t0;
+        t->timed++;
+        t->timed_ns += *ns;
+    }
     t->visited_last = w.visited;
     t->visited_total += w.visited;
     if (result >= 0)
@@ -1365,6 +1418,19 @@ gtree_lookup(GTree *t, const GevalFrame *fr, PyObject **failures)
     }
     walk_end(&w);
     return result;
+}
+
+Py_ssize_t
+gtree_lookup(GTree *t, const GevalFrame *fr, PyObject **failures)
+{
+    return lookup(t, fr, failures, 0, NULL);
+}
+
+Py_ssize_t
+gtree_lookup_timed(GTree *t, const GevalFrame *fr, PyObject **failures, uint64_t *ns)
+{
+    *ns = 0;
+    return lookup(t, fr, failures, 1, ns);
 }
 
 Py_ssize_t

@@ -72,6 +72,14 @@ void gtree_decref(GTree *t);
  * calls no Python code. */
 Py_ssize_t gtree_lookup(GTree *t, const GevalFrame *fr, PyObject **failures);
 
+/* gtree_lookup, timed: *ns is the walk's time (CLOCK_MONOTONIC, ns; the
+ * miss report excluded), and every node it enters adds its own tests' time
+ * to its timed/timed_ns counters.  For 1 of every N lookups (the caller
+ * samples): it reads the clock four times per node.  Same results,
+ * allocations and errors as gtree_lookup. */
+Py_ssize_t gtree_lookup_timed(GTree *t, const GevalFrame *fr, PyObject **failures,
+                              uint64_t *ns);
+
 /* Flat evaluation of entry i alone, in its guards' order (eval_guards):
  * -1 when every guard passes, the index of the first failing guard, or -2
  * with an exception. */
@@ -82,12 +90,19 @@ Py_ssize_t gtree_size(const GTree *t);
 void *gtree_tag(const GTree *t, Py_ssize_t i);
 PyObject *gtree_payload(const GTree *t, Py_ssize_t i);
 
-/* Keep t's node counters (evaluations, failures) in slots from now on: a
- * u64 pair per node in depth-first order (root, then each branch in switch
- * order, then the default), as gtree_info lists them; their current counts
- * are copied there first.  For the telemetry region, which must outlive t.
- * Returns 1, or 0 (nothing bound) when npairs is not t's node count. */
-int gtree_bind_counters(GTree *t, uint64_t *slots, size_t npairs);
+/* Counters per node (TREE_NODE_COUNTERS, in this order): evaluations
+ * (walks that entered it), failures (walks that found no candidate below
+ * it), timed (sampled walks that entered it: gtree_lookup_timed) and
+ * timed_ns (their time spent in the node's own tests, children excluded,
+ * ns).  inspect/layout.h's DT_TREE_NODE_COUNTERS is pinned to it. */
+#define GTREE_NODE_COUNTERS 4
+
+/* Keep t's node counters in slots from now on: GTREE_NODE_COUNTERS u64 per
+ * node in depth-first order (root, then each branch in switch order, then
+ * the default), as gtree_info lists them; their current counts are copied
+ * there first.  For the telemetry region, which must outlive t.  Returns 1,
+ * or 0 (nothing bound) when nnodes is not t's node count. */
+int gtree_bind_counters(GTree *t, uint64_t *slots, size_t nnodes);
 
 /* Add TREE_PROPERTIES (the property names a miss report and tree_info
  * use, in evaluation-cost order), TREE_PROPERTY_FORMS (name -> the
@@ -116,7 +131,7 @@ typedef struct {
     PyObject *tests;            /* list of (source, property, expected): the shared tests */
     PyObject *switch_on;        /* (source, property) the node switches on, or NULL at a leaf */
     PyObject *leaf;             /* list of (payload, entry index, tests), or NULL */
-    uint64_t counters[2];       /* TREE_NODE_COUNTERS, in that order */
+    uint64_t counters[GTREE_NODE_COUNTERS]; /* TREE_NODE_COUNTERS, in that order */
     int newest;                 /* lowest entry index in the subtree */
 } GtreeNodeView;
 
@@ -135,7 +150,8 @@ int gtree_visit(const GTree *t, GtreeVisitor visit, void *ctx);
  * "id(L['f'])".  New str, or NULL with an exception. */
 PyObject *gtree_property_text(PyObject *src, PyObject *prop);
 
-/* New dict of lookup statistics: nodes visited on the last lookup, totals. */
+/* New dict of lookup statistics: nodes visited on the last lookup, totals,
+ * timed lookups and their cumulative ns. */
 PyObject *gtree_stats(const GTree *t);
 
 /* The object reported as `actual` for a source that cannot be fetched

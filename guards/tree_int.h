@@ -161,11 +161,13 @@ typedef struct Node {
     int *leaf_tests;        /* owned: each leaf entry's remaining tests */
     Prog *leaf_progs;       /* owned: nleaf compiled leaf_tests lists */
     int newest;             /* lowest entry index in the subtree */
-    /* ctr[0]: walks that entered the node, ctr[1]: walks that found no
-     * candidate below, counts.  ctr is own_ctr, or a pair of the telemetry
-     * region's live counters (gtree_bind_counters). */
+    /* GTREE_NODE_COUNTERS (tree.h): ctr[0] walks that entered the node,
+     * ctr[1] walks that found no candidate below, counts; ctr[2] timed
+     * walks that entered it, count, ctr[3] their time in its own tests, ns.
+     * ctr is own_ctr, or the telemetry region's live counters
+     * (gtree_bind_counters). */
     uint64_t *ctr;
-    uint64_t own_ctr[2];
+    uint64_t own_ctr[GTREE_NODE_COUNTERS];
 } Node;
 
 struct GTree {
@@ -186,6 +188,8 @@ struct GTree {
     uint64_t lookups, hits, misses;     /* counts */
     uint64_t visited_last;  /* nodes entered by the last lookup */
     uint64_t visited_total; /* nodes entered by all lookups */
+    uint64_t timed;         /* lookups timed (gtree_lookup_timed), count */
+    uint64_t timed_ns;      /* their walks' cumulative time, ns */
     int bound;              /* node counters live in the telemetry region (counted in gtree_bound_alive) */
 };
 
@@ -216,6 +220,12 @@ static inline void
 ctr_bump(uint64_t *c)
 {
     __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+static inline void
+ctr_add(uint64_t *c, uint64_t v)
+{
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
 }
 
 static inline uint64_t

@@ -10,8 +10,10 @@
 Py_ssize_t gtree_bound_alive;
 
 /* Node.ctr[i] is called ctr_names[i] in tree_info and in the telemetry
- * region's COUNTERS blob (u64 pairs, in this order). */
-static const char *const ctr_names[2] = {"evaluations", "failures"};
+ * region's COUNTERS blob (GTREE_NODE_COUNTERS u64 per node, in this order). */
+static const char *const ctr_names[GTREE_NODE_COUNTERS] = {
+    "evaluations", "failures", "timed", "timed_ns",
+};
 
 /* ---- Python views -------------------------------------------------------------- */
 
@@ -43,9 +45,12 @@ node_info(const GTree *t, const Node *n)
 {
     if (n == NULL)
         Py_RETURN_NONE;
-    PyObject *d = Py_BuildValue("{s:N,s:K,s:K,s:i}", "tests", test_list(t, n->tests, n->ntests),
+    PyObject *d = Py_BuildValue("{s:N,s:K,s:K,s:K,s:K,s:i}",
+                                "tests", test_list(t, n->tests, n->ntests),
                                 ctr_names[0], (unsigned long long)ctr_read(&n->ctr[0]),
                                 ctr_names[1], (unsigned long long)ctr_read(&n->ctr[1]),
+                                ctr_names[2], (unsigned long long)ctr_read(&n->ctr[2]),
+                                ctr_names[3], (unsigned long long)ctr_read(&n->ctr[3]),
                                 "newest", n->newest);
     if (d == NULL)
         return NULL;
@@ -123,7 +128,8 @@ node_view(const GTree *t, const Pending *p, GtreeNodeView *v)
     const Node *n = p->node;
     *v = (GtreeNodeView){.parent = p->parent_index, .depth = p->depth,
                          .via_default = p->parent != NULL && p->branch < 0,
-                         .counters = {ctr_read(&n->ctr[0]), ctr_read(&n->ctr[1])},
+                         .counters = {ctr_read(&n->ctr[0]), ctr_read(&n->ctr[1]),
+                                      ctr_read(&n->ctr[2]), ctr_read(&n->ctr[3])},
                          .newest = n->newest};
     if (p->parent != NULL && p->branch >= 0) {
         Test probe = {.key = p->parent->key, .bits = p->parent->bits[p->branch],
@@ -237,8 +243,10 @@ gtree_property_text(PyObject *src, PyObject *prop)
 PyObject *
 gtree_stats(const GTree *t)
 {
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:i}",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:i}",
                          "last_visited", (unsigned long long)t->visited_last,
+                         "timed", (unsigned long long)t->timed,
+                         "timed_ns", (unsigned long long)t->timed_ns,
                          "visited_total", (unsigned long long)t->visited_total,
                          "lookups", (unsigned long long)t->lookups,
                          "hits", (unsigned long long)t->hits,
@@ -290,33 +298,33 @@ gtree_module_init(void)
 /* ---- live counters ---------------------------------------------------------- */
 
 /* Point the counters of n's subtree, depth-first from index *i, at
- * slots (u64 pairs), carrying their counts over. */
+ * slots (GTREE_NODE_COUNTERS u64 per node), carrying their counts over. */
 static void
-bind_node(Node *n, uint64_t *slots, size_t npairs, size_t *i)
+bind_node(Node *n, uint64_t *slots, size_t nnodes, size_t *i)
 {
     if (n == NULL)
         return;
     size_t k = (*i)++;
-    if (k < npairs) {
-        uint64_t *to = &slots[2 * k];
-        __atomic_store_n(&to[0], ctr_read(&n->ctr[0]), __ATOMIC_RELAXED);
-        __atomic_store_n(&to[1], ctr_read(&n->ctr[1]), __ATOMIC_RELAXED);
+    if (k < nnodes) {
+        uint64_t *to = &slots[GTREE_NODE_COUNTERS * k];
+        for (int c = 0; c < GTREE_NODE_COUNTERS; c++)
+            __atomic_store_n(&to[c], ctr_read(&n->ctr[c]), __ATOMIC_RELAXED);
         n->ctr = to;
     }
     if (n->key >= 0) {
         for (int b = 0; b < n->nbranch; b++)
-            bind_node(n->child[b], slots, npairs, i);
-        bind_node(n->deflt, slots, npairs, i);
+            bind_node(n->child[b], slots, nnodes, i);
+        bind_node(n->deflt, slots, nnodes, i);
     }
 }
 
 int
-gtree_bind_counters(GTree *t, uint64_t *slots, size_t npairs)
+gtree_bind_counters(GTree *t, uint64_t *slots, size_t nnodes)
 {
-    if (t == NULL || slots == NULL || npairs != (size_t)t->nnodes)
+    if (t == NULL || slots == NULL || nnodes != (size_t)t->nnodes)
         return 0;
     size_t i = 0;
-    bind_node(t->root, slots, npairs, &i);
+    bind_node(t->root, slots, nnodes, &i);
     if (!t->bound) {
         t->bound = 1;
         gtree_bound_alive++;
@@ -345,7 +353,7 @@ int
 gtree_add_vocabulary(PyObject *module)
 {
     PyObject *props = str_tuple(prop_names, NPROPS);
-    PyObject *ctrs = str_tuple(ctr_names, 2);
+    PyObject *ctrs = str_tuple(ctr_names, GTREE_NODE_COUNTERS);
     PyObject *forms = PyDict_New();
     for (int p = 0; forms != NULL && p < NPROPS; p++) {
         PyObject *form = PyUnicode_FromString(prop_forms[p]);

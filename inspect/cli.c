@@ -131,6 +131,8 @@ dump_record(const DrRecord *r)
         kstr("last_fail_property", e->last_fail_property);
         kstr("last_fail_expected", e->last_fail_expected);
         kstr("last_fail_actual", e->last_fail_actual);
+        kuint("hit_timed", e->hit_timed);
+        kuint("hit_ns", e->hit_ns);
         putchar('}');
     }
     else
@@ -244,6 +246,8 @@ dump_code(const DrCode *c)
     kuint("cache_size_limit", c->cache_size_limit);
     kuint("tree_counters_ns", c->tree.counters_ns);
     kuint("tree_counters_live", (unsigned long long)c->tree.live);
+    kuint("lookup_timed", c->lookup_timed);
+    kuint("lookup_ns", c->lookup_ns);
     key("entries", 0);
     putchar('[');
     for (size_t i = 0; i < c->n_entries; i++) {
@@ -275,6 +279,8 @@ dump_code(const DrCode *c)
         strlist("leaf", n->leaf, n->n_leaf);
         kuint("evaluations", n->evaluations);
         kuint("failures", n->failures);
+        kuint("timed", n->timed);
+        kuint("timed_ns", n->timed_ns);
         putchar('}');
     }
     printf("]}");
@@ -303,6 +309,7 @@ dump(const DrSnapshot *s, const char *source)
     kstr("shm_path", p->shm_path);
     kstr("source", source);
     kuint("publishes", p->publishes);
+    kuint("guard_timing", p->guard_timing);
     kuint("blobs_dropped", p->blobs_dropped);
     kuint("blob_used", p->blob_used);
     printf("}");

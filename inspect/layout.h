@@ -56,7 +56,10 @@
 #include "record.h"     /* the record's schemas and statuses, DT_EV_* */
 
 #define DT_MAGIC        "DYNTELEM"  /* 8 bytes, no NUL: DtHeader.magic */
-#define DT_VERSION      3u          /* 3: DtHeader.proc_start; capacities sized from
+#define DT_VERSION      4u          /* 4: guard cost: DtHeader.guard_timing, DtCode.
+                                       lookup_timed/lookup_ns (144 bytes), DtEntry.
+                                       hit_timed/hit_ns, 4 tree counters per node.
+                                       3: DtHeader.proc_start; capacities sized from
                                        the free space of /dev/shm.  2: DtCode.
                                        cache_size_limit, tree_counters; RECORD resumes,
                                        NODE module_class */
@@ -75,7 +78,7 @@
 /* The largest region the writer makes (the default capacities): readers
  * refuse a header, file or anchor claiming more (bytes).  Not part of the
  * layout: a writer with other capacities must stay below it. */
-#define DT_REGION_MAX   ((uint64_t)DT_HEADER_SIZE + (uint64_t)DT_CODES_CAP * 128u \
+#define DT_REGION_MAX   ((uint64_t)DT_HEADER_SIZE + (uint64_t)DT_CODES_CAP * 144u \
                          + (uint64_t)DT_ENTRIES_CAP * 320u + (uint64_t)DT_EVENTS_CAP * 128u \
                          + DT_BLOB_CAP)
 
@@ -133,10 +136,22 @@ typedef struct {
     uint64_t proc_start;            /* writer's process start: clock ticks after boot, field 22
                                        of /proc/PID/stat (inspect/procid.h); readers refuse a
                                        shm file whose pid is alive with another start time */
-    uint8_t pad[4096 - 848];
+    uint32_t guard_timing;          /* guard cost sampling: 1 of every guard_timing lookups
+                                       is timed (DtCode.lookup_*, DtEntry.hit_*, the tree's
+                                       timed counters); 0 off.  Written by the process
+                                       (dynamo.config.guard_timing, DYNAMO_GUARD_TIMING) and
+                                       by a reader (dynamo-top's `g`: dr_set_guard_timing),
+                                       read by the hook at every lookup */
+    uint32_t reserved2;
+    uint8_t pad[4096 - 856];
 } DtHeader;
 _Static_assert(sizeof(DtHeader) == DT_HEADER_SIZE, "DtHeader must fill its page");
 _Static_assert(__builtin_offsetof(DtHeader, proc_start) == 840, "DtHeader.proc_start: after shm_path");
+_Static_assert(__builtin_offsetof(DtHeader, guard_timing) == 848, "DtHeader.guard_timing: after proc_start");
+
+/* The default of DtHeader.guard_timing when sampling is switched on without
+ * a period (dynamo-top's `g`, DYNAMO_GUARD_TIMING=1 means every lookup). */
+#define DT_GUARD_TIMING_DEFAULT 64u
 
 /* DtCode.flags / DtEntry.flags */
 #define DT_C_DEAD       0x1u        /* code object freed (counters frozen) */
@@ -167,14 +182,27 @@ typedef struct {
     DtRef tree;                     /* DT_BLOB_TREE: latest guard tree, or none */
     uint32_t last_entry;            /* newest entry slot index + 1, 0 = none */
     uint32_t cache_size_limit;      /* entries: config.cache_size_limit at the last compile */
-    DtRef tree_counters;            /* DT_BLOB_COUNTERS: u64[2 * TREE nodes], per node in TREE
-                                       order (evaluations, failures), counts; bumped in
-                                       place (DT_C_LIVE_TREE) or rewritten by each
-                                       refresh; none until the first tree */
+    DtRef tree_counters;            /* DT_BLOB_COUNTERS: u64[DT_TREE_NODE_COUNTERS * TREE
+                                       nodes], per node in TREE order (evaluations,
+                                       failures, counts; timed, count, timed_ns, ns: see
+                                       DT_TREE_NODE_COUNTERS); bumped in place
+                                       (DT_C_LIVE_TREE) or rewritten by each refresh; none
+                                       until the first tree */
     uint64_t counters_ns;           /* last refresh of tree_counters, CLOCK_REALTIME ns; 0 never */
     uint8_t pad[8];
+    uint64_t lookup_timed;          /* lookups timed (DtHeader.guard_timing sampling), count */
+    uint64_t lookup_ns;             /* their guard-tree walks, cumulative, ns (CLOCK_MONOTONIC;
+                                       ns per lookup = lookup_ns / lookup_timed) */
 } DtCode;
-_Static_assert(sizeof(DtCode) == 128, "DtCode");
+_Static_assert(sizeof(DtCode) == 144, "DtCode");
+
+/* Counters per guard-tree node in DtCode.tree_counters, in this order:
+ * evaluations (walks that entered the node), failures (walks that found no
+ * candidate below it), counts; timed (timed walks that entered it), count;
+ * timed_ns (their time in the node's own tests, children excluded), ns.
+ * The names are _C.TREE_NODE_COUNTERS (guards/tree_py.c); core/telemetry.c
+ * pins GTREE_NODE_COUNTERS to this. */
+#define DT_TREE_NODE_COUNTERS 4u
 
 /* One compile record: a cache entry (status "ok"), or a record only
  * (DT_E_RECORD).  Slots are never reused: this table is the compile log. */
@@ -195,7 +223,10 @@ typedef struct {
     char last_fail_property[24];    /* "size()[0]", "dtype", ... (NUL-terminated) */
     char last_fail_expected[80];    /* repr, truncated, NUL-terminated */
     char last_fail_actual[80];      /* repr, truncated, NUL-terminated; "<missing>" */
-    uint8_t pad[56];
+    uint64_t hit_timed;             /* timed lookups (DtHeader.guard_timing) selecting this
+                                       entry, count */
+    uint64_t hit_ns;                /* their guard-tree walks, cumulative, ns */
+    uint8_t pad[40];
 } DtEntry;
 _Static_assert(sizeof(DtEntry) == 320, "DtEntry");
 

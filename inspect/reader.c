@@ -6,7 +6,8 @@
  * listing processes and the diagnosis; snapshot.c turns the compact image
  * into a DrSnapshot.  Input is untrusted: every ref, length and
  * index is checked; bad data yields empty fields or DR_ECORRUPT, never a
- * crash.  It never writes to the watched process.
+ * crash.  It never writes to the watched process, but for the one
+ * flag dr_set_guard_timing sets when the user asks (DtHeader.guard_timing).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* process_vm_readv, pread */
@@ -690,6 +691,51 @@ dr_snapshot(DrReader *r, DrStatus *st)
     if (s == NULL)
         set_status(st, DR_ENOMEM, "%s", msg);
     return s;
+}
+
+uint32_t
+dr_guard_timing_default(void)
+{
+    return DT_GUARD_TIMING_DEFAULT;
+}
+
+int
+dr_set_guard_timing(DrReader *r, uint32_t period, DrStatus *st)
+{
+    set_status(st, DR_OK, "%s", "");
+    const uint64_t off = offsetof(DtHeader, guard_timing);
+    if (r->kind == SRC_FILE || r->exited) {
+        set_status(st, DR_EIO, "%s: %s", r->source,
+                   r->exited ? "the process exited" : "a snapshot file cannot be changed");
+        return -1;
+    }
+    if (r->kind == SRC_SHM) {
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", r->fd);
+        int fd = open(self, O_WRONLY | O_CLOEXEC);
+        if (fd < 0) {
+            set_status(st, errno == EACCES ? DR_EPERM : DR_EIO, "%s: cannot open it for writing: %s",
+                       r->source, strerror(errno));
+            return -1;
+        }
+        ssize_t n = pwrite(fd, &period, sizeof period, (off_t)off);
+        int err = errno;
+        close(fd);
+        if (n != (ssize_t)sizeof period) {
+            set_status(st, DR_EIO, "%s: %s", r->source, n < 0 ? strerror(err) : "short write");
+            return -1;
+        }
+        return 0;
+    }
+    struct iovec local = {.iov_base = &period, .iov_len = sizeof period};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)(r->remote_addr + off),
+                           .iov_len = sizeof period};
+    if (process_vm_writev(r->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof period) {
+        set_status(st, errno == ESRCH ? DR_ENOPROC : errno == EPERM ? DR_EPERM : DR_EIO,
+                   "pid %d: cannot write its memory: %s", (int)r->pid, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 int

@@ -4,7 +4,8 @@
  * Owns: finding a process's region (shm file by pid, else the anchor symbol
  * through /proc/PID/maps + libelf + process_vm_readv), consistent copies of
  * it (seqlock retry), validation of every offset and length, and decoding
- * into the plain structs below.  It never writes to the watched process and
+ * into the plain structs below.  It never writes to the watched process
+ * (but for dr_set_guard_timing, one flag, on the user's request) and
  * never crashes on corrupt input: bad data gives DR_ECORRUPT or, inside an
  * otherwise valid region, empty fields.  Not thread-safe per DrReader; use
  * one reader per thread.  No curses, no graphviz: tools do the drawing.
@@ -116,6 +117,19 @@ DrSnapshot *dr_snapshot(DrReader *r, DrStatus *st);
  * regular file (symlink, FIFO, device, directory) is refused, untouched.
  * 0, or -1 with *st. */
 int dr_save(DrReader *r, const char *path, DrStatus *st);
+
+/* The one write a reader makes, on request: set the watched process's guard
+ * cost sampling period (DtHeader.guard_timing: time 1 of every `period`
+ * guard lookups, 0 off), as dynamo.config.guard_timing does in the process.
+ * Through the shm file the reader holds (reopened read-write from its own
+ * descriptor, so the same file), or process_vm_writev on the anchor path.
+ * A snapshot file or an exited process is refused (DR_EIO).  0, or -1 with
+ * *st (EPERM, EIO, ENOPROC). */
+int dr_set_guard_timing(DrReader *r, uint32_t period, DrStatus *st);
+
+/* The period a tool switches sampling on with (layout.h's
+ * DT_GUARD_TIMING_DEFAULT). */
+uint32_t dr_guard_timing_default(void);
 
 /* ---- finding processes ----------------------------------------------------------------- */
 

@@ -227,11 +227,14 @@ apply_tree_counters(const Dec *d, const DtCode *c, DrTree *t)
 {
     size_t len;
     const uint8_t *p = blob_payload(d, c->tree_counters, DT_BLOB_COUNTERS, &len);
-    if (p == NULL || t->n_nodes == 0 || len != t->n_nodes * 16)
+    const size_t per = 8 * DT_TREE_NODE_COUNTERS;    /* bytes per node */
+    if (p == NULL || t->n_nodes == 0 || len != t->n_nodes * per)
         return;
     for (size_t i = 0; i < t->n_nodes; i++) {
-        memcpy(&t->nodes[i].evaluations, p + 16 * i, 8);
-        memcpy(&t->nodes[i].failures, p + 16 * i + 8, 8);
+        memcpy(&t->nodes[i].evaluations, p + per * i, 8);
+        memcpy(&t->nodes[i].failures, p + per * i + 8, 8);
+        memcpy(&t->nodes[i].timed, p + per * i + 16, 8);
+        memcpy(&t->nodes[i].timed_ns, p + per * i + 24, 8);
     }
     t->counters_ns = c->counters_ns;
     t->live = (c->flags & DT_C_LIVE_TREE) != 0;
@@ -406,6 +409,7 @@ decode_process(const Dec *d, const RdOrigin *r, DrProcess *p)
     p->slots_dropped = h->slots_dropped;
     p->blob_used = h->blob_used;
     p->blob_cap = h->blob_cap;
+    p->guard_timing = h->guard_timing;
 }
 
 static void
@@ -432,6 +436,8 @@ decode_codes(const Dec *d, DrSnapshot *s)
         out->compiles = c->compiles;
         out->compile_ns = c->compile_ns;
         out->cache_size_limit = c->cache_size_limit;
+        out->lookup_timed = c->lookup_timed;
+        out->lookup_ns = c->lookup_ns;
         decode_tree(d, c, &out->tree);
         s->total_calls += c->calls;
         s->total_hits += c->hits;
@@ -478,6 +484,8 @@ decode_entries(const Dec *d, DrSnapshot *s)
         out->last_fail_property = field(d, e->last_fail_property, sizeof e->last_fail_property);
         out->last_fail_expected = field(d, e->last_fail_expected, sizeof e->last_fail_expected);
         out->last_fail_actual = field(d, e->last_fail_actual, sizeof e->last_fail_actual);
+        out->hit_timed = e->hit_timed;
+        out->hit_ns = e->hit_ns;
         out->record = rec;
         out->code = rec->code;
         rec->entry = out;

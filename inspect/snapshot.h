@@ -35,6 +35,7 @@ typedef struct {
     uint64_t blobs_dropped;     /* region full: data lost, count */
     uint64_t slots_dropped;     /* code/entry slots refused, count */
     uint32_t blob_used, blob_cap; /* bytes */
+    uint32_t guard_timing;      /* guard cost sampling: 1 of every N lookups timed, 0 off */
 } DrProcess;
 
 /* An fx node of a captured graph. */
@@ -118,6 +119,8 @@ typedef struct {
     size_t n_leaf;
     uint64_t evaluations;       /* walks that entered the node, count */
     uint64_t failures;          /* walks that found no candidate below, count */
+    uint64_t timed;             /* timed walks that entered the node, count (0: no timing) */
+    uint64_t timed_ns;          /* their time in the node's own tests, cumulative, ns */
 } DrTreeNode;
 
 typedef struct {
@@ -182,6 +185,8 @@ struct DrEntry {
     int64_t last_fail_guard;    /* index into record->guards, -1 never */
     uint64_t last_fail_ns;      /* CLOCK_REALTIME ns, 0 never */
     const char *last_fail_property, *last_fail_expected, *last_fail_actual;
+    uint64_t hit_timed;         /* timed lookups that selected it, count */
+    uint64_t hit_ns;            /* their walks, cumulative, ns */
     DrRecord *record;           /* borrowed: never NULL */
     DrCode *code;               /* borrowed */
 };
@@ -196,6 +201,8 @@ struct DrCode {
     uint64_t compiles;          /* count */
     uint64_t compile_ns;        /* cumulative, ns */
     uint32_t cache_size_limit;  /* entries: config.cache_size_limit at its last compile */
+    uint64_t lookup_timed;      /* lookups timed (guard cost sampling), count */
+    uint64_t lookup_ns;         /* their guard-tree walks, cumulative, ns */
     DrEntry **entries;          /* borrowed; newest first (dead ones included, flagged) */
     size_t n_entries;
     DrRecord **records;         /* borrowed; every compile record of this code, oldest first */

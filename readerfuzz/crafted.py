@@ -11,8 +11,11 @@ import struct
 
 HEADER = 4096
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "inspect", "layout.h")) as _f:
-    VERSION = int(re.search(r"#define DT_VERSION\s+(\d+)u", _f.read()).group(1))  # DT_VERSION
-CODE, ENTRY, EVENT = 128, 320, 128
+    _LAYOUT = _f.read()
+VERSION = int(re.search(r"#define DT_VERSION\s+(\d+)u", _LAYOUT).group(1))  # DT_VERSION
+NODE_COUNTERS = int(re.search(r"#define DT_TREE_NODE_COUNTERS\s+(\d+)u", _LAYOUT).group(1))
+CODE, ENTRY, EVENT = (int(re.search(r"sizeof\(%s\) == (\d+)" % t, _LAYOUT).group(1))
+                      for t in ("DtCode", "DtEntry", "DtEvent"))
 BLOB_MAGIC = 0x31425444
 TEXT, RECORD, TREE, COUNTERS = 1, 2, 3, 4
 
@@ -126,7 +129,7 @@ def tree_cycles():
              [3, 2**40, 3, "", [], "", [], 1, 0, 0],         # past the end
              [4, -7, 0, "", [], "", [], 0, 0, 0]]
     tree = b.add(TREE, value([0, nodes]))
-    counters = b.add(COUNTERS, b"\xff" * 16 * 5)
+    counters = b.add(COUNTERS, b"\xff" * 8 * NODE_COUNTERS * 5)
     rec = b.add(RECORD, record())
     name = b.text("f")
     return build(codes=[code(name=name, tree=tree, tree_counters=counters)],

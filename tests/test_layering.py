@@ -4,6 +4,9 @@ listed one, no #include up a floor; no import cycle between the Python rooms of 
 (its packages and top-level modules), nor between its modules outside the
 cycles listed below; no import that runs up a floor.  Counted on the edges
 themselves (tests/layering.py prints the picture)."""
+import os
+import re
+
 import pytest
 
 import layering
@@ -344,7 +347,11 @@ def test_guard_vocabulary_is_the_c_modules():
     code = (lambda x: x).__code__
     src = guards.StaticAttrSource(guards.LocalSource("x", 0), "f").lower()
     assert _C._telemetry_source_text(code, src) == "getattr_static(L['x'], 'f')"
-    assert _C.TREE_NODE_COUNTERS == ("evaluations", "failures")
+    assert _C.TREE_NODE_COUNTERS == ("evaluations", "failures", "timed", "timed_ns")
+    # the region carries as many per node (inspect/layout.h; core/telemetry.c pins it in C)
+    layout = open(os.path.join(layering.ROOT, "inspect", "layout.h")).read()
+    assert int(re.search(r"#define DT_TREE_NODE_COUNTERS\s+(\d+)u", layout).group(1)) \
+        == len(_C.TREE_NODE_COUNTERS)
 
 
 def test_tree_counter_order_is_the_c_trees():
@@ -366,7 +373,7 @@ def test_tree_counter_order_is_the_c_trees():
     opt(torch.ones(2))
     root = _C.tree_info(f.__code__)["root"]
     assert set(_C.TREE_NODE_COUNTERS) <= set(root)
-    first = struct.unpack_from("<QQ", _C._telemetry_tree(f.__code__)[1])
+    first = struct.unpack_from("<%dQ" % len(_C.TREE_NODE_COUNTERS), _C._telemetry_tree(f.__code__)[1])
     assert first == tuple(root[c] for c in _C.TREE_NODE_COUNTERS)
     assert first[0] >= 1                    # the second call walked the root
 

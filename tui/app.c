@@ -230,6 +230,7 @@ static const char *const help_text[] = {
     "  Space       pause (the view stays scrollable) / resume",
     "  s           save a snapshot of the process (open it with dynamo-top --file FILE)",
     "  r           reset counters: show deltas from now on (the process is not touched)",
+    "  g           guard cost sampling on (1 of every 64 lookups timed) / off, in the process",
     "  + -         refresh interval",
     "  q F10       quit",
     "",
@@ -306,6 +307,26 @@ static void reset_counters(App *a)
     baseline_take(&a->base, a->model);
     baseline_apply(&a->base, a->model);
     say(a, "counters reset: showing deltas since now (the process is not touched)");
+}
+
+/* Flip the process's guard cost sampling (the one write dynamo-top makes). */
+static void toggle_guard_timing(App *a)
+{
+    if (source_is_file(a->src)) {
+        say(a, "guard timing: a snapshot file cannot be changed");
+        return;
+    }
+    uint32_t period = a->model && a->model->guard_timing ? 0 : dr_guard_timing_default();
+    DrStatus st;
+    if (source_set_guard_timing(a->src, period, &st) == 0) {
+        if (a->model)
+            a->model->guard_timing = period;
+        if (period)
+            say(a, "guard timing on: 1 of every %u lookups timed (Guards tab: ns per lookup)", period);
+        else
+            say(a, "guard timing off");
+    } else
+        say(a, "guard timing: %s", st.msg);
 }
 
 static void set_sort(App *a, int delta)
@@ -447,6 +468,7 @@ static void on_key(App *a, Key k)
     case ' ': toggle_pause(a); break;
     case 's': case 'S': save(a); break;
     case 'r': case 'R': reset_counters(a); break;
+    case 'g': case 'G': toggle_guard_timing(a); break;
     case '+': case '=': change_interval(a, +1); break;
     case '-': case '_': change_interval(a, -1); break;
     case K_RESIZE: break;

@@ -43,6 +43,8 @@ static void usage(FILE *out)
           "                       PATTERN (case-insensitive), with their events\n"
           "      --tab NAME       report only this tab per frame: graph, bytecode, guards,\n"
           "                       breaks, recompiles, events\n"
+          "      --guard-timing N time 1 of every N guard lookups in process PID from now on\n"
+          "                       (0: off; the g key flips it), then show it as asked\n"
           "  -n, --iterations N   stop after N refreshes (with --once: N reports)\n"
           "  -d, --delay SECS     refresh interval (default 1)\n"
           "  -s, --save FILE      save a snapshot of PID to FILE and exit (with --once:\n"
@@ -59,6 +61,7 @@ static void usage(FILE *out)
           "\n"
           "Keys: F1/? help, F3 or / search, F4 or \\ filter, F5 or t tree, F6 or < > sort,\n"
           "Tab or 1-6 tabs, Enter/Esc drill in/out, Space pause, s save, r reset counters,\n"
+          "g guard cost sampling on/off (in the process: 1 of every 64 lookups timed),\n"
           "+ - refresh interval, q quit.\n"
           "\n"
           "Exit status: 0 ok, 1 other error, 2 usage, 3 no such process, 4 no dynamo in\n"
@@ -154,6 +157,7 @@ typedef struct Args {
     long iterations;
     double delay;
     int width;
+    long guard_timing;          /* --guard-timing N, -1 not given */
 } Args;
 
 static void sleep_ms(long ms)
@@ -209,10 +213,11 @@ int main(int argc, char **argv)
         {"frame", required_argument, NULL, 'F'},
         {"tab", required_argument, NULL, 'B'},
         {"record", required_argument, NULL, 'r'},
+        {"guard-timing", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    Args a = {.delay = 1.0, .width = 160, .top = 10, .tab = TAB_COUNT};
+    Args a = {.delay = 1.0, .width = 160, .top = 10, .tab = TAB_COUNT, .guard_timing = -1};
     int c;
     strutil_set_oom(crt_oom);       /* out of memory restores the terminal first */
     while ((c = getopt_long(argc, argv, "p:f:n:d:s:w:r:h", longopts, NULL)) != -1) {
@@ -237,6 +242,15 @@ int main(int argc, char **argv)
             break;
         }
         case 'F': a.frame = optarg; break;
+        case 'G': {
+            unsigned long n = strtoul(optarg, &end, 10);
+            if (*end || !*optarg || *optarg == '-' || n > UINT32_MAX) {
+                fprintf(stderr, "dynamo-top: --guard-timing needs 0 (off) or N: %s\n", optarg);
+                return EXIT_USAGE;
+            }
+            a.guard_timing = (long)n;
+            break;
+        }
         case 'B':
             a.tab = tab_by_name(optarg);
             if (a.tab == TAB_COUNT) {
@@ -297,6 +311,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "dynamo-top: give a pid or --file, not both\n");
         return EXIT_USAGE;
     }
+    if (a.guard_timing >= 0 && !a.pid) {
+        fprintf(stderr, "dynamo-top: --guard-timing needs a pid (-p PID)\n");
+        return EXIT_USAGE;
+    }
     if (a.save && !a.pid) {
         fprintf(stderr, "dynamo-top: --save needs a pid (-p PID)\n");
         return EXIT_USAGE;
@@ -313,6 +331,13 @@ int main(int argc, char **argv)
     if (!src)
         return fail(&st);
     int rc = 0;
+    if (a.guard_timing >= 0) {
+        if (source_set_guard_timing(src, (uint32_t)a.guard_timing, &st) != 0) {
+            rc = fail(&st);
+            goto done;
+        }
+        fprintf(stderr, "guard timing of pid %d: %s\n", (int)a.pid, a.guard_timing ? "on" : "off");
+    }
     if (a.save) {
         if (source_save(src, a.save, &st) != 0) {
             rc = fail(&st);

@@ -190,6 +190,9 @@ void model_finish(Model *m)
     for (size_t i = 0; i < m->n_frames; i++) {
         MFrame *f = &m->frames[i];
         fix(&f->name); fix(&f->file); fix(&f->context);
+        for (size_t k = 0; k < f->n_costly; k++) {
+            fix(&f->costly[k].via); fix(&f->costly[k].tests);
+        }
         for (size_t k = 0; k < f->n_entries; k++)
             finish_entry(&f->entries[k]);
         for (size_t k = 0; k < f->n_brks; k++) {
@@ -265,6 +268,10 @@ void model_delete(Model *m)
     for (size_t i = 0; i < m->n_frames; i++) {
         MFrame *f = &m->frames[i];
         free(f->name); free(f->file); free(f->context);
+        for (size_t k = 0; k < f->n_costly; k++) {
+            free(f->costly[k].via); free(f->costly[k].tests);
+        }
+        free(f->costly);
         for (size_t k = 0; k < f->n_entries; k++)
             entry_free(&f->entries[k]);
         free(f->entries);

@@ -73,6 +73,19 @@ typedef struct MResume {
     int64_t frame_id;   /* its frame once it ran, -1 before */
 } MResume;
 
+/* One node of a frame's guard tree, as guard cost sampling timed it (the
+ * frame keeps its MFRAME_COSTLY costliest: most time in its own tests). */
+typedef struct MCostNode {
+    int64_t index;          /* depth-first position in the tree (root 0) */
+    char *via;              /* branch leading to it: "root", "= 1", "default" */
+    char *tests;            /* its tests (or the leaf's entries), "; "-joined, cut */
+    uint64_t evaluations;   /* walks that entered it, count */
+    uint64_t timed;         /* timed walks that entered it, count */
+    uint64_t timed_ns;      /* their time in its own tests, ns */
+} MCostNode;
+
+#define MFRAME_COSTLY 5
+
 /* One compile of a frame: a cache entry [F/C] when it succeeded. */
 typedef struct MEntry {
     int64_t frame_id;
@@ -80,6 +93,8 @@ typedef struct MEntry {
     char *status;           /* "ok", "limit", "error", "skipped", "unsupported": status_id's text */
     DtRecStatus status_id;  /* DT_RS_*, DT_RS_UNKNOWN */
     uint64_t hits;          /* calls that ran this entry (since reset) */
+    uint64_t hit_timed;     /* timed lookups that selected it, count */
+    uint64_t hit_ns;        /* their guard-tree walks, ns */
     uint64_t compile_ns;    /* time spent compiling it, ns */
     uint64_t when_ns;       /* compile time stamp, ns since process start; 0 unknown */
     char *backend;
@@ -120,6 +135,9 @@ typedef struct MFrame {
     MBreak *brks;    size_t n_brks;
     size_t *brk_index;      /* owned: hash of brks (index + 1, 0 empty), brk_cap slots */
     size_t brk_cap;
+    uint64_t lookup_timed;  /* guard lookups timed (sampling), count */
+    uint64_t lookup_ns;     /* their guard-tree walks, ns: lookup_ns / lookup_timed per call */
+    MCostNode *costly; size_t n_costly; /* costliest guard-tree nodes, costliest first */
 } MFrame;
 
 typedef struct MEvent {
@@ -140,6 +158,7 @@ typedef struct Model {
     uint64_t uptime_s;
     uint64_t calls, hits, compiles, recompiles, breaks, compile_ns;   /* since reset */
     uint64_t events_lost;   /* ring overwrote events we never saw */
+    uint32_t guard_timing;  /* the process's guard cost sampling: 1 of every N lookups, 0 off */
     MFrame *frames; size_t n_frames;
     MEvent *events; size_t n_events;   /* oldest first */
 } Model;

@@ -35,6 +35,9 @@ void render_header(Lines *out, const Model *m, ProcState st, int show_state)
                fmt_count(calls, sizeof calls, m->calls), fmt_percent(hit, sizeof hit, m->hits, m->calls),
                (unsigned long long)m->compiles, (unsigned long long)m->recompiles,
                (unsigned long long)m->breaks, fmt_ns(cns, sizeof cns, m->compile_ns));
+    if (m->guard_timing)        /* guard cost sampling on: say so, it costs a little */
+        lines_addf(out, C_VALUE, "guard timing on: 1 of every %u lookups timed (g: off)",
+                   m->guard_timing);
 }
 
 /* ---- frame table ---- */
@@ -470,17 +473,52 @@ static void tab_bytecode(Lines *out, const Model *m, const MFrame *f, int64_t ci
 
 #define FROM_WIDTH 44     /* columns of the Guards tab's FROM cell */
 
+void render_guard_cost(Lines *out, const Model *m, const MFrame *f)
+{
+    char per[32], ns[32], calls[16], sampling[32] = "off now";
+    if (m->guard_timing)
+        snprintf(sampling, sizeof sampling, "1 of %u", m->guard_timing);
+    if (f->lookup_timed) {
+        lines_addf(out, C_SECTION, "guard cost: %s per lookup  (%s timed of %s calls; sampling %s)",
+                   fmt_ns(per, sizeof per, f->lookup_ns / f->lookup_timed),
+                   fmt_count(ns, sizeof ns, f->lookup_timed),
+                   fmt_count(calls, sizeof calls, f->calls), sampling);
+    } else {
+        lines_addf(out, C_DIM, "guard cost: no timed lookup%s",
+                   m->guard_timing ? " yet (sampling on)"
+                                   : " (sampling off: g in dynamo-top, dynamo.config.guard_timing)");
+        return;
+    }
+    if (!f->n_costly)
+        return;
+    lines_addf(out, C_TITLE, "  %-4s %10s %6s %8s  %-10s %s", "NODE", "NS/WALK", "SHARE", "WALKS",
+               "VIA", "TESTS (costliest guard-tree nodes: time in their own tests)");
+    for (size_t k = 0; k < f->n_costly; k++) {
+        const MCostNode *c = &f->costly[k];
+        char share[16];
+        fmt_percent(share, sizeof share, c->timed_ns, f->lookup_ns);
+        lines_addf(out, k ? C_DEFAULT : C_BREAK, "  %-4lld %10s %6s %8s  %-10s %s",
+                   (long long)c->index, fmt_ns(ns, sizeof ns, c->timed_ns / c->timed), share,
+                   fmt_count(calls, sizeof calls, c->evaluations), c->via, c->tests);
+    }
+}
+
 static void tab_guards(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)
 {
-    (void)m; (void)width;
+    (void)width;
     size_t shown = 0;
+    render_guard_cost(out, m, f);
+    lines_add(out, C_DEFAULT, -1, -1, "");
     for (size_t k = 0; k < f->n_entries; k++) {
         const MEntry *e = &f->entries[k];
         if (!wanted(e, cid) || !e->n_guards)
             continue;
         char what[96];
-        snprintf(what, sizeof what, "guards: %zu, entry hits %llu", e->n_guards,
-                 (unsigned long long)e->hits);
+        char hns[32] = "";
+        if (e->hit_timed)
+            fmt_ns(hns, sizeof hns, e->hit_ns / e->hit_timed);
+        snprintf(what, sizeof what, "guards: %zu, entry hits %llu%s%s", e->n_guards,
+                 (unsigned long long)e->hits, *hns ? ", lookup per hit " : "", hns);
         entry_title(out, e, what);
         lines_addf(out, C_TITLE, "  %6s  %-14s %-28s %-*s %s", "FAILS", "KIND", "SOURCE",
                    FROM_WIDTH, "FROM (the line that installed it)", "GUARD");

@@ -53,6 +53,10 @@ typedef struct TabClass {
 
 extern const TabClass tab_classes[TAB_COUNT];
 
+/* The guard cost of frame `f`: ns per lookup (sampled) and its costliest
+ * guard-tree nodes, or why there is none (the Guards tab's head). */
+void render_guard_cost(Lines *out, const Model *m, const MFrame *f);
+
 /* The Events tab's lines, newest first; with `only_f`, only `f`'s events. */
 void render_events(Lines *out, const Model *m, const MFrame *f, int only_f);
 /* The tab whose name is `name` (case-insensitive: "guards"), or TAB_COUNT. */

@@ -94,6 +94,44 @@ static void ranked(FILE *out, Lines *ls, const Model *m, const ReportOpts *o, co
     free(v);
 }
 
+static uint64_t guard_ns_per_lookup(const MFrame *f)
+{
+    return f->lookup_timed ? f->lookup_ns / f->lookup_timed : 0;
+}
+
+/* Frames by guard ns per lookup (sampled), each with its costliest node. */
+static void guard_cost_ranking(FILE *out, const Model *m, const ReportOpts *o, const TableOpts *to)
+{
+    const MFrame **v = xcalloc(m->n_frames + 1, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_frames; i++)
+        if (render_frame_passes(&m->frames[i], to) && m->frames[i].lookup_timed)
+            v[n++] = &m->frames[i];
+    rank_key = guard_ns_per_lookup;
+    qsort(v, n, sizeof *v, by_key_desc);
+    rank_key = NULL;
+    fprintf(out, "\nTOP FRAMES BY GUARD COST (ns per lookup, sampled; %zu frame%s, top %d)\n",
+            n, n == 1 ? "" : "s", o->top);
+    if (!n)
+        fprintf(out, "  none%s\n", m->guard_timing ? "" : " (guard timing off: "
+                "dynamo.config.guard_timing = 64, DYNAMO_GUARD_TIMING=64 or g in dynamo-top)");
+    for (size_t i = 0; i < n && i < (size_t)o->top; i++) {
+        const MFrame *f = v[i];
+        char ns[32], cnt[16];
+        char *label = render_frame_label(f);
+        fprintf(out, "  [%lld] %s\n      %s per lookup (%s timed)", (long long)f->id, label,
+                fmt_ns(ns, sizeof ns, guard_ns_per_lookup(f)),
+                fmt_count(cnt, sizeof cnt, f->lookup_timed));
+        if (f->n_costly)
+            fprintf(out, "; costliest node %lld (%s): %s per walk: %s", (long long)f->costly[0].index,
+                    f->costly[0].via, fmt_ns(ns, sizeof ns, f->costly[0].timed_ns / f->costly[0].timed),
+                    f->costly[0].tests);
+        fputc('\n', out);
+        free(label);
+    }
+    free(v);
+}
+
 /* The four rankings, then each frame's newest recompile trigger. */
 static void summary(FILE *out, Lines *ls, const Model *m, const ReportOpts *o, const TableOpts *to)
 {
@@ -102,6 +140,7 @@ static void summary(FILE *out, Lines *ls, const Model *m, const ReportOpts *o, c
            SORT_COUNT);             /* no column of its own: none marked */
     ranked(out, ls, m, o, to, "TOP FRAMES BY GRAPH BREAKS", key_breaks, SORT_BREAKS);
     ranked(out, ls, m, o, to, "TOP FRAMES BY RECOMPILES", key_recompiles, SORT_RECOMPILES);
+    guard_cost_ranking(out, m, o, to);
     fputs("\nLAST RECOMPILE TRIGGER PER FRAME (frames with recompiles)\n", out);
     int any = 0;
     for (size_t i = 0; i < m->n_frames; i++) {

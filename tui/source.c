@@ -55,6 +55,11 @@ int source_save(Source *src, const char *path, DrStatus *st)
 }
 
 int source_is_file(const Source *src) { return src->is_file; }
+
+int source_set_guard_timing(Source *src, uint32_t period, DrStatus *st)
+{
+    return dr_set_guard_timing(src->reader, period, st);
+}
 const char *source_describe(const Source *src) { return dr_source(src->reader); }
 
 static uint64_t since(uint64_t t, uint64_t origin)
@@ -163,6 +168,8 @@ static void fill_entry(MEntry *e, const DrRecord *rec, uint64_t origin_ns)
     e->mod_bytecode = xstrdup_clean(rec->modified_bytecode);
     const DrEntry *ent = rec->entry;
     e->hits = ent ? ent->hits : 0;
+    e->hit_timed = ent ? ent->hit_timed : 0;
+    e->hit_ns = ent ? ent->hit_ns : 0;
     for (size_t g = 0; g < rec->n_graphs; g++) {
         const DrGraph *dg = &rec->graphs[g];
         MGraph *mg = mentry_add_graph(e);
@@ -205,6 +212,54 @@ static void fill_entry(MEntry *e, const DrRecord *rec, uint64_t origin_ns)
     add_resumes(e, rec);
 }
 
+/* Is tree node a costlier than b (more time in its own tests)? */
+static int costlier(const DrTreeNode *a, const DrTreeNode *b)
+{
+    return a->timed_ns > b->timed_ns;
+}
+
+/* The MFRAME_COSTLY timed nodes of c's tree with the most time in their
+ * own tests, costliest first. */
+static void fill_costly(MFrame *f, const DrCode *c)
+{
+    const DrTreeNode *top[MFRAME_COSTLY];
+    size_t n = 0;
+    for (size_t i = 0; i < c->tree.n_nodes; i++) {
+        const DrTreeNode *t = &c->tree.nodes[i];
+        if (!t->timed)
+            continue;
+        size_t at = n < MFRAME_COSTLY ? n++ : MFRAME_COSTLY;
+        if (at == MFRAME_COSTLY && !costlier(t, top[MFRAME_COSTLY - 1]))
+            continue;
+        if (at == MFRAME_COSTLY)
+            at = MFRAME_COSTLY - 1;
+        for (; at > 0 && costlier(t, top[at - 1]); at--)  /* insertion: keep the order */
+            top[at] = top[at - 1];
+        top[at] = t;
+    }
+    f->costly = n ? xcalloc(n, sizeof *f->costly) : NULL;
+    f->n_costly = n;
+    for (size_t k = 0; k < n; k++) {
+        const DrTreeNode *t = top[k];
+        MCostNode *cn = &f->costly[k];
+        cn->index = t - c->tree.nodes;
+        cn->via = xstrdup_clean(t->parent < 0 ? "root" : t->via);
+        StrBuf sb;
+        sb_init(&sb);
+        const char **items = t->n_tests ? t->tests : t->leaf;
+        size_t n_items = t->n_tests ? t->n_tests : t->n_leaf;
+        for (size_t j = 0; j < n_items && j < 4; j++)
+            sb_addf(&sb, "%s%s", j ? "; " : "", items[j]);
+        if (n_items > 4)
+            sb_addf(&sb, "; ... %zu more", n_items - 4);
+        cn->tests = xstrdup_clean(sb.s ? sb.s : "");
+        sb_free(&sb);
+        cn->evaluations = t->evaluations;
+        cn->timed = t->timed;
+        cn->timed_ns = t->timed_ns;
+    }
+}
+
 static void fill_frame(MFrame *f, const DrCode *c, uint64_t origin_ns)
 {
     f->id = c->frame_id == UINT32_MAX ? -1 - (int64_t)c->slot : (int64_t)c->frame_id;
@@ -216,6 +271,9 @@ static void fill_frame(MFrame *f, const DrCode *c, uint64_t origin_ns)
     f->misses = c->misses;
     f->compile_ns = c->compile_ns;
     f->limit = c->cache_size_limit;
+    f->lookup_timed = c->lookup_timed;
+    f->lookup_ns = c->lookup_ns;
+    fill_costly(f, c);
     for (size_t i = 0; i < c->n_entries; i++)
         f->n_live += !c->entries[i]->dead;
     int failed = 0;
@@ -294,6 +352,7 @@ Model *source_read(Source *src, int *exited, DrStatus *st)
     m->origin = xstrdup_clean(dr_source(src->reader));
     uint64_t end = p->exited && p->exit_ns ? p->exit_ns : p->snapshot_ns;
     m->uptime_s = since(end, p->start_ns) / 1000000000ull;
+    m->guard_timing = p->guard_timing;
     for (size_t i = 0; i < s->n_codes; i++)
         fill_frame(model_add_frame(m), &s->codes[i], p->start_ns);
     fill_events(m, s, p->start_ns);

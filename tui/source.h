@@ -33,6 +33,10 @@ Model *source_read(Source *src, int *exited, DrStatus *st);
 /* Writes a snapshot file of the current state (dr_save).  0 / -1 with *st. */
 int source_save(Source *src, const char *path, DrStatus *st);
 
+/* Sets the process's guard cost sampling period (1 of every `period`
+ * lookups timed, 0 off; dr_set_guard_timing).  0 / -1 with *st. */
+int source_set_guard_timing(Source *src, uint32_t period, DrStatus *st);
+
 /* Nonzero when reading a snapshot file. */
 int source_is_file(const Source *src);
 

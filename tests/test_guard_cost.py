@@ -1,0 +1,182 @@
+"""Guard cost (issue 30, item 2): sampled timing of guard lookups, per
+frame, per cache entry and per guard-tree node; switched at run time by
+dynamo.config.guard_timing, DYNAMO_GUARD_TIMING or a reader (dynamo-top's
+`g`, --guard-timing).  The tests count timed lookups and rank nodes; none
+asserts an absolute time."""
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+import dynamo
+from dynamo import _C
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOP = os.path.join(ROOT, "build", "bin", "dynamo-top")
+WORKLOAD = os.path.join(ROOT, "tests", "workloads", "dynamo_workload.py")
+
+# A deliberately expensive guard source: reading len() of a dict guards
+# every key of it (2,000 TYPE/VALUE tests), against a one-key dict.
+BIG = {f"k{i}": i for i in range(2000)}
+SMALL = {"a": 1}
+
+
+def branchy(x, mode):
+    if mode == 0:
+        return x + len(SMALL)
+    return x + len(BIG)
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    dynamo.reset()
+    dynamo.config.guard_timing = 0
+    yield
+    dynamo.config.guard_timing = 0
+    dynamo.reset()
+
+
+def nodes(code):
+    """Every node of code's guard tree (tree_info), depth-first."""
+    out, todo = [], [_C.tree_info(code)["root"]]
+    while todo:
+        n = todo.pop()
+        if n is None:
+            continue
+        out.append(n)
+        todo.extend(child for _, child in n.get("branches") or [])
+        todo.append(n.get("default"))
+    return out
+
+
+def test_config_is_the_live_switch():
+    assert dynamo.config.guard_timing == 0 and _C._guard_timing() == 0
+    dynamo.config.guard_timing = 8
+    assert _C._guard_timing() == 8
+    _C._set_guard_timing(3)                 # what a reader's write looks like from here
+    assert dynamo.config.guard_timing == 3
+    assert dynamo.config.defaults()["guard_timing"] == 0
+    with pytest.raises(ValueError):
+        dynamo.config.guard_timing = -1
+    with pytest.raises(TypeError):
+        dynamo.config.guard_timing = 1.5
+
+
+def test_one_lookup_of_every_n_is_timed():
+    def add(a, b):
+        return a + b
+
+    opt = dynamo.optimize("eager")(add)
+    a, b = torch.ones(3), torch.ones(3)
+    opt(a, b)
+    for _ in range(20):                     # off: nothing timed
+        opt(a, b)
+    stats = _C.tree_stats(add.__code__)
+    assert stats["timed"] == 0 and stats["lookups"] == 20
+    dynamo.config.guard_timing = 4
+    for _ in range(40):
+        opt(a, b)
+    stats = _C.tree_stats(add.__code__)
+    assert stats["timed"] == 10 and stats["timed_ns"] > 0
+    root = _C.tree_info(add.__code__)["root"]
+    assert root["timed"] == 10 and root["evaluations"] == 60 and root["timed_ns"] > 0
+    counters = _C._telemetry_counters(add.__code__)
+    if counters is not None:                # telemetry on: the region has them too
+        assert counters["lookup_timed"] == 10 and counters["lookup_ns"] > 0
+    dynamo.config.guard_timing = 0
+    for _ in range(12):
+        opt(a, b)
+    assert _C.tree_stats(add.__code__)["timed"] == 10
+
+
+def test_frames_called_in_turn_are_each_sampled():
+    """Sampling counts per code: two frames called in turn with an even
+    period are both timed (one process-wide count timed only one)."""
+    def f(x):
+        return x + 1
+
+    def g(x):
+        return x * 2
+
+    of, og = dynamo.optimize("eager")(f), dynamo.optimize("eager")(g)
+    x = torch.ones(2)
+    of(x)
+    og(x)
+    dynamo.config.guard_timing = 2
+    for _ in range(20):
+        of(x)
+        og(x)
+    assert _C.tree_stats(f.__code__)["timed"] == 10
+    assert _C.tree_stats(g.__code__)["timed"] == 10
+
+
+def test_costliest_node_is_the_expensive_guard():
+    opt = dynamo.optimize("eager")(branchy)
+    x = torch.ones(2)
+    opt(x, 0)
+    opt(x, 1)
+    # a measurement outside the tree: wall time of the calls of each branch
+    wall = {}
+    for mode in (0, 1):
+        t0 = time.perf_counter_ns()
+        for _ in range(30):
+            opt(x, mode)
+        wall[mode] = time.perf_counter_ns() - t0
+    dynamo.config.guard_timing = 1
+    for _ in range(30):
+        opt(x, 0)
+        opt(x, 1)
+    timed = [n for n in nodes(branchy.__code__) if n["timed"]]
+    assert len(timed) >= 3                  # the root and both branches were walked
+    costliest = max(timed, key=lambda n: n["timed_ns"])
+    cheapest_branch = [n for n in timed if any("SMALL" in str(t[0]) for t in n["tests"])]
+    assert any("BIG" in str(t[0]) for t in costliest["tests"])
+    assert cheapest_branch and cheapest_branch[0]["timed_ns"] < costliest["timed_ns"]
+    assert costliest["timed"] == 30
+    # the ranking agrees with the wall-clock measurement of the two branches
+    assert wall[1] > wall[0]
+    # and per entry: the entry behind BIG costs more per hit
+    counters = _C._telemetry_counters(branchy.__code__)
+    if counters is not None:
+        assert counters["lookup_timed"] == 60
+
+
+@pytest.mark.skipif(not os.access(TOP, os.X_OK), reason="dynamo-top not built (make all)")
+def test_dynamo_top_switches_sampling_and_names_the_costliest_node(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, WORKLOAD, "--period", "0.01"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("READY"), proc.stderr.read()
+        pid = str(proc.pid)
+        run = lambda *a: subprocess.run([TOP, "-p", pid, *a], capture_output=True, text=True,
+                                        timeout=60)
+        before = run("--once", "--summary")
+        assert before.returncode == 0, before.stderr
+        assert "TOP FRAMES BY GUARD COST" in before.stdout and "guard timing off" in before.stdout
+        on = run("--guard-timing", "1", "--once", "--summary")
+        assert on.returncode == 0 and "guard timing of pid" in on.stderr
+        deadline = time.monotonic() + 60
+        while True:                         # rounds of the workload run meanwhile
+            guards = run("--once", "--tab", "guards", "--frame", "toy_example")
+            if "per lookup" in guards.stdout or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert re.search(r"guard cost: \S+ \S?s per lookup  \(\d+ timed of \d+ calls; sampling 1 of 1\)",
+                         guards.stdout), guards.stdout
+        assert "NS/WALK" in guards.stdout and "lookup per hit" in guards.stdout
+        r = run("--once", "--summary")
+        ranking = r.stdout.split("TOP FRAMES BY GUARD COST", 1)[1]
+        assert "guard timing on: 1 of every 1 lookups" in r.stdout
+        assert re.search(r"\[0\] toy_example .*\n +\S+ \S?s per lookup \(\d+ timed\); "
+                         r"costliest node 0 \(root\)", ranking), ranking
+        off = run("--guard-timing", "0", "--once", "--summary")
+        assert off.returncode == 0 and "guard timing on" not in off.stdout
+    finally:
+        proc.terminate()
+        proc.wait(10)
