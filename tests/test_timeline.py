@@ -321,7 +321,13 @@ def test_python_to_dot_timeline(tmp_path):
     svg = viz.to_dot(timeline=True)
     root = ET.fromstring(svg)
     marks = [m for m in svg_marks(root) if m.get("data-kind") in COMPILE_MARKS]
+    # frame ids start again after each reset: the row is the last one of
+    # this frame id (rows are drawn first seen first)
     frame = str(mine[0].frame_id)
-    assert len([m for m in marks if m.get("data-frame") == frame]) == len(mine) == 2
+    rows = [g for g in root.iter(SVG_NS + "g") if g.get("class") == "row"
+            and g.get("data-frame") == frame]
+    row = rows[-1].get("data-row")
+    assert "twice" in "".join(rows[-1].itertext())
+    assert len([m for m in marks if m.get("data-row") == row]) == len(mine) == 2
     assert viz.to_dot(timeline=True, format="html").startswith("<!DOCTYPE html>")
     dynamo.reset()

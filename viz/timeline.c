@@ -35,6 +35,7 @@ static const char *const MARK_FILL[MK_COUNT] = {"#1f77b4", "#ff7f0e", "#8e24aa",
 /* One frame's row. */
 typedef struct {
     int64_t frame;
+    int64_t epoch;                  /* resets before its first event: frame ids restart */
     const DrTraceEvent *first;      /* borrowed: its first event (name, file, line) */
     size_t marks[MK_COUNT];         /* compiles by kind, count */
     size_t breaks;                  /* count */
@@ -47,6 +48,7 @@ typedef struct {
     const DrTrace *t;
     Row *rows;                      /* owned; first seen first */
     size_t n_rows;
+    size_t *row_ix;                 /* owned: per event, its row (SIZE_MAX: none) */
     int64_t t0, t1;                 /* ns: the axis */
 } Timeline;
 
@@ -80,17 +82,20 @@ static MarkKind mark_of(const DrTrace *t, size_t i)
     return recompile_of(t, i) ? MK_RECOMPILE : MK_FIRST;
 }
 
-static Row *row_of(Timeline *tl, const DrTraceEvent *e)
+/* The row of event e: frame ids start again after a reset (epoch), so a
+ * row is one (epoch, frame id) pair, never two code objects. */
+static size_t row_of(Timeline *tl, const DrTraceEvent *e, int64_t epoch)
 {
     for (size_t i = 0; i < tl->n_rows; i++)
-        if (tl->rows[i].frame == e->frame)
-            return &tl->rows[i];
+        if (tl->rows[i].frame == e->frame && tl->rows[i].epoch == epoch)
+            return i;
     tl->rows = xrealloc(tl->rows, (tl->n_rows + 1) * sizeof *tl->rows);
-    Row *r = &tl->rows[tl->n_rows++];
+    Row *r = &tl->rows[tl->n_rows];
     memset(r, 0, sizeof *r);
     r->frame = e->frame;
+    r->epoch = epoch;
     r->first = e;
-    return r;
+    return tl->n_rows++;
 }
 
 /* What a recompile event blames: the failing guard ("- local 'n'
@@ -113,7 +118,7 @@ static void top_reason(Timeline *tl, Row *r)
     const char **v = xmalloc((r->marks[MK_RECOMPILE] + 1) * sizeof *v);
     size_t n = 0;
     for (size_t i = 0; i < t->n && n < r->marks[MK_RECOMPILE]; i++)
-        if (t->ev[i].kind_id == DT_EV_COMPILE && t->ev[i].frame == r->frame
+        if (t->ev[i].kind_id == DT_EV_COMPILE && tl->row_ix[i] == (size_t)(r - tl->rows)
             && mark_of(t, i) == MK_RECOMPILE && *trigger(recompile_of(t, i)))
             v[n++] = trigger(recompile_of(t, i));
     qsort(v, n, sizeof *v, cmp_text);
@@ -132,9 +137,12 @@ static void build(Timeline *tl, const DrTrace *t)
 {
     memset(tl, 0, sizeof *tl);
     tl->t = t;
+    tl->row_ix = xmalloc((t->n + 1) * sizeof *tl->row_ix);
     int any = 0;
+    int64_t epoch = 0;
     for (size_t i = 0; i < t->n; i++) {
         const DrTraceEvent *e = &t->ev[i];
+        tl->row_ix[i] = SIZE_MAX;
         if (e->t_ns <= 0)
             continue;
         if (!any || e->t_ns < tl->t0)
@@ -142,9 +150,12 @@ static void build(Timeline *tl, const DrTrace *t)
         if (!any || e->t_ns > tl->t1)
             tl->t1 = e->t_ns;
         any = 1;
-        if (e->frame < 0)                           /* a reset: a line across the rows */
+        if (e->frame < 0) {                         /* a reset: a line across the rows */
+            epoch++;
             continue;
-        Row *r = row_of(tl, e);
+        }
+        tl->row_ix[i] = row_of(tl, e, epoch);
+        Row *r = &tl->rows[tl->row_ix[i]];
         MarkKind k = mark_of(t, i);
         if (k != MK_COUNT)
             r->marks[k]++;
@@ -168,12 +179,11 @@ static double x_of(const Timeline *tl, int64_t t_ns)
     return X0 + (double)(t_ns - tl->t0) * (X1 - X0) / (double)(tl->t1 - tl->t0);
 }
 
-static double y_of(const Timeline *tl, int64_t frame)
+/* The y of event i's row. */
+static double y_of(const Timeline *tl, size_t i)
 {
-    for (size_t i = 0; i < tl->n_rows; i++)
-        if (tl->rows[i].frame == frame)
-            return TOP + ROW_H * (double)i + ROW_H / 2.0;
-    return TOP;
+    size_t row = tl->row_ix[i];
+    return row == SIZE_MAX ? TOP : TOP + ROW_H * (double)row + ROW_H / 2.0;
 }
 
 static int height(const Timeline *tl)
@@ -221,7 +231,7 @@ static void draw_row(StrBuf *b, const Timeline *tl, size_t i)
     const Row *r = &tl->rows[i];
     const DrTraceEvent *e = r->first;
     double y = TOP + ROW_H * (double)i + ROW_H / 2.0;
-    sb_addf(b, "<g class=\"row\" data-frame=\"%lld\">", (long long)r->frame);
+    sb_addf(b, "<g class=\"row\" data-frame=\"%lld\" data-row=\"%zu\">", (long long)r->frame, i);
     if (i % 2)
         sb_addf(b, "<rect class=\"band\" x=\"0\" y=\"%.1f\" width=\"%d\" height=\"%d\"/>",
                 y - ROW_H / 2.0, WIDTH, ROW_H);
@@ -301,15 +311,16 @@ static void hover(StrBuf *b, const Timeline *tl, size_t i, const char *what)
 static void draw_mark(StrBuf *b, const Timeline *tl, size_t i)
 {
     const DrTraceEvent *e = &tl->t->ev[i];
-    double x = x_of(tl, e->t_ns), y = y_of(tl, e->frame);
+    double x = x_of(tl, e->t_ns), y = y_of(tl, i);
     MarkKind k = mark_of(tl->t, i);
     const char *kind = k != MK_COUNT ? MARK_NAME[k]
                      : e->kind_id == DT_EV_BREAK ? "break"
                      : e->kind_id == DT_EV_GUARD_FAIL ? "guard_fail" : NULL;
     if (kind == NULL)                               /* recompile/error: shown by their compile */
         return;
-    sb_addf(b, "<g class=\"mark\" data-kind=\"%s\" data-frame=\"%lld\" data-compile=\"%lld\">"
-            "<title>", kind, (long long)e->frame, (long long)e->compile);
+    sb_addf(b, "<g class=\"mark\" data-kind=\"%s\" data-frame=\"%lld\" data-compile=\"%lld\" "
+            "data-row=\"%zu\"><title>", kind, (long long)e->frame, (long long)e->compile,
+            tl->row_ix[i]);
     char what[64] = "";
     if (e->kind_id == DT_EV_GUARD_FAIL)
         snprintf(what, sizeof what, "%lld guard failure%s", (long long)e->count,
@@ -511,5 +522,6 @@ int vtimeline_write(FILE *out, const DrTrace *t, VtlFormat format)
     int rc = fwrite(b.s, 1, b.len, out) == b.len ? 0 : -1;
     sb_free(&b);
     free(tl.rows);
+    free(tl.row_ix);
     return rc;
 }
