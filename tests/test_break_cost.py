@@ -254,3 +254,35 @@ def test_break_map_colours_and_ranks_by_cost(snapshot, tmp_path):
     nodes = subprocess.run(["gvpr", "N{print($.name)}", path], capture_output=True, text=True,
                            check=True).stdout
     assert "break cost legend" in nodes
+
+
+def test_gpt2_step_costliest_break_named_as_cprofile_times_it():
+    """Real: a tiny GPT-2 decoding step (tests/workloads/break_cost_workload.py)
+    breaks at `.item()` (cheap) and then at a Python sampler (costly)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "workloads"))
+    try:
+        import break_cost_workload as wl
+    finally:
+        sys.path.pop(0)
+    step, ids = wl.build()
+    compiled = dynamo.optimize("eager")(step)
+    calls = 4
+    with torch.no_grad():
+        for _ in range(calls):
+            compiled(ids)
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(calls):
+            step(ids)
+        prof.disable()
+    cum = {fn[2]: row[3] for fn, row in pstats.Stats(prof).stats.items()}
+    eager = {"item": cum["<method 'item' of 'torch._C.TensorBase' objects>"],
+             "sample_in_python": cum["sample_in_python"]}
+    brs = [br for r in records.all_records() for br in r.break_reasons
+           if br.filename == wl.__file__]
+    assert len(brs) == 2 and all(br.cost()["calls"] == calls for br in brs)
+    from dynamo.explain import ranked_breaks
+    src = open(wl.__file__).read().splitlines()
+    named = ["sample_in_python" if "sample_in_python" in src[br.lineno - 1] else "item"
+             for _, br, _ in ranked_breaks(brs)]
+    assert named == sorted(eager, key=eager.get, reverse=True) == ["sample_in_python", "item"]

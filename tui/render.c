@@ -529,11 +529,11 @@ static void break_row(Lines *out, const MBreak *b, int with_frame)
     }
     snprintf(where, sizeof where, "%s:%d", base_name(b->file), b->line);
     if (with_frame) {
-        char *label = render_frame_label(b->frame);
-        lines_addf(out, C_BREAK, "  %10s %10s %8llu %6llu  %-32s %-28.28s %s", total, per,
-                   (unsigned long long)b->calls, (unsigned long long)b->count, where, label,
+        char frame[96];
+        snprintf(frame, sizeof frame, "[%lld] %s", (long long)b->frame->id, b->frame->name);
+        lines_addf(out, C_BREAK, "  %10s %10s %8llu %6llu  %-32s %-24.24s %s", total, per,
+                   (unsigned long long)b->calls, (unsigned long long)b->count, where, frame,
                    *b->meaning ? b->meaning : b->reason);
-        free(label);
         return;
     }
     lines_addf(out, C_BREAK, "  %10s %10s %8llu %6llu  %-32s %s", total, per,
@@ -587,7 +587,7 @@ size_t render_costly_breaks(Lines *out, const Model *m, int top)
     const MBreak **v;
     size_t n = model_breaks_by_cost(m, NULL, &v);
     if (n)
-        lines_addf(out, C_TITLE, "  %10s %10s %8s %6s  %-32s %-28s %s", "EAGER", "PER RUN", "RUNS",
+        lines_addf(out, C_TITLE, "  %10s %10s %8s %6s  %-32s %-24s %s", "EAGER", "PER RUN", "RUNS",
                    "COUNT", "USER FRAME", "FRAME", "REASON");
     for (size_t i = 0; i < n && i < (size_t)top; i++)
         break_row(out, v[i], 1);
