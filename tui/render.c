@@ -530,7 +530,10 @@ static void break_row(Lines *out, const MBreak *b, int with_frame)
     snprintf(where, sizeof where, "%s:%d", base_name(b->file), b->line);
     if (with_frame) {
         char frame[96];
-        snprintf(frame, sizeof frame, "[%lld] %s", (long long)b->frame->id, b->frame->name);
+        if (b->frame != NULL)
+            snprintf(frame, sizeof frame, "[%lld] %s", (long long)b->frame->id, b->frame->name);
+        else                        /* a model not finished (model_finish sets it) */
+            snprintf(frame, sizeof frame, "?");
         lines_addf(out, C_BREAK, "  %10s %10s %8llu %6llu  %-32s %-24.24s %s", total, per,
                    (unsigned long long)b->calls, (unsigned long long)b->count, where, frame,
                    *b->meaning ? b->meaning : b->reason);
