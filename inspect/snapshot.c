@@ -210,8 +210,8 @@ decode_record(const Dec *d, const DtEntry *e, DrRecord *rec)
         b->samples = e->break_time[DT_BT_SAMPLES];
         b->sampled_ns = e->break_time[DT_BT_NS];
         b->max_ns = e->break_time[DT_BT_MAX_NS];
-        b->est_ns = b->samples ? (uint64_t)((double)b->sampled_ns / (double)b->samples
-                                            * (double)b->calls) : 0;
+        double est = b->samples ? (double)b->sampled_ns / (double)b->samples * (double)b->calls : 0;
+        b->est_ns = est < 18446744073709549568.0 ? (uint64_t)est : UINT64_MAX;  /* hostile input */
     }
     const DvVal *resumes = dv_item(&v, DT_REC_RESUMES);
     rec->resumes = array(d, dv_len(resumes), sizeof(DrResume));
@@ -374,7 +374,7 @@ dedup_breaks(const Dec *d, DrSnapshot *s)
                 o->calls += b->calls;
                 o->samples += b->samples;
                 o->sampled_ns += b->sampled_ns;
-                o->est_ns += b->est_ns;
+                o->est_ns = o->est_ns > UINT64_MAX - b->est_ns ? UINT64_MAX : o->est_ns + b->est_ns;
                 o->max_ns = b->max_ns > o->max_ns ? b->max_ns : o->max_ns;
                 continue;
             }

@@ -64,8 +64,8 @@ static size_t cost_class_of(const DrBreak *b, uint64_t max_ns)
         return N_COST_CLASSES - 1;
     uint64_t pm = (uint64_t)((double)b->est_ns * 1000.0 / (double)max_ns);
     size_t k = 0;
-    while ((uint64_t)cost_class[k].min_pm > pm)
-        k++;
+    while (k + 2 < N_COST_CLASSES && (uint64_t)cost_class[k].min_pm > pm)
+        k++;            /* the last timed class (min 0) takes the rest */
     return k;
 }
 
