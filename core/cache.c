@@ -8,6 +8,7 @@
  */
 #include "cache.h"
 #include "pyversion.h"  /* dyn_request_code_extra_index, dyn_code_get/set_extra */
+#include "breakprobe.h" /* bprobe_bind_code: a break's counters follow the entry's slot */
 
 /* co_extra slot reserved at init; -1 until then. */
 Py_ssize_t cache_extra_index = -1;
@@ -34,8 +35,11 @@ cache_entry_decref(CacheEntry *e)
     /* Iterative: freeing an entry drops its reference on the next one. */
     while (e != NULL && --e->refs == 0) {
         CacheEntry *next = e->next;
-        if (e->tele != NULL && watcher != NULL)
-            watcher->entry_dead(e->tele);
+        if (e->tele != NULL) {
+            bprobe_bind_code(e->code, NULL);    /* the slot may be reclaimed after this */
+            if (watcher != NULL)
+                watcher->entry_dead(e->tele);
+        }
         gir_free(e->guards);
         cache_direct_free(e->direct);
         Py_XDECREF(e->code);
@@ -155,8 +159,11 @@ cache_push(CodeCache *cache, PyObject *new_code, GirSet *guards, PyObject *paylo
     e->direct = direct;
     e->tele = cache->tele_pending;
     cache->tele_pending = NULL;
-    if (e->tele != NULL && watcher != NULL)
-        watcher->entry_attached(e->tele);
+    if (e->tele != NULL) {
+        bprobe_bind_code(new_code, e->tele->break_time);
+        if (watcher != NULL)
+            watcher->entry_attached(e->tele);
+    }
     e->next = cache->entries;       /* takes over the cache's reference */
     cache->entries = e;
     GTree *stale = cache->tree;     /* rebuilt at the next lookup */

@@ -18,12 +18,14 @@
 #include "pyversion.h"
 
 #include <string.h>     /* memcpy */
+#include <time.h>       /* clock_gettime: compile time, for the break probes */
 
 #include "hook.h"
 #include "cache.h"      /* CodeCache, CacheEntry */
 #include "callable.h"   /* thread mode and callback */
 #include "tree.h"       /* gtree_lookup */
 #include "telemetry.h"  /* counters of the shared telemetry region */
+#include "breakprobe.h" /* bprobe_compile_ns: compiles inside a timed eager region */
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -614,6 +616,8 @@ publish_new_tree(CodeCache *cache)
 static PyObject *
 ask_callback(_PyInterpreterFrame *frame, PyObject *failures /* borrowed */)
 {
+    struct timespec t0, t1;                     /* a timed eager region leaves compiles out */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     PyObject *callback = Py_NewRef(callable_callback());
     CallableSaved prev;
     callable_swap(MODE_OFF, NULL, 0, &prev);
@@ -650,6 +654,8 @@ done:
     Py_XDECREF(f_locals);
     Py_DECREF(callback);
     callable_restore(&prev);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    bprobe_compile_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
     return todo;
 }
 

@@ -15,6 +15,7 @@
 #include "ir.h"         /* gir_compile */
 #include "tree.h"       /* guard trees: lookup, info, stats */
 #include "telemetry.h"  /* the telemetry region and _telemetry_* */
+#include "breakprobe.h" /* BreakProbe, _set_break_sampling */
 
 /* guards/tmeta_py.c: the tmeta test hooks (_tensor_meta, _dtype_code, ...). */
 int tmeta_add_test_functions(PyObject *module);
@@ -595,6 +596,7 @@ PyInit__C(void)
             || gtree_add_vocabulary(m) < 0
             || tmeta_add_test_functions(m) < 0
             || telemetry_add_functions(m) < 0
+            || bprobe_add_to_module(m) < 0
             || PyState_AddModule(m, &module_def) < 0) {
         Py_DECREF(m);
         return NULL;

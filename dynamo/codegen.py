@@ -89,6 +89,17 @@ class PyCodegen:
         NULL|self slot."""
         self.insts.extend(create_call_function(nargs, push_null=True))
 
+    def call_probe(self, fn):
+        """fn() for its effect, stack-neutral: a break probe's bound C
+        start/stop (core/breakprobe.h), no Python frame."""
+        if not NULL_ABOVE_CALLABLE:
+            self.emit("PUSH_NULL")
+        self.load_const(fn)
+        if NULL_ABOVE_CALLABLE:
+            self.emit("PUSH_NULL")
+        self.emit_call(0)
+        self.emit("POP_TOP")
+
     def call_ex(self):
         """Call with stack [callable, args_tuple]."""
         self.emit("PUSH_NULL")

@@ -28,6 +28,13 @@ _DEFAULTS = {
     # torch.compile's name: True keeps every int argument a constant guarded
     # by value (one entry per value), even under automatic dynamic shapes
     "specialize_int": False,
+    # a graph break's eager region (the code run between its graph and
+    # the resume function) is counted and timed by a probe in the rewritten
+    # code (two C calls per run; read at compile time: False emits none)
+    "break_timing": True,
+    # time one run of a break's eager region in this many (the first run
+    # too); 0 counts runs only (no clock read). Takes effect at once
+    "break_sample_period": 8,
     # dimensions neither marked (dynamo.mark_dynamic) nor seen changing are
     # traced as constants; False: every dimension is symbolic
     "assume_static_by_default": True,
@@ -139,6 +146,9 @@ def _validate(name, value):
         if name in ("cache_size_limit", "accumulated_recompile_limit") and value < 0:
             raise ValueError(f"dynamo.config.{name} must be >= 0 (0: compile "
                              f"nothing new), got {value}")
+        if name == "break_sample_period" and not 0 <= value < 2 ** 32:
+            raise ValueError(f"dynamo.config.break_sample_period must be >= 0 and < 2**32 "
+                             f"(0: count runs, time none), got {value}")
         if name == "autotune_runs" and value < 1:
             raise ValueError(f"dynamo.config.autotune_runs must be >= 1, got {value}")
     elif isinstance(default, float):
@@ -233,6 +243,9 @@ class _Config(types.ModuleType):
                 raise ValueError(f"dynamo.config.{name} must be in [0, 2**32), got {value}")
             _LIVE[name][1](value)
             return
+        if name == "break_sample_period":
+            from . import _C
+            _C._set_break_sampling(value)
         if name == "log_level":
             logger = logging.getLogger("dynamo")
             logger.setLevel(value)

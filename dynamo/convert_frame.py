@@ -51,6 +51,24 @@ class BreakReason:
     kind: str = "other"
     meaning: str = ""
     hint: str = ""
+    # the _C.BreakProbe counting and timing the break's eager region (the
+    # code run between its graph and the resume function), None when
+    # config.break_timing was off or the break ran nothing (nopython)
+    probe: Any = dataclasses.field(default=None, repr=False, compare=False)
+
+    def cost(self):
+        """What the break's eager region cost so far: {"calls": runs,
+        "samples": runs timed, "ns": their total, "max_ns": the longest,
+        "ns_per_call": the mean of the timed runs (None without one),
+        "total_ns": that mean times the runs (the estimate the tools rank
+        by)}; None without a probe."""
+        if self.probe is None:
+            return None
+        st = self.probe.stats()
+        per = st["ns"] / st["samples"] if st["samples"] else None
+        st["ns_per_call"] = per
+        st["total_ns"] = per * st["calls"] if per is not None else None
+        return st
 
 
 @dataclasses.dataclass
@@ -175,6 +193,7 @@ def _compile_frame(code, f_locals, f_globals, f_builtins, func, compiler_fn, *, 
     reasons = []
     if tx.break_info is not None:
         reasons.append(_break_reason(tx.break_info.reason, tx.break_info.user_stack))
+        reasons[-1].probe = tx.break_probe
     if tx.body is None:
         new_code = code
     else:

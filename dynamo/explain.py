@@ -3,7 +3,10 @@
 Runs the function once under the hook with a backend that keeps the graphs,
 then summarises the compile records of that run: graphs, ops per graph, graph
 breaks with their reasons and user frames, guards, recompile triggers,
-compile failures and compile times, and for a graph captured under
+compile failures and compile times, the breaks ranked by what their eager
+code costs (the time between the end of a graph and the call of the resume
+function, measured by the break's probe: live, so a later look at the same
+output counts the calls made since), and for a graph captured under
 DistributedDataParallel its cut at DDP's gradient buckets (which parameters
 each piece's bucket holds). Like the reference implementation it
 starts from a reset cache, so every frame the call reaches is compiled afresh.
@@ -56,6 +59,43 @@ def _format_reason(i, br):
     return lines
 
 
+def _ns_text(ns):
+    if ns >= 1e9:
+        return f"{ns / 1e9:.2f} s"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.1f} us"
+    return f"{ns:.0f} ns"
+
+
+def ranked_breaks(break_reasons):
+    """The breaks costliest first: [(position in break_reasons, 1-based;
+    BreakReason; its cost())], by the estimated total time of the eager
+    region (mean of the timed runs x runs), then by the time per run;
+    breaks never timed (no probe, no sample) last, in their order."""
+    costs = [(i, br, br.cost()) for i, br in enumerate(break_reasons, 1)]
+    timed = [c for c in costs if c[2] is not None and c[2]["samples"]]
+    rest = [c for c in costs if c not in timed]
+    timed.sort(key=lambda c: (-c[2]["total_ns"], -c[2]["ns_per_call"], c[0]))
+    return timed + rest
+
+
+def _format_costs(break_reasons):
+    from .logs import reason_text
+    lines = []
+    for i, br, cost in ranked_breaks(break_reasons):
+        where = f"{br.filename}:{br.lineno}" if br.filename else "?"
+        if cost is None or not cost["samples"]:
+            what = "not timed" if cost is None else f"{cost['calls']} runs, none timed"
+        else:
+            what = (f"{_ns_text(cost['total_ns'])} total, {_ns_text(cost['ns_per_call'])}/run x "
+                    f"{cost['calls']} runs ({cost['samples']} timed, max {_ns_text(cost['max_ns'])})")
+        lines.append(f"  Break {i} at {where}: {what}")
+        lines.append(f"    {reason_text(br)}")
+    return lines
+
+
 @dataclasses.dataclass
 class ExplainOutput:
     """Result of `dynamo.explain(fn)(*args)`."""
@@ -86,6 +126,9 @@ class ExplainOutput:
         if self.failures:
             text += "\n Frames that could not be compiled (ran eagerly):\n" + "\n".join(
                 f"  {f}" for f in self.failures)
+        if self.break_reasons:
+            text += ("\n Break cost (eager code between two graphs, costliest first):\n"
+                     + "\n".join(_format_costs(self.break_reasons)))
         cut = [(i, len(p)) for i, p in enumerate(self.ddp_pieces, 1) if p]
         if cut:
             text += "\n Graphs cut at DDP's gradient buckets: " + ", ".join(
@@ -98,6 +141,9 @@ class ExplainOutput:
                f"Op Count: {self.op_count}", "Break Reasons:"]
         for i, br in enumerate(self.break_reasons, 1):
             out += _format_reason(i, br)
+        if self.break_reasons:
+            out.append("Break Cost (eager code between two graphs, costliest first):")
+            out += _format_costs(self.break_reasons)
         out.append("Ops per Graph:")
         for i, ops in enumerate(self.ops_per_graph, 1):
             out.append(f"  Ops {i}:")

@@ -84,6 +84,11 @@ dump_break(const DrBreak *b)
     kstr("kind", b->kind);
     kstr("meaning", b->meaning);
     kstr("hint", b->hint);
+    kuint("calls", b->calls);
+    kuint("samples", b->samples);
+    kuint("sampled_ns", b->sampled_ns);
+    kuint("max_ns", b->max_ns);
+    kuint("est_ns", b->est_ns);
     key("user_stack", 0);
     putchar('[');
     for (size_t i = 0; i < b->n_frames; i++) {

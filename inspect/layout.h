@@ -204,6 +204,19 @@ _Static_assert(sizeof(DtCode) == 144, "DtCode");
  * pins GTREE_NODE_COUNTERS to this. */
 #define DT_TREE_NODE_COUNTERS 4u
 
+/* DtEntry.break_time: the eager region of the entry's graph break (the code
+ * its rewritten bytecode runs between the end of its graph call and the
+ * call of a resume function), counted and sampled by core/breakprobe.c; all
+ * zero for an entry without a break, and in a writer older than them. */
+enum {
+    DT_BT_CALLS,                    /* runs of the region, count */
+    DT_BT_SAMPLES,                  /* runs timed (one in the sampling period), count */
+    DT_BT_NS,                       /* time of the timed runs, cumulative ns (monotonic clock;
+                                       compiles inside the region left out) */
+    DT_BT_MAX_NS,                   /* longest timed run, ns */
+    DT_BT_N
+};
+
 /* One compile record: a cache entry (status "ok"), or a record only
  * (DT_E_RECORD).  Slots are never reused: this table is the compile log. */
 typedef struct {
@@ -226,9 +239,12 @@ typedef struct {
     uint64_t hit_timed;             /* timed lookups (DtHeader.guard_timing) selecting this
                                        entry, count */
     uint64_t hit_ns;                /* their guard-tree walks, cumulative, ns */
-    uint8_t pad[40];
+    uint64_t break_time[DT_BT_N];   /* DT_BT_*: the break's eager region, bumped live by the
+                                       probe while the entry lives (core/breakprobe.c) */
+    uint8_t pad[8];
 } DtEntry;
 _Static_assert(sizeof(DtEntry) == 320, "DtEntry");
+_Static_assert(__builtin_offsetof(DtEntry, break_time) == 280, "DtEntry.break_time: in the old pad");
 
 /* DtEvent.kind: DT_EV_* (DtEventKind), declared in record.h's DT_EVENT_KINDS. */
 

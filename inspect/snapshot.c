@@ -204,6 +204,15 @@ decode_record(const Dec *d, const DtEntry *e, DrRecord *rec)
     rec->n_breaks = rec->breaks ? dv_len(breaks) : 0;
     for (size_t i = 0; i < rec->n_breaks; i++)
         decode_break(d, dv_item(breaks, i), &rec->breaks[i]);
+    if (rec->n_breaks > 0) {            /* a compile breaks once: its eager region's counters */
+        DrBreak *b = &rec->breaks[0];
+        b->calls = e->break_time[DT_BT_CALLS];
+        b->samples = e->break_time[DT_BT_SAMPLES];
+        b->sampled_ns = e->break_time[DT_BT_NS];
+        b->max_ns = e->break_time[DT_BT_MAX_NS];
+        double est = b->samples ? (double)b->sampled_ns / (double)b->samples * (double)b->calls : 0;
+        b->est_ns = est < 18446744073709549568.0 ? (uint64_t)est : UINT64_MAX;  /* hostile input */
+    }
     const DvVal *resumes = dv_item(&v, DT_REC_RESUMES);
     rec->resumes = array(d, dv_len(resumes), sizeof(DrResume));
     rec->n_resumes = rec->resumes ? dv_len(resumes) : 0;
@@ -320,6 +329,7 @@ break_hash(const DrBreak *b)
 }
 
 typedef struct {
+    uint64_t est_ns;            /* estimated eager time, ns */
     uint64_t count;
     size_t first;               /* first-seen position */
 } BreakOrder;
@@ -328,6 +338,8 @@ static int
 break_order_cmp(const void *a, const void *b)
 {
     const BreakOrder *x = a, *y = b;
+    if (x->est_ns != y->est_ns)
+        return x->est_ns < y->est_ns ? 1 : -1;             /* costliest first */
     if (x->count != y->count)
         return x->count < y->count ? 1 : -1;               /* most frequent first */
     return (x->first > y->first) - (x->first < y->first);  /* then first seen */
@@ -360,7 +372,13 @@ dedup_breaks(const Dec *d, DrSnapshot *s)
                 k = (k + 1) & (cap - 1);
             }
             if (table[k] != 0) {
-                s->breaks[table[k] - 1].count++;
+                DrBreak *o = &s->breaks[table[k] - 1];
+                o->count++;
+                o->calls += b->calls;
+                o->samples += b->samples;
+                o->sampled_ns += b->sampled_ns;
+                o->est_ns = o->est_ns > UINT64_MAX - b->est_ns ? UINT64_MAX : o->est_ns + b->est_ns;
+                o->max_ns = b->max_ns > o->max_ns ? b->max_ns : o->max_ns;
                 continue;
             }
             s->breaks[s->n_breaks] = *b;
@@ -368,13 +386,13 @@ dedup_breaks(const Dec *d, DrSnapshot *s)
             s->breaks[s->n_breaks].first_record = s->records[i].id;
             table[k] = ++s->n_breaks;
         }
-    /* Most frequent first, first-seen order among equals. */
+    /* Costliest first (estimated eager time), then most frequent, then first seen. */
     BreakOrder *order = array(d, s->n_breaks, sizeof(BreakOrder));
     DrBreak *sorted = array(d, s->n_breaks, sizeof(DrBreak));
     if (order == NULL || sorted == NULL)
         return;
     for (size_t i = 0; i < s->n_breaks; i++)
-        order[i] = (BreakOrder){s->breaks[i].count, i};
+        order[i] = (BreakOrder){s->breaks[i].est_ns, s->breaks[i].count, i};
     qsort(order, s->n_breaks, sizeof *order, break_order_cmp);
     for (size_t i = 0; i < s->n_breaks; i++)
         sorted[i] = s->breaks[order[i].first];

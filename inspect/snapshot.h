@@ -102,7 +102,23 @@ typedef struct {
     const char *kind;           /* dynamo/break_hints.py's kind ("data_dependent_branch"), "" */
     const char *meaning;        /* the reason in user words; "" = the reason itself */
     const char *hint;           /* what the user can do; "" none (an older writer) */
+    /* The eager region of the break (the code run between its graph and the
+     * resume call; layout.h DT_BT_*), from its entry's DtEntry.break_time;
+     * dedup: summed over the records (max_ns the largest). */
+    uint64_t calls;             /* runs, count */
+    uint64_t samples;           /* runs timed, count */
+    uint64_t sampled_ns;        /* time of the timed runs, cumulative ns */
+    uint64_t max_ns;            /* longest timed run, ns */
+    uint64_t est_ns;            /* estimated total: sampled_ns / samples * calls, ns; 0 untimed */
 } DrBreak;
+
+/* The mean time of one run of a break's eager region (ns), 0 when none was
+ * timed: est_ns / calls, which for one record is sampled_ns / samples. */
+static inline uint64_t
+dr_break_ns_per_run(const DrBreak *b)
+{
+    return b->calls && b->samples ? b->est_ns / b->calls : 0;
+}
 
 /* One node of a guard decision tree (as published with the newest compile of
  * the code).  Counters live (DrTree.live: bumped by every walk) or as of

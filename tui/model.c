@@ -196,6 +196,7 @@ void model_finish(Model *m)
         for (size_t k = 0; k < f->n_entries; k++)
             finish_entry(&f->entries[k]);
         for (size_t k = 0; k < f->n_brks; k++) {
+            f->brks[k].frame = f;
             fix(&f->brks[k].reason); fix(&f->brks[k].file); fix(&f->brks[k].user_stack);
             fix(&f->brks[k].meaning); fix(&f->brks[k].hint);
         }
@@ -386,4 +387,32 @@ void baseline_free(Baseline *b)
     free(b->frames);
     free(b->ctr);
     memset(b, 0, sizeof *b);
+}
+
+/* Costliest first (estimated eager time), then the most compiles, then model order. */
+static int break_cost_cmp(const void *a, const void *b)
+{
+    const MBreak *x = *(const MBreak *const *)a, *y = *(const MBreak *const *)b;
+    if (x->est_ns != y->est_ns)
+        return x->est_ns < y->est_ns ? 1 : -1;
+    if (x->count != y->count)
+        return x->count < y->count ? 1 : -1;
+    return (x > y) - (x < y);   /* frames and their breaks are laid out in model order */
+}
+
+size_t model_breaks_by_cost(const Model *m, const MFrame *only, const MBreak ***out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_frames; i++)
+        if (only == NULL || &m->frames[i] == only)
+            n += m->frames[i].n_brks;
+    const MBreak **v = xcalloc(n + 1, sizeof *v);
+    size_t k = 0;
+    for (size_t i = 0; i < m->n_frames; i++)
+        if (only == NULL || &m->frames[i] == only)
+            for (size_t j = 0; j < m->frames[i].n_brks; j++)
+                v[k++] = &m->frames[i].brks[j];
+    qsort(v, n, sizeof *v, break_cost_cmp);
+    *out = v;
+    return n;
 }

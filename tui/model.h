@@ -116,6 +116,13 @@ typedef struct MBreak {
     char *user_stack;   /* "File ..., line ..., in ..." lines */
     char *meaning;      /* the reason in user words ("" = reason); dynamo/break_hints.py */
     char *hint;         /* what the user can do, "" none */
+    /* its eager region (the code between its graph and the resume call),
+     * summed over the compiles that broke here (inspect DrBreak) */
+    uint64_t calls;     /* runs, count */
+    uint64_t samples;   /* runs timed, count */
+    uint64_t est_ns;    /* estimated total time, ns (0: never timed) */
+    uint64_t max_ns;    /* longest timed run, ns */
+    const struct MFrame *frame;     /* borrowed: the frame it belongs to (set by model_finish) */
 } MBreak;
 
 typedef struct MFrame {
@@ -180,6 +187,10 @@ MBreak *mframe_add_break(MFrame *f, const char *reason, const char *file, int li
 MEvent *model_add_event(Model *m);
 
 const MFrame *model_find_frame(const Model *m, int64_t id);
+/* The breaks of frame `only` (NULL: of every frame), costliest first (estimated
+ * eager time, then compiles): a new array in *out (free it; the breaks are
+ * borrowed from m), its length returned.  Call after model_finish. */
+size_t model_breaks_by_cost(const Model *m, const MFrame *only, const MBreak ***out);
 /* Replaces every NULL string with "" and derives status / totals that the
  * source left at zero.  Call once after filling. */
 void model_finish(Model *m);

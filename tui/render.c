@@ -554,24 +554,58 @@ static void tab_guards(Lines *out, const Model *m, const MFrame *f, int64_t cid,
         lines_add(out, C_DIM, -1, -1, "no guards recorded for this frame");
 }
 
-static void tab_breaks(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)
+/* One break row: eager time (estimated total, per run), runs, compiles, where, why. */
+static void break_row(Lines *out, const MBreak *b, int with_frame)
 {
-    (void)m; (void)cid; (void)width;
-    if (!f->n_brks) {
-        lines_add(out, C_DIM, -1, -1, "no graph breaks in this frame");
+    char total[32], per[32], where[512];
+    if (b->samples) {
+        fmt_ns(total, sizeof total, b->est_ns);
+        fmt_ns(per, sizeof per, b->calls ? b->est_ns / b->calls : 0);
+    } else {
+        snprintf(total, sizeof total, "%s", b->calls ? "untimed" : "-");
+        snprintf(per, sizeof per, "-");
+    }
+    snprintf(where, sizeof where, "%s:%d", base_name(b->file), b->line);
+    if (with_frame) {
+        char frame[96];
+        if (b->frame != NULL)
+            snprintf(frame, sizeof frame, "[%lld] %s", (long long)b->frame->id, b->frame->name);
+        else                        /* a model not finished (model_finish sets it) */
+            snprintf(frame, sizeof frame, "?");
+        lines_addf(out, C_BREAK, "  %10s %10s %8llu %6llu  %-32s %-24.24s %s", total, per,
+                   (unsigned long long)b->calls, (unsigned long long)b->count, where, frame,
+                   *b->meaning ? b->meaning : b->reason);
         return;
     }
-    lines_addf(out, C_TITLE, "  %6s  %-40s %s", "COUNT", "USER FRAME", "REASON");
-    for (size_t i = 0; i < f->n_brks; i++) {
-        const MBreak *b = &f->brks[i];
-        char where[512];
-        snprintf(where, sizeof where, "%s:%d", base_name(b->file), b->line);
-        lines_addf(out, C_BREAK, "  %6llu  %-40s %s", (unsigned long long)b->count, where,
-                   *b->meaning ? b->meaning : b->reason);
+    lines_addf(out, C_BREAK, "  %10s %10s %8llu %6llu  %-32s %s", total, per,
+               (unsigned long long)b->calls, (unsigned long long)b->count, where,
+               *b->meaning ? b->meaning : b->reason);
+}
+
+/* The most costly breaks of the whole process shown under a frame's own. */
+#define TOP_PROCESS_BREAKS 10
+
+static void tab_breaks(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)
+{
+    (void)cid; (void)width;
+    const MBreak **v;
+    size_t n = model_breaks_by_cost(m, f, &v);
+    if (!n) {
+        lines_add(out, C_DIM, -1, -1, "no graph breaks in this frame");
+    } else {
+        lines_add(out, C_DIM, -1, -1, "costliest first: EAGER = time of the code run between the "
+                  "graph and the resume function (a sample of runs timed), total and per run");
+        lines_addf(out, C_TITLE, "  %10s %10s %8s %6s  %-32s %s", "EAGER", "PER RUN", "RUNS",
+                   "COUNT", "USER FRAME", "REASON");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const MBreak *b = v[i];
+        break_row(out, b, 0);
         if (*b->meaning)            /* the tracer's own words under the user's */
-            lines_addf(out, C_DIM, "  %6s  %-40s (%s)", "", "", b->reason);
+            lines_addf(out, C_DIM, "  %10s %10s %8s %6s  %-32s (%s)", "", "", "", "", "", b->reason);
         if (*b->hint)
-            lines_addf(out, C_DEFAULT, "  %6s  %-40s hint: %s", "", "", b->hint);
+            lines_addf(out, C_DEFAULT, "  %10s %10s %8s %6s  %-32s hint: %s", "", "", "", "", "",
+                       b->hint);
         if (*b->user_stack) {
             Lines tmp;
             lines_init(&tmp);
@@ -581,6 +615,25 @@ static void tab_breaks(Lines *out, const Model *m, const MFrame *f, int64_t cid,
             lines_free(&tmp);
         }
     }
+    free(v);
+    if (m->breaks) {
+        lines_add(out, C_DEFAULT, -1, -1, "");
+        lines_add(out, C_TITLE, -1, -1, "  all breaks of the process, costliest first");
+        render_costly_breaks(out, m, TOP_PROCESS_BREAKS);
+    }
+}
+
+size_t render_costly_breaks(Lines *out, const Model *m, int top)
+{
+    const MBreak **v;
+    size_t n = model_breaks_by_cost(m, NULL, &v);
+    if (n)
+        lines_addf(out, C_TITLE, "  %10s %10s %8s %6s  %-32s %-24s %s", "EAGER", "PER RUN", "RUNS",
+                   "COUNT", "USER FRAME", "FRAME", "REASON");
+    for (size_t i = 0; i < n && i < (size_t)top; i++)
+        break_row(out, v[i], 1);
+    free(v);
+    return n;
 }
 
 static void tab_recompiles(Lines *out, const Model *m, const MFrame *f, int64_t cid, int width)

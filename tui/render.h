@@ -66,4 +66,9 @@ int render_frame_passes(const MFrame *f, const TableOpts *o);
 /* " name [context]  file:line" of a frame, for one-line listings; caller frees. */
 char *render_frame_label(const MFrame *f);
 
+/* The `top` costliest graph breaks of every frame (estimated eager time
+ * between graph and resume call, then compiles) as a titled table; returns
+ * how many breaks the model has (0: nothing added). */
+size_t render_costly_breaks(Lines *out, const Model *m, int top);
+
 #endif

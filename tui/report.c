@@ -139,6 +139,12 @@ static void summary(FILE *out, Lines *ls, const Model *m, const ReportOpts *o, c
     ranked(out, ls, m, o, to, "TOP FRAMES BY CACHE MISSES", key_misses,
            SORT_COUNT);             /* no column of its own: none marked */
     ranked(out, ls, m, o, to, "TOP FRAMES BY GRAPH BREAKS", key_breaks, SORT_BREAKS);
+    fprintf(out, "\nTOP GRAPH BREAKS BY EAGER TIME (code run between a graph and its resume "
+            "function; top %d)\n", o->top);
+    lines_clear(ls);
+    if (!render_costly_breaks(ls, m, o->top))
+        lines_add(ls, C_DIM, -1, -1, "  none");
+    put_lines(out, ls, "");
     ranked(out, ls, m, o, to, "TOP FRAMES BY RECOMPILES", key_recompiles, SORT_RECOMPILES);
     guard_cost_ranking(out, m, o, to);
     fputs("\nLAST RECOMPILE TRIGGER PER FRAME (frames with recompiles)\n", out);

@@ -291,7 +291,11 @@ static void fill_frame(MFrame *f, const DrCode *c, uint64_t origin_ns)
             char *stack = stack_text(br);
             char *reason = xstrdup_clean(br->reason), *file = xstrdup_clean(br->filename);
             char *meaning = xstrdup_clean(br->meaning), *hint = xstrdup_clean(br->hint);
-            mframe_add_break(f, reason, file, (int)br->lineno, stack, meaning, hint);
+            MBreak *mb = mframe_add_break(f, reason, file, (int)br->lineno, stack, meaning, hint);
+            mb->calls += br->calls;
+            mb->samples += br->samples;
+            mb->est_ns += br->est_ns;
+            mb->max_ns = br->max_ns > mb->max_ns ? br->max_ns : mb->max_ns;
             free(stack);
             free(reason);
             free(file);

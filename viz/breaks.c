@@ -4,6 +4,10 @@
  * functions (breadth-first over an explicit queue with a visited list:
  * resume functions of loops call each other in cycles).  Compile [F/C] is
  * the dot node "[F/C]"; a resume function that never ran is "<name>".
+ * Break edges are coloured by what the break costs: the estimated time of
+ * its eager region (the code run between its graph and the resume call,
+ * sampled by the process), as a share of the costliest break drawn, with a
+ * legend node; their labels rank them ("#1 of 2").
  */
 #include "breaks.h"
 
@@ -18,6 +22,52 @@
 #include "vstr.h"
 
 #define MAX_OPS_SHOWN 10
+
+/* A break edge drawn, coloured once every break is known. */
+typedef struct {
+    Agedge_t *edge;     /* borrowed (the graph owns it) */
+    const DrRecord *rec;        /* borrowed: the compile whose break it is */
+    const DrResume *res;        /* borrowed */
+} BreakEdge;
+
+typedef struct {
+    BreakEdge *v;
+    size_t n, cap;
+} EdgeList;
+
+static void edges_add(EdgeList *l, Agedge_t *e, const DrRecord *rec, const DrResume *res)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 8;
+        l->v = xrealloc(l->v, l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = (BreakEdge){e, rec, res};
+}
+
+/* Cost classes, costliest first: share of the costliest break (per mille) at
+ * least `min_pm`; the last one is "never timed". */
+static const struct {
+    int min_pm;
+    const char *color, *penwidth, *text;
+} cost_class[] = {
+    {500, "#b71c1c", "4.5", "at least half of the costliest"},
+    {100, "#e53935", "3", "10 % to 50 %"},
+    {10, "#fb8c00", "2", "1 % to 10 %"},
+    {0, "#c9a227", "1.25", "below 1 %"},
+    {-1, "#9e9e9e", "1", "not timed (no run sampled)"},
+};
+#define N_COST_CLASSES (sizeof cost_class / sizeof cost_class[0])
+
+static size_t cost_class_of(const DrBreak *b, uint64_t max_ns)
+{
+    if (b == NULL || !b->samples || max_ns == 0)
+        return N_COST_CLASSES - 1;
+    uint64_t pm = (uint64_t)((double)b->est_ns * 1000.0 / (double)max_ns);
+    size_t k = 0;
+    while (k + 2 < N_COST_CLASSES && (uint64_t)cost_class[k].min_pm > pm)
+        k++;            /* the last timed class (min 0) takes the rest */
+    return k;
+}
 
 /* Codes to draw, in discovery order. */
 typedef struct {
@@ -173,13 +223,22 @@ static Agnode_t *draw_code(Agraph_t *g, const DrCode *code)
 /* The "reason\nfile.py:33  if b.sum() < 0:\nhint: ...\n→ name (branch taken
  * @112)" label of a break edge: the reason in user words, the hint cut
  * (break_tooltip has them whole). */
-static char *break_label(const DrRecord *rec, const DrResume *res)
+static char *break_label(const DrRecord *rec, const DrResume *res, size_t rank, size_t n_ranked)
 {
     StrBuf b;
     vs_init(&b);
     for (size_t i = 0; i < rec->n_breaks; i++) {
         const DrBreak *br = &rec->breaks[i];
+        char t1[32], t2[32], t3[32];
         sb_add(&b, i ? "\\n" : "");
+        if (i == 0 && br->samples)
+            sb_addf(&b, "#%zu of %zu · eager %s (%s/run × %llu, max %s)\\n", rank, n_ranked,
+                    vs_fmt_ns(t1, sizeof t1, br->est_ns),
+                    vs_fmt_ns(t2, sizeof t2, dr_break_ns_per_run(br)),
+                    (unsigned long long)br->calls, vs_fmt_ns(t3, sizeof t3, br->max_ns));
+        else if (i == 0)
+            sb_addf(&b, "eager: not timed (%llu run%s)\\n", (unsigned long long)br->calls,
+                    br->calls == 1 ? "" : "s");
         sb_add(&b, "graph break: ");
         vs_add_cut(&b, *br->meaning ? br->meaning : br->reason, 64);
         sb_add(&b, "\\n");
@@ -243,7 +302,8 @@ static Agnode_t *draw_missing(Agraph_t *g, const char *resume)
 /* Edges from each compile of codes->v[at] to the resume functions it calls
  * (the fall-through with a hollow arrowhead); new resume codes
  * are appended to `codes` (drawn by the caller's loop). */
-static void link_resumes(Agraph_t *g, CodeList *codes, size_t at, Agnode_t ***firsts)
+static void link_resumes(Agraph_t *g, CodeList *codes, size_t at, Agnode_t ***firsts,
+                         EdgeList *edges)
 {
     const DrCode *code = codes->v[at];
     for (size_t r = 0; r < code->n_records; r++) {
@@ -265,16 +325,13 @@ static void link_resumes(Agraph_t *g, CodeList *codes, size_t at, Agnode_t ***fi
                 head = (*firsts)[k];
             }
             Agedge_t *e = vgv_edge(g, vgv_find_node(g, rec->id), head);
-            char *label = break_label(rec, res);
-            vgv_set(e, "label", label);
+            edges_add(edges, e, rec, res);
             if (rec->n_breaks) {
                 char *tip = break_tooltip(rec);
                 vgv_set(e, "tooltip", tip);
                 free(tip);
             }
-            vgv_set(e, "color", "#c62828");
             vgv_set(e, "fontcolor", "#8e1b1b");
-            vgv_set(e, "penwidth", "1.5");
             if (res->kind == DT_RK_FALLTHROUGH)
                 vgv_set(e, "arrowhead", "empty");
             if (target != NULL && target->frame_id != UINT32_MAX) {
@@ -282,7 +339,6 @@ static void link_resumes(Agraph_t *g, CodeList *codes, size_t at, Agnode_t ***fi
                 snprintf(cl, sizeof cl, "cluster_frame_%u", target->frame_id);
                 vgv_set(e, "lhead", cl);
             }
-            free(label);
         }
     }
 }
@@ -307,6 +363,68 @@ static void set_breaks_label(Agraph_t *g, const DrCode *code, const CodeList *co
     sb_free(&b);
 }
 
+static int break_cost_desc(const void *a, const void *b)
+{
+    const DrRecord *x = *(const DrRecord *const *)a, *y = *(const DrRecord *const *)b;
+    uint64_t ex = x->breaks[0].samples ? x->breaks[0].est_ns : 0;
+    uint64_t ey = y->breaks[0].samples ? y->breaks[0].est_ns : 0;
+    if (ex != ey)
+        return ex < ey ? 1 : -1;
+    return strcmp(x->id, y->id);
+}
+
+/* Ranks the breaks drawn by estimated eager time, then labels and colours
+ * their edges; a legend node says what the colours mean. */
+static void color_breaks(Agraph_t *g, const EdgeList *edges)
+{
+    const DrRecord **recs = xcalloc(edges->n + 1, sizeof *recs);
+    size_t n = 0;
+    for (size_t i = 0; i < edges->n; i++) {
+        const DrRecord *rec = edges->v[i].rec;
+        int seen = rec->n_breaks == 0;
+        for (size_t k = 0; k < n && !seen; k++)
+            seen = recs[k] == rec;
+        if (!seen)
+            recs[n++] = rec;
+    }
+    qsort(recs, n, sizeof *recs, break_cost_desc);
+    uint64_t max_ns = n && recs[0]->breaks[0].samples ? recs[0]->breaks[0].est_ns : 0;
+    for (size_t i = 0; i < edges->n; i++) {
+        const BreakEdge *be = &edges->v[i];
+        size_t rank = 0;
+        while (rank < n && recs[rank] != be->rec)
+            rank++;
+        char *label = break_label(be->rec, be->res, rank + 1, n);
+        vgv_set(be->edge, "label", label);
+        free(label);
+        size_t k = cost_class_of(be->rec->n_breaks ? &be->rec->breaks[0] : NULL, max_ns);
+        vgv_set(be->edge, "color", cost_class[k].color);
+        vgv_set(be->edge, "penwidth", cost_class[k].penwidth);
+    }
+    free(recs);
+    if (n == 0)
+        return;
+    char t[32];
+    StrBuf b;
+    vs_init(&b);
+    sb_add(&b, "<TABLE BORDER=\"1\" COLOR=\"#9e9e9e\" CELLBORDER=\"0\" CELLSPACING=\"2\" "
+           "CELLPADDING=\"2\"><TR><TD COLSPAN=\"2\" ALIGN=\"LEFT\"><B>break cost</B>: eager time "
+           "between a graph and its resume function,<BR ALIGN=\"LEFT\"/>estimated total (sampled "
+           "runs' mean × runs), share of the costliest");
+    if (max_ns)
+        sb_addf(&b, " (%s)", vs_fmt_ns(t, sizeof t, max_ns));
+    sb_add(&b, "</TD></TR>");
+    for (size_t k = 0; k < N_COST_CLASSES; k++)
+        sb_addf(&b, "<TR><TD BGCOLOR=\"%s\" WIDTH=\"36\" HEIGHT=\"%d\"></TD>"
+                "<TD ALIGN=\"LEFT\"><FONT POINT-SIZE=\"9\">%s</FONT></TD></TR>",
+                cost_class[k].color, 2 + (int)(2 * (N_COST_CLASSES - k)), cost_class[k].text);
+    sb_add(&b, "</TABLE>");
+    Agnode_t *legend = vgv_node(g, "break cost legend");
+    vgv_set(legend, "shape", "plaintext");
+    vgv_set_html(legend, "label", b.s);
+    sb_free(&b);
+}
+
 Agraph_t *vbreaks_draw(const DrCode *code)
 {
     Agraph_t *g = vgv_open("graph_breaks");
@@ -317,9 +435,12 @@ Agraph_t *vbreaks_draw(const DrCode *code)
     codes_add(&codes, code);
     firsts = xrealloc(firsts, codes.cap * sizeof *firsts);
     firsts[0] = draw_code(g, code);
+    EdgeList edges = {NULL, 0, 0};
     for (size_t at = 0; at < codes.n; at++)     /* breadth-first; codes grows */
-        link_resumes(g, &codes, at, &firsts);
+        link_resumes(g, &codes, at, &firsts, &edges);
+    color_breaks(g, &edges);
     set_breaks_label(g, code, &codes);
+    free(edges.v);
     free(firsts);
     free(codes.v);
     return g;

@@ -37,7 +37,7 @@ from ..bytecode.instruction import ExnTabEntry, takes_arg
 from ..exc import Unsupported, environment_error
 from ..guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
 from ..codegen import PyCodegen
-from .. import resume
+from .. import _C, config, resume
 from ..rng import save as rng_save
 from .translator import InstructionTranslatorBase
 from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, ListIteratorVariable,
@@ -204,6 +204,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.resume_codes = []
         self.iter_temps = {}           # stack temporary holding an iterator -> resume mask kind
         self.iter_local_temps = {}     # iterator local -> temporary holding its remaining items
+        self.break_probe = None        # _C.BreakProbe timing the break's eager region, or None
 
     # ------------------------------------------------------------ driver
     def step(self, inst):
@@ -618,10 +619,21 @@ class InstructionTranslator(InstructionTranslatorBase):
                 nargs += 1
         self.finish_resume_call(cg, rest, nargs)
 
+    def start_break_probe(self, cg):
+        """The eager region of the break begins here (after the graph call):
+        a BreakProbe (core/breakprobe.h) counts its runs and times a sample
+        of them, up to each resume call (finish_resume_call). Two C calls
+        per run, no Python frame; none with config.break_timing off."""
+        if config.break_timing:
+            self.break_probe = _C.BreakProbe()
+            cg.call_probe(self.break_probe.start)
+
     def finish_resume_call(self, cg, names, nargs_on_stack):
         for n in names:
             cg.load_local(self.iter_local_temps.get(n, n))
         nargs = nargs_on_stack + len(names)
+        if self.break_probe is not None:
+            cg.call_probe(self.break_probe.stop)
         cg.emit_call(nargs)
         cg.emit("RETURN_VALUE")
 
@@ -694,6 +706,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         order = list(self.code.co_varnames + self.code.co_cellvars)
         named = sorted(named.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
         cg = self.compile_graph([v for _, v in named] + self.stack + [cond], branch_on=cond)
+        self.start_break_probe(cg)
         temps = self.materialize(cg, self.stack, named)
         keep = inst.opname in _JUMPS_KEEP_ON_TAKEN
         cond_temp = None
@@ -733,6 +746,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         if self.stack or (self.output.op_count() == 0 and island is None):
             raise err or Unsupported("graph break before a try block")
         cg = self.compile_graph([v for _, v in named])
+        self.start_break_probe(cg)
         # an island runs user code on the real locals: iterators stay real
         # materialize wrote the traced mutations back (before the stores: a
         # local rebound since may have named the list; writing again after
@@ -851,6 +865,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         else:
             self.detach_data_read(last, operands, [v for _, v in named] + deep)
         cg = self.compile_graph([v for _, v in named] + self.stack)
+        self.start_break_probe(cg)
         # the operands run in the eager group: iterators stay real iterators
         temps = self.materialize(cg, deep + operands, named, n_resume=len(deep),
                                  iter_locals=not reads_locals)
