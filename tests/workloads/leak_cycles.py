@@ -130,10 +130,10 @@ def collect_all():
     OriginList...).  The pass frees the FakeTensor; the ShapeEnv is
     garbage from then on and goes in the next pass.  How many such
     ShapeEnvs wait at a mark depends on when the automatic full
-    collections last ran (1 on 3.11 and 0-52 on 3.12 in the same
-    workload): a single pass made the per-cycle object count swing with
-    the window on 3.12 (+4.97, -35.1, +3.98 objects per cycle after 150,
-    300, 450 warm-up cycles)."""
+    collections last ran (0 to ~50 on 3.12): a single pass made the
+    per-cycle object count swing with the window on every Python (3.12:
+    +4.97, -35.1, +3.98 objects per cycle after 150, 300, 450 warm-up
+    cycles; 3.11: +3.3, -2.02, +4.97; 3.13: -9.97, +1.69, -1.65)."""
     for _ in range(10):
         if gc.collect() == 0:
             break
