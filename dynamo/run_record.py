@@ -15,12 +15,12 @@ one RuntimeWarning and the run goes on unrecorded.  The tool is looked up
 in $DYNAMO_TOP, then build/bin/ of the source tree, then $PATH.
 """
 import os
-import shutil
 import subprocess
 import time
 import warnings
 
 from . import _C
+from .utils import find_tool
 
 recorder = None         # the Popen of the dynamo-top child, None when not recording
 path = None             # the record file, None when not recording
@@ -28,14 +28,7 @@ path = None             # the record file, None when not recording
 
 def tool_path():
     """The dynamo-top executable, or None."""
-    env = os.environ.get("DYNAMO_TOP")
-    if env:
-        return env
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "build", "bin", "dynamo-top")
-    if os.access(here, os.X_OK):
-        return here
-    return shutil.which("dynamo-top")
+    return find_tool("dynamo-top", "DYNAMO_TOP")
 
 
 def from_environment(wait_s=5.0, delay_s=0.2):

@@ -23,6 +23,22 @@ from .testing import same  # noqa: F401  (re-exported: code written for TorchDyn
 counters = collections.defaultdict(collections.Counter)
 
 
+def find_tool(name, env_var):
+    """The path of one of the project's executables (`name`, e.g.
+    "dynamo-dot"): $env_var when set, else build/bin/ of this checkout when
+    built, else one on $PATH; None when none is found."""
+    import os
+    import shutil
+    env = os.environ.get(env_var)
+    if env:
+        return env
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "build", "bin", name)
+    if os.access(here, os.X_OK):
+        return here
+    return shutil.which(name)
+
+
 def count_record(record):
     """Add one compile record (dynamo.records.CompileRecord) to `counters`."""
     if record.status == _C.RECORD_STATUSES["LIMIT"]:     # inspect/record.h

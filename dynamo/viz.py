@@ -7,11 +7,11 @@ command line and no Graphviz binding is loaded into the process. The tool is
 looked up in $DYNAMO_DOT, then build/bin/ of the source tree, then $PATH.
 """
 import os
-import shutil
 import subprocess
 import tempfile
 
 from .telemetry import save_snapshot
+from .utils import find_tool
 
 _TEXT_FORMATS = {"dot", "gv", "svg", "html", "plain", "plain-ext", "json", "json0", "dot_json",
                  "xdot", "xdot_json", "canon", "cmapx", "imap"}
@@ -19,17 +19,10 @@ _TEXT_FORMATS = {"dot", "gv", "svg", "html", "plain", "plain-ext", "json", "json
 
 def tool_path():
     """The dynamo-dot executable, or raise FileNotFoundError saying how to build it."""
-    env = os.environ.get("DYNAMO_DOT")
-    if env:
-        return env
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "build", "bin", "dynamo-dot")
-    if os.access(here, os.X_OK):
-        return here
-    found = shutil.which("dynamo-dot")
-    if found:
-        return found
-    raise FileNotFoundError("dynamo-dot not found: run `make all` (or set $DYNAMO_DOT)")
+    found = find_tool("dynamo-dot", "DYNAMO_DOT")
+    if found is None:
+        raise FileNotFoundError("dynamo-dot not found: run `make all` (or set $DYNAMO_DOT)")
+    return found
 
 
 def to_dot(graph=None, *, guards=None, breaks=None, timeline=False, format="dot", output=None):
