@@ -273,6 +273,21 @@ static void draw_row(StrBuf *b, const Timeline *tl, size_t i)
 }
 
 /* The hover text of event i into b (plain text, escaped). */
+
+/* sep, then "property: expected E, got A" of the failing guard of `why`,
+ * when it names one. */
+static void add_values(StrBuf *b, const DrTraceEvent *why, const char *sep)
+{
+    if (!*why->property)
+        return;
+    sb_add(b, sep);
+    text(b, why->property, 40);
+    sb_add(b, ": expected ");
+    text(b, why->expected, 60);
+    sb_add(b, ", got ");
+    text(b, why->actual, 60);
+}
+
 static void hover(StrBuf *b, const Timeline *tl, size_t i, const char *what)
 {
     const DrTraceEvent *e = &tl->t->ev[i];
@@ -294,14 +309,7 @@ static void hover(StrBuf *b, const Timeline *tl, size_t i, const char *what)
         sb_add(b, "\nfailing guard: ");
         text(b, re->text, MAX_TEXT);
     }
-    if (*why->property) {
-        sb_add(b, "\n");
-        text(b, why->property, 40);
-        sb_add(b, ": expected ");
-        text(b, why->expected, 60);
-        sb_add(b, ", got ");
-        text(b, why->actual, 60);
-    }
+    add_values(b, why, "\n");
     if (*e->where && e->kind_id == DT_EV_BREAK) {
         sb_add(b, "\nat ");
         text(b, e->where, 100);
@@ -471,14 +479,7 @@ static void add_table(StrBuf *b, const Timeline *tl)
         const DrTraceEvent *why = re ? re : k == MK_LIMIT ? e : NULL;
         if (why != NULL) {
             text(b, why->text, MAX_TEXT);
-            if (*why->property) {
-                sb_add(b, "<br>");
-                text(b, why->property, 40);
-                sb_add(b, ": expected ");
-                text(b, why->expected, 60);
-                sb_add(b, ", got ");
-                text(b, why->actual, 60);
-            }
+            add_values(b, why, "<br>");
         }
         sb_add(b, "</td></tr>\n");
     }
