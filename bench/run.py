@@ -108,8 +108,14 @@ def lookup_table(counts, n, repeat):
     for count in counts:
         arg_sets = [(torch.randn(i + 1), torch.randn(i + 1)) for i in range(count)]
         dynamo.reset()
-        opt = dynamo.optimize("eager")(add)
-        ours = time_calls(opt, arg_sets, n, repeat)
+        # one static entry per shape, as torch.compile(dynamic=False) makes
+        # (automatic dynamic shapes would fold them into one entry)
+        dynamo.config.automatic_dynamic_shapes = False
+        try:
+            opt = dynamo.optimize("eager")(add)
+            ours = time_calls(opt, arg_sets, n, repeat)
+        finally:
+            dynamo.config.automatic_dynamic_shapes = True
         entries = len(_C.cache_entries(add.__code__))
         visited = None
         if hasattr(_C, "tree_stats"):
