@@ -403,8 +403,8 @@ def _storage_shared(t):
     no longer seen by the other: a graph that raises where eager does, at
     another point). Such inputs stay static; the aliasing is guarded."""
     count = getattr(torch._C, "_storage_Use_Count", None)
-    if count is None:
-        return True
+    if count is None:           # a torch without it: every input may be symbolic, as before
+        return False
     return count(t.untyped_storage()._cdata) > 2    # t's own reference and this call's
 
 
