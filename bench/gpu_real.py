@@ -11,8 +11,9 @@ Per model (random weights, fp32, eval, no_grad, on `cuda`):
     and the ratio ours/theirs;
   * Python function calls per step (cProfile over 20 calls): what each
     compiler's host path runs beyond the kernels.
-`--mode reduce-overhead` compares dynamo.compile(mode=...) with
-torch.compile(mode=...); `--ours autotune` compiles ours with the
+`--profile` adds kernels per call and their GPU time (torch.profiler) and
+the largest difference from eager for both.  `--mode reduce-overhead`
+compares dynamo.compile(mode=...) with torch.compile(mode=...); `--ours autotune` compiles ours with the
 "autotune" backend (each graph's fastest correct candidate, stored in
 DYNAMO_AUTOTUNE_DIR: run it twice with the same directory and the second
 run reuses every choice without timing; `--candidates` narrows the list)
@@ -22,6 +23,7 @@ compiler.
 Usage: python bench/gpu_real.py [--models bert1,bert,gpt2,t5,llama,vit,resnet]
            [--mode default|reduce-overhead] [--ours inductor|autotune]
            [--candidates inductor,reduce-overhead,cudagraphs,eager] [--rounds 9] [--calls 50]
+           [--profile]
 """
 import argparse
 import cProfile
@@ -163,7 +165,7 @@ def bench(name, args):
         fresh_inductor_cache()
         t0 = time.perf_counter()
         theirs = compile_theirs(model, args.mode)
-        theirs(**inp)
+        tc_out = first_tensor(theirs(**inp)).clone()
         sync()
         row["tc_compile_s"] = time.perf_counter() - t0
         from dynamo import records
@@ -171,6 +173,9 @@ def bench(name, args):
         row["graphs"] = sum(len(r.graphs) for r in recs)
         row["breaks"] = sum(len(r.break_reasons or ()) for r in recs)
         row["equal"] = bool(torch.allclose(out, ref, rtol=1e-3, atol=1e-3))
+        row["tc_equal"] = bool(torch.allclose(tc_out, ref, rtol=1e-3, atol=1e-3))
+        row["ours_maxdiff"] = float((out.float() - ref.float()).abs().max())
+        row["tc_maxdiff"] = float((tc_out.float() - ref.float()).abs().max())
         if OURS == "autotune":
             from dynamo.backends import autotune
             row["choices"] = [g.gm.meta.get("backend_choice", "") for r in recs for g in r.graphs]
@@ -188,7 +193,23 @@ def bench(name, args):
         row["ours_faster_rounds"] = sum(1 for x, y in zip(res["ours"], res["tc"]) if x < y)
         row["ours_py_calls"] = py_calls(ours, inp)
         row["tc_py_calls"] = py_calls(theirs, inp)
+        if args.profile:
+            for k in ("ours", "tc"):
+                row[f"{k}_kernels"], row[f"{k}_kernel_us"] = kernel_profile(fns[k], inp)
     return row
+
+
+def kernel_profile(fn, inp, n=10):
+    """GPU kernels launched per call and their device time per call (us),
+    from torch.profiler over `n` calls (CUDA graph replays count the
+    kernels inside the graph)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            fn(**inp)
+        sync()
+    kern = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return len(kern) / n, sum(e.device_time for e in kern) / n
 
 
 def main():
@@ -199,6 +220,8 @@ def main():
     p.add_argument("--calls", type=int, default=50)
     p.add_argument("--ours", default="inductor", choices=("inductor", "autotune"))
     p.add_argument("--candidates", default="")
+    p.add_argument("--profile", action="store_true",
+                   help="also kernels per call and their GPU time (torch.profiler)")
     args = p.parse_args()
     global OURS
     OURS = args.ours
@@ -216,18 +239,22 @@ def main():
         except Exception as e:  # noqa: BLE001 - report and go on with the next model
             rows.append({"model": name, "error": f"{type(e).__name__}: {e}"[:300]})
         print(rows[-1], flush=True)
-    head = ("model", "graphs", "breaks", "equal", "eager ms", "ours ms", "tc ms", "ours/tc",
+    head = ("model", "graphs", "breaks", "equal to eager ours/tc", "eager ms", "ours ms", "tc ms", "ours/tc",
             "ours faster rounds", "py calls ours/tc", "compile s ours/tc")
     print("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
     for r in rows:
         if "error" in r:
             print(f"| {r['model']} | error: {r['error'][:100]} |")
             continue
-        print(f"| {r['model']} | {r['graphs']} | {r['breaks']} | {'y' if r['equal'] else 'N'} | "
+        print(f"| {r['model']} | {r['graphs']} | {r['breaks']} | {'y' if r['equal'] else 'N'}/{'y' if r['tc_equal'] else 'N'} | "
               f"{r['eager_ms']:.2f} | {r['ours_ms']:.2f} | {r['tc_ms']:.2f} | "
               f"{r['ours_ms'] / r['tc_ms']:.3f} | {r['ours_faster_rounds']}/{args.rounds} | "
               f"{r['ours_py_calls']:.0f}/{r['tc_py_calls']:.0f} | "
               f"{r['ours_compile_s']:.1f}/{r['tc_compile_s']:.1f} |")
+        if "ours_kernels" in r:
+            print(f"|   kernels/call ours/tc {r['ours_kernels']:.1f}/{r['tc_kernels']:.1f}, "
+                  f"GPU us/call {r['ours_kernel_us']:.0f}/{r['tc_kernel_us']:.0f}, "
+                  f"max |diff| vs eager {r['ours_maxdiff']:.2e}/{r['tc_maxdiff']:.2e} |")
     done = [r for r in rows if "error" not in r]
     if done:
         geo = statistics.geometric_mean([r["tc_ms"] / r["ours_ms"] for r in done])
