@@ -145,12 +145,21 @@ def build_tv(name):
     import torch
     import torchvision
     torch.manual_seed(0)
-    model = torchvision.models.get_model(name, weights=None).eval()
+    try:    # detection/segmentation builders would download a backbone's weights
+        model = torchvision.models.get_model(name, weights=None, weights_backbone=None)
+    except TypeError:
+        model = torchvision.models.get_model(name, weights=None)
+    model = model.eval()
     video = "video" in model.__module__
-    shape = (1, 3, 8, 112, 112) if video else (1, 3, 224, 224)
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+    # MViT and S3D need the 16 x 224^2 clips they were defined for
+    shape = ((1, 3, 16, 224, 224) if name.startswith(("mvit", "s3d")) else (1, 3, 8, 112, 112)
+             ) if video else (1, 3, 224, 224)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(*shape, generator=g)
     if "detection" in model.__module__:
         return model, {"images": [x[0]]}
+    if "optical_flow" in model.__module__:
+        return model, {"image1": x, "image2": torch.randn(*shape, generator=g)}
     return model, {"x": x}
 
 
