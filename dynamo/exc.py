@@ -17,6 +17,11 @@ class Unsupported(DynamoError):
     by the tracer when it knows where it was.
     """
 
+    # user code raises here (None.attr, 1/0, a missing key) rather than
+    # the tracer lacking a rule: tracer/frame.py may then run the whole
+    # frame eagerly instead of breaking at the call
+    user_raise = False
+
     def __init__(self, reason, user_stack=None):
         super().__init__(reason)
         self.reason = reason

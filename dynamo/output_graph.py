@@ -376,6 +376,11 @@ class OutputGraph:
         # (tracer/frame.py, emit_guarded_graph_call); sound only while the
         # graph's writes to its inputs wait for its end (input_writes.py)
         self.deopt = False
+        # the trace called torch.compiler.is_compiling() (True here, False
+        # in eager): code after a break may then see values only a compiled
+        # run makes (a mask left None "because compiling"), so user code that
+        # raises at trace time makes the frame run eagerly (tracer/frame.py)
+        self.saw_is_compiling = False
         self.mutates_inputs = False
         # why a write of the graph to an input cannot wait for the graph's
         # end (input_written), or None: then no op may run inside a try

@@ -231,6 +231,43 @@ def test_tracing_state_queries_fold():
     assert cnt.frame_count == 1
 
 
+
+def test_raise_only_on_the_compiling_path_runs_the_frame_eagerly():
+    # LongT5's encoder: "if mask is None and not is_compiling(): mask = ones"
+    # leaves the mask None under a compiler, and a helper then reads
+    # mask.shape. Breaking at the helper's call would hand that None to
+    # eager code, which raises where eager never does (it did: zoo hf:longt5)
+    def blocks(m):
+        return m.shape[1]
+
+    def f(x, m=None):
+        if m is None and not torch.compiler.is_compiling():
+            m = torch.ones(2, 3)
+        return (x + 1) * blocks(m)
+
+    dynamo.reset()
+    cnt = CompileCounter()
+    got = dynamo.optimize(cnt)(f)(X)
+    assert same(got, f(X))
+    assert cnt.frame_count == 0            # f ran eagerly, as a whole, as under torch.compile
+    assert same(dynamo.optimize(cnt)(f)(X), f(X))    # and keeps doing so
+
+
+def test_raise_without_is_compiling_still_breaks_at_the_call():
+    # the same raise with no is_compiling() in the trace: a break at the
+    # call, the graph before it kept; the eager call raises as eager does
+    def blocks(m):
+        return m.shape[1]
+
+    def f(x, m):
+        return (x + 1) * blocks(m)
+
+    dynamo.reset()
+    cnt = CompileCounter()
+    with pytest.raises(AttributeError):
+        dynamo.optimize(cnt)(f)(X, None)
+    assert cnt.frame_count == 1 and cnt.op_count == 1
+
 def test_plain_object_built_in_frame():
     class Converter:
         def __init__(self, causal, window=None):

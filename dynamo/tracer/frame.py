@@ -224,6 +224,15 @@ class InstructionTranslator(InstructionTranslatorBase):
                 raise env          # this call's environment, not the code: no break for it
             if self.nopython:
                 raise
+            if e.user_raise and self.output.saw_is_compiling:
+                # the raise may exist only because is_compiling() said True
+                # (a value eager code would have set left unset): a break
+                # here would hand that value to eager code, which raises
+                # where eager does not. The frame runs eagerly, as a whole.
+                err = Unsupported(f"{e.reason} (user code raises on a path it took because "
+                                  f"torch.compiler.is_compiling() is True; the frame runs eagerly)",
+                                  e.user_stack or self.user_stack())
+                raise err from e
             start = self.break_group_start(inst)
             if start is None or not self.can_break_at(inst):
                 if not e.user_stack:

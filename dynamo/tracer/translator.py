@@ -103,7 +103,9 @@ class InstructionTranslatorBase:
             # user code raising on constants (1/0, a missing key, int('x')):
             # the instruction must raise at run time, so it runs eagerly
             first = str(e).splitlines()[0] if str(e) else ""
-            raise Unsupported(f"{type(e).__name__} raised at trace time: {first}") from e
+            err = Unsupported(f"{type(e).__name__} raised at trace time: {first}")
+            err.user_raise = True
+            raise err from e
 
     def frame_summary(self):
         return traceback.FrameSummary(self.code.co_filename, self.lineno, self.code.co_name)

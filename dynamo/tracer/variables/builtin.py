@@ -32,6 +32,7 @@ from .compare import compare_op, contains, identical, is_user_object
 
 class ObservedAttributeError(Unsupported):
     """getattr of a missing attribute: hasattr()/getattr(default) catch it."""
+    user_raise = True
 
 
 def any_tensor(values):

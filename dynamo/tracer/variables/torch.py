@@ -252,6 +252,7 @@ class TorchFunctionVariable(FunctionObjectVariable):
         if fn in _FALSE_CONSTANT:
             return ConstantVariable(None if fn is torch._C._get_tracing_state else False)
         if fn in _TRUE_CONSTANT:
+            tx.output.saw_is_compiling = True
             return ConstantVariable(True)
         if is_state_query(fn):
             return fold_state_query(tx, fn, args, kwargs)
