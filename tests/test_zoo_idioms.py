@@ -465,6 +465,39 @@ def test_deepcopy_of_what_it_cannot_copy_still_breaks():
     run(lambda x: copy.deepcopy(x) + 1, X, graphs=1, breaks=1)      # a tensor: runs eagerly
 
 
+
+def test_shallow_copy_of_a_config_is_traced():
+    # transformers' heterogeneous configs (NeoMME): a per-layer config is
+    # copy.copy(config) with a few attributes changed
+    cfg = RenamingConfig()
+
+    def f(x, cfg):
+        c = copy.copy(cfg)
+        c.hidden_size = 16
+        items = copy.copy(c.layer_types)
+        items.append("extra")
+        return x * c.d_model + len(items), c
+
+    _, c = run(f, X, cfg, check=False)
+    assert type(c) is RenamingConfig and c is not cfg and c.d_model == 16 and cfg.d_model == 4
+    assert c.layer_types is cfg.layer_types and "extra" not in cfg.layer_types   # shallow
+
+
+class OwnShallowCopy:
+    def __init__(self):
+        self.n = 3
+
+    def __copy__(self):
+        return OwnShallowCopy()
+
+
+def test_shallow_copy_of_what_it_cannot_copy_still_breaks():
+    def f(x, obj):
+        x = x + 1
+        return x * copy.copy(obj).n
+
+    run(f, X, OwnShallowCopy(), graphs=2, breaks=1)   # __copy__ of its own: runs eagerly
+
 def test_typing_queries_fold():
     import typing
 

@@ -4,7 +4,7 @@ binary/unary operation helpers the opcodes use (comparisons, identity and
 
 On constants these fold (run at trace time); on tensors they become fx
 nodes; on containers they work on the item lists. `setattr` is an attribute
-store, `copy.deepcopy` a copy of the trackers (copying.py); `print` and
+store, `copy.deepcopy` and `copy.copy` a copy of the trackers (copying.py); `print` and
 friends are Unsupported: the caller graph-breaks and runs them eagerly.
 """
 import builtins
@@ -727,6 +727,11 @@ def _deepcopy(tx, obj, *memo):
     return deepcopy_handler(tx, obj, *memo)
 
 
+def _copy(tx, obj):
+    from .copying import copy_handler
+    return copy_handler(tx, obj)
+
+
 def _setattr(tx, obj, name, value):
     """setattr(obj, name, value) with a constant name: the store
     `obj.name = value` is (misc.store_attribute)."""
@@ -777,7 +782,7 @@ _HANDLERS = {
     id: _id, math.prod: _prod, itertools.chain: _chain, itertools.islice: _islice,
     set: _to_set(set), frozenset: _to_set(frozenset),
     object.__getattribute__: _object_getattribute, object.__setattr__: _object_setattr,
-    copy.deepcopy: _deepcopy, setattr: _setattr, delattr: _delattr,
+    copy.deepcopy: _deepcopy, copy.copy: _copy, setattr: _setattr, delattr: _delattr,
     typing.get_origin: _typing_query(typing.get_origin), typing.get_args: _typing_query(typing.get_args),
     __import__("dataclasses").fields: _dataclass_fields,
 }
