@@ -118,6 +118,19 @@ def _check_same_dtypes(name, ex_args, ex_kw, autocast):
 _PROBE_MAX_NUMEL = 4096
 # ops whose integer tensor arguments are indices (probed with zeros)
 _INDEXING_OPS = frozenset({"getitem", "setitem", "Tensor.__getitem__", "Tensor.__setitem__"})
+# ops whose integer tensor arguments are indices (scatter_, gather,
+# index_select, index_add_, take_along_dim, embedding, ...): probed with
+# zeros, a valid index into any non-empty dim, where ones are not
+_INDEX_ARGUMENT_WORDS = ("scatter", "gather", "index", "take", "embedding", "put")
+
+
+def _takes_indices(what):
+    """Whether the op named `what` ("Tensor.scatter_", "torch.gather",
+    "getitem") reads integer tensors as indices."""
+    if what in _INDEXING_OPS:
+        return True
+    name = what.rsplit(".", 1)[-1].lower()
+    return any(word in name for word in _INDEX_ARGUMENT_WORDS)
 _PLAIN_FLOATS = (torch.float32, torch.float64)
 
 
@@ -633,7 +646,7 @@ class OutputGraph:
         size 1): then the op only runs eagerly."""
         if self._autocast_on():
             return
-        probe = _probe_inputs(ex_args, ex_kw, wrote, index=what in _INDEXING_OPS)
+        probe = _probe_inputs(ex_args, ex_kw, wrote, index=_takes_indices(what))
         if probe is None:
             return
         args, kw = probe

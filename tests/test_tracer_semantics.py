@@ -992,3 +992,24 @@ def test_in_and_eq_over_enum_members_fold():
         return r + (10 if a == "none" else 20)
     cnt = _each_call(g, *[(_X, a) for a in Action], (_X, Action.NONE))
     assert cnt.frame_count == 3 and cnt.op_count == 6       # one whole graph per member
+
+
+def test_index_arguments_probed_with_valid_indices():
+    """An op whose kernel is probed on real stand-ins (an int64 index
+    tensor is not a plain float) gets zeros for its integer tensors when
+    it reads them as indices: ones are out of bounds in a dim of size 1.
+    GLM-4 MoE's router (scatter_ into a (tokens, 1 group) mask) broke there
+    in every layer: 8 graphs instead of 1."""
+    def f(scores):
+        idx = torch.topk(scores, k=1, dim=-1, sorted=False)[1]
+        mask = torch.zeros_like(scores)
+        mask.scatter_(1, idx, 1)
+        picked = scores.gather(1, idx) + scores.index_select(1, idx[0])
+        return mask * 2, picked
+
+    scores = torch.randn(4, 1)
+    dynamo.reset()
+    cnt = CompileCounter()
+    got = dynamo.optimize(cnt)(f)(scores)
+    assert same(got, f(scores))
+    assert cnt.frame_count == 1              # was 2: a break at scatter_
