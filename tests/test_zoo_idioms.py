@@ -562,3 +562,21 @@ def test_deepcopy_of_a_strict_dataclass_config():
 
     run(f, X, cfg)
     assert cfg.d_model == 4 and cfg.dropout == 0.1 and cfg.names == ["a"]
+
+
+# ------------------------------------------------ torch.jit.script functions
+@torch.jit.script
+def _scripted_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
+    # DeBERTa's XSoftmax helpers are torch.jit.script functions called from Python
+    return torch.softmax(x.masked_fill(x < -1.0, -1e4), dim)
+
+
+def test_script_function_is_traced_through_its_python_source():
+    def f(x):
+        return _scripted_softmax(x * 2, -1) + 1
+
+    run(f, X)                           # was 2 graphs, 1 break ("calling a ScriptFunction")
+    cnt = CompileCounter()
+    dynamo.reset()
+    dynamo.optimize(cnt)(f)(X)
+    assert cnt.op_count == 5            # mul, lt, masked_fill, softmax, add: inlined, not one opaque call

@@ -375,6 +375,14 @@ class UserDefinedObjectVariable(VariableTracker):
         call = getattr_static(type(self.value), "__call__", None)
         if inspect.isfunction(call):
             return UserMethodVariable(call, self).call(tx, args, kwargs)
+        python_fn = getattr(self.value, "_torchdynamo_inline", None) \
+            if isinstance(self.value, torch.jit.ScriptFunction) else None
+        if inspect.isfunction(python_fn) and self.source is not None:
+            # a torch.jit.script function: torch.jit.script keeps the Python
+            # function it compiled, which is traced in its place (the
+            # ScriptFunction itself is guarded by where it came from)
+            return tx.wrap(python_fn, AttrSource(self.source, "_torchdynamo_inline")).call(
+                tx, args, kwargs)
         raise Unsupported(f"calling a {type(self.value).__name__} instance")
 
     def call_method(self, tx, name, args, kwargs):
