@@ -324,3 +324,14 @@ def test_plain_dataclass_built_in_frame():
         o = Out(x * 2)
         return o.a + 1
     run(f, X)
+
+
+def test_hasattr_of_a_missing_model_output_field_folds():
+    # transformers' output capturing: hasattr(outputs, "vision_hidden_states")
+    # on an output class without that field was a break
+    def f(x):
+        out = BaseModelOutput(last_hidden_state=x * 2)
+        if hasattr(out, "vision_hidden_states"):
+            return out.vision_hidden_states
+        return out.last_hidden_state + int(hasattr(out, "last_hidden_state"))
+    run(f, X)

@@ -553,17 +553,19 @@ class WithHook(torch.nn.Module):
         return self.lin(x).relu()
 
 
-def test_module_with_hooks_breaks_at_the_call():
+def test_module_with_backward_hooks_breaks_at_the_call():
+    # forward hooks are inlined (test_zoo_idioms); backward hooks are not
     outer = torch.nn.Sequential(WithHook())
     seen = []
-    outer[0].register_forward_hook(lambda m, i, o: seen.append(1))
+    outer[0].register_full_backward_pre_hook(lambda m, go: seen.append(1))
 
     def f(mod, x):
         return mod(x) + 1
-    x = torch.randn(2, 3)
+    x = torch.randn(2, 3, requires_grad=True)
     out, cc, res = call_compiled(f, outer, x)
+    res.sum().backward()
     assert seen == [1] and same(res, outer(x) + 1)
-    assert "hooks" in out.break_reasons[0].reason
+    assert "backward hooks" in out.break_reasons[0].reason
 
 
 # ---------------------------------------------------------------- module / builtin guards

@@ -580,3 +580,64 @@ def test_script_function_is_traced_through_its_python_source():
     dynamo.reset()
     dynamo.optimize(cnt)(f)(X)
     assert cnt.op_count == 5            # mul, lt, masked_fill, softmax, add: inlined, not one opaque call
+
+
+# ------------------------------------------------ module forward hooks
+class _Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x, scale=1.0):
+        return self.lin(x) * scale
+
+
+class _Stack(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([_Block(), _Block()])
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x, scale=2.0)
+        return x
+
+
+def test_forward_hooks_are_traced():
+    # transformers' output capturing (PP-LCNet, every model with
+    # output_hidden_states through hooks) and feature extractors register
+    # forward hooks that append each block's output to a list
+    net, feats = _Stack(), []
+    net.blocks[0].register_forward_hook(lambda m, a, o: feats.append(o))
+    net.blocks[0].register_forward_pre_hook(lambda m, a, k: (a, {"scale": 3.0}), with_kwargs=True)
+    net.blocks[1].register_forward_pre_hook(lambda m, a: (a[0] + 1,))
+    net.blocks[1].register_forward_hook(lambda m, a, k, o: o * k["scale"], with_kwargs=True)
+    x = torch.randn(2, 4)
+    expected = net(x)
+    eager_feats = list(feats)
+    feats.clear()
+    dynamo.reset()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(net)
+    assert same(opt(x), expected)
+    assert (cnt.frame_count, len(feats)) == (1, 1) and same(feats[0], eager_feats[0])
+    feats.clear()                       # a fresh list per call, as transformers' collector
+    assert same(opt(x), expected) and cnt.frame_count == 1 and len(feats) == 1   # a hit
+
+
+def test_removing_a_forward_hook_recompiles():
+    net = _Stack()
+    handle = net.blocks[1].register_forward_hook(lambda m, a, o: o * 0)
+    x = torch.randn(2, 4)
+    dynamo.reset()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(net)
+    assert same(opt(x), torch.zeros(2, 4))
+    handle.remove()
+    assert same(opt(x), net(x)) and cnt.frame_count == 2
+
+
+def test_backward_hooks_still_break():
+    net = _Stack()
+    net.blocks[0].register_full_backward_hook(lambda m, gi, go: None)
+    run(net.forward, torch.randn(2, 4), graphs=2, breaks=1)

@@ -341,8 +341,19 @@ def may_write_back(source, items_too):
     of it in the trace is one VT), an attribute of one (a cache's key list),
     with `items_too` an item of one (a nested dict of options), or a global
     (an item of another module's globals, or of an optimizer's state view:
-    a parameter's state dict)."""
-    from ...guards import AttrSource, GlobalSource, ItemSource, LocalSource
+    a parameter's state dict), or the contents of a closure cell: of the
+    frame's own (ClosureSource) or of a function the trace reached
+    (`<fn>.__closure__[i].cell_contents`, the function guarded by
+    identity; a hook appending to a list it closes over). Lists are written
+    back before any cell store of the trace (frame.write_back_lists), so
+    the cell still holds the list then."""
+    from ...guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
+    if isinstance(source, ClosureSource):
+        return True
+    if isinstance(source, AttrSource) and source.attr == "cell_contents" and \
+            isinstance(source.base, ItemSource) and isinstance(source.base.base, AttrSource) and \
+            source.base.base.attr == "__closure__":
+        return True
     src = source
     if isinstance(src, AttrSource) or items_too and isinstance(src, ItemSource) \
             and isinstance(src.base, LocalSource):

@@ -279,6 +279,15 @@ class ModelOutputVariable(VariableTracker):
             from ...guards import AttrSource
             src = AttrSource(self.source, "__dict__")
             return tx.wrap(tx.output.frame.fetch(src), src)
+        from ..lookup import getattr_static
+        try:
+            getattr_static(self.cls, name)
+        except AttributeError:
+            # no field and nothing of that name on the class: the attribute
+            # is missing (hasattr() / getattr(default) fold; else a break)
+            from .builtin import ObservedAttributeError
+            raise ObservedAttributeError(
+                f"'{self.cls.__name__}' object has no attribute '{name}'") from None
         raise Unsupported(f"attribute {name} of {self.cls.__name__}")
 
     def call_method(self, tx, name, args, kwargs):

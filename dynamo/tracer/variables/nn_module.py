@@ -16,8 +16,15 @@ Policy (documented in ARCHITECTURE.md, contract 3):
 - calling a standard torch.nn leaf module (class defined in torch.nn.modules,
   not a container) records a call_module node; calling any other module
   inlines its forward;
-- a module with any forward hook or pre-hook (its own or global) is
-  Unsupported at the call: the call runs eagerly after a graph break.
+- a module's own forward pre-hooks and forward hooks are inlined around
+  its call in the order nn.Module.__call__ runs them (a hook's non-None
+  result replaces the arguments / the output, `with_kwargs` hooks get and
+  give the keyword arguments too); the hook tables are guarded by type
+  and length and each hook by identity through its key (a hook added or
+  removed recompiles). Hooks added to a module that had none when it was compiled are
+  not seen, as under torch.compile (whose hook guards are off by default).
+  Backward hooks and global hooks are Unsupported at the call: the call
+  runs eagerly after a graph break.
 """
 import inspect
 
@@ -39,10 +46,11 @@ def is_leaf_module(mod):
     return type(mod).__module__.startswith("torch.nn.modules") and not isinstance(mod, _CONTAINERS)
 
 
-def has_hooks(mod):
+def has_untraced_hooks(mod):
+    """Backward hooks of `mod`, or any global module hook: the tracer does
+    not inline these (module_call breaks)."""
     from torch.nn.modules import module as m
-    return bool(mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks
-                or getattr(mod, "_backward_pre_hooks", None)
+    return bool(mod._backward_hooks or getattr(mod, "_backward_pre_hooks", None)
                 or m._global_forward_hooks or m._global_forward_pre_hooks
                 or m._global_backward_hooks or getattr(m, "_global_backward_pre_hooks", None))
 
@@ -277,9 +285,73 @@ class NNModuleVariable(VariableTracker):
                               "(DDP's per-call bookkeeping) and the module it wraps is compiled "
                               "as a frame of its own; hand the DDP model to dynamo.optimize() "
                               "to compile a torch-defined wrapped module (nn.Sequential) too")
-        if has_hooks(mod):
-            raise Unsupported(f"calling {type(mod).__name__} with forward/backward hooks")
-        if is_leaf_module(mod):
+        if has_untraced_hooks(mod):
+            raise Unsupported(f"calling {type(mod).__name__} with backward hooks or global module hooks")
+        if mod._forward_pre_hooks or mod._forward_hooks:
+            return self.call_with_forward_hooks(tx, args, kwargs)
+        return self.call_forward(tx, args, kwargs)
+
+    def call_with_forward_hooks(self, tx, args, kwargs):
+        """nn.Module.__call__'s forward pre-hooks, forward and forward hooks,
+        each hook inlined (see the module docstring for the guards)."""
+        from .containers import DictVariable, TupleVariable
+        mod = self.module
+        if self.source is None:
+            raise Unsupported(f"calling {type(mod).__name__} with forward hooks (a module made "
+                              f"in the frame)")
+
+        def table(name):
+            # an OrderedDict (DICT_KEYS pins a plain dict): its type and
+            # length; each key is read by an ItemSource below, which fails
+            # when the key is gone
+            src = AttrSource(self.source, name)
+            value = mod.__dict__[name]
+            tx.output.add_guard(src, LENGTH, type(value), len(value))
+            for key in value if name.endswith("_with_kwargs") else ():
+                tx.output.add_guard(ItemSource(src, key), EQUALS_MATCH, value[key])
+            return src, value
+
+        def is_none(v):
+            return isinstance(v, ConstantVariable) and v.value is None
+
+        pre_src, pre = table("_forward_pre_hooks")
+        _, pre_kw = table("_forward_pre_hooks_with_kwargs")
+        args, kwargs = list(args), dict(kwargs)
+        for hid, hook in list(pre.items()):
+            fn = tx.wrap(hook, ItemSource(pre_src, hid))
+            if hid in pre_kw:
+                res = fn.call(tx, [self, TupleVariable(args), DictVariable(dict(kwargs))], {})
+                if not is_none(res):
+                    items = res.unpack(tx) if isinstance(res, TupleVariable) else None
+                    if items is None or len(items) != 2 or not isinstance(items[1], DictVariable):
+                        raise Unsupported("a forward pre-hook with kwargs returned something other "
+                                          "than (args, kwargs)")
+                    args = list(items[0].unpack(tx))
+                    kwargs = dict(items[1].items)
+            else:
+                res = fn.call(tx, [self, TupleVariable(args)], {})
+                if not is_none(res):
+                    args = list(res.unpack(tx)) if isinstance(res, TupleVariable) else [res]
+        out = self.call_forward(tx, args, kwargs, hooked=True)
+        post_src, post = table("_forward_hooks")
+        _, post_kw = table("_forward_hooks_with_kwargs")
+        for hid, hook in list(post.items()):
+            fn = tx.wrap(hook, ItemSource(post_src, hid))
+            if hid in post_kw:
+                res = fn.call(tx, [self, TupleVariable(args), DictVariable(dict(kwargs)), out], {})
+            else:
+                res = fn.call(tx, [self, TupleVariable(args), out], {})
+            if not is_none(res):
+                out = res
+        return out
+
+    def call_forward(self, tx, args, kwargs, hooked=False):
+        """The module's forward, without hooks: a leaf module into the graph
+        (unless `hooked`: a call_module node would run the module's hooks
+        again at run time, so its forward is inlined), any other forward
+        inlined."""
+        mod = self.module
+        if is_leaf_module(mod) and not hooked:
             self.guard_training(tx)
             return tx.output.call_module(tx, mod, self.source, list(args), dict(kwargs))
         if "forward" in mod.__dict__:
