@@ -243,3 +243,11 @@ def test_transformers_config_reads_are_generic():
     assert same(opt(X, cfg), f(X, cfg)) and cnt.frame_count == 2
     cfg.hidden_size = 16                             # written through the map: n_embd
     assert same(opt(X, cfg), f(X, cfg)) and cnt.frame_count == 3
+
+
+def test_under_asan():
+    """This file's C-side cases against the ASan/UBSan build (make asan)."""
+    import os
+    from asan_util import run_pytest_under_asan
+    run_pytest_under_asan([os.path.abspath(__file__)],
+                          pytest_args=("-k", "not asan and not transformers"))
