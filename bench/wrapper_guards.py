@@ -9,7 +9,9 @@ one-entry C tree (`_C._tree_new`) and times `_C._tree_lookup` on the
 call's arguments: best of R rounds of N lookups, less the lookup of an
 empty tree (the call's own cost), by thread CPU time. Also prints the share of the guards whose
 source goes through the model's config (`.config`), timed the same way as a
-tree of those guards alone. `--per-guard`: the costliest single guards
+tree of those guards alone. (`config.guard_timing` times the hook's walk by wall clock, as a sum: on a
+loaded machine its mean is made by the walks the scheduler interrupted.)
+`--per-guard`: the costliest single guards
 (a one-guard tree each, its source chain included).
 """
 import argparse
