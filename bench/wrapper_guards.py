@@ -3,16 +3,16 @@
     python bench/wrapper_guards.py [--calls N] [--rounds R] [--per-guard]
 
 Compiles tests/hf_zoo.py's BertModel with `dynamo.optimize("eager")`, takes
-the entry of the frame the hook sees first (transformers'
-`can_return_tuple` wrapper, utils/generic.py), rebuilds its guards as a
-one-entry C tree (`_C._tree_new`) and times `_C._tree_lookup` on the
-call's arguments: best of R rounds of N lookups, less the lookup of an
-empty tree (the call's own cost), by thread CPU time. Also prints the share of the guards whose
-source goes through the model's config (`.config`), timed the same way as a
-tree of those guards alone. (`config.guard_timing` times the hook's walk by wall clock, as a sum: on a
-loaded machine its mean is made by the walks the scheduler interrupted.)
-`--per-guard`: the costliest single guards
-(a one-guard tree each, its source chain included).
+the entry of the frame the hook sees first (transformers' outermost
+decorator wrapper of `BertModel.forward`, utils/generic.py), rebuilds its
+guards as a one-entry C tree (`_C._tree_new`) and times `_C._tree_lookup`
+on the call's arguments: best of R rounds of N lookups by thread CPU time,
+less the lookup of an empty tree (the call's own cost). Also times the
+guards whose source goes through the model's config (`.config`) as a tree
+of their own. `--per-guard`: the costliest single guards (a one-guard tree
+each, its source chain included). Not `config.guard_timing`: it sums the
+hook's walks by wall clock, and on a loaded machine that mean is made by
+the few walks the scheduler interrupted.
 """
 import argparse
 import os
