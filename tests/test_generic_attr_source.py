@@ -146,6 +146,32 @@ def test_renamed_key_is_sourced_from_its_target_and_follows_the_map():
         Renaming.attribute_map.update(saved)
 
 
+def test_rename_decided_by_instance_state_follows_it():
+    class Switch:
+        def __init__(self):
+            self.use_b, self.a, self.b = False, 2.0, 3.0
+
+        def __getattribute__(self, key):
+            if key == "v":
+                key = "b" if object.__getattribute__(self, "use_b") else "a"
+            return object.__getattribute__(self, key)
+
+    def f(x, s):
+        return x * s.v
+
+    start = records.mark()
+    opt, cnt = compiled(f)
+    s = Switch()
+    assert same(opt(X, s), X * 2.0)
+    srcs = guard_sources(start)
+    assert srcs["object.__getattribute__(L['s'], 'use_b')"] == GENERIC
+    assert srcs["object.__getattribute__(L['s'], 'a')"] == GENERIC
+    s.b = 4.0                                        # not read: still a hit
+    assert same(opt(X, s), X * 2.0) and cnt.frame_count == 1
+    s.use_b = True                                   # the rename flips: recompiles
+    assert same(opt(X, s), X * 4.0) and cnt.frame_count == 2
+
+
 def test_getattribute_that_does_not_delegate_for_a_name_keeps_its_value():
     class Computed:
         def __init__(self):
