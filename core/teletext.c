@@ -269,7 +269,8 @@ source_text(PyObject *code, PyObject *spec, int depth)
     default:
         break;
     }
-    if (n < 3 || (kind != GIR_SRC_ATTR && kind != GIR_SRC_ITEM && kind != GIR_SRC_STATIC_ATTR))
+    if (n < 3 || (kind != GIR_SRC_ATTR && kind != GIR_SRC_ITEM && kind != GIR_SRC_STATIC_ATTR
+                  && kind != GIR_SRC_GENERIC_ATTR))
         return PyUnicode_FromString("global state");
     PyObject *base = depth < SOURCE_DEPTH_MAX ? source_text(code, a, depth + 1)
                                               : PyUnicode_FromString("...");
@@ -280,6 +281,8 @@ source_text(PyObject *code, PyObject *spec, int depth)
         text = PyUnicode_FromFormat("%U.%S", base, b);
     else if (kind == GIR_SRC_ITEM)
         text = PyUnicode_FromFormat("%U[%R]", base, b);
+    else if (kind == GIR_SRC_GENERIC_ATTR)
+        text = PyUnicode_FromFormat("object.__getattribute__(%U, %R)", base, b);
     else
         text = PyUnicode_FromFormat("getattr_static(%U, %R)", base, b);
     Py_DECREF(base);

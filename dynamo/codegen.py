@@ -8,7 +8,7 @@ import itertools
 from .bytecode import (NULL_ABOVE_CALLABLE, create_call, create_call_function, create_instruction,
                        create_load_method)
 from .exc import Unsupported
-from .guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
+from .guards import AttrSource, ClosureSource, GenericAttrSource, GlobalSource, ItemSource, LocalSource
 
 
 def _holds_symbolic(value):
@@ -117,6 +117,11 @@ class PyCodegen:
             self.emit("LOAD_GLOBAL", argval=source.global_name)
         elif isinstance(source, ClosureSource):
             self.emit("LOAD_DEREF", argval=source.var_name)
+        elif isinstance(source, GenericAttrSource):     # the class's own lookup skipped
+            self.load_const(object.__getattribute__)
+            self.load_source(source.base)
+            self.load_const(source.attr)
+            self.call(2)
         elif isinstance(source, AttrSource):
             self.load_source(source.base)
             self.emit("LOAD_ATTR", argval=source.attr)

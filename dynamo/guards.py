@@ -59,6 +59,7 @@ SRC_ATTR = _C.SOURCE_KINDS["ATTR"]
 SRC_ITEM = _C.SOURCE_KINDS["ITEM"]
 SRC_NONE = _C.SOURCE_KINDS["NONE"]
 SRC_STATIC_ATTR = _C.SOURCE_KINDS["STATIC_ATTR"]
+SRC_GENERIC_ATTR = _C.SOURCE_KINDS["GENERIC_ATTR"]
 
 
 class SourceError(LookupError):
@@ -214,6 +215,31 @@ class ItemSource(_ChainSource):
         try:
             return base[self.key]
         except (KeyError, IndexError, TypeError):
+            raise SourceError(self.name()) from None
+
+
+class GenericAttrSource(AttrSource):
+    """`object.__getattribute__(base, attr)`: CPython's generic lookup,
+    without the class's own (Python) __getattribute__ or __getattr__; the C
+    tree fetches it without running a Python frame. Only where it is the
+    value getattr(base, attr) gives: the trace inlined that class's
+    __getattribute__ and saw it delegate to object's for `attr` (the base's
+    TYPE_MATCH and the ID_MATCH of its __getattribute__ keep that proof), or
+    the reader is object's own (copy.deepcopy's state is the generic
+    __dict__). An AttrSource otherwise (module paths, mangled names, write
+    back); the rewritten code loads it by calling object.__getattribute__."""
+
+    def _make_name(self):
+        return f"object.__getattribute__({self.base.name()}, {self.attr!r})"
+
+    def _make_lower(self):
+        return (SRC_GENERIC_ATTR, self.base.lower(), self.attr)
+
+    def get(self, f_locals, f_globals, f_builtins, closure):
+        base = self.base.get(f_locals, f_globals, f_builtins, closure)
+        try:
+            return object.__getattribute__(base, self.attr)
+        except AttributeError:
             raise SourceError(self.name()) from None
 
 

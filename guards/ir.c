@@ -109,6 +109,7 @@ compile_source(Builder *b, PyObject *spec /* borrowed */, int depth)
     case GIR_SRC_ATTR:
     case GIR_SRC_ITEM:
     case GIR_SRC_STATIC_ATTR:
+    case GIR_SRC_GENERIC_ATTR:
         if (n != 3)
             return fail(b, PyExc_ValueError, "ATTR/ITEM source is (kind, base, name)");
         name = PyTuple_GET_ITEM(spec, 2);
@@ -672,9 +673,9 @@ gir_runtime_clear(GirRuntime *rt)
 /* Names of GirSourceKind and GirCheckKind, indexed by value: what Python
  * calls them (dynamo.guards imports the numbers from here). */
 static const char *const source_kind_names[] = {
-    "LOCAL", "GLOBAL", "CLOSURE", "ATTR", "ITEM", "NONE", "STATIC_ATTR",
+    "LOCAL", "GLOBAL", "CLOSURE", "ATTR", "ITEM", "NONE", "STATIC_ATTR", "GENERIC_ATTR",
 };
-_Static_assert(sizeof source_kind_names / sizeof *source_kind_names == GIR_SRC_STATIC_ATTR + 1,
+_Static_assert(sizeof source_kind_names / sizeof *source_kind_names == GIR_SRC_GENERIC_ATTR + 1,
                "a name per source kind");
 static const char *const check_kind_names[] = {
     "TYPE_MATCH", "ID_MATCH", "EQUALS_MATCH", "LENGTH", "TENSOR_MATCH", "GRAD_MODE",

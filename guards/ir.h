@@ -30,6 +30,12 @@ typedef enum {
                                descriptor found on type(base)'s MRO, else
                                base.__dict__[name], else the MRO's non-data
                                descriptor or plain class attribute */
+    GIR_SRC_GENERIC_ATTR = 7,/* (7, base, name): object.__getattribute__(base,
+                               name), CPython's generic lookup in C: never
+                               the class's own __getattribute__ nor its
+                               __getattr__ (the tracer emits it where the
+                               trace proved that class's lookup delegates
+                               to object's for the name) */
 } GirSourceKind;
 
 /* Check kinds, numbered as in the Python tuples. */

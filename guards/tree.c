@@ -314,6 +314,26 @@ fetch_static_attr(const TSource *s, PyObject *base /* borrowed */)
     return found != NULL ? Py_NewRef(found) : MISSING;
 }
 
+/* object.__getattribute__(base, name) (GENERIC_ATTR): CPython's generic
+ * lookup, in C, whatever the class's own __getattribute__ is — the tracer
+ * emits this source only where the trace proved that one delegates to
+ * object's for this name.  Reads the type attribute cache and the instance
+ * dict; on a hit nothing is allocated (a managed __dict__ is materialized
+ * by its first read only).  A descriptor found on the class is called, as
+ * object's lookup calls it: the trace only uses instance attributes, C
+ * descriptors (__dict__, __class__) and plain class attributes.  A new
+ * reference, MISSING, or NULL on error. */
+static PyObject *
+fetch_generic_attr(const TSource *s, PyObject *base /* borrowed */)
+{
+    PyObject *v = _PyObject_GenericGetAttrWithDict(base, s->name, NULL, 1);
+    if (v != NULL)
+        return v;
+    if (PyErr_Occurred() && clear_missing(PyExc_AttributeError, NULL) < 0)
+        return NULL;                                /* not a plain miss */
+    return MISSING;
+}
+
 /* f_globals[name], else f_builtins[name], through the source's memo.
  * Returns a new reference, MISSING, or NULL on error. */
 static PyObject *
@@ -379,6 +399,9 @@ fetch(Walk *w, int i)
         break;
     case GIR_SRC_STATIC_ATTR:
         v = fetch_static_attr(s, base);
+        break;
+    case GIR_SRC_GENERIC_ATTR:
+        v = fetch_generic_attr(s, base);
         break;
     default:                                        /* GIR_SRC_NONE: global state */
         v = Py_None;                                /* borrowed: see borrowed_value */

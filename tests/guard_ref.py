@@ -20,7 +20,8 @@ key passes, and key 0, RUN mode, passes every entry); SHAPE_GUARD -> shape (expe
 (text, program); the report gives the text, and the actual leaf values as a
 tuple: `shape_eval` runs the postfix program with Python's integer
 semantics, a missing leaf or a zero divisor failing the guard).  Source kind 6
-(STATIC_ATTR) is guards.static_lookup; VALUE compares floats bit for bit
+(STATIC_ATTR) is guards.static_lookup, kind 7 (GENERIC_ATTR)
+object.__getattribute__; VALUE compares floats bit for bit
 (guards.same_constant).
 """
 from typing import Any, List, Optional, Sequence, Tuple
@@ -31,7 +32,7 @@ from dynamo.guards import (_NOT_FOUND, KIND_NAMES, Guard, SourceError, _dims, di
                            global_state_diff, global_state_word, same_constant, static_lookup,
                            storage_key)
 
-LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE, STATIC_ATTR = range(7)
+LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE, STATIC_ATTR, GENERIC_ATTR = range(8)
 (TYPE_MATCH, ID_MATCH, EQUALS_MATCH, LENGTH, TENSOR_MATCH, GRAD_MODE, DICT_KEYS,
  FUNCTION_MATCH, NONE_MATCH, SAME_OBJECT, GLOBAL_STATE, STORAGE_MATCH, BACKEND_MATCH,
  SHAPE_GUARD) = range(14)
@@ -143,6 +144,11 @@ class Frame:
         if kind == STATIC_ATTR:
             found = static_lookup(base, src[2])
             return MISSING if found is _NOT_FOUND else found
+        if kind == GENERIC_ATTR:
+            try:
+                return object.__getattribute__(base, src[2])
+            except AttributeError:
+                return MISSING
         key = src[2]
         if type(base) in (list, tuple) and type(key) is int:
             return base[key] if -len(base) <= key < len(base) else MISSING

@@ -1055,12 +1055,13 @@ def test_non_function_frames_never_reach_the_callback():
 
 
 def test_asan_build_subset():
-    """Run the C unit tests (core, guards, guard trees) against the ASan/UBSan
-    build (make asan), if present."""
+    """Run the C unit tests (core, guards, guard trees, the generic-getattr
+    source) against the ASan/UBSan build (make asan), if present."""
     from asan_util import run_pytest_under_asan
     run_pytest_under_asan([os.path.join(ROOT, "tests", f)
-                           for f in ("test_c_core.py", "test_c_guards.py", "test_guard_tree.py")],
-                          pytest_args=("-k", "not leaks and not asan"),
+                           for f in ("test_c_core.py", "test_c_guards.py", "test_guard_tree.py",
+                                     "test_generic_attr_source.py")],
+                          pytest_args=("-k", "not leaks and not asan and not transformers"),
                           source_suffixes=(".c", ".h"))
 
 

@@ -25,7 +25,7 @@ if ROOT not in sys.path:
 import guard_ref  # noqa: E402  (tests/guard_ref.py)
 from dynamo.guards import tensor_expected  # noqa: E402
 
-LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE, STATIC_ATTR = range(7)
+LOCAL, GLOBAL, CLOSURE, ATTR, ITEM, NONE, STATIC_ATTR, GENERIC_ATTR = range(8)
 (TYPE_MATCH, ID_MATCH, EQUALS_MATCH, LENGTH, TENSOR_MATCH, GRAD_MODE, DICT_KEYS,
  FUNCTION_MATCH, NONE_MATCH, SAME_OBJECT) = range(10)
 BUILTINS = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
@@ -34,6 +34,14 @@ BUILTINS = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__di
 class Thing:
     def __init__(self, **kw):
         self.__dict__.update(kw)
+
+
+class Renamed(Thing):
+    """Reads `x` as `y` (a Python __getattribute__): ATTR and GENERIC_ATTR
+    of `x` differ."""
+
+    def __getattribute__(self, name):
+        return super().__getattribute__("y" if name == "x" else name)
 
 
 def f1(): pass          # noqa: E704
@@ -82,7 +90,7 @@ def value(rng, depth=0):
         return tuple(value(rng, 1) for _ in range(rng.randint(0, 3)))
     if r < 0.90:
         return {k: value(rng, 1) for k in rng.sample("abc", rng.randint(0, 3))}
-    return Thing(x=value(rng, 1), y=value(rng, 1))
+    return (Thing if r < 0.95 else Renamed)(x=value(rng, 1), y=value(rng, 1))
 
 
 def simple(v):
@@ -120,6 +128,8 @@ def guards_for(rng, src, v, out, depth=0):
         guards_for(rng, (ITEM, src, k), v[k], out, depth + 1)
     if depth == 0 and hasattr(v, "x") and rng.random() < 0.7:
         guards_for(rng, (ATTR, src, "x"), v.x, out, depth + 1)
+    if depth == 0 and isinstance(v, Thing) and "x" in vars(v) and rng.random() < 0.4:
+        guards_for(rng, (GENERIC_ATTR, src, "x"), object.__getattribute__(v, "x"), out, depth + 1)
     if depth == 0 and isinstance(v, Thing) and rng.random() < 0.3:   # class-level lookup
         name = rng.choice(["x", "__init__"])
         out.append((ID_MATCH, (STATIC_ATTR, src, name), guard_ref.static_lookup(v, name)))

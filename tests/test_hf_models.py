@@ -5,10 +5,12 @@ compiled whole.
 Per model: the graphs and graph breaks of one capture (EXPECTED: the counts
 reached, goal 1 graph and 0 breaks), every tensor leaf of the output equal
 to eager (rtol 1e-4, atol 1e-5), and a second call that hits the cache (no
-compile, no new graph). Four models also take one training step with the
+compile, no new graph, no Python __getattribute__ frame: the guards read
+configs in C). Four models also take one training step with the
 aot_eager backend: loss and every parameter's gradient equal to eager's.
 """
 import copy
+import cProfile
 
 import pytest
 import torch
@@ -56,6 +58,19 @@ def _equal(ref, got):
             (x.shape, (x - y).abs().max())
 
 
+def _python_getattribute_calls(fn, kwargs):
+    """(fn(**kwargs), how many Python __getattribute__ frames it ran),
+    counted by cProfile (a C profiler: no Python frame of its own)."""
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        out = fn(**kwargs)
+    finally:
+        prof.disable()
+    return out, sum(e.callcount for e in prof.getstats()
+                    if getattr(e.code, "co_name", None) == "__getattribute__")
+
+
 @pytest.mark.parametrize("name", list(hf_zoo.MODELS))
 def test_model_inference(name):
     model, inputs = hf_zoo.build(name)
@@ -70,11 +85,14 @@ def test_model_inference(name):
         graphs = cnt.frame_count
         breaks = sum(len(r.break_reasons) for r in first)
         _equal(expected, got)
-        # the second call runs the cached code: no compile, no new graph
+        # the second call runs the cached code: no compile, no new graph,
+        # and no config __getattribute__ in Python (the guards read the
+        # config through object's lookup, in C: GENERIC_ATTR)
         second_start = records.mark()
-        again = opt(**inputs)
+        again, getattribute_calls = _python_getattribute_calls(opt, inputs)
         assert records.records_since(second_start) == []
         assert cnt.frame_count == graphs
+        assert getattribute_calls == 0
         _equal(expected, again)
     assert (graphs, breaks) == EXPECTED[name], [b.reason for r in first for b in r.break_reasons][:5]
 

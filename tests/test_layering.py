@@ -326,7 +326,7 @@ def test_guard_vocabulary_is_the_c_modules():
 
     import guard_ref
     assert guards.KIND_NAMES == {v: k for k, v in _C.GUARD_KINDS.items()}
-    assert len(_C.GUARD_KINDS) == 14 and len(_C.SOURCE_KINDS) == 7
+    assert len(_C.GUARD_KINDS) == 14 and len(_C.SOURCE_KINDS) == 8
     for name, number in _C.GUARD_KINDS.items():
         assert getattr(guards, name) == number == getattr(guard_ref, name)
     # SHAPE_GUARD's program steps (guards/ir.h GirShapeOp)
@@ -347,6 +347,9 @@ def test_guard_vocabulary_is_the_c_modules():
     code = (lambda x: x).__code__
     src = guards.StaticAttrSource(guards.LocalSource("x", 0), "f").lower()
     assert _C._telemetry_source_text(code, src) == "getattr_static(L['x'], 'f')"
+    src = guards.GenericAttrSource(guards.LocalSource("x", 0), "f")
+    assert _C._telemetry_source_text(code, src.lower()) == src.name() \
+        == "object.__getattribute__(L['x'], 'f')"
     assert _C.TREE_NODE_COUNTERS == ("evaluations", "failures", "timed", "timed_ns")
     # the region carries as many per node (inspect/layout.h; core/telemetry.c pins it in C)
     layout = open(os.path.join(layering.ROOT, "inspect", "layout.h")).read()

@@ -27,7 +27,6 @@ import copy
 import copyreg
 
 from ...exc import Unsupported
-from ...guards import AttrSource
 from ..lookup import getattr_static
 from .base import ClassVariable, ConstantVariable, FunctionObjectVariable
 
@@ -118,17 +117,19 @@ def _copy_object(tx, var, memo, key, item, deep):
     keys and every value guarded), then any attribute the trace already
     stored on it."""
     from .containers import DictVariable
-    from .misc import NewObjectVariable
+    from .misc import NewObjectVariable, generic_attr_source, instance_dict
     obj = var.value
     cls = type(obj)
     _check_copy_protocol(cls, deep)
     what = "copy.deepcopy" if deep else "copy.copy"
-    state = getattr(obj, "__dict__", None)
+    # what the copy reads is object's: type(obj) and the generic __dict__,
+    # whatever the class's own __getattribute__ says (GenericAttrSource then)
+    state = instance_dict(obj)
     if type(state) is not dict or not all(type(k) is str for k in state):
         raise Unsupported(f"{what} of a {cls.__name__} without a plain __dict__ (runs eagerly)")
-    cls_vt = tx.wrap(cls, AttrSource(var.source, "__class__"))
+    cls_vt = tx.wrap(cls, generic_attr_source(var.source, cls, "__class__"))
     copied = memo[key] = NewObjectVariable(cls, cls_vt)
-    state_var = tx.wrap(state, AttrSource(var.source, "__dict__"))
+    state_var = tx.wrap(state, generic_attr_source(var.source, cls, "__dict__"))
     if not isinstance(state_var, DictVariable):
         raise Unsupported(f"{what} of a {cls.__name__}: its __dict__ is not traceable")
     items = dict(state_var.items)

@@ -8,8 +8,10 @@ import torch
 
 from ...exc import Unsupported
 from ..lookup import getattr_static
-from ...guards import FUNCTION_MATCH, ID_MATCH, AttrSource, ItemSource, StaticAttrSource
-from .base import ClassVariable, ConstantVariable, VariableTracker, reconstruct_source_or_const, user_getattribute
+from ...guards import (FUNCTION_MATCH, ID_MATCH, AttrSource, GenericAttrSource, ItemSource,
+                       StaticAttrSource)
+from .base import (GENERIC_GETATTRIBUTE, ClassVariable, ConstantVariable, VariableTracker,
+                   reconstruct_source_or_const, user_getattribute)
 
 
 class ModuleVariable(VariableTracker):
@@ -316,15 +318,19 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def generic_getattr(self, tx, name, with_getattr=True):
         """object.__getattribute__(obj, name) (then the class's __getattr__
-        on a miss, unless `with_getattr` is False)."""
+        on a miss, unless `with_getattr` is False). Where the class has its
+        own __getattribute__ (inlined by var_getattr, which reached here
+        through object's), the values are read and sourced by object's
+        lookup (GenericAttrSource: fetched by the guards in C)."""
         from .kinds import ObservedAttributeError
         from .functions import UserMethodVariable
         obj, cls = self.value, type(self.value)
-        src = AttrSource(self.source, name) if self.source is not None else None
+        src = generic_attr_source(self.source, cls, name)
         stored = tx.output.attr_stores.get((id(obj), name))
         if stored is not None:
             return stored[1]
         user_getattr = self._user_getattr() if with_getattr else None
+        own = instance_dict(obj)
         try:
             static = getattr_static(obj, name)
         except AttributeError:
@@ -332,27 +338,27 @@ class UserDefinedObjectVariable(VariableTracker):
                 # ordinary lookup failed: Python calls __getattr__. Valid while
                 # the instance keeps its attribute names (DICT_KEYS on __dict__)
                 from ...guards import DICT_KEYS
-                tx.output.add_guard(AttrSource(self.source, "__dict__"), DICT_KEYS,
-                                    tuple(obj.__dict__))
+                tx.output.add_guard(generic_attr_source(self.source, cls, "__dict__"), DICT_KEYS,
+                                    tuple(own))
                 from .base import ConstantVariable
                 return UserMethodVariable(user_getattr, self).call(tx, [ConstantVariable(name)], {})
-            if self.source is not None and isinstance(getattr(obj, "__dict__", None), dict):
+            if self.source is not None and isinstance(own, dict):
                 # the trace goes on knowing the attribute is missing
                 # (getattr's default, hasattr): valid while the instance
                 # keeps its attribute names
                 from ...guards import DICT_KEYS
-                tx.output.add_guard(AttrSource(self.source, "__dict__"), DICT_KEYS,
-                                    tuple(obj.__dict__))
+                tx.output.add_guard(generic_attr_source(self.source, cls, "__dict__"), DICT_KEYS,
+                                    tuple(own))
             raise ObservedAttributeError(f"{cls.__name__} has no attribute {name!r}") from None
-        if isinstance(getattr(obj, "__dict__", None), dict) and name in obj.__dict__:
-            return tx.wrap(obj.__dict__[name], src)
+        if isinstance(own, dict) and name in own:
+            return tx.wrap(own[name], src)
         if isinstance(static, (staticmethod, classmethod, property)):
             return class_attribute(tx, self, name, static)
         if inspect.isfunction(static):
             if (getattr(static, "__module__", "") or "").startswith("torch."):
-                return SkippedFunctionVariable(getattr(obj, name), src)
+                return SkippedFunctionVariable(generic_read(obj, name), src)
             return class_attribute(tx, self, name, static)
-        return tx.wrap(getattr(obj, name), src)
+        return tx.wrap(generic_read(obj, name), src)
 
     def can_store_attr(self, name):
         """May `obj.name = v` be traced (and written back after the graph)?
@@ -410,6 +416,40 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def __repr__(self):
         return f"UserDefinedObjectVariable({type(self.value).__name__})"
+
+
+def has_own_getattribute(cls):
+    """Does `cls` read attributes through something other than CPython's
+    generic lookup (a __getattribute__ of its own, in Python or C)?"""
+    return getattr_static(cls, "__getattribute__") not in GENERIC_GETATTRIBUTE
+
+
+def generic_attr_source(source, cls, name):
+    """The source of `object.__getattribute__(obj, name)` for an instance of
+    `cls` at `source` (None without one): AttrSource where cls's own lookup
+    is the generic one (the same value, fetched as before), else
+    GenericAttrSource (the class's __getattribute__ skipped, in C)."""
+    if source is None:
+        return None
+    if has_own_getattribute(cls):
+        return GenericAttrSource(source, name)
+    return AttrSource(source, name)
+
+
+def generic_read(obj, name):
+    """`object.__getattribute__(obj, name)` now, at trace time (getattr
+    where the class has no lookup of its own: the same value)."""
+    if has_own_getattribute(type(obj)):
+        return object.__getattribute__(obj, name)
+    return getattr(obj, name)
+
+
+def instance_dict(obj):
+    """obj's instance __dict__ as object's lookup reads it, or None."""
+    try:
+        return generic_read(obj, "__dict__")
+    except (AttributeError, TypeError):
+        return None
 
 
 def store_attribute(tx, obj, name, value):
