@@ -180,3 +180,98 @@ def test_dynamo_top_switches_sampling_and_names_the_costliest_node(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+# ---- per test (issue 30: the costliest guard named, not only its node) ----
+
+SLOW_WORKLOAD = os.path.join(ROOT, "tests", "workloads", "slow_getattr_workload.py")
+DOT = os.path.join(ROOT, "build", "bin", "dynamo-dot")
+
+
+def _slow_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("slow_getattr_workload", SLOW_WORKLOAD)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.SPIN_NS = 200_000
+    return mod
+
+
+def test_timing_off_leaves_the_test_slots_alone():
+    def add(a, b):
+        return a + b
+
+    opt = dynamo.optimize("eager")(add)
+    a = torch.ones(3)
+    for _ in range(10):
+        opt(a, a)
+    slots = _C.tree_info(add.__code__)["slots"]
+    assert slots and all(s[4] == 0 and s[5] == 0 for s in slots)
+    assert {s[0] for s in slots} == {0}     # one node: every test is the root's
+    assert all(s[2] == 0 for s in slots)    # each of entry 0
+
+
+def test_costliest_test_is_the_slow_getattribute_attribute():
+    """A config whose Python __getattribute__ spins on `slow`: the guard on
+    L['cfg'].slow ranks first, as a timer around the attribute reads says."""
+    mod = _slow_module()
+    opt = dynamo.optimize("eager")(mod.step)
+    x, cfg = torch.ones(4), mod.SlowConfig()
+    opt(x, cfg)
+    wall = {}                                # the measurement outside the tree
+    for name in ("slow", "fast", "scale"):
+        t0 = time.perf_counter_ns()
+        for _ in range(5):
+            getattr(cfg, name)
+        wall[name] = time.perf_counter_ns() - t0
+    dynamo.config.guard_timing = 1
+    for _ in range(10):
+        opt(x, cfg)
+    slots = [s for s in _C.tree_info(mod.step.__code__)["slots"] if s[4]]
+    assert all(s[4] == 10 for s in slots)   # every test run by each timed lookup
+    source = lambda s: _C._telemetry_source_text(mod.step.__code__, s[1][0])
+    by_source = {}
+    for s in slots:
+        by_source[source(s)] = by_source.get(source(s), 0) + s[5]
+    ranked = sorted(by_source, key=by_source.get, reverse=True)
+    assert ranked[0] == "L['cfg'].slow"
+    assert max(wall, key=wall.get) == "slow"
+    assert by_source["L['cfg'].slow"] > by_source["L['cfg'].fast"]
+    # the per-test counters sum to at most the walks' time
+    assert sum(s[5] for s in slots) <= _C.tree_stats(mod.step.__code__)["timed_ns"]
+    costs = dynamo.guard_costs(opt, x, cfg, repeat=4)
+    assert costs[0].source == "L['cfg'].slow" and costs[0].entry == "[0/0]"
+    assert costs[0].guard.source.name() == "L['cfg'].slow"
+    assert "slow_getattr_workload.py:" in costs[0].origin
+    text = str(dynamo.explain(mod.step)(x, cfg))
+    cost_lines = text.split("Guard Cost", 1)[1].splitlines()
+    assert "type(L['cfg'].slow) == int" in cost_lines[1]
+
+
+@pytest.mark.skipif(not (os.access(TOP, os.X_OK) and os.access(DOT, os.X_OK)),
+                    reason="dynamo-top / dynamo-dot not built (make all)")
+def test_tools_name_the_costliest_guard_with_its_line():
+    env = dict(os.environ, PYTHONPATH=ROOT, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, SLOW_WORKLOAD, "--spin-us", "200"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("READY"), proc.stderr.read()
+        pid = str(proc.pid)
+        run = lambda *a: subprocess.run(a, capture_output=True, text=True, timeout=60)
+        guards = run(TOP, "-p", pid, "--once", "--tab", "guards")
+        assert guards.returncode == 0, guards.stderr
+        rows = guards.stdout.split("GUARD TEST (costliest guards", 1)[1].splitlines()
+        assert "type(L['cfg'].slow) == int" in rows[1], guards.stdout
+        assert "slow_getattr_workload.py:" in rows[1] and "[0/0]" in rows[1]
+        summary = run(TOP, "-p", pid, "--summary").stdout
+        assert re.search(r"costliest guard: \S+ \S?s per lookup \([\d.]+%\): \[0/0\] "
+                         r"type\(L\['cfg'\]\.slow\) == int  <- slow_getattr_workload\.py:\d+",
+                         summary), summary
+        dot = run(DOT, "-p", pid, "--guards", "step", "-T", "dot")
+        assert dot.returncode == 0, dot.stderr
+        note = dot.stdout.split("costliest guards", 1)[1]
+        assert note.index("L['cfg'].slow") < note.index("L['cfg'].fast")
+    finally:
+        proc.terminate()
+        proc.wait(10)
