@@ -518,7 +518,7 @@ encode_node(void *ctx, const GtreeNodeView *v)
     return enc_put(&te->counters, ctrs, sizeof ctrs);
 }
 
-/* One TTEST of a slot (node, test, entry, guard, timed, timed_ns) of
+/* One TTEST of a slot (node, test, entry, guard, timed, timed_ns, max_ns) of
  * gtree_slots, and its counters. */
 static int
 encode_slot(TreeEnc *te, PyObject *slot)

@@ -1038,8 +1038,11 @@ charge_slot(Walk *w, int slot)
 {
     uint64_t now = mono_ns();
     uint64_t *c = &w->t->slot_ctr[GTREE_SLOT_COUNTERS * (size_t)slot];
+    uint64_t ns = now - w->clk;
     ctr_bump(&c[0]);
-    ctr_add(&c[1], now - w->clk);
+    ctr_add(&c[1], ns);
+    if (ns > ctr_read(&c[2]))                       /* the longest run */
+        __atomic_store_n(&c[2], ns, __ATOMIC_RELAXED);
     w->clk = now;
 }
 

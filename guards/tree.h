@@ -97,12 +97,13 @@ PyObject *gtree_payload(const GTree *t, Py_ssize_t i);
  * ns).  inspect/layout.h's DT_TREE_NODE_COUNTERS is pinned to it. */
 #define GTREE_NODE_COUNTERS 4
 
-/* Counters per test slot (a test a walk runs: see gtree_visit_slots), in
- * this order: timed (timed walks that ran it, count), timed_ns (their time
- * in it, ns: the test and the first fetch of its source, with the bases
- * not fetched before it).  inspect/layout.h's DT_TREE_SLOT_COUNTERS is
- * pinned to it. */
-#define GTREE_SLOT_COUNTERS 2
+/* Counters per test slot (a test a walk runs: see gtree_slots), in this
+ * order: timed (timed walks that ran it, count), timed_ns (their time in
+ * it, ns: the test and the first fetch of its source, with the bases not
+ * fetched before it), max_ns (the longest of those runs, ns: a run the
+ * scheduler preempted shows there, and readers leave it out of their
+ * estimate).  inspect/layout.h's DT_TREE_SLOT_COUNTERS is pinned to it. */
+#define GTREE_SLOT_COUNTERS 3
 
 /* Keep t's counters in `words` from now on: first GTREE_NODE_COUNTERS u64
  * per node in depth-first order (root, then each branch in switch order,
@@ -119,10 +120,10 @@ size_t gtree_counter_words(const GTree *t);
 /* New list of t's test slots, the tests a walk runs, in slot order (a
  * node's shared tests, then its switch, then its leaf entries' tests, node
  * by node in gtree_visit's order): (node, test, entry, guard, timed,
- * timed_ns) with node its depth-first index, test (source, property,
+ * timed_ns, max_ns) with node its depth-first index, test (source, property,
  * expected) or for a switch (source, property), entry and guard the
  * test's entry index and its guard's index in that entry's list (-1, -1
- * for a switch), timed/timed_ns its GTREE_SLOT_COUNTERS.  NULL with an
+ * for a switch), then its GTREE_SLOT_COUNTERS (timed, timed_ns, max_ns).  NULL with an
  * exception. */
 PyObject *gtree_slots(const GTree *t);
 

@@ -17,7 +17,7 @@ static const char *const ctr_names[GTREE_NODE_COUNTERS] = {
 
 /* GTree.slot_ctr's per-slot counters, named as in gtree_slots and
  * exported as TREE_SLOT_COUNTERS. */
-static const char *const slot_ctr_names[GTREE_SLOT_COUNTERS] = {"timed", "timed_ns"};
+static const char *const slot_ctr_names[GTREE_SLOT_COUNTERS] = {"timed", "timed_ns", "max_ns"};
 
 /* ---- Python views -------------------------------------------------------------- */
 
@@ -105,7 +105,7 @@ node_info(const GTree *t, const Node *n)
     return d;
 }
 
-/* One slot of gtree_slots: (node, test, entry, guard, timed, timed_ns). */
+/* One slot of gtree_slots: (node, test, entry, guard, timed, timed_ns, max_ns). */
 static PyObject *
 slot_info(const GTree *t, int s)
 {
@@ -123,9 +123,10 @@ slot_info(const GTree *t, int s)
     }
     const uint64_t *c = &t->slot_ctr[GTREE_SLOT_COUNTERS * (size_t)s];
     return test == NULL ? NULL
-           : Py_BuildValue("(iNiiKK)", t->slot_node[s], test, entry, guard,
+           : Py_BuildValue("(iNiiKKK)", t->slot_node[s], test, entry, guard,
                            (unsigned long long)ctr_read(&c[0]),
-                           (unsigned long long)ctr_read(&c[1]));
+                           (unsigned long long)ctr_read(&c[1]),
+                           (unsigned long long)ctr_read(&c[2]));
 }
 
 PyObject *

@@ -208,10 +208,12 @@ _Static_assert(sizeof(DtCode) == 144, "DtCode");
 /* Counters per test slot in DtCode.tree_counters, after the nodes' (a
  * slot is a test a walk runs: TREE's `tests` list, in its order): timed
  * (timed walks that ran it), count; timed_ns (their time in it: the test
- * and the first fetch of its source), ns.  The names are
+ * and the first fetch of its source), ns; max_ns (the longest run, ns:
+ * readers leave it out of their estimate, a run the scheduler preempted
+ * lands there).  The names are
  * _C.TREE_SLOT_COUNTERS; core/telemetry.c pins GTREE_SLOT_COUNTERS to it.
  * A writer before them published the node counters alone. */
-#define DT_TREE_SLOT_COUNTERS 2u
+#define DT_TREE_SLOT_COUNTERS 3u
 
 /* DtEntry.break_time: the eager region of the entry's graph break (the code
  * its rewritten bytecode runs between the end of its graph call and the

@@ -245,6 +245,7 @@ apply_tree_counters(const Dec *d, const DtCode *c, DrTree *t)
         for (size_t i = 0; i < t->n_tests; i++) {
             memcpy(&t->tests[i].timed, q + per_test * i, 8);
             memcpy(&t->tests[i].timed_ns, q + per_test * i + 8, 8);
+            memcpy(&t->tests[i].max_ns, q + per_test * i + 16, 8);
         }
     }
     else if (len != t->n_nodes * per)                   /* an older writer: nodes only */
@@ -566,8 +567,9 @@ static int
 test_cost_cmp(const void *a, const void *b)
 {
     const DrTreeTest *x = *(const DrTreeTest *const *)a, *y = *(const DrTreeTest *const *)b;
-    if (x->timed_ns != y->timed_ns)
-        return x->timed_ns < y->timed_ns ? 1 : -1;
+    uint64_t ex = dr_tree_test_est_ns(x), ey = dr_tree_test_est_ns(y);
+    if (ex != ey)
+        return ex < ey ? 1 : -1;
     return (x > y) - (x < y);
 }
 

@@ -96,7 +96,8 @@ typedef struct MCostTest {
     char *kind;             /* its guard's kind ("EQUALS_MATCH"), "" unknown */
     char *origin;           /* "file.py:12  the line" that installed the guard, "" unknown */
     uint64_t timed;         /* timed walks that ran it, count */
-    uint64_t timed_ns;      /* their time in it, ns */
+    uint64_t timed_ns;      /* their time in it, ns (dr_tree_test_est_ns: the longest run
+                               counted as the mean of the others) */
 } MCostTest;
 
 #define MFRAME_COSTLY_TESTS 8

@@ -277,7 +277,7 @@ static void fill_costly_tests(MFrame *f, const DrCode *c)
         ct->kind = xstrdup_clean(t->guard ? t->guard->kind : "");
         ct->origin = t->guard ? guard_origin(t->guard) : xstrdup("");
         ct->timed = t->timed;
-        ct->timed_ns = t->timed_ns;
+        ct->timed_ns = dr_tree_test_est_ns(t);
     }
 }
 

@@ -547,9 +547,9 @@ static void draw_guard_cost(Agraph_t *g, const DrCode *code, Agnode_t *const *no
     for (size_t k = 0; k < n; k++) {
         const DrTreeTest *t = top[k];
         sb_addf(&b, "<TR><TD ALIGN=\"RIGHT\">%s%s%s</TD>", k ? "" : "<B>",
-                vs_fmt_ns(ns, sizeof ns, t->timed_ns / code->lookup_timed), k ? "" : "</B>");
+                vs_fmt_ns(ns, sizeof ns, dr_tree_test_est_ns(t) / code->lookup_timed), k ? "" : "</B>");
         sb_addf(&b, "<TD ALIGN=\"RIGHT\">%.0f%%</TD><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" "
-                "POINT-SIZE=\"9\">", code->lookup_ns ? 100.0 * (double)t->timed_ns
+                "POINT-SIZE=\"9\">", code->lookup_ns ? 100.0 * (double)dr_tree_test_est_ns(t)
                                                           / (double)code->lookup_ns : 0.0);
         vs_add_html(&b, t->text, TEST_CHARS, 0);
         sb_add(&b, "</FONT>");
@@ -569,7 +569,7 @@ static void draw_guard_cost(Agraph_t *g, const DrCode *code, Agnode_t *const *no
     vgv_set(v, "color", ORANGE);
     sb_clear(&b);
     for (size_t k = 0; k < n; k++) {
-        sb_addf(&b, "%s%s: ", k ? "\n" : "", vs_fmt_ns(ns, sizeof ns, top[k]->timed_ns / top[k]->timed));
+        sb_addf(&b, "%s%s: ", k ? "\n" : "", vs_fmt_ns(ns, sizeof ns, dr_tree_test_est_ns(top[k]) / top[k]->timed));
         sb_add(&b, "per run; ");
         vs_add_cut(&b, top[k]->text, 0);
         if (top[k]->guard != NULL) {
