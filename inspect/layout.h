@@ -329,6 +329,10 @@ _Static_assert(sizeof(DtBlob) == 16, "DtBlob");
  */
 #define DT_VALUE_MAX_DEPTH 8
 
+/* Item positions of TREE's test list and of a TTEST (the schemas above). */
+enum { DT_TREE_ITEM_TESTS = 2 };
+enum { DT_TTEST_NODE, DT_TTEST_TEXT, DT_TTEST_SOURCE, DT_TTEST_ENTRY, DT_TTEST_GUARD };
+
 /* ---- the anchor --------------------------------------------------------------
  * Exported from dynamo._C (default visibility) as `dynamo_telemetry_anchor`.
  * Readers find it with libelf (dynamic symbol table of the mapped .so) and

@@ -286,18 +286,18 @@ decode_tree(const Dec *d, const DtCode *c, DrTree *t)
         n->evaluations = (uint64_t)dv_int(dv_item(nv, 7));
         n->failures = (uint64_t)dv_int(dv_item(nv, 8));
     }
-    const DvVal *tests = dv_item(&v, 2);
+    const DvVal *tests = dv_item(&v, DT_TREE_ITEM_TESTS);
     t->tests = t->n_nodes ? array(d, dv_len(tests), sizeof(DrTreeTest)) : NULL;
     t->n_tests = t->tests ? dv_len(tests) : 0;
     for (size_t i = 0; i < t->n_tests; i++) {
         const DvVal *tv = dv_item(tests, i);
-        int64_t node = dv_int(dv_item(tv, 0));
+        int64_t node = dv_int(dv_item(tv, DT_TTEST_NODE));
         t->tests[i] = (DrTreeTest){
             .node = node >= 0 && node < (int64_t)t->n_nodes ? node : -1,
-            .text = dv_str(d->arena, dv_item(tv, 1)),
-            .source = dv_str(d->arena, dv_item(tv, 2)),
-            .entry = dv_str(d->arena, dv_item(tv, 3)),
-            .guard_index = dv_int(dv_item(tv, 4)),
+            .text = dv_str(d->arena, dv_item(tv, DT_TTEST_TEXT)),
+            .source = dv_str(d->arena, dv_item(tv, DT_TTEST_SOURCE)),
+            .entry = dv_str(d->arena, dv_item(tv, DT_TTEST_ENTRY)),
+            .guard_index = dv_int(dv_item(tv, DT_TTEST_GUARD)),
         };
     }
     apply_tree_counters(d, c, t);
