@@ -90,7 +90,7 @@ def run_cases(modes, calls, tmp, root=ROOT):
                "--toggle-collect=starmap_next", f"--callgrind-out-file={out}",
                sys.executable, "-c", _CHILD, mode, str(calls), helper]
         procs[mode] = (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, env=env), out)
+                                        text=True, env=env, cwd=root), out)  # "-c": cwd first on sys.path
     result = {}
     for mode, (proc, out) in procs.items():
         stdout, stderr = proc.communicate()
