@@ -275,3 +275,58 @@ def test_tools_name_the_costliest_guard_with_its_line():
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_switches_and_leaves_have_their_slots():
+    """A tree with a switch: the switch is a slot of its node (charged by
+    every timed walk through it), after the node's shared tests."""
+    def pick(x, mode):
+        return x + mode
+
+    opt = dynamo.optimize("eager")(pick)
+    x = torch.ones(2)
+    for mode in (0, 1, 2):
+        opt(x, mode)
+    info = _C.tree_info(pick.__code__)
+    assert info["nodes"] >= 3
+    dynamo.config.guard_timing = 1
+    for _ in range(6):
+        for mode in (0, 1, 2):
+            opt(x, mode)
+    slots = _C.tree_info(pick.__code__)["slots"]
+    switches = [s for s in slots if len(s[1]) == 2]
+    assert len(switches) == 1 and switches[0][2:4] == (-1, -1)
+    assert switches[0][4] == 18             # every timed lookup switched at the root
+    assert switches[0] is slots[-1]         # after the root's shared tests
+    # the branches are leaves with no test left (the switch consumed them)
+    assert {s[0] for s in slots} == {0}
+    assert all(s[4] == 18 for s in slots if s[4])
+
+
+def test_leaf_tests_are_slots_of_their_node():
+    """Entries told apart by a size, each with its int argument left to its
+    leaf: each leaf's test is a slot of its node, of its entry, charged
+    only by the lookups that reach it."""
+    def pick(x, mode):
+        return x + mode
+
+    opt = dynamo.optimize("eager")(pick)
+    was = dynamo.config.dynamic_shapes
+    dynamo.config.dynamic_shapes = False
+    try:
+        for mode in (0, 1, 2):
+            opt(torch.ones(mode + 2), mode)
+        dynamo.config.guard_timing = 1
+        for _ in range(5):
+            opt(torch.ones(3), 1)           # entry [0/1] only
+    finally:
+        dynamo.config.dynamic_shapes = was
+    info = _C.tree_info(pick.__code__)
+    slots = info["slots"]
+    nodes = [s[0] for s in slots]
+    assert nodes == sorted(nodes) and set(nodes) == set(range(info["nodes"]))
+    leaves = [s for s in slots if s[0] > 0]
+    assert sorted(s[2] for s in leaves) == [0, 1, 2]        # one leaf test per entry
+    payloads = info["entries"]
+    ran = [s for s in leaves if s[4]]
+    assert len(ran) == 1 and ran[0][4] == 5 and payloads[ran[0][2]].id == "[0/1]"
