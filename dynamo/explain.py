@@ -190,8 +190,8 @@ def _collect(fn, args, kwargs):
     recs = records.records_since(start)
     try:
         costs = guard_costs(fn, *args, repeat=GUARD_COST_LOOKUPS, **kwargs)[:GUARD_COSTS_SHOWN]
-    except TypeError:                   # a callable explain_miss cannot bind: no figure
-        costs = []
+    except Exception:  # noqa: BLE001 - unbindable arguments, or a guard's Python code
+        costs = []     # raising in a timed lookup: the explanation goes without the figure
     graphs = [g.gm for r in recs for g in r.graphs]
     reasons = [br for r in recs for br in r.break_reasons]
     ops = [_op_targets(gm) for gm in graphs]
