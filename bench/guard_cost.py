@@ -15,7 +15,12 @@ torch's import runs at valgrind's uninstrumented speed). Cases:
   * static:  `dynamo.optimize("eager")(add)`, sizes guarded by TENSOR_MATCH;
   * dynamic: the same with dimension 0 of `a` and `b` marked dynamic
     (`dynamo.mark_dynamic`): TENSOR_MATCH leaves the size unchecked and the
-    relations (`2 <= s0`, `s1 == s0`) are SHAPE_GUARDs evaluated in C.
+    relations (`2 <= s0`, `s1 == s0`) are SHAPE_GUARDs evaluated in C;
+  * timed (`--modes static,timed`): static with guard cost sampling timing
+    every lookup (`dynamo.config.guard_timing = 1`): the cost of the timed
+    walk (clock reads per node and per test).
+
+`--root DIR` measures another checkout's build (a "before" figure).
 
 Prints instructions per call, the overhead over eager, and the ratio of the
 dynamic overhead to the static one (issue 24's target: within 1.5x).
@@ -47,6 +52,8 @@ def add(a, b):
     return a + b
 a, b = torch.randn(8), torch.randn(8)
 fn = add
+if mode == "timed":
+    dynamo.config.guard_timing = 1
 if mode != "eager":
     if mode == "dynamic":
         dynamo.mark_dynamic(a, 0)
@@ -67,11 +74,11 @@ with torch.no_grad():
 """
 
 
-def run_cases(modes, calls, tmp):
+def run_cases(modes, calls, tmp, root=ROOT):
     """{mode: (instructions per call collected inside starmap_next over
     `calls` calls, SHAPE_GUARDs of its entry)}; the cases run in parallel
     processes (torch's import under callgrind takes minutes)."""
-    env = {**os.environ, "PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": root, "OMP_NUM_THREADS": "1"}
     helper = os.path.join(tmp, "vghelper.so")
     with open(helper + ".c", "w") as f:
         f.write(_HELPER)
@@ -83,7 +90,7 @@ def run_cases(modes, calls, tmp):
                "--toggle-collect=starmap_next", f"--callgrind-out-file={out}",
                sys.executable, "-c", _CHILD, mode, str(calls), helper]
         procs[mode] = (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, env=env), out)
+                                        text=True, env=env, cwd=root), out)  # "-c": cwd first on sys.path
     result = {}
     for mode, (proc, out) in procs.items():
         stdout, stderr = proc.communicate()
@@ -100,9 +107,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", type=int, default=5000)
     ap.add_argument("--out", default=None, help="write the figures as JSON")
+    ap.add_argument("--modes", default="eager,static,dynamic",
+                    help="cases to run, of eager, static, dynamic, timed")
+    ap.add_argument("--root", default=ROOT, help="the checkout whose build is measured")
     args = ap.parse_args()
+    modes = tuple(args.modes.split(","))
     with tempfile.TemporaryDirectory() as tmp:
-        found = run_cases(("eager", "static", "dynamic"), args.calls, tmp)
+        found = run_cases(modes, args.calls, tmp, os.path.abspath(args.root))
+    if set(modes) != {"eager", "static", "dynamic"}:
+        for mode, (ir, _) in found.items():
+            print(f"{mode:10} {ir:10.0f} instructions per call ({args.calls} calls, {args.root})")
+        return
     rows = {mode: {"instructions_per_call": ir, "shape_guards": shape}
             for mode, (ir, shape) in found.items()}
     eager = rows["eager"]["instructions_per_call"]

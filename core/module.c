@@ -374,14 +374,19 @@ error:
 }
 
 PyDoc_STRVAR(tree_lookup_doc,
-"_tree_lookup(tree, f_locals, f_globals, f_builtins, closure, backend=0) -> (hit, failures)\n\n"
+"_tree_lookup(tree, f_locals, f_globals, f_builtins, closure, backend=0, timed=False)\n"
+"-> (hit, failures)\n\n"
 "hit: index of the chosen entry or -1; failures: the callback's list on a miss;\n"
-"backend: the caller's backend key (BACKEND_MATCH; 0 any).");
+"backend: the caller's backend key (BACKEND_MATCH; 0 any); timed: the hook's\n"
+"timed walk (gtree_lookup_timed: node and test slot counters, _tree_info).");
 
 static PyObject *
 tree_lookup(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!dyn_check_positional("_tree_lookup", nargs, 5, 6))
+    if (!dyn_check_positional("_tree_lookup", nargs, 5, 7))
+        return NULL;
+    int timed = nargs > 6 ? PyObject_IsTrue(args[6]) : 0;
+    if (timed < 0)
         return NULL;
     GTree *tree = PyCapsule_GetPointer(args[0], tree_capsule_name);
     if (tree == NULL)
@@ -392,7 +397,9 @@ tree_lookup(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             || (nargs > 5 && backend_arg(args[5], &fr) < 0))
         goto error;
     gtree_incref(tree);
-    Py_ssize_t hit = gtree_lookup(tree, &fr, &failures);
+    uint64_t ns;
+    Py_ssize_t hit = timed ? gtree_lookup_timed(tree, &fr, &failures, &ns)
+                           : gtree_lookup(tree, &fr, &failures);
     gtree_decref(tree);
     if (hit == GTREE_ERROR)
         goto error;

@@ -86,6 +86,8 @@ uint32_t *telemetry_timing = &timing_local;
 
 _Static_assert(GTREE_NODE_COUNTERS == DT_TREE_NODE_COUNTERS,
                "the tree's node counters are the region's (layout.h)");
+_Static_assert(GTREE_SLOT_COUNTERS == DT_TREE_SLOT_COUNTERS,
+               "the tree's test slot counters are the region's (layout.h)");
 
 static uint64_t
 now_ns(void)
@@ -842,8 +844,8 @@ publish_tree(CodeCache *cache)
             /* From now on the walks bump the region's copy themselves (blobs
              * are never freed or moved while the region exists). */
             uint64_t *slots = blob_counters(d->tree_counters);
-            size_t nnodes = (size_t)PyBytes_GET_SIZE(counters) / (8 * GTREE_NODE_COUNTERS);
-            if (gtree_bind_counters(t, slots, nnodes))
+            size_t nwords = (size_t)PyBytes_GET_SIZE(counters) / 8;
+            if (gtree_bind_counters(t, slots, nwords))
                 __atomic_fetch_or(&d->flags, DT_C_LIVE_TREE, __ATOMIC_RELAXED);
             else
                 __atomic_fetch_and(&d->flags, ~DT_C_LIVE_TREE, __ATOMIC_RELAXED);

@@ -438,6 +438,7 @@ typedef struct {
     PyObject *code;         /* borrowed */
     TeletextEntryName entry_name;
     Enc tree, counters;
+    Enc slot_counters;      /* the test slots' counters, put after the nodes' */
     uint32_t nodes;
 } TreeEnc;
 
@@ -520,17 +521,70 @@ encode_node(void *ctx, const GtreeNodeView *v)
     return enc_put(&te->counters, ctrs, sizeof ctrs);
 }
 
+/* One TTEST of a slot (node, test, entry, guard, timed, timed_ns, max_ns) of
+ * gtree_slots, and its counters. */
+static int
+encode_slot(TreeEnc *te, PyObject *slot)
+{
+    Enc *e = &te->tree;
+    PyObject *test = PyTuple_GET_ITEM(slot, 1);
+    Py_ssize_t entry = PyLong_AsSsize_t(PyTuple_GET_ITEM(slot, 2));
+    long guard = PyLong_AsLong(PyTuple_GET_ITEM(slot, 3));
+    PyObject *text, *id;
+    if (PyTuple_GET_SIZE(test) == 2) {              /* a switch */
+        PyObject *prop = property_of(te->code, test);
+        text = prop ? PyUnicode_FromFormat("switch on %U", prop) : NULL;
+        Py_XDECREF(prop);
+        id = PyUnicode_FromString("");
+    }
+    else {
+        text = test_text(te->code, test);
+        id = entry >= 0 && te->entry_name ? te->entry_name(te->t, entry) : NULL;
+        if (id == NULL && !PyErr_Occurred())
+            id = PyUnicode_FromString("");
+    }
+    if (enc_head(e, 'l', 5) < 0
+            || enc_int(e, PyLong_AsLong(PyTuple_GET_ITEM(slot, 0))) < 0
+            || enc_text(e, text) < 0
+            || enc_text(e, source_text(te->code, PyTuple_GET_ITEM(test, 0), 0)) < 0
+            || enc_text(e, id) < 0 || enc_int(e, guard) < 0)
+        return -1;
+    uint8_t ctrs[8 * GTREE_SLOT_COUNTERS];
+    for (int c = 0; c < GTREE_SLOT_COUNTERS; c++)
+        le_bytes(ctrs + 8 * c, PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(slot, 4 + c)), 8);
+    return PyErr_Occurred() ? -1 : enc_put(&te->slot_counters, ctrs, sizeof ctrs);
+}
+
+/* [tests [TTEST]] of t and the slot counters after the node counters. */
+static int
+encode_slots(TreeEnc *te)
+{
+    PyObject *slots = gtree_slots(te->t);
+    if (slots == NULL)
+        return -1;
+    Py_ssize_t n = PyList_GET_SIZE(slots);
+    int rc = enc_head(&te->tree, 'l', (uint32_t)n);
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++)
+        rc = encode_slot(te, PyList_GET_ITEM(slots, i));
+    Py_DECREF(slots);
+    if (rc == 0 && te->slot_counters.len)
+        rc = enc_put(&te->counters, te->slot_counters.buf, te->slot_counters.len);
+    return rc;
+}
+
 int
 teletext_tree(const GTree *t, PyObject *code, TeletextEntryName entry_name,
               PyObject **tree, PyObject **counters)
 {
     *tree = *counters = NULL;
     TreeEnc te = {.t = t, .code = code, .entry_name = entry_name};
-    /* [0, [node, ...]]: the node count is written once known */
-    int rc = enc_head(&te.tree, 'l', 2) < 0 || enc_int(&te.tree, 0) < 0
+    /* [0, [node, ...], [test, ...]]: the node count is written once known */
+    int rc = enc_head(&te.tree, 'l', 3) < 0 || enc_int(&te.tree, 0) < 0
              || enc_head(&te.tree, 'l', 0) < 0 ? -1 : 0;
     size_t count_at = te.tree.len - 4;
     if (rc == 0 && gtree_visit(t, encode_node, &te) != 0)
+        rc = -1;
+    if (rc == 0 && encode_slots(&te) < 0)
         rc = -1;
     if (rc == 0) {
         le_bytes((uint8_t *)te.tree.buf + count_at, te.nodes, 4);
@@ -544,6 +598,7 @@ teletext_tree(const GTree *t, PyObject *code, TeletextEntryName entry_name,
     }
     PyMem_Free(te.tree.buf);
     PyMem_Free(te.counters.buf);
+    PyMem_Free(te.slot_counters.buf);
     return rc;
 }
 

@@ -60,9 +60,10 @@ typedef PyObject *(*TeletextEntryName)(const GTree *t, Py_ssize_t i);
 
 /* The DT_BLOB_TREE payload of tree t of code and its DT_BLOB_COUNTERS
  * payload (GTREE_NODE_COUNTERS u64 per node: evaluations, failures, timed,
- * timed_ns, in the TREE's depth-first
- * order), as new bytes in *tree and *counters; entry_name names the leaf
- * entries.  0, or -1 with an exception (both NULL). */
+ * timed_ns, in the TREE's depth-first order, then GTREE_SLOT_COUNTERS u64
+ * per test slot: timed, timed_ns, max_ns, in the TREE's tests order), as new bytes
+ * in *tree and *counters; entry_name names the leaf entries and the
+ * tests' entries.  0, or -1 with an exception (both NULL). */
 int teletext_tree(const GTree *t, PyObject *code, TeletextEntryName entry_name,
                   PyObject **tree, PyObject **counters);
 

@@ -62,6 +62,7 @@ from .eval_frame import (OptimizedModule, compile, disable, optimize,  # noqa: E
                          optimize_assert, reset, run)
 from .explain import ExplainOutput, explain  # noqa: E402
 from .explain_miss import MissExplanation, explain_miss  # noqa: E402
+from .guard_cost import GuardCost, guard_costs  # noqa: E402
 from .export import export  # noqa: E402
 from .telemetry import save_snapshot  # noqa: E402
 from .decorators import allow_in_graph, assume_constant_result, disallow_in_graph, skip  # noqa: E402
@@ -76,7 +77,7 @@ _logs.from_environment()
 _run_record.from_environment()   # DYNAMO_TRACE=dir: a dynamo-top --record child
 _install_torch_directives()   # torch.compiler.allow_in_graph records into dynamo's table
 
-__all__ = ["compile", "set_stance", "set_logs", "optimize", "optimize_assert", "run", "disable", "reset", "explain", "explain_miss", "export",
+__all__ = ["compile", "set_stance", "set_logs", "optimize", "optimize_assert", "run", "disable", "reset", "explain", "explain_miss", "guard_costs", "export",
            "list_backends", "register_backend", "config", "exc", "OptimizedModule",
            "ExplainOutput", "save_snapshot", "allow_in_graph", "disallow_in_graph", "skip",
            "assume_constant_result", "mark_dynamic", "maybe_mark_dynamic", "mark_static"]

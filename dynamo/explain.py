@@ -8,7 +8,8 @@ code costs (the time between the end of a graph and the call of the resume
 function, measured by the break's probe: live, so a later look at the same
 output counts the calls made since), and for a graph captured under
 DistributedDataParallel its cut at DDP's gradient buckets (which parameters
-each piece's bucket holds). Like the reference implementation it
+each piece's bucket holds), and the guards the call's cache lookup spends
+most time in (guard_cost.py). Like the reference implementation it
 starts from a reset cache, so every frame the call reaches is compiled afresh.
 """
 import dataclasses
@@ -17,6 +18,10 @@ from typing import Any, List
 from . import records, skipfiles
 from .debug import guard_line
 from .eval_frame import optimize, reset
+from .guard_cost import guard_costs
+
+GUARD_COST_LOOKUPS = 16     # timed lookups of the call's guards
+GUARD_COSTS_SHOWN = 5
 
 
 def _op_targets(gm):
@@ -114,6 +119,10 @@ class ExplainOutput:
     # per graph, its cut at DistributedDataParallel's gradient buckets: per
     # piece (parameter names, ops); [] for a graph not cut
     ddp_pieces: List[List[Any]] = dataclasses.field(default_factory=list)
+    # the costliest tests of the call's cache lookup (guard_cost.guard_costs:
+    # the frame's entries looked up GUARD_COST_LOOKUPS times on the call's
+    # arguments, timed), costliest first; [] when not measurable
+    guard_costs: List[Any] = dataclasses.field(default_factory=list)
 
     def summary(self):
         breaks = "graph break" if self.graph_break_count == 1 else "graph breaks"
@@ -164,6 +173,10 @@ class ExplainOutput:
         if self.skipped:
             out.append("Skipped Frames:")
             out += [f"  {f}" for f in self.skipped]
+        if self.guard_costs:
+            out.append(f"Guard Cost (this call's cache lookup timed {GUARD_COST_LOOKUPS} times; "
+                       f"costliest guard tests, each with its source's fetch):")
+            out += [f"  {c}" for c in self.guard_costs]
         out.append(f"Compile Times: {self.compile_times}")
         return "\n".join(out)
 
@@ -175,6 +188,10 @@ def _collect(fn, args, kwargs):
     ctx.callback.report_no_graph = False      # the explanation says it
     ctx(fn)(*args, **kwargs)
     recs = records.records_since(start)
+    try:
+        costs = guard_costs(fn, *args, repeat=GUARD_COST_LOOKUPS, **kwargs)[:GUARD_COSTS_SHOWN]
+    except Exception:  # noqa: BLE001 - unbindable arguments, or a guard's Python code
+        costs = []     # raising in a timed lookup: the explanation goes without the figure
     graphs = [g.gm for r in recs for g in r.graphs]
     reasons = [br for r in recs for br in r.break_reasons]
     ops = [_op_targets(gm) for gm in graphs]
@@ -190,7 +207,7 @@ def _collect(fn, args, kwargs):
                   if r.status in (records.STATUS["ERROR"], records.STATUS["UNSUPPORTED"])],
         skipped=[f"{c.co_name} ({c.co_filename}:{c.co_firstlineno}): {why}"
                  for c, why in skipfiles.since(skip_start)],
-        ddp_pieces=[_ddp_pieces(gm) for gm in graphs])
+        ddp_pieces=[_ddp_pieces(gm) for gm in graphs], guard_costs=costs)
 
 
 def explain(fn, *args, **kwargs):

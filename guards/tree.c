@@ -143,6 +143,7 @@ typedef struct {
     int best;               /* best hit so far (entry index), nentries if none */
     int aborted;            /* the caller's generation changed */
     uint64_t visited;
+    uint64_t clk;           /* timed walks: the last clock read (mono_ns), ns */
     /* Thread state read at most once per lookup, like each tensor's
      * metadata (a check running Python code that changes it mid-walk is
      * not seen by later tests of the same walk, as for tensor views). */
@@ -1044,15 +1045,42 @@ same_op_pass(Walk *w, const Op *o)
     return 1;
 }
 
+/* The clock of timed walks: CLOCK_MONOTONIC (vDSO: no system call), ns. */
+static inline uint64_t
+mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A timed walk: charge the time since w->clk to test slot `slot` and move
+ * the clock on (one clock read per test run). */
+static inline void
+charge_slot(Walk *w, int slot)
+{
+    uint64_t now = mono_ns();
+    uint64_t *c = &w->t->slot_ctr[GTREE_SLOT_COUNTERS * (size_t)slot];
+    uint64_t ns = now - w->clk;
+    ctr_bump(&c[0]);
+    ctr_add(&c[1], ns);
+    if (ns > ctr_read(&c[2]))                       /* the longest run */
+        __atomic_store_n(&c[2], ns, __ATOMIC_RELAXED);
+    w->clk = now;
+}
+
 /* Every op of p passes?  -1 error, 0 no (or the walk went stale after a
- * check that may have run Python code), 1 yes. */
-static inline int
-prog_pass(Walk *w, const Prog *p)
+ * check that may have run Python code), 1 yes.  `timed` is a constant of
+ * each caller: the timed walk charges each op's time to its slot. */
+static inline __attribute__((always_inline)) int
+prog_pass_body(Walk *w, const Prog *p, const int timed)
 {
     for (int i = 0; i < p->n; i++) {
         const Op *o = &p->ops[i];
         int ok = o->kind == OP_TENSOR ? tensor_op_pass(w, o)
                  : o->kind == OP_SAME ? same_op_pass(w, o) : test_pass(w, o->test);
+        if (timed)
+            charge_slot(w, o->slot);
         if (ok <= 0)
             return ok;
         if (walk_stale(w))
@@ -1061,20 +1089,16 @@ prog_pass(Walk *w, const Prog *p)
     return 1;
 }
 
-/* All remaining tests of leaf entry j pass?  -1 error, 0 no, 1 yes. */
-static int
-leaf_entry_passes(Walk *w, const Node *n, int j)
+static inline int
+prog_pass(Walk *w, const Prog *p)
 {
-    return prog_pass(w, &n->leaf_progs[j]);
+    return prog_pass_body(w, p, 0);
 }
 
-/* The clock of timed walks: CLOCK_MONOTONIC (vDSO: no system call), ns. */
-static inline uint64_t
-mono_ns(void)
+static int
+prog_pass_timed(Walk *w, const Prog *p)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return prog_pass_body(w, p, 1);
 }
 
 static int walk_node(Walk *w, Node *n);
@@ -1086,17 +1110,17 @@ static int walk_node_timed(Walk *w, Node *n);
  * walk_node_timed are this body compiled twice), so the untimed walk has
  * no clock and no test of it; the timed one adds the time of the node's
  * own tests (its shared tests, switch and leaf tests, not its children)
- * to ctr[3]. */
+ * to ctr[3], and each test's time to its slot (GTree.slot_ctr). */
 static inline __attribute__((always_inline)) int
 walk_node_body(Walk *w, Node *n, const int timed)
 {
     if (n == NULL || n->newest >= w->best || w->aborted)   /* cannot improve? */
         return 0;
-    uint64_t t0 = timed ? mono_ns() : 0, own = 0;
+    uint64_t t0 = timed ? (w->clk = mono_ns()) : 0, own = 0;
     int found_before = w->best;
     w->visited++;
     ctr_bump(&n->ctr[0]);
-    int ok = prog_pass(w, &n->prog);
+    int ok = timed ? prog_pass_timed(w, &n->prog) : prog_pass(w, &n->prog);
     if (ok < 0)
         return -1;
     if (ok == 0) {
@@ -1107,7 +1131,8 @@ walk_node_body(Walk *w, Node *n, const int timed)
         for (int j = 0; j < n->nleaf && n->leaf[j] < w->best; j++) {
             if (w->t->entries[n->leaf[j]].gs->dead)
                 continue;
-            int ok = leaf_entry_passes(w, n, j);
+            int ok = timed ? prog_pass_timed(w, &n->leaf_progs[j])
+                           : prog_pass(w, &n->leaf_progs[j]);
             if (ok < 0)
                 return -1;
             if (ok) {
@@ -1120,6 +1145,8 @@ walk_node_body(Walk *w, Node *n, const int timed)
         int b = switch_branch(w, n);
         if (b == -2)
             return -1;
+        if (timed)
+            charge_slot(w, n->switch_slot);
         Node *first = b >= 0 ? n->child[b] : NULL, *second = n->deflt;
         if (second != NULL && (first == NULL || second->newest < first->newest)) {
             Node *swap = first;                     /* newer subtree first: prunes more */
@@ -1127,8 +1154,7 @@ walk_node_body(Walk *w, Node *n, const int timed)
             second = swap;
         }
         if (timed) {                                /* the children time themselves */
-            uint64_t t1 = mono_ns();
-            own += t1 - t0;
+            own += w->clk - t0;                     /* read by charge_slot */
             if (walk_node_timed(w, first) < 0 || walk_node_timed(w, second) < 0)
                 return -1;
             t0 = mono_ns();

@@ -97,12 +97,35 @@ PyObject *gtree_payload(const GTree *t, Py_ssize_t i);
  * ns).  inspect/layout.h's DT_TREE_NODE_COUNTERS is pinned to it. */
 #define GTREE_NODE_COUNTERS 4
 
-/* Keep t's node counters in slots from now on: GTREE_NODE_COUNTERS u64 per
- * node in depth-first order (root, then each branch in switch order, then
- * the default), as gtree_info lists them; their current counts are copied
- * there first.  For the telemetry region, which must outlive t.  Returns 1,
- * or 0 (nothing bound) when nnodes is not t's node count. */
-int gtree_bind_counters(GTree *t, uint64_t *slots, size_t nnodes);
+/* Counters per test slot (a test a walk runs: see gtree_slots), in this
+ * order: timed (timed walks that ran it, count), timed_ns (their time in
+ * it, ns: the test and the first fetch of its source, with the bases not
+ * fetched before it), max_ns (the longest of those runs, ns: a run the
+ * scheduler preempted shows there, and readers leave it out of their
+ * estimate).  inspect/layout.h's DT_TREE_SLOT_COUNTERS is pinned to it. */
+#define GTREE_SLOT_COUNTERS 3
+
+/* Keep t's counters in `words` from now on: first GTREE_NODE_COUNTERS u64
+ * per node in depth-first order (root, then each branch in switch order,
+ * then the default), as gtree_info lists them, then GTREE_SLOT_COUNTERS
+ * u64 per test slot in gtree_slots' order; their current counts are
+ * copied there first.  For the telemetry region, which must outlive t.
+ * Returns 1, or 0 (nothing bound) when nwords is not
+ * gtree_counter_words(t). */
+int gtree_bind_counters(GTree *t, uint64_t *words, size_t nwords);
+
+/* The u64 words of t's counters (gtree_bind_counters' layout). */
+size_t gtree_counter_words(const GTree *t);
+
+/* New list of t's test slots, the tests a walk runs, in slot order (a
+ * node's shared tests, then its switch, then its leaf entries' tests, node
+ * by node in gtree_visit's order): (node, test, entry, guard, timed,
+ * timed_ns, max_ns) with node its depth-first index, test (source, property,
+ * expected) or for a switch (source, property), entry and guard the
+ * test's entry index and its guard's index in that entry's list (-1, -1
+ * for a switch), then its GTREE_SLOT_COUNTERS (timed, timed_ns, max_ns).  NULL with an
+ * exception. */
+PyObject *gtree_slots(const GTree *t);
 
 /* Add TREE_PROPERTIES (the property names a miss report and tree_info
  * use, in evaluation-cost order), TREE_PROPERTY_FORMS (name -> the

@@ -389,7 +389,7 @@ prog_compile(const GTree *t, const int *xs, int n, Prog *p)
                 && borrowed_value(&t->sources[x->dim])) {
             if (same == NULL) {
                 same = &p->ops[p->n++];
-                *same = (Op){.kind = OP_SAME};
+                *same = (Op){.kind = OP_SAME, .slot = i};
                 if ((same->pairs = PyMem_Malloc((size_t)n * sizeof(SamePair))) == NULL) {
                     PyErr_NoMemory();
                     return -1;
@@ -405,13 +405,15 @@ prog_compile(const GTree *t, const int *xs, int n, Prog *p)
         }
         if (is_tensor_prop(x->prop) && o == NULL) {
             o = &p->ops[p->n++];
-            *o = (Op){.kind = OP_TENSOR, .src = x->src};
+            *o = (Op){.kind = OP_TENSOR, .src = x->src, .slot = -1};
         }
         int folded = o != NULL ? fold_tensor_test(o, x, n) : 0;
         if (folded < 0)
             return -1;
         if (!folded)
-            p->ops[p->n++] = (Op){.kind = OP_TEST, .src = x->src, .test = x};
+            p->ops[p->n++] = (Op){.kind = OP_TEST, .src = x->src, .test = x, .slot = i};
+        else if (o->slot < 0)                       /* opened by this test? */
+            o->slot = i;
     }
     return 0;
 }
@@ -424,6 +426,7 @@ new_node(Build *b)
         PyErr_NoMemory();
     else {
         n->key = -1;
+        n->switch_slot = -1;
         n->ctr = n->own_ctr;
         b->t->nnodes++;
     }
@@ -749,6 +752,83 @@ free_node(Node *n)
     PyMem_Free(n);
 }
 
+/* ---- test slots -------------------------------------------------------------- */
+
+/* Slots of node n's own tests: shared, switch, leaf. */
+static int
+own_slots(const Node *n)
+{
+    return n->ntests + (n->key >= 0 ? 1 : n->leaf_off != NULL ? n->leaf_off[n->nleaf] : 0);
+}
+
+static int
+count_slots(const Node *n)
+{
+    if (n == NULL)
+        return 0;
+    int total = own_slots(n);
+    for (int b = 0; n->key >= 0 && b < n->nbranch; b++)
+        total += count_slots(n->child[b]);
+    return total + (n->key >= 0 ? count_slots(n->deflt) : 0);
+}
+
+/* Give prog p's ops the slots from `base` on (prog_compile numbered them
+ * from 0 in its test list), the list being xs[0 .. n). */
+static void
+number_prog(GTree *t, Prog *p, const int *xs, int n, int node)
+{
+    int base = t->nslots;
+    for (int i = 0; i < p->n; i++)
+        p->ops[i].slot += base;
+    for (int i = 0; i < n; i++) {
+        t->slot_test[base + i] = xs[i];
+        t->slot_node[base + i] = node;
+    }
+    t->nslots += n;
+}
+
+/* Number the slots of n's subtree in gtree_visit's order (*node: the
+ * depth-first index of n). */
+static void
+number_node(GTree *t, Node *n, int *node)
+{
+    if (n == NULL)
+        return;
+    int me = (*node)++;
+    number_prog(t, &n->prog, n->tests, n->ntests, me);
+    if (n->key >= 0) {
+        n->switch_slot = t->nslots++;
+        t->slot_test[n->switch_slot] = -1 - n->key;
+        t->slot_node[n->switch_slot] = me;
+        for (int b = 0; b < n->nbranch; b++)
+            number_node(t, n->child[b], node);
+        number_node(t, n->deflt, node);
+        return;
+    }
+    for (int j = 0; j < n->nleaf; j++)
+        number_prog(t, &n->leaf_progs[j], n->leaf_tests + n->leaf_off[j],
+                    n->leaf_off[j + 1] - n->leaf_off[j], me);
+}
+
+/* The test slots of t and their counters (zero).  0 or -1 (no memory). */
+static int
+number_slots(GTree *t)
+{
+    int total = count_slots(t->root), node = 0;
+    t->slot_test = PyMem_Malloc((size_t)(total ? total : 1) * sizeof(int));
+    t->slot_node = PyMem_Malloc((size_t)(total ? total : 1) * sizeof(int));
+    t->own_slot_ctr = PyMem_Calloc((size_t)(total ? total : 1) * GTREE_SLOT_COUNTERS,
+                                   sizeof(uint64_t));
+    if (t->slot_test == NULL || t->slot_node == NULL || t->own_slot_ctr == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->slot_ctr = t->own_slot_ctr;
+    t->nslots = 0;
+    number_node(t, t->root, &node);
+    return 0;
+}
+
 GTree *
 gtree_build(const GtreeInput *in, Py_ssize_t n, GirRuntime *rt)
 {
@@ -789,6 +869,8 @@ gtree_build(const GtreeInput *in, Py_ssize_t n, GirRuntime *rt)
         all[i] = i;
     if (n > 0 && (t->root = build_node(&b, all, (int)n, 0)) == NULL)
         goto error;
+    if (number_slots(t) < 0)
+        goto error;
     PyMem_Free(all);
     PyMem_Free(b.consumed);
     Py_DECREF(b.src_memo);
@@ -813,6 +895,9 @@ gtree_decref(GTree *t)
     if (t->bound)
         gtree_bound_alive--;
     free_node(t->root);
+    PyMem_Free(t->slot_test);
+    PyMem_Free(t->slot_node);
+    PyMem_Free(t->own_slot_ctr);
     PyMem_Free(t->tests);
     PyMem_Free(t->keys);
     PyMem_Free(t->sources);

@@ -133,6 +133,9 @@ typedef struct {
     const Test *test;       /* OP_TEST: borrowed from GTree.tests (fixed after decompose) */
     unsigned mask;          /* OP_TENSOR: TM_* properties checked */
     int32_t dtype, ndim;
+    int slot;               /* the test slot a timed walk charges this op's time to
+                               (GTree.slot_ctr): the slot of the test that opened
+                               the op (folded tests' slots stay at 0) */
     int64_t reqgrad, device, dkeys;
     int ndims;
     DimTest *dims;          /* owned: OP_TENSOR size/stride tests, or NULL */
@@ -161,6 +164,7 @@ typedef struct Node {
     int *leaf_tests;        /* owned: each leaf entry's remaining tests */
     Prog *leaf_progs;       /* owned: nleaf compiled leaf_tests lists */
     int newest;             /* lowest entry index in the subtree */
+    int switch_slot;        /* the test slot of the switch (key >= 0), else -1 */
     /* GTREE_NODE_COUNTERS (tree.h): ctr[0] walks that entered the node,
      * ctr[1] walks that found no candidate below, counts; ctr[2] timed
      * walks that entered it, count, ctr[3] their time in its own tests, ns.
@@ -191,6 +195,18 @@ struct GTree {
     uint64_t timed;         /* lookups timed (gtree_lookup_timed), count */
     uint64_t timed_ns;      /* their walks' cumulative time, ns */
     int bound;              /* node counters live in the telemetry region (counted in gtree_bound_alive) */
+    /* Test slots: every test a walk runs (each node's shared tests, its
+     * switch, each leaf entry's tests), numbered in gtree_visit's node
+     * order: a node's shared tests, then its switch, then its leaf tests
+     * entry by entry.  slot_test[s] is the test's index in `tests`, or
+     * -1 - key for a switch.  slot_ctr holds GTREE_SLOT_COUNTERS u64 per
+     * slot (timed, timed_ns): own_slot_ctr, or the telemetry region's
+     * (gtree_bind_counters); only timed walks touch them. */
+    int nslots;
+    int *slot_test;         /* owned */
+    int *slot_node;         /* owned: the depth-first index of each slot's node */
+    uint64_t *slot_ctr;
+    uint64_t *own_slot_ctr; /* owned */
 };
 
 _Static_assert(offsetof(struct GTree, refs) == 0, "refs must come first (tree.h)");

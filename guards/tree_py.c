@@ -15,6 +15,10 @@ static const char *const ctr_names[GTREE_NODE_COUNTERS] = {
     "evaluations", "failures", "timed", "timed_ns",
 };
 
+/* GTree.slot_ctr's per-slot counters, named as in gtree_slots and
+ * exported as TREE_SLOT_COUNTERS. */
+static const char *const slot_ctr_names[GTREE_SLOT_COUNTERS] = {"timed", "timed_ns", "max_ns"};
+
 /* ---- Python views -------------------------------------------------------------- */
 
 /* (source, property, expected) of test x. */
@@ -101,14 +105,52 @@ node_info(const GTree *t, const Node *n)
     return d;
 }
 
+/* One slot of gtree_slots: (node, test, entry, guard, timed, timed_ns, max_ns). */
+static PyObject *
+slot_info(const GTree *t, int s)
+{
+    int x = t->slot_test[s], entry = -1, guard = -1;
+    PyObject *test;
+    if (x >= 0) {
+        test = test_info(t, x);
+        entry = t->tests[x].entry;
+        guard = t->tests[x].guard;
+    }
+    else {                                          /* a switch: -1 - key */
+        Test probe = {.key = -1 - x};
+        test = Py_BuildValue("(ON)", t->sources[t->keys[probe.key].src].spec,
+                             property_text(t, &probe));
+    }
+    const uint64_t *c = &t->slot_ctr[GTREE_SLOT_COUNTERS * (size_t)s];
+    return test == NULL ? NULL
+           : Py_BuildValue("(iNiiKKK)", t->slot_node[s], test, entry, guard,
+                           (unsigned long long)ctr_read(&c[0]),
+                           (unsigned long long)ctr_read(&c[1]),
+                           (unsigned long long)ctr_read(&c[2]));
+}
+
+PyObject *
+gtree_slots(const GTree *t)
+{
+    PyObject *list = PyList_New(t->nslots);
+    for (int s = 0; list != NULL && s < t->nslots; s++) {
+        PyObject *item = slot_info(t, s);
+        if (item == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, s, item);
+    }
+    return list;
+}
+
 PyObject *
 gtree_info(const GTree *t)
 {
     PyObject *payloads = PyList_New(t->nentries);
     for (int i = 0; payloads != NULL && i < t->nentries; i++)
         PyList_SET_ITEM(payloads, i, Py_NewRef(t->entries[i].payload));
-    return Py_BuildValue("{s:N,s:i,s:N}", "entries", payloads, "nodes", t->nnodes,
-                         "root", node_info(t, t->root));
+    return Py_BuildValue("{s:N,s:i,s:N,s:N}", "entries", payloads, "nodes", t->nnodes,
+                         "root", node_info(t, t->root), "slots", gtree_slots(t));
 }
 
 /* ---- visit ------------------------------------------------------------------ */
@@ -318,13 +360,23 @@ bind_node(Node *n, uint64_t *slots, size_t nnodes, size_t *i)
     }
 }
 
-int
-gtree_bind_counters(GTree *t, uint64_t *slots, size_t nnodes)
+size_t
+gtree_counter_words(const GTree *t)
 {
-    if (t == NULL || slots == NULL || nnodes != (size_t)t->nnodes)
+    return GTREE_NODE_COUNTERS * (size_t)t->nnodes + GTREE_SLOT_COUNTERS * (size_t)t->nslots;
+}
+
+int
+gtree_bind_counters(GTree *t, uint64_t *words, size_t nwords)
+{
+    if (t == NULL || words == NULL || nwords != gtree_counter_words(t))
         return 0;
-    size_t i = 0;
-    bind_node(t->root, slots, nnodes, &i);
+    size_t i = 0, nnodes = (size_t)t->nnodes;
+    bind_node(t->root, words, nnodes, &i);
+    uint64_t *to = words + GTREE_NODE_COUNTERS * nnodes;    /* then the test slots */
+    for (size_t k = 0; k < GTREE_SLOT_COUNTERS * (size_t)t->nslots; k++)
+        __atomic_store_n(&to[k], ctr_read(&t->slot_ctr[k]), __ATOMIC_RELAXED);
+    t->slot_ctr = to;
     if (!t->bound) {
         t->bound = 1;
         gtree_bound_alive++;
@@ -365,6 +417,10 @@ gtree_add_vocabulary(PyObject *module)
              && PyModule_AddObjectRef(module, "TREE_PROPERTIES", props) == 0
              && PyModule_AddObjectRef(module, "TREE_PROPERTY_FORMS", forms) == 0
              && PyModule_AddObjectRef(module, "TREE_NODE_COUNTERS", ctrs) == 0 ? 0 : -1;
+    PyObject *slot_ctrs = rc == 0 ? str_tuple(slot_ctr_names, GTREE_SLOT_COUNTERS) : NULL;
+    if (slot_ctrs == NULL || PyModule_AddObjectRef(module, "TREE_SLOT_COUNTERS", slot_ctrs) < 0)
+        rc = -1;
+    Py_XDECREF(slot_ctrs);
     Py_XDECREF(props);
     Py_XDECREF(ctrs);
     Py_XDECREF(forms);

@@ -288,6 +288,24 @@ dump_code(const DrCode *c)
         kuint("timed_ns", n->timed_ns);
         putchar('}');
     }
+    putchar(']');
+    key("tree_tests", 0);               /* the test slots (DrTreeTest), walk order */
+    putchar('[');
+    for (size_t i = 0; i < c->tree.n_tests; i++) {
+        const DrTreeTest *t = &c->tree.tests[i];
+        printf("%s{", i ? "," : "");
+        key("node", 1);
+        printf("%lld", (long long)t->node);
+        kstr("test", t->text);
+        kstr("source", t->source);
+        kstr("entry", t->entry);
+        kint("guard", t->guard_index);
+        kstr("origin", t->guard ? t->guard->origin : "");
+        kuint("timed", t->timed);
+        kuint("timed_ns", t->timed_ns);
+        kuint("max_ns", t->max_ns);
+        putchar('}');
+    }
     printf("]}");
 }
 

@@ -185,7 +185,8 @@ typedef struct {
     DtRef tree_counters;            /* DT_BLOB_COUNTERS: u64[DT_TREE_NODE_COUNTERS * TREE
                                        nodes], per node in TREE order (evaluations,
                                        failures, counts; timed, count, timed_ns, ns: see
-                                       DT_TREE_NODE_COUNTERS); bumped in place
+                                       DT_TREE_NODE_COUNTERS), then u64[DT_TREE_SLOT_COUNTERS
+                                       * TREE tests] per test slot; bumped in place
                                        (DT_C_LIVE_TREE) or rewritten by each refresh; none
                                        until the first tree */
     uint64_t counters_ns;           /* last refresh of tree_counters, CLOCK_REALTIME ns; 0 never */
@@ -203,6 +204,16 @@ _Static_assert(sizeof(DtCode) == 144, "DtCode");
  * The names are _C.TREE_NODE_COUNTERS (guards/tree_py.c); core/telemetry.c
  * pins GTREE_NODE_COUNTERS to this. */
 #define DT_TREE_NODE_COUNTERS 4u
+
+/* Counters per test slot in DtCode.tree_counters, after the nodes' (a
+ * slot is a test a walk runs: TREE's `tests` list, in its order): timed
+ * (timed walks that ran it), count; timed_ns (their time in it: the test
+ * and the first fetch of its source), ns; max_ns (the longest run, ns:
+ * readers leave it out of their estimate, a run the scheduler preempted
+ * lands there).  The names are
+ * _C.TREE_SLOT_COUNTERS; core/telemetry.c pins GTREE_SLOT_COUNTERS to it.
+ * A writer before them published the node counters alone. */
+#define DT_TREE_SLOT_COUNTERS 3u
 
 /* DtEntry.break_time: the eager region of the entry's graph break (the code
  * its rewritten bytecode runs between the end of its graph call and the
@@ -303,7 +314,13 @@ _Static_assert(sizeof(DtBlob) == 16, "DtBlob");
  * module called, else the innermost module whose forward made the node;
  * relative to the frame's `self`, other roots keep their name ("model.fc");
  * "" at the top level).
- * TREE   = [frame_id i, nodes [TNODE]], nodes in depth-first order
+ * TREE   = [frame_id i, nodes [TNODE], tests [TTEST]], nodes in depth-first order;
+ *   tests: every test a walk runs (its slot), node by node: a node's shared
+ *   tests, its switch, its leaf entries' tests
+ * TTEST  = [node i, test s ("L['x'].dtype == torch.float32"; a switch:
+ *   "switch on <property>"), source s ("L['x']"), entry s ("[F/C]" of the
+ *   test's entry, "" for a switch), guard i (index in that entry's record
+ *   GUARD list, -1 for a switch)]
  * TNODE  = [id i, parent i (-1 root), depth i, via s ("=" value, "default",
  *   "" for the root), tests [s], switch s ("" if none), leaf [s] (entries
  *   "[F/C] n tests" when a leaf), evaluations i (count), failures i (count),
@@ -311,6 +328,10 @@ _Static_assert(sizeof(DtBlob) == 16, "DtBlob");
  *   carries newer values when its length matches the tree
  */
 #define DT_VALUE_MAX_DEPTH 8
+
+/* Item positions of TREE's test list and of a TTEST (the schemas above). */
+enum { DT_TREE_ITEM_TESTS = 2 };
+enum { DT_TTEST_NODE, DT_TTEST_TEXT, DT_TTEST_SOURCE, DT_TTEST_ENTRY, DT_TTEST_GUARD };
 
 /* ---- the anchor --------------------------------------------------------------
  * Exported from dynamo._C (default visibility) as `dynamo_telemetry_anchor`.

@@ -237,7 +237,18 @@ apply_tree_counters(const Dec *d, const DtCode *c, DrTree *t)
     size_t len;
     const uint8_t *p = blob_payload(d, c->tree_counters, DT_BLOB_COUNTERS, &len);
     const size_t per = 8 * DT_TREE_NODE_COUNTERS;    /* bytes per node */
-    if (p == NULL || t->n_nodes == 0 || len != t->n_nodes * per)
+    const size_t per_test = 8 * DT_TREE_SLOT_COUNTERS;
+    if (p == NULL || t->n_nodes == 0)
+        return;
+    if (len == t->n_nodes * per + t->n_tests * per_test) {      /* test slots after the nodes */
+        const uint8_t *q = p + t->n_nodes * per;
+        for (size_t i = 0; i < t->n_tests; i++) {
+            memcpy(&t->tests[i].timed, q + per_test * i, 8);
+            memcpy(&t->tests[i].timed_ns, q + per_test * i + 8, 8);
+            memcpy(&t->tests[i].max_ns, q + per_test * i + 16, 8);
+        }
+    }
+    else if (len != t->n_nodes * per)                   /* an older writer: nodes only */
         return;
     for (size_t i = 0; i < t->n_nodes; i++) {
         memcpy(&t->nodes[i].evaluations, p + per * i, 8);
@@ -274,6 +285,20 @@ decode_tree(const Dec *d, const DtCode *c, DrTree *t)
         n->leaf = strings(d, dv_item(nv, 6), &n->n_leaf);
         n->evaluations = (uint64_t)dv_int(dv_item(nv, 7));
         n->failures = (uint64_t)dv_int(dv_item(nv, 8));
+    }
+    const DvVal *tests = dv_item(&v, DT_TREE_ITEM_TESTS);
+    t->tests = t->n_nodes ? array(d, dv_len(tests), sizeof(DrTreeTest)) : NULL;
+    t->n_tests = t->tests ? dv_len(tests) : 0;
+    for (size_t i = 0; i < t->n_tests; i++) {
+        const DvVal *tv = dv_item(tests, i);
+        int64_t node = dv_int(dv_item(tv, DT_TTEST_NODE));
+        t->tests[i] = (DrTreeTest){
+            .node = node >= 0 && node < (int64_t)t->n_nodes ? node : -1,
+            .text = dv_str(d->arena, dv_item(tv, DT_TTEST_TEXT)),
+            .source = dv_str(d->arena, dv_item(tv, DT_TTEST_SOURCE)),
+            .entry = dv_str(d->arena, dv_item(tv, DT_TTEST_ENTRY)),
+            .guard_index = dv_int(dv_item(tv, DT_TTEST_GUARD)),
+        };
     }
     apply_tree_counters(d, c, t);
 }
@@ -513,6 +538,64 @@ decode_entries(const Dec *d, DrSnapshot *s)
     s->n_entries = n_live;
 }
 
+/* Each tree test's guard: the record of its entry ("[F/C]"), guard
+ * guard_index.  Tests of one entry come in runs: the last record found is
+ * tried first. */
+static void
+link_tree_tests(DrSnapshot *s)
+{
+    for (size_t i = 0; i < s->n_codes; i++) {
+        DrCode *c = &s->codes[i];
+        const DrRecord *last = NULL;
+        for (size_t k = 0; c->records != NULL && k < c->tree.n_tests; k++) {
+            DrTreeTest *tt = &c->tree.tests[k];
+            if (!*tt->entry || tt->guard_index < 0)
+                continue;
+            if (last == NULL || strcmp(last->id, tt->entry) != 0) {
+                last = NULL;
+                for (size_t r = 0; r < c->n_records && last == NULL; r++)
+                    if (strcmp(c->records[r]->id, tt->entry) == 0)
+                        last = c->records[r];
+            }
+            if (last != NULL && (uint64_t)tt->guard_index < last->n_guards)
+                tt->guard = &last->guards[tt->guard_index];
+        }
+    }
+}
+
+static int
+test_cost_cmp(const void *a, const void *b)
+{
+    const DrTreeTest *x = *(const DrTreeTest *const *)a, *y = *(const DrTreeTest *const *)b;
+    uint64_t ex = dr_tree_test_est_ns(x), ey = dr_tree_test_est_ns(y);
+    if (ex != ey)
+        return ex < ey ? 1 : -1;
+    return (x > y) - (x < y);
+}
+
+size_t
+dr_tree_costliest(const DrTree *t, const DrTreeTest **out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_tests; i++) {
+        const DrTreeTest *tt = &t->tests[i];
+        if (!tt->timed || !tt->timed_ns)
+            continue;
+        if (n < max)
+            out[n++] = tt;
+        else if (max && test_cost_cmp(&tt, &out[max - 1]) < 0)
+            out[max - 1] = tt;
+        else
+            continue;
+        for (size_t j = n - 1; j > 0 && test_cost_cmp(&out[j], &out[j - 1]) < 0; j--) {
+            const DrTreeTest *swap = out[j];        /* insertion: out stays sorted */
+            out[j] = out[j - 1];
+            out[j - 1] = swap;
+        }
+    }
+    return n;
+}
+
 /* Per-code arrays: entries newest first, records oldest first.  One pass
  * over the entries and one over the records (a scan of all of them per
  * code was quadratic). */
@@ -623,6 +706,7 @@ rd_decode(const uint8_t *image, const RdOrigin *r, char *msg, size_t cap)
     decode_codes(&d, s);
     decode_entries(&d, s);
     link_codes(&d, s);
+    link_tree_tests(s);
     link_resumes(&d, s);
     decode_events(&d, s);
     dedup_breaks(&d, s);

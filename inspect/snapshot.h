@@ -139,9 +139,39 @@ typedef struct {
     uint64_t timed_ns;          /* their time in the node's own tests, cumulative, ns */
 } DrTreeNode;
 
+/* One test slot of a guard tree: a test the walk runs (a node's shared
+ * test, its switch, a leaf entry's test), with the time timed walks spent
+ * in it (the test and the first fetch of its source: a Python
+ * __getattribute__ or property on the way shows here). */
+typedef struct {
+    int64_t node;               /* index into DrTree.nodes, -1 unknown */
+    const char *text;           /* "L['x'].dtype == torch.float32"; "switch on L['n']" */
+    const char *source;         /* "L['x']" */
+    const char *entry;          /* "[F/C]" of the entry the test is of, "" for a switch */
+    int64_t guard_index;        /* index into that entry's record guards, -1 none */
+    const DrGuard *guard;       /* borrowed: that guard (its origin line), or NULL */
+    uint64_t timed;             /* timed walks that ran it, count */
+    uint64_t timed_ns;          /* their time in it, cumulative ns */
+    uint64_t max_ns;            /* the longest of those runs, ns */
+} DrTreeTest;
+
+/* A tree test's time over its timed runs with the longest run counted as
+ * the mean of the others (a run the scheduler preempted would otherwise
+ * name a cheap test the costliest), ns; timed_ns for one run. */
+static inline uint64_t
+dr_tree_test_est_ns(const DrTreeTest *t)
+{
+    if (t->timed < 2 || t->max_ns > t->timed_ns)
+        return t->timed_ns;
+    double rest = (double)(t->timed_ns - t->max_ns);
+    return (uint64_t)(rest * (double)t->timed / (double)(t->timed - 1));
+}
+
 typedef struct {
     DrTreeNode *nodes;          /* depth-first; nodes[0] is the root */
     size_t n_nodes;
+    DrTreeTest *tests;          /* test slots in walk order (none from an older writer) */
+    size_t n_tests;
     uint64_t counters_ns;       /* when the node counters were taken, CLOCK_REALTIME ns; 0 unknown */
     int live;                   /* the counters are the writer's live ones (bumped by every
                                    walk), read at the snapshot; counters_ns: when bound */
@@ -254,6 +284,11 @@ typedef struct {
     uint64_t total_calls, total_hits, total_misses; /* sums over codes, count */
     void *priv;                 /* reader's arena; do not touch */
 } DrSnapshot;
+
+/* The at most `max` tests of tree t with the most time in them
+ * (dr_tree_test_est_ns, ties: slot order) into out[], costliest first; tests never timed are left
+ * out.  Returns how many. */
+size_t dr_tree_costliest(const DrTree *t, const DrTreeTest **out, size_t max);
 
 /* Free a snapshot and everything it owns; NULL accepted. */
 void dr_snapshot_free(DrSnapshot *s);

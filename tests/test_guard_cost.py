@@ -180,3 +180,153 @@ def test_dynamo_top_switches_sampling_and_names_the_costliest_node(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+# ---- per test (issue 30: the costliest guard named, not only its node) ----
+
+SLOW_WORKLOAD = os.path.join(ROOT, "tests", "workloads", "slow_getattr_workload.py")
+DOT = os.path.join(ROOT, "build", "bin", "dynamo-dot")
+
+
+def _slow_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("slow_getattr_workload", SLOW_WORKLOAD)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.SPIN_NS = 200_000
+    return mod
+
+
+def test_timing_off_leaves_the_test_slots_alone():
+    def add(a, b):
+        return a + b
+
+    opt = dynamo.optimize("eager")(add)
+    a = torch.ones(3)
+    for _ in range(10):
+        opt(a, a)
+    slots = _C.tree_info(add.__code__)["slots"]
+    assert slots and all(s[4:] == (0, 0, 0) for s in slots)
+    assert {s[0] for s in slots} == {0}     # one node: every test is the root's
+    assert all(s[2] == 0 for s in slots)    # each of entry 0
+
+
+def test_costliest_test_is_the_slow_getattribute_attribute():
+    """A config whose Python __getattribute__ spins on `slow`: the guard on
+    L['cfg'].slow ranks first, as a timer around the attribute reads says."""
+    mod = _slow_module()
+    opt = dynamo.optimize("eager")(mod.step)
+    x, cfg = torch.ones(4), mod.SlowConfig()
+    opt(x, cfg)
+    wall = {}                                # the measurement outside the tree
+    for name in ("slow", "fast", "scale"):
+        t0 = time.perf_counter_ns()
+        for _ in range(5):
+            getattr(cfg, name)
+        wall[name] = time.perf_counter_ns() - t0
+    dynamo.config.guard_timing = 1
+    for _ in range(10):
+        opt(x, cfg)
+    slots = [s for s in _C.tree_info(mod.step.__code__)["slots"] if s[4]]
+    assert all(s[4] == 10 and 0 < s[6] <= s[5] for s in slots)   # each run by every timed lookup
+    source = lambda s: _C._telemetry_source_text(mod.step.__code__, s[1][0])
+    by_source = {}
+    for s in slots:
+        by_source[source(s)] = by_source.get(source(s), 0) + s[5]
+    ranked = sorted(by_source, key=by_source.get, reverse=True)
+    assert ranked[0] == "L['cfg'].slow"
+    assert max(wall, key=wall.get) == "slow"
+    assert by_source["L['cfg'].slow"] > by_source["L['cfg'].fast"]
+    # the per-test counters sum to at most the walks' time
+    assert sum(s[5] for s in slots) <= _C.tree_stats(mod.step.__code__)["timed_ns"]
+    costs = dynamo.guard_costs(opt, x, cfg, repeat=4)
+    assert costs[0].source == "L['cfg'].slow" and costs[0].entry == "[0/0]"
+    assert costs[0].guard.source.name() == "L['cfg'].slow"
+    assert "slow_getattr_workload.py:" in costs[0].origin
+    text = str(dynamo.explain(mod.step)(x, cfg))
+    cost_lines = text.split("Guard Cost", 1)[1].splitlines()
+    assert "type(L['cfg'].slow) == int" in cost_lines[1]
+
+
+@pytest.mark.skipif(not (os.access(TOP, os.X_OK) and os.access(DOT, os.X_OK)),
+                    reason="dynamo-top / dynamo-dot not built (make all)")
+def test_tools_name_the_costliest_guard_with_its_line():
+    env = dict(os.environ, PYTHONPATH=ROOT, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, SLOW_WORKLOAD, "--spin-us", "200"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("READY"), proc.stderr.read()
+        pid = str(proc.pid)
+        run = lambda *a: subprocess.run(a, capture_output=True, text=True, timeout=60)
+        guards = run(TOP, "-p", pid, "--once", "--tab", "guards")
+        assert guards.returncode == 0, guards.stderr
+        rows = guards.stdout.split("GUARD TEST (costliest guards", 1)[1].splitlines()
+        assert "type(L['cfg'].slow) == int" in rows[1], guards.stdout
+        assert "slow_getattr_workload.py:" in rows[1] and "[0/0]" in rows[1]
+        summary = run(TOP, "-p", pid, "--summary").stdout
+        assert re.search(r"costliest guard: \S+ \S?s per lookup \([\d.]+%\): \[0/0\] "
+                         r"type\(L\['cfg'\]\.slow\) == int  <- slow_getattr_workload\.py:\d+",
+                         summary), summary
+        dot = run(DOT, "-p", pid, "--guards", "step", "-T", "dot")
+        assert dot.returncode == 0, dot.stderr
+        note = dot.stdout.split("costliest guards", 1)[1]
+        assert note.index("L['cfg'].slow") < note.index("L['cfg'].fast")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_switches_and_leaves_have_their_slots():
+    """A tree with a switch: the switch is a slot of its node (charged by
+    every timed walk through it), after the node's shared tests."""
+    def pick(x, mode):
+        return x + mode
+
+    opt = dynamo.optimize("eager")(pick)
+    x = torch.ones(2)
+    for mode in (0, 1, 2):
+        opt(x, mode)
+    info = _C.tree_info(pick.__code__)
+    assert info["nodes"] >= 3
+    dynamo.config.guard_timing = 1
+    for _ in range(6):
+        for mode in (0, 1, 2):
+            opt(x, mode)
+    slots = _C.tree_info(pick.__code__)["slots"]
+    switches = [s for s in slots if len(s[1]) == 2]
+    assert len(switches) == 1 and switches[0][2:4] == (-1, -1)
+    assert switches[0][4] == 18             # every timed lookup switched at the root
+    assert switches[0] is slots[-1]         # after the root's shared tests
+    # the branches are leaves with no test left (the switch consumed them)
+    assert {s[0] for s in slots} == {0}
+    assert all(s[4] == 18 for s in slots if s[4])
+
+
+def test_leaf_tests_are_slots_of_their_node():
+    """Entries told apart by a size, each with its int argument left to its
+    leaf: each leaf's test is a slot of its node, of its entry, charged
+    only by the lookups that reach it."""
+    def pick(x, mode):
+        return x + mode
+
+    opt = dynamo.optimize("eager")(pick)
+    was = dynamo.config.dynamic_shapes
+    dynamo.config.dynamic_shapes = False
+    try:
+        for mode in (0, 1, 2):
+            opt(torch.ones(mode + 2), mode)
+        dynamo.config.guard_timing = 1
+        for _ in range(5):
+            opt(torch.ones(3), 1)           # entry [0/1] only
+    finally:
+        dynamo.config.dynamic_shapes = was
+    info = _C.tree_info(pick.__code__)
+    slots = info["slots"]
+    nodes = [s[0] for s in slots]
+    assert nodes == sorted(nodes) and set(nodes) == set(range(info["nodes"]))
+    leaves = [s for s in slots if s[0] > 0]
+    assert sorted(s[2] for s in leaves) == [0, 1, 2]        # one leaf test per entry
+    payloads = info["entries"]
+    ran = [s for s in leaves if s[4]]
+    assert len(ran) == 1 and ran[0][4] == 5 and payloads[ran[0][2]].id == "[0/1]"

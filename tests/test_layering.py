@@ -80,7 +80,7 @@ def test_room_checker_resolves_imports_to_modules():
 # its place here.
 FLOORS = [
     ("the public API and the old import paths",
-     {"dynamo", "dynamo/explain", "dynamo/explain_miss", "dynamo/export", "dynamo/viz", "dynamo/compat",
+     {"dynamo", "dynamo/explain", "dynamo/explain_miss", "dynamo/guard_cost", "dynamo/export", "dynamo/viz", "dynamo/compat",
       "dynamo/variables", "dynamo/optimizations", "dynamo/bytecode_transformation",
       "dynamo/debug_utils"}),
     ("the wrappers users get: optimize, run, disable", {"dynamo/eval_frame"}),
@@ -355,6 +355,10 @@ def test_guard_vocabulary_is_the_c_modules():
     layout = open(os.path.join(layering.ROOT, "inspect", "layout.h")).read()
     assert int(re.search(r"#define DT_TREE_NODE_COUNTERS\s+(\d+)u", layout).group(1)) \
         == len(_C.TREE_NODE_COUNTERS)
+    # and per test slot, after the nodes' (issue 30: the costliest guard)
+    assert _C.TREE_SLOT_COUNTERS == ("timed", "timed_ns", "max_ns")
+    assert int(re.search(r"#define DT_TREE_SLOT_COUNTERS\s+(\d+)u", layout).group(1)) \
+        == len(_C.TREE_SLOT_COUNTERS)
 
 
 def test_tree_counter_order_is_the_c_trees():
@@ -379,6 +383,14 @@ def test_tree_counter_order_is_the_c_trees():
     first = struct.unpack_from("<%dQ" % len(_C.TREE_NODE_COUNTERS), _C._telemetry_tree(f.__code__)[1])
     assert first == tuple(root[c] for c in _C.TREE_NODE_COUNTERS)
     assert first[0] >= 1                    # the second call walked the root
+    # the test slots' counters follow the nodes', in tree_info's slot order
+    info = _C.tree_info(f.__code__)
+    blob = _C._telemetry_tree(f.__code__)[1]
+    per_node, per_slot = len(_C.TREE_NODE_COUNTERS), len(_C.TREE_SLOT_COUNTERS)
+    words = struct.unpack("<%dQ" % (len(blob) // 8), blob)
+    assert len(words) == per_node * info["nodes"] + per_slot * len(info["slots"])
+    slots = words[per_node * info["nodes"]:]
+    assert slots == tuple(v for s in info["slots"] for v in s[4:7])
 
 
 def test_reference_evaluator_lives_in_tests():

@@ -193,6 +193,10 @@ void model_finish(Model *m)
         for (size_t k = 0; k < f->n_costly; k++) {
             fix(&f->costly[k].via); fix(&f->costly[k].tests);
         }
+        for (size_t k = 0; k < f->n_costly_tests; k++) {
+            MCostTest *ct = &f->costly_tests[k];
+            fix(&ct->test); fix(&ct->source); fix(&ct->entry); fix(&ct->kind); fix(&ct->origin);
+        }
         for (size_t k = 0; k < f->n_entries; k++)
             finish_entry(&f->entries[k]);
         for (size_t k = 0; k < f->n_brks; k++) {
@@ -273,6 +277,11 @@ void model_delete(Model *m)
             free(f->costly[k].via); free(f->costly[k].tests);
         }
         free(f->costly);
+        for (size_t k = 0; k < f->n_costly_tests; k++) {
+            MCostTest *ct = &f->costly_tests[k];
+            free(ct->test); free(ct->source); free(ct->entry); free(ct->kind); free(ct->origin);
+        }
+        free(f->costly_tests);
         for (size_t k = 0; k < f->n_entries; k++)
             entry_free(&f->entries[k]);
         free(f->entries);

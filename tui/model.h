@@ -86,6 +86,22 @@ typedef struct MCostNode {
 
 #define MFRAME_COSTLY 5
 
+/* One test of a frame's guard tree, as guard cost sampling timed it: the
+ * frame keeps its MFRAME_COSTLY_TESTS costliest (most time in the test
+ * and its source's first fetch). */
+typedef struct MCostTest {
+    char *test;             /* "L['c'].slow == 3", "switch on L['n']" */
+    char *source;           /* "L['c'].slow" */
+    char *entry;            /* "[F/C]" of its entry, "" for a switch */
+    char *kind;             /* its guard's kind ("EQUALS_MATCH"), "" unknown */
+    char *origin;           /* "file.py:12  the line" that installed the guard, "" unknown */
+    uint64_t timed;         /* timed walks that ran it, count */
+    uint64_t timed_ns;      /* their time in it, ns (dr_tree_test_est_ns: the longest run
+                               counted as the mean of the others) */
+} MCostTest;
+
+#define MFRAME_COSTLY_TESTS 8
+
 /* One compile of a frame: a cache entry [F/C] when it succeeded. */
 typedef struct MEntry {
     int64_t frame_id;
@@ -145,6 +161,7 @@ typedef struct MFrame {
     uint64_t lookup_timed;  /* guard lookups timed (sampling), count */
     uint64_t lookup_ns;     /* their guard-tree walks, ns: lookup_ns / lookup_timed per call */
     MCostNode *costly; size_t n_costly; /* costliest guard-tree nodes, costliest first */
+    MCostTest *costly_tests; size_t n_costly_tests; /* costliest tests, costliest first */
 } MFrame;
 
 typedef struct MEvent {

@@ -473,6 +473,35 @@ static void tab_bytecode(Lines *out, const Model *m, const MFrame *f, int64_t ci
 
 #define FROM_WIDTH 44     /* columns of the Guards tab's FROM cell */
 
+/* The costliest guards of frame f: the tests with the most time in them
+ * (the test and its source's first fetch), per lookup, with the line that
+ * installed each. */
+static void render_guard_cost_tests(Lines *out, const MFrame *f)
+{
+    if (!f->n_costly_tests)
+        return;
+    lines_addf(out, C_TITLE, "  %10s %6s %10s  %-7s %-44s %s", "NS/LOOKUP", "SHARE", "NS/RUN",
+               "ENTRY", "GUARD TEST (costliest guards: the test and its source's fetch)",
+               "FROM (the line that installed it)");
+    for (size_t k = 0; k < f->n_costly_tests; k++) {
+        const MCostTest *c = &f->costly_tests[k];
+        char per[32], run[32], share[16];
+        fmt_percent(share, sizeof share, c->timed_ns, f->lookup_ns);
+        StrBuf test;            /* cut to its column, as the FROM cell */
+        sb_init(&test);
+        if (utf8_width(c->test) > 44) {
+            sb_addn(&test, c->test, utf8_prefix(c->test, 43));
+            sb_add(&test, "~");
+        } else
+            sb_add(&test, c->test);
+        lines_addf(out, k ? C_DEFAULT : C_BREAK, "  %10s %6s %10s  %-7s %-44s %s",
+                   fmt_ns(per, sizeof per, c->timed_ns / f->lookup_timed), share,
+                   fmt_ns(run, sizeof run, c->timed_ns / c->timed), c->entry,
+                   test.s ? test.s : "", *c->origin ? c->origin : "-");
+        sb_free(&test);
+    }
+}
+
 void render_guard_cost(Lines *out, const Model *m, const MFrame *f)
 {
     char per[32], ns[32], calls[16], sampling[32] = "off now";
@@ -489,6 +518,7 @@ void render_guard_cost(Lines *out, const Model *m, const MFrame *f)
                                    : " (sampling off: g in dynamo-top, dynamo.config.guard_timing)");
         return;
     }
+    render_guard_cost_tests(out, f);
     if (!f->n_costly)
         return;
     lines_addf(out, C_TITLE, "  %-4s %10s %6s %8s  %-10s %s", "NODE", "NS/WALK", "SHARE", "WALKS",

@@ -127,6 +127,14 @@ static void guard_cost_ranking(FILE *out, const Model *m, const ReportOpts *o, c
                     f->costly[0].via, fmt_ns(ns, sizeof ns, f->costly[0].timed_ns / f->costly[0].timed),
                     f->costly[0].tests);
         fputc('\n', out);
+        for (size_t k = 0; k < f->n_costly_tests && k < 3; k++) {     /* the costliest guards */
+            const MCostTest *c = &f->costly_tests[k];
+            char share[16];
+            fmt_percent(share, sizeof share, c->timed_ns, f->lookup_ns);
+            fprintf(out, "      %s guard: %s per lookup (%s): %s %s%s%s\n", k ? "next" : "costliest",
+                    fmt_ns(ns, sizeof ns, c->timed_ns / f->lookup_timed), share, c->entry, c->test,
+                    *c->origin ? "  <- " : "", c->origin);
+        }
         free(label);
     }
     free(v);

@@ -260,6 +260,27 @@ static void fill_costly(MFrame *f, const DrCode *c)
     }
 }
 
+/* The MFRAME_COSTLY_TESTS tests of c's tree with the most time in them
+ * (dr_tree_costliest), costliest first, with their guards' lines. */
+static void fill_costly_tests(MFrame *f, const DrCode *c)
+{
+    const DrTreeTest *top[MFRAME_COSTLY_TESTS];
+    size_t n = dr_tree_costliest(&c->tree, top, MFRAME_COSTLY_TESTS);
+    f->costly_tests = n ? xcalloc(n, sizeof *f->costly_tests) : NULL;
+    f->n_costly_tests = n;
+    for (size_t k = 0; k < n; k++) {
+        const DrTreeTest *t = top[k];
+        MCostTest *ct = &f->costly_tests[k];
+        ct->test = xstrdup_clean(t->text);
+        ct->source = xstrdup_clean(t->source);
+        ct->entry = xstrdup_clean(t->entry);
+        ct->kind = xstrdup_clean(t->guard ? t->guard->kind : "");
+        ct->origin = t->guard ? guard_origin(t->guard) : xstrdup("");
+        ct->timed = t->timed;
+        ct->timed_ns = dr_tree_test_est_ns(t);
+    }
+}
+
 static void fill_frame(MFrame *f, const DrCode *c, uint64_t origin_ns)
 {
     f->id = c->frame_id == UINT32_MAX ? -1 - (int64_t)c->slot : (int64_t)c->frame_id;
@@ -274,6 +295,7 @@ static void fill_frame(MFrame *f, const DrCode *c, uint64_t origin_ns)
     f->lookup_timed = c->lookup_timed;
     f->lookup_ns = c->lookup_ns;
     fill_costly(f, c);
+    fill_costly_tests(f, c);
     for (size_t i = 0; i < c->n_entries; i++)
         f->n_live += !c->entries[i]->dead;
     int failed = 0;

@@ -523,6 +523,75 @@ static void draw_last_failure(Agraph_t *g, const LastFail *lf,
     sb_free(&b);
 }
 
+/* The costliest guards (tests the timed walks spent most time in: the test
+ * and its source's first fetch) in a note tied to the node that runs the
+ * costliest: ns per lookup, share, the test and the line behind its guard.
+ * Nothing when no lookup of the code was timed. */
+#define COST_TESTS_SHOWN 6
+#define ORANGE "#e65100"
+static void draw_guard_cost(Agraph_t *g, const DrCode *code, Agnode_t *const *nodes)
+{
+    const DrTreeTest *top[COST_TESTS_SHOWN];
+    size_t n = code->lookup_timed ? dr_tree_costliest(&code->tree, top, COST_TESTS_SHOWN) : 0;
+    if (n == 0)
+        return;
+    char ns[32];
+    StrBuf b;
+    vs_init(&b);
+    sb_add(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">"
+               "<TR><TD ALIGN=\"LEFT\" COLSPAN=\"3\"><FONT COLOR=\"" ORANGE "\"><B>costliest guards</B></FONT>");
+    sb_addf(&b, "  <FONT POINT-SIZE=\"8\">lookup %s (%llu timed); per lookup, share, test "
+            "(with its source's fetch)</FONT></TD></TR>",
+            vs_fmt_ns(ns, sizeof ns, code->lookup_ns / code->lookup_timed),
+            (unsigned long long)code->lookup_timed);
+    for (size_t k = 0; k < n; k++) {
+        const DrTreeTest *t = top[k];
+        sb_addf(&b, "<TR><TD ALIGN=\"RIGHT\">%s%s%s</TD>", k ? "" : "<B>",
+                vs_fmt_ns(ns, sizeof ns, dr_tree_test_est_ns(t) / code->lookup_timed), k ? "" : "</B>");
+        sb_addf(&b, "<TD ALIGN=\"RIGHT\">%.0f%%</TD><TD ALIGN=\"LEFT\"><FONT FACE=\"Courier\" "
+                "POINT-SIZE=\"9\">", code->lookup_ns ? 100.0 * (double)dr_tree_test_est_ns(t)
+                                                          / (double)code->lookup_ns : 0.0);
+        vs_add_html(&b, t->text, TEST_CHARS, 0);
+        sb_add(&b, "</FONT>");
+        if (t->guard != NULL && *t->guard->origin) {
+            sb_add(&b, "  <FONT POINT-SIZE=\"9\" COLOR=\"#555555\">\xe2\x86\x90 ");
+            vs_add_html(&b, vs_basename(t->guard->origin), 40, 0);
+            sb_add(&b, "</FONT>");
+        }
+        sb_add(&b, "</TD></TR>");
+    }
+    sb_add(&b, "</TABLE>");
+    Agnode_t *v = vgv_node(g, "guard cost");
+    vgv_set_html(v, "label", b.s);
+    vgv_set(v, "shape", "note");
+    vgv_set(v, "style", "filled");
+    vgv_set(v, "fillcolor", "#fff3e0");
+    vgv_set(v, "color", ORANGE);
+    sb_clear(&b);
+    for (size_t k = 0; k < n; k++) {
+        sb_addf(&b, "%s%s: ", k ? "\n" : "", vs_fmt_ns(ns, sizeof ns, dr_tree_test_est_ns(top[k]) / top[k]->timed));
+        sb_add(&b, "per run; ");
+        vs_add_cut(&b, top[k]->text, 0);
+        if (top[k]->guard != NULL) {
+            sb_add(&b, " <- ");
+            vs_add_cut(&b, top[k]->guard->origin, 0);
+            sb_add(&b, " ");
+            vs_add_cut(&b, top[k]->guard->origin_text, 0);
+        }
+    }
+    vgv_set(v, "tooltip", b.s);
+    Agnode_t *anchor = top[0]->node >= 0 ? nodes[top[0]->node] : NULL;
+    if (anchor == NULL)
+        anchor = nodes[0];
+    if (anchor != NULL) {
+        Agedge_t *edge = vgv_edge(g, anchor, v);
+        vgv_set(edge, "color", ORANGE);
+        vgv_set(edge, "style", "dashed");
+        vgv_set(edge, "arrowhead", "none");
+    }
+    sb_free(&b);
+}
+
 /* Node counters are live (bumped in the region by every walk) from the
  * tree's publish on; a tree rebuilt since (entries pruned) has copies, taken
  * at refreshes (each compile, save_snapshot, dynamo.telemetry.refresh()):
@@ -651,6 +720,7 @@ Agraph_t *vtree_draw(DrSnapshot *s, const DrCode *code)
     }
     if (shared.n && nodes[0] != NULL)
         draw_shared(g, nodes[0], code, &shared);
+    draw_guard_cost(g, code, nodes);
     set_tree_label(g, code, s->process.snapshot_ns);
     free(shared.v);
     free(nodes);
