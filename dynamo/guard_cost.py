@@ -25,7 +25,8 @@ from .guards import property_text
 class GuardCost:
     """One test of the guard tree and the time the timed lookups spent in
     it (the test and the first fetch of its source: a Python
-    `__getattribute__` or property on the way is counted here)."""
+    `__getattribute__` or property on the way is counted here, and the
+    comparison itself: an equal copy of a long string compares every byte)."""
     test: str                       # "type(L['cfg'].slow) == int"; "switch on L['n']"
     source: str                     # "L['cfg'].slow"
     entry: str                      # "[F/C]" of the entry it is a guard of, "" for a switch
