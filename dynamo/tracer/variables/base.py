@@ -288,11 +288,14 @@ class ClassVariable(VariableTracker):
         if is_autograd_function(cls) and not args and not kwargs:
             return AutogradFunctionVariable(cls)       # Fn(): only used for Fn().apply
         from .kinds import NewObjectVariable, is_plain_user_class, is_state_module_class
+        from .kinds import _construct_stateless_module
         if issubclass(cls, torch.nn.Module) and (cls.__module__ or "").startswith("torch.nn."):
-            from .kinds import _construct_stateless_module
             return _construct_stateless_module(tx, cls, args, kwargs)
         if is_plain_user_class(cls) or is_state_module_class(cls):
             return NewObjectVariable.construct(tx, self, args, kwargs)
+        from .kinds import is_function_module_class
+        if is_function_module_class(cls):
+            return _construct_stateless_module(tx, cls, args, kwargs)
         return call_builtin_class(tx, self, args, kwargs)
 
     def reconstruct(self, cg):

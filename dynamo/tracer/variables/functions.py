@@ -457,6 +457,10 @@ class SuperVariable(VariableTracker):
         real = self._real_object()
         if real is None:
             raise Unsupported(f"super().{name} ({type(attr).__name__})")
+        if name in SuperDictReadVariable.READS and isinstance(real, dict) and \
+                base in (dict, collections.OrderedDict) and \
+                isinstance(obj, UserDefinedObjectVariable):
+            return SuperDictReadVariable(getattr(super(self.cls, real), name), self, name)
         from .base import GENERIC_GETATTRIBUTE
         from .kinds import NNModuleVariable
         if name == "__call__" and attr is torch.nn.Module.__dict__["__call__"] and \
@@ -514,6 +518,64 @@ class SuperBoundVariable(VariableTracker):
 
     def __repr__(self):
         return f"SuperBoundVariable({self.name})"
+
+
+class SuperDictReadVariable(SuperBoundVariable):
+    """super().__getitem__ (or another read of READS) of a dict subclass
+    whose own method defers to dict's (a table that builds what it holds:
+    transformers' ACT2FN): the read is answered from the dict's items at
+    trace time. Valid while the items stay equal: the object is guarded by
+    EQUALS_MATCH against a snapshot of its class, which compares them
+    without calling the subclass's __getitem__ (which a guard's item fetch
+    would). Only for a table of constants, classes and functions (and
+    tuples and dicts of them); anything else runs eagerly, as before."""
+    READS = frozenset({"__getitem__", "get", "__contains__", "__len__", "keys", "values",
+                       "items"})
+
+    def call(self, tx, args, kwargs):
+        obj = self.sup.obj
+        snap = dict_snapshot(obj.value)
+        if obj.source is None or snap is None:
+            return super().call(tx, args, kwargs)
+        from ...guards import EQUALS_MATCH
+        from .containers import DictVariable
+        tx.output.add_guard(obj.source, EQUALS_MATCH, snap)
+        items = {k: tx.wrap(v, None) for k, v in dict.items(snap)}
+        view = DictVariable(items, user_cls=type(obj.value))
+        return view.call_method(tx, self.name, args, kwargs)
+
+
+def dict_snapshot(value):
+    """A copy of dict (or OrderedDict) subclass instance `value`, of its
+    very class, made without its __init__ or __setitem__; None unless every
+    key is a str or int and every value a table entry (_is_table_entry)."""
+    if not all(type(k) in (str, int) for k in dict.keys(value)) or \
+            not all(map(_is_table_entry, dict.values(value))):
+        return None
+    cls = type(value)
+    base = collections.OrderedDict if isinstance(value, collections.OrderedDict) else dict
+    try:
+        snap = base.__new__(cls)
+    except TypeError:
+        return None
+    for k, v in base.items(value):
+        base.__setitem__(snap, k, v)
+    return snap
+
+
+def _is_table_entry(v, depth=0):
+    """None, a bool, int, float or str, a class or a function, or a tuple or
+    a str-keyed dict of those (a class and its keyword arguments)."""
+    if v is None or type(v) in (bool, int, float, str) or isinstance(v, type) or \
+            type(v) is types.FunctionType:
+        return True
+    if depth > 2:
+        return False
+    if type(v) is tuple:
+        return all(_is_table_entry(x, depth + 1) for x in v)
+    if type(v) is dict:
+        return all(type(k) is str and _is_table_entry(x, depth + 1) for k, x in v.items())
+    return False
 
 
 class SuperGenericGetattributeVariable(SuperBoundVariable):

@@ -30,7 +30,7 @@ LATE = {
              "UserDefinedObjectVariable", "is_plain_user_class", "is_state_module_class"),
     "model_output": ("ModelOutputVariable", "is_model_output_class"),
     "nn_module": ("NNModuleVariable",),
-    "torch": ("_construct_stateless_module", "autocast_block", "autocast_noop", "profiler_noop"),
+    "torch": ("_construct_stateless_module", "autocast_block", "is_function_module_class", "autocast_noop", "profiler_noop"),
 }
 
 

@@ -591,6 +591,9 @@ def _constant_arg(var):
 
 _module_counter = __import__("itertools").count()
 
+# what nn.Module.__init__ puts in every instance's __dict__
+_MODULE_FIELDS = frozenset(vars(torch.nn.Module()))
+
 
 def restart_names():
     """Number `___new_module_*_<n>` from 0 again (convert_frame.restart_names)."""
@@ -598,14 +601,45 @@ def restart_names():
     _module_counter = __import__("itertools").count()
 
 
+_FUNCTION_MODULE_OVERRIDES = ("__new__", "__getattribute__", "__setattr__", "__getattr__",
+                              "__delattr__", "__slots__", "__call__", "_call_impl",
+                              "__init_subclass__")
+
+
+def is_function_module_class(cls):
+    """A user nn.Module subclass that may be made at trace time like a
+    torch.nn one (transformers' activations: `ACT2FN["silu"]` builds a
+    SiLUActivation): of metaclass type, a Python forward, Python __init__s
+    (none skipped) down to nn.Module's, and no attribute or call protocol
+    of its own. _construct_stateless_module then checks the instance."""
+    from .kinds import is_skipped_function
+    if type(cls) is not type or not issubclass(cls, torch.nn.Module) or \
+            (cls.__module__ or "").split(".")[0] in ("torch", "dynamo"):
+        return False
+    for k in cls.__mro__:
+        if k is torch.nn.Module:
+            break
+        if any(name in k.__dict__ for name in _FUNCTION_MODULE_OVERRIDES):
+            return False
+        init = k.__dict__.get("__init__")
+        if init is not None and (type(init) is not types.FunctionType or is_skipped_function(init)):
+            return False
+    forward = getattr(cls, "forward", None)
+    return type(forward) is types.FunctionType and forward is not torch.nn.Module.forward
+
+
 def _construct_stateless_module(tx, cls, args, kwargs):
     """`torch.nn.Softmax(dim=-1)` inside the frame: a torch.nn module with
     constant constructor arguments and no parameters or buffers behaves the
     same whichever instance runs, so one is made at trace time and called
     as a submodule of the graph (reachable from a global of the frame for
-    the code after a break). Anything else is Unsupported."""
+    the code after a break). A user module of is_function_module_class
+    too, when the instance holds no submodule and only constants of its
+    own (its __init__ runs once, at trace time). Anything else is
+    Unsupported."""
     from ...guards import GlobalSource
-    if not (cls.__module__ or "").startswith("torch.nn."):
+    user = not (cls.__module__ or "").startswith("torch.nn.")
+    if user and not is_function_module_class(cls):
         raise Unsupported(f"constructing {cls.__name__} inside the compiled frame")
     try:
         a = [_constant_arg(v) for v in args]
@@ -615,6 +649,10 @@ def _construct_stateless_module(tx, cls, args, kwargs):
     module = cls(*a, **k)
     if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
         raise Unsupported(f"constructing {cls.__name__} (it has parameters or buffers) "
+                          "inside the compiled frame")
+    if user and (module._modules or not all(
+            is_constant_value(v) for k, v in vars(module).items() if k not in _MODULE_FIELDS)):
+        raise Unsupported(f"constructing {cls.__name__} (it holds submodules or objects) "
                           "inside the compiled frame")
     name = f"___new_module_{cls.__name__}_{next(_module_counter)}"
     tx.output.install[name] = module
