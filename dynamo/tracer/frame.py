@@ -43,7 +43,7 @@ from .translator import InstructionTranslatorBase
 from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, ListIteratorVariable,
                         NullVariable, PassthroughVariable, TensorVariable, TupleVariable)
 from .variables.base import FrameCellOwner, VariableTracker
-from .variables.containers import DictVariable, write_back_dict
+from .variables.containers import DictVariable, source_depth, write_back_dict
 from .variables.misc import replay_call
 from .variables.tensor import ScalarOutputVariable
 from .variables.symbolic import SymNodeVariable, is_data_dependent
@@ -365,11 +365,9 @@ class InstructionTranslator(InstructionTranslatorBase):
         the trace assigned their last value, cells of the frame that closures
         made by `cg` hold their value. Emitted after every other value was rebuilt
         (those may be read from the list through its source); stack-neutral."""
-        def nested(var):        # reloaded through a container the trace may also have changed
-            return isinstance(var.source, (AttrSource, ItemSource)) and \
-                isinstance(var.source.base, LocalSource)
-        # nested ones first: their base still holds them then
-        for lst in sorted(self.output.mutated_lists.values(), key=lambda v: not nested(v)):
+        # reloaded through containers the trace may also have changed: the
+        # deepest first, their bases still hold them then
+        for lst in sorted(self.output.mutated_lists.values(), key=lambda v: -source_depth(v.source)):
             if isinstance(lst, DictVariable):       # write_back_dict(d, {final items})
                 cg.load_const(write_back_dict)
                 cg.load_source(lst.source)

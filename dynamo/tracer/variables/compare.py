@@ -389,4 +389,9 @@ def _user_contains(tx, item, container):
         return True
     if isinstance(method, types.FunctionType) and not is_skipped_function(method):
         return container.call_method(tx, "__contains__", [item], {}).truth(tx)
+    if method is dict.__contains__ and isinstance(getattr(container, "value", None), dict):
+        from .containers import guarded_dict_view
+        view = guarded_dict_view(tx, container)
+        if view is not None:
+            return _hashed_contains(item, view.items)
     return None

@@ -6,6 +6,7 @@ source) are read-only: mutating them is a side effect on user data and
 raises Unsupported so the caller graph-breaks and runs it eagerly.
 """
 import collections
+import types
 
 import torch
 
@@ -339,14 +340,17 @@ def may_write_back(source, items_too):
     back at the end of the graph? It is reloaded through `source` then, so
     the path must lead to the same object: a local of the frame (every read
     of it in the trace is one VT), an attribute of one (a cache's key list),
-    with `items_too` an item of one (a nested dict of options), or a global
-    (an item of another module's globals, or of an optimizer's state view:
-    a parameter's state dict), or the contents of a closure cell: of the
-    frame's own (ClosureSource) or of a function the trace reached
-    (`<fn>.__closure__[i].cell_contents`, the function guarded by
-    identity; a hook appending to a list it closes over). Lists are written
-    back before any cell store of the trace (frame.write_back_lists), so
-    the cell still holds the list then."""
+    with `items_too` an item of one (a nested dict of options), any chain of
+    attributes and items below those (a cache layer's dict of states,
+    `cache.layers[0].conv_states`: the write-backs run deepest first and
+    before any attribute store, so each link still holds what the trace
+    read), or a global (an item of another module's globals, or of an
+    optimizer's state view: a parameter's state dict), or the contents of
+    a closure cell: of the frame's own (ClosureSource) or of a function
+    the trace reached (`<fn>.__closure__[i].cell_contents`, the function
+    guarded by identity; a hook appending to a list it closes over). Lists
+    are written back before any cell store of the trace
+    (frame.write_back_lists), so the cell still holds the list then."""
     from ...guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
     if isinstance(source, ClosureSource):
         return True
@@ -355,13 +359,74 @@ def may_write_back(source, items_too):
             source.base.base.attr == "__closure__":
         return True
     src = source
-    if isinstance(src, AttrSource) or items_too and isinstance(src, ItemSource) \
-            and isinstance(src.base, LocalSource):
+    if isinstance(src, AttrSource) or items_too and isinstance(src, ItemSource):
         src = src.base
+        while isinstance(src, (AttrSource, ItemSource)) and \
+                not (isinstance(src, ItemSource) and isinstance(src.base, GlobalSource)):
+            src = src.base
     is_global = isinstance(src, GlobalSource) or (
         isinstance(src, ItemSource) and isinstance(src.base, GlobalSource)
         and src.base.global_name.startswith(("___globals_", "___optimizer_state_")))
     return isinstance(src, LocalSource) or is_global
+
+
+def guarded_dict_view(tx, obj):
+    """A DictVariable of the items of `obj`, a UserDefinedObjectVariable
+    of a dict (or OrderedDict) subclass read from the frame, for dict's own
+    reads of it (super().__getitem__ in a subclass's __getitem__, `in`):
+    valid while its items stay equal, which an EQUALS_MATCH guard against
+    a snapshot of its class checks (without calling the subclass's
+    __getitem__, as a guard's item fetch would). None without a source or
+    for other than a table of constants, classes and functions."""
+    snap = dict_snapshot(obj.value) if obj.source is not None else None
+    if snap is None:
+        return None
+    from ...guards import EQUALS_MATCH
+    tx.output.add_guard(obj.source, EQUALS_MATCH, snap)
+    return DictVariable({k: tx.wrap(v, None) for k, v in dict.items(snap)},
+                        user_cls=type(obj.value))
+
+
+def dict_snapshot(value):
+    """A copy of dict (or OrderedDict) subclass instance `value`, of its
+    very class, made without its __init__ or __setitem__; None unless every
+    key is a str or int and every value a table entry (_is_table_entry)."""
+    if not all(type(k) in (str, int) for k in dict.keys(value)) or \
+            not all(map(_is_table_entry, dict.values(value))):
+        return None
+    cls = type(value)
+    base = collections.OrderedDict if isinstance(value, collections.OrderedDict) else dict
+    try:
+        snap = base.__new__(cls)
+    except TypeError:
+        return None
+    for k, v in base.items(value):
+        base.__setitem__(snap, k, v)
+    return snap
+
+
+def _is_table_entry(v, depth=0):
+    """None, a bool, int, float or str, a class or a function, or a tuple or
+    a str-keyed dict of those (a class and its keyword arguments)."""
+    if v is None or type(v) in (bool, int, float, str) or isinstance(v, type) or \
+            type(v) is types.FunctionType:
+        return True
+    if depth > 2:
+        return False
+    if type(v) is tuple:
+        return all(_is_table_entry(x, depth + 1) for x in v)
+    if type(v) is dict:
+        return all(type(k) is str and _is_table_entry(x, depth + 1) for k, x in v.items())
+    return False
+
+
+def source_depth(source):
+    """How many attribute and item links lead to `source` from its root."""
+    from ...guards import AttrSource, ItemSource
+    depth = 0
+    while isinstance(source, (AttrSource, ItemSource)):
+        source, depth = source.base, depth + 1
+    return depth
 
 
 def write_back_dict(target, items):

@@ -533,49 +533,11 @@ class SuperDictReadVariable(SuperBoundVariable):
                        "items"})
 
     def call(self, tx, args, kwargs):
-        obj = self.sup.obj
-        snap = dict_snapshot(obj.value)
-        if obj.source is None or snap is None:
+        from .containers import guarded_dict_view
+        view = guarded_dict_view(tx, self.sup.obj)
+        if view is None:
             return super().call(tx, args, kwargs)
-        from ...guards import EQUALS_MATCH
-        from .containers import DictVariable
-        tx.output.add_guard(obj.source, EQUALS_MATCH, snap)
-        items = {k: tx.wrap(v, None) for k, v in dict.items(snap)}
-        view = DictVariable(items, user_cls=type(obj.value))
         return view.call_method(tx, self.name, args, kwargs)
-
-
-def dict_snapshot(value):
-    """A copy of dict (or OrderedDict) subclass instance `value`, of its
-    very class, made without its __init__ or __setitem__; None unless every
-    key is a str or int and every value a table entry (_is_table_entry)."""
-    if not all(type(k) in (str, int) for k in dict.keys(value)) or \
-            not all(map(_is_table_entry, dict.values(value))):
-        return None
-    cls = type(value)
-    base = collections.OrderedDict if isinstance(value, collections.OrderedDict) else dict
-    try:
-        snap = base.__new__(cls)
-    except TypeError:
-        return None
-    for k, v in base.items(value):
-        base.__setitem__(snap, k, v)
-    return snap
-
-
-def _is_table_entry(v, depth=0):
-    """None, a bool, int, float or str, a class or a function, or a tuple or
-    a str-keyed dict of those (a class and its keyword arguments)."""
-    if v is None or type(v) in (bool, int, float, str) or isinstance(v, type) or \
-            type(v) is types.FunctionType:
-        return True
-    if depth > 2:
-        return False
-    if type(v) is tuple:
-        return all(_is_table_entry(x, depth + 1) for x in v)
-    if type(v) is dict:
-        return all(type(k) is str and _is_table_entry(x, depth + 1) for k, x in v.items())
-    return False
 
 
 class SuperGenericGetattributeVariable(SuperBoundVariable):

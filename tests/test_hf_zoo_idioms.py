@@ -1,0 +1,120 @@
+"""Constructs that ended the graph (or recompiled it) on transformers models
+of the zoo run (issue 31, bench/zoo.py --libs hf: the hybrid-cache models,
+the vision-language ones, the detection transformers), each written in plain
+Python/torch as transformers writes it, and counted: graphs and breaks of
+the first call, outputs (and the state left behind) equal eager, and the
+recompiles of a second identical call."""
+import collections
+
+import torch
+
+import dynamo
+from dynamo import records
+from dynamo.testing import CompileCounter, same
+
+X = torch.randn(2, 4)
+
+
+def compiled(fn):
+    """(optimized fn, its CompileCounter, a function giving the break
+    reasons since it was made), on a fresh cache."""
+    dynamo.reset()
+    cnt = CompileCounter()
+    start = records.mark()
+    return dynamo.optimize(cnt)(fn), cnt, \
+        lambda: [b.reason for r in records.records_since(start) for b in r.break_reasons]
+
+
+# ----------------------------- a table whose __getitem__ builds what it holds
+class SiLUActivation(torch.nn.Module):
+    def forward(self, input):
+        return torch.nn.functional.silu(input)
+
+
+class ClassInstantier(collections.OrderedDict):
+    # transformers.activations.ClassInstantier (ACT2FN)
+    def __getitem__(self, key):
+        content = super().__getitem__(key)
+        cls, kwargs = content if isinstance(content, tuple) else (content, {})
+        return cls(**kwargs)
+
+
+ACT2FN = ClassInstantier({"silu": SiLUActivation,
+                          "gelu_tanh": (torch.nn.GELU, {"approximate": "tanh"})})
+
+
+def gated(x, activation):
+    return x * ACT2FN[activation](x) + ACT2FN["gelu_tanh"](x) + ("silu" in ACT2FN)
+
+
+def test_super_getitem_of_an_instantiating_table():
+    opt, cnt, reasons = compiled(gated)
+    assert same(opt(X, "silu"), gated(X, "silu"))
+    assert (cnt.frame_count, reasons()) == (1, [])
+    opt(X, "silu")                      # the module made at trace time is kept
+    assert cnt.frame_count == 1
+    ACT2FN["silu"] = torch.nn.ReLU      # the table is guarded by its items
+    try:
+        assert same(opt(X, "silu"), gated(X, "silu"))
+        assert cnt.frame_count == 2
+    finally:
+        ACT2FN["silu"] = SiLUActivation
+
+
+class Holder(torch.nn.Module):
+    def __init__(self, t):
+        super().__init__()
+        self.t = t
+
+    def forward(self, x):
+        return x + self.t
+
+
+def test_user_module_holding_an_object_is_not_made_at_trace_time():
+    def f(x):
+        return Holder(torch.ones(1))(x)
+
+    opt, cnt, reasons = compiled(f)
+    assert same(opt(X), f(X))
+    assert any("constructing Holder" in r for r in reasons())
+
+
+# ------------------------- a cache layer's dicts of states, reached by a chain
+class LinearAttentionLayer:
+    # transformers.cache_utils.LinearAttentionLayer, its dicts of states
+    def __init__(self):
+        self.conv_states = dict.fromkeys(range(1))
+        self.is_conv_states_initialized = dict.fromkeys(range(1), False)
+
+    def update_conv_state(self, conv_states, state_idx=0):
+        if not self.is_conv_states_initialized[state_idx]:
+            self.conv_states[state_idx] = torch.zeros_like(conv_states)
+            self.is_conv_states_initialized[state_idx] = True
+        self.conv_states[state_idx].copy_(conv_states)
+        return self.conv_states[state_idx]
+
+
+class HybridCache:
+    def __init__(self):
+        self.layers = [LinearAttentionLayer(), LinearAttentionLayer()]
+
+    def update_conv_state(self, x, layer_idx):
+        return self.layers[layer_idx].update_conv_state(x)
+
+
+def decode(x, cache):
+    for i in range(2):
+        x = cache.update_conv_state(x, i) * 2
+    return x
+
+
+def test_mutation_of_dicts_reached_through_attributes_and_items():
+    opt, cnt, reasons = compiled(decode)
+    mine, theirs = HybridCache(), HybridCache()
+    assert same(opt(X, mine), decode(X, theirs))
+    assert (cnt.frame_count, reasons()) == (1, [])
+    for a, b in zip(mine.layers, theirs.layers):
+        assert a.is_conv_states_initialized == {0: True}
+        assert torch.equal(a.conv_states[0], b.conv_states[0])
+    assert same(opt(X, HybridCache()), decode(X, HybridCache()))
+    assert cnt.frame_count == 1         # a fresh cache: no recompile
