@@ -118,3 +118,43 @@ def test_mutation_of_dicts_reached_through_attributes_and_items():
         assert torch.equal(a.conv_states[0], b.conv_states[0])
     assert same(opt(X, HybridCache()), decode(X, HybridCache()))
     assert cnt.frame_count == 1         # a fresh cache: no recompile
+
+
+# ---------------------------------------------- ModelOutputs: ** and stores
+def _outputs():
+    transformers = __import__("pytest").importorskip("transformers")
+    return transformers.modeling_outputs
+
+
+def test_double_star_of_a_model_output():
+    mo = _outputs()
+
+    def f(x):
+        outputs = mo.BaseModelOutputWithPast(last_hidden_state=x * 2)
+        return mo.BaseModelOutputWithPast(**outputs, hidden_states=(x,)), dict(**outputs)
+
+    opt, cnt, reasons = compiled(f)
+    got, expected = opt(X), f(X)
+    assert (cnt.frame_count, reasons()) == (1, [])
+    assert list(got[0].keys()) == list(expected[0].keys()) == ["last_hidden_state", "hidden_states"]
+    assert same(got[0].to_tuple(), expected[0].to_tuple()) and same(got[1], expected[1])
+
+
+def test_item_and_attribute_assignment_on_a_model_output_passed_in():
+    mo = _outputs()
+
+    def f(x, out):
+        out["hidden_states"] = (x + 1,)          # a new key
+        out.last_hidden_state = out.last_hidden_state * 3
+        out["last_hidden_state"] = out["last_hidden_state"] + 1
+        return out.last_hidden_state.sum() + out.hidden_states[0].sum()
+
+    opt, cnt, reasons = compiled(f)
+    mine, theirs = (mo.BaseModelOutput(last_hidden_state=X.clone()) for _ in range(2))
+    assert same(opt(X, mine), f(X, theirs))
+    assert (cnt.frame_count, reasons()) == (1, [])
+    assert list(mine.keys()) == list(theirs.keys()) == ["last_hidden_state", "hidden_states"]
+    assert same(mine.to_tuple(), theirs.to_tuple())
+    assert mine.last_hidden_state is mine["last_hidden_state"]
+    opt(X, mo.BaseModelOutput(last_hidden_state=X.clone()))
+    assert cnt.frame_count == 1

@@ -51,6 +51,13 @@ from .variables.symbolic import SymNodeVariable, is_data_dependent
 GRAPH_OUT = "___graph_out"
 _OPMAP = dis.opmap
 
+
+def replayed_arguments(output):
+    """The argument VTs of the calls replayed after the graph (their tensors
+    are graph outputs)."""
+    return [a for _, args, kwargs in output.replayed_calls for a in (*args, *kwargs.values())]
+
+
 # instructions that may run eagerly at a break: opname -> values popped
 _BREAK_POPS = {
     "CALL": lambda arg: arg + 2,
@@ -280,7 +287,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         found, seen = [], set()
         mutated = list(self.output.mutated_lists.values()) + \
             [value for _, value, _ in self.output.attr_stores.values()] + \
-            [value for _, value in self.output.global_stores.values()]
+            [value for _, value in self.output.global_stores.values()] + \
+            replayed_arguments(self.output)
         for var in list(roots) + mutated:
             self.collect(var, found, seen)
         info, index, sources = self.output.compile_graph(
@@ -838,6 +846,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         mutated = list(self.output.mutated_lists.values()) + \
             [value for _, value, _ in self.output.attr_stores.values()] + \
             [value for _, value in self.output.global_stores.values()] + \
+            replayed_arguments(self.output) + \
             [cell for _, cell in self.output.closure_cells.values()] + list(self.cells.values())
         for var in list(others) + [v for i, v in enumerate(operands) if i != k] + mutated:
             self.collect(var, found, seen)

@@ -26,6 +26,7 @@ from .variables import (CellVariable, ConstantVariable, DictVariable, GeneratorV
                         WithExitVariable,
                         wrap, wrap_const)
 from .variables.base import BINARY_OPS, COMPARE_OPS, FrameCellOwner, VariableTracker
+from .variables.model_output import mapping_items
 from .variables.symbolic import is_data_dependent
 from .variables.tensor import ScalarOutputVariable
 from .variables.symbolic import make_slice
@@ -640,9 +641,7 @@ class InstructionTranslatorBase:
     def DICT_MERGE(self, inst):
         v = self.pop()
         target = self.stack[-inst.arg]
-        if not isinstance(v, DictVariable):
-            raise Unsupported(f"** of {v}")
-        target.items.update(v.items)
+        target.items.update(mapping_items(self, v))
 
     DICT_UPDATE = DICT_MERGE
 

@@ -14,6 +14,7 @@ a dict or iterator of pairs is Unsupported (the call then runs eagerly).
 """
 import collections
 import dataclasses
+import operator
 
 from ...exc import Unsupported
 from .base import ConstantVariable, VariableTracker
@@ -223,8 +224,6 @@ class ModelOutputVariable(VariableTracker):
         when `name` is already a key and value is not None; under
         transformers 5.x it also adds the key of a field that is not one
         (setattr_adds_key)."""
-        if self.source is not None:
-            raise Unsupported(f"assignment to an attribute of a {self.cls.__name__} passed in")
         if name not in self.items:
             raise Unsupported(f"assignment to {self.cls.__name__}.{name} (not a field)")
         if name in self._keys and _is_none(value):
@@ -236,17 +235,29 @@ class ModelOutputVariable(VariableTracker):
             if adds:
                 self._keys.append(name)
         self.items[name] = value
+        self._replay(tx, setattr, name, value)
 
     def store_item(self, tx, key_var, value):
         """`out[key] = value`: sets the key (appended when new) and the attribute."""
-        if self.source is not None:
-            raise Unsupported(f"item assignment on a {self.cls.__name__} passed in")
         key = key_var.as_python_constant()
         if key not in self.items or _is_none(value):
             raise Unsupported(f"{self.cls.__name__}[{key!r}] = ... (not a field, or None)")
         self.items[key] = value
         if key not in self._keys:
             self._keys.append(key)
+        self._replay(tx, operator.setitem, key, value)
+
+    def _replay(self, tx, fn, name, value):
+        """An output passed in (or made before a break) changed by the trace:
+        the store is made again on the real object after the graph (its
+        ModelOutput.__setitem__ / __setattr__ keep key and attribute in
+        step), in trace order with the frame's other deferred calls. The
+        trace reads the new value from this VT meanwhile (the output is one
+        VT per object: wrap_model_output)."""
+        if self.source is None:
+            return
+        from .builtin import BuiltinVariable
+        tx.output.replayed_calls.append((BuiltinVariable(fn), [self, ConstantVariable(name), value], {}))
 
     def python_type(self):
         return self.cls
@@ -354,7 +365,32 @@ def wrap_model_output(tx, value, source):
     from ...guards import TYPE_MATCH, AttrSource
     if source is None:
         raise Unsupported(f"a {type(value).__name__} without a source")
+    known = tx.output.known_container(source, value)
+    if known is not None:
+        return known
     tx.output.add_guard(source, TYPE_MATCH, type(value))
     values = {f.name: tx.wrap(getattr(value, f.name), AttrSource(source, f.name))
               for f in dataclasses.fields(value)}
-    return ModelOutputVariable(type(value), values, source)
+    var = ModelOutputVariable(type(value), values, source)
+    tx.output.remember_container(source, value, var)
+    return var
+
+
+def mapping_items(tx, var):
+    """The items `**var` unpacks (DICT_MERGE), key -> VT: a dict's, a
+    ModelOutput's (its keys, in order, and their values), a dict subclass's
+    read from the frame with dict's own keys() and __getitem__ (from a
+    guarded snapshot of its items). Unsupported for anything else."""
+    from .containers import DictVariable, guarded_dict_view
+    if isinstance(var, DictVariable):
+        return var.items
+    if isinstance(var, ModelOutputVariable):
+        return {k: var.items[k] for k in var.keys()}
+    from .misc import UserDefinedObjectVariable
+    value = getattr(var, "value", None)
+    if isinstance(var, UserDefinedObjectVariable) and isinstance(value, dict) and \
+            type(value).keys is dict.keys and type(value).__getitem__ is dict.__getitem__:
+        view = guarded_dict_view(tx, var)
+        if view is not None:
+            return view.items
+    raise Unsupported(f"** of {var}")
