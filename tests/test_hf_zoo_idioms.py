@@ -158,3 +158,15 @@ def test_item_and_attribute_assignment_on_a_model_output_passed_in():
     assert mine.last_hidden_state is mine["last_hidden_state"]
     opt(X, mo.BaseModelOutput(last_hidden_state=X.clone()))
     assert cnt.frame_count == 1
+
+
+def test_python_type_as_dtype_argument():
+    # transformers' masking_utils: torch.zeros(n, device=..., dtype=int); the
+    # graph's code printed `dtype = <class 'int'>` and failed to compile
+    def f(x):
+        return x + torch.zeros(4, dtype=int) + torch.ones(4, dtype=float) + torch.ones(4, dtype=bool)
+
+    opt, cnt, reasons = compiled(f)
+    x = torch.randn(4)
+    assert same(opt(x), f(x)) and opt(x).dtype == torch.float64
+    assert (cnt.frame_count, reasons()) == (1, [])

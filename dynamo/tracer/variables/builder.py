@@ -60,6 +60,11 @@ _INLINABLE_TORCH_HELPERS = {
 }
 
 
+# the torch dtype a Python type stands for as a `dtype=` argument
+_PYTHON_DTYPES = {int: torch.int64, float: torch.float64, bool: torch.bool,
+                  complex: torch.complex128}
+
+
 def _qualified(fn):
     return f"{getattr(fn, '__module__', None)}.{getattr(fn, '__qualname__', None)}"
 
@@ -612,6 +617,10 @@ class GraphBuilder(OutputGraph):
     def _prepare(self, args, kwargs):
         ex_args, node_args = zip(*[self._examples(a) for a in args]) if args else ((), ())
         ex_kw = {k: self._examples(v) for k, v in kwargs.items()}
+        dtype = ex_kw.get("dtype", (None,))[0]
+        if type(dtype) is type and dtype in _PYTHON_DTYPES:
+            # `dtype=int`: torch's own spelling, which the graph's code can print
+            ex_kw["dtype"] = (_PYTHON_DTYPES[dtype],) * 2
         return (list(ex_args), tuple(node_args), {k: p[0] for k, p in ex_kw.items()},
                 {k: p[1] for k, p in ex_kw.items()})
 
