@@ -170,3 +170,25 @@ def test_python_type_as_dtype_argument():
     x = torch.randn(4)
     assert same(opt(x), f(x)) and opt(x).dtype == torch.float64
     assert (cnt.frame_count, reasons()) == (1, [])
+
+
+# ------------------------------ str methods, os.getenv (torch_compilable_check)
+def test_str_methods_and_an_environment_variable_fold(monkeypatch):
+    import os
+
+    def f(x):
+        # transformers.utils.import_utils.torch_compilable_check reads
+        # os.getenv, whose os.environ encodes the key with str.encode
+        if os.getenv("HFZOO_TEST_FLAG", "0") == "1":
+            return x - 1
+        return x + len("abc".encode("utf-8")) + ("a-b".partition("-")[2] == "b")
+
+    monkeypatch.delenv("HFZOO_TEST_FLAG", raising=False)
+    opt, cnt, reasons = compiled(f)
+    assert same(opt(X), f(X))
+    assert (cnt.frame_count, reasons()) == (1, [])
+    opt(X)
+    assert cnt.frame_count == 1
+    monkeypatch.setenv("HFZOO_TEST_FLAG", "1")     # the environment is guarded
+    assert same(opt(X), X - 1)
+    assert cnt.frame_count == 2

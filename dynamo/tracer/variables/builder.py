@@ -254,8 +254,10 @@ def _wrap(tx, value, source):
 
 def _is_identity_constant(value):
     """A hashable value that equals only itself or equal constants: None,
-    str, int, bool, a class, a typing form."""
-    return value is None or type(value) in (str, int, bool) or isinstance(value, type) or \
+    str, bytes, int, bool, a class, a typing form. (A dict of bytes is
+    os.environ's store: an environment variable read is guarded by the
+    environment's equality with a copy.)"""
+    return value is None or type(value) in (str, bytes, int, bool) or isinstance(value, type) or \
         is_typing_alias(value)
 
 

@@ -357,6 +357,12 @@ _PURE_CONSTANT_METHODS = {
     "format", "join", "split", "strip", "lower", "upper", "startswith", "endswith",
     "replace", "index", "count", "numel", "bit_length", "is_integer", "__getitem__",
     "__len__", "__contains__", "rstrip", "lstrip", "get", "keys", "values", "items",
+    # str and bytes
+    "encode", "decode", "find", "rfind", "rindex", "rsplit", "partition", "rpartition",
+    "splitlines", "removeprefix", "removesuffix", "title", "capitalize", "casefold",
+    "swapcase", "center", "ljust", "rjust", "zfill", "expandtabs", "isdigit", "isalpha",
+    "isalnum", "isspace", "isupper", "islower", "isnumeric", "isdecimal", "isidentifier",
+    "istitle", "isascii", "isprintable", "hex",
 }
 
 
