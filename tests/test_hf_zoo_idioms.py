@@ -192,3 +192,22 @@ def test_str_methods_and_an_environment_variable_fold(monkeypatch):
     monkeypatch.setenv("HFZOO_TEST_FLAG", "1")     # the environment is guarded
     assert same(opt(X), X - 1)
     assert cnt.frame_count == 2
+
+
+# -------------------------------------------- == of lists with traced items
+def test_list_equality_of_sizes():
+    def f(q, n):
+        tgt_len, bsz, embed_dim = q.size()
+        # fsmt / prophetnet's attention
+        assert list(q.size()) == [tgt_len, bsz, embed_dim]
+        assert [q, n] == [q, n] and (q.shape[0], n) != (q.shape[0], n + 1)
+        return q * (list(q.size()) == [tgt_len, bsz, n]) + ([q.shape[1]] != [n])
+
+    opt, cnt, reasons = compiled(f)
+    q = torch.randn(2, 3, 4)
+    assert same(opt(q, 4), f(q, 4))
+    assert (cnt.frame_count, reasons()) == (1, [])
+    assert same(opt(q, 4), f(q, 4)) and cnt.frame_count == 1
+    r, s = torch.randn(5, 3, 4), torch.randn(6, 3, 5)     # dynamic sizes and n: no break
+    assert same(opt(r, 5), f(r, 5)) and same(opt(s, 5), f(s, 5))
+    assert reasons() == []

@@ -196,7 +196,34 @@ def compare_op(tx, fn, a, b):
         same = identical(a, b, tx)
         if same is not None:
             return ConstantVariable(same if fn is operator.eq else not same)
+    if fn in (operator.eq, operator.ne):
+        equal = _sequences_equal(tx, a, b)
+        if equal is not None:
+            return ConstantVariable(equal if fn is operator.eq else not equal)
     raise Unsupported(f"comparison {fn.__name__} of {a} and {b}")
+
+
+def _sequences_equal(tx, a, b):
+    """`a == b` of two lists (or two tuples) the trace holds item by item,
+    as list's comparison runs: lengths first, then each pair by identity,
+    else by ==, whose answer must be known at trace time (a tensor's is
+    not: Unsupported; a relation of symbolic sizes is decided and
+    guarded). None when a and b are not two such sequences."""
+    from .containers import BaseListVariable
+    if not (isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable)) or \
+            a.python_type() not in (list, tuple) or a.python_type() is not b.python_type():
+        return None
+    if len(a.items) != len(b.items):
+        return False
+    for x, y in zip(a.items, b.items):
+        if identical(x, y, tx):
+            continue
+        r = compare_op(tx, operator.eq, x, y)
+        if isinstance(r, TensorVariable):
+            raise Unsupported(f"comparison eq of {x} and {y} inside a {a.python_type().__name__}")
+        if not r.truth(tx):             # a symbolic size's relation: guarded
+            return False
+    return True
 
 
 def _frozen_enum(obj):
