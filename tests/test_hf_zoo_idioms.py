@@ -211,3 +211,22 @@ def test_list_equality_of_sizes():
     r, s = torch.randn(5, 3, 4), torch.randn(6, 3, 5)     # dynamic sizes and n: no break
     assert same(opt(r, 5), f(r, 5)) and same(opt(s, 5), f(s, 5))
     assert reasons() == []
+
+
+# ------------------------------------------------- a MoE router's group mask
+def test_scatter_of_topk_indices_over_a_dim_of_size_one():
+    # DeepSeek-style routers (kimi_linear, nemotron_h, glm4_moe, ...) with one
+    # group: the real-tensor probe of scatter_ used ones as indices
+    def f(router_logits, bias):
+        scores = router_logits.sigmoid() + bias
+        group_scores = scores.view(-1, 1, 4).topk(2, dim=-1)[0].sum(dim=-1)
+        group_idx = torch.topk(group_scores, k=1, dim=-1, sorted=False)[1]
+        group_mask = torch.zeros_like(group_scores)
+        group_mask.scatter_(1, group_idx, 1)
+        return group_mask.unsqueeze(-1) * scores.view(-1, 1, 4) + \
+            torch.gather(group_scores, 1, group_idx).sum()
+
+    opt, cnt, reasons = compiled(f)
+    s, b = torch.randn(16, 4), torch.randn(4)
+    assert same(opt(s, b), f(s, b))
+    assert (cnt.frame_count, reasons()) == (1, [])
