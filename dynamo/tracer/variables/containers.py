@@ -406,10 +406,11 @@ def dict_snapshot(value):
 
 
 def _is_table_entry(v, depth=0):
-    """None, a bool, int, float or str, a class or a function, or a tuple or
-    a str-keyed dict of those (a class and its keyword arguments)."""
-    if v is None or type(v) in (bool, int, float, str) or isinstance(v, type) or \
-            type(v) is types.FunctionType:
+    """None, a bool, int, float (not a NaN: it would fail the equality
+    guard on every call) or str, a class or a function, or a tuple or a
+    str-keyed dict of those (a class and its keyword arguments)."""
+    if v is None or type(v) in (bool, int, str) or isinstance(v, type) or \
+            type(v) is types.FunctionType or type(v) is float and v == v:    # not a NaN
         return True
     if depth > 2:
         return False
