@@ -646,7 +646,12 @@ def _construct_stateless_module(tx, cls, args, kwargs):
         k = {n: _constant_arg(v) for n, v in kwargs.items()}
     except Unsupported:
         raise Unsupported(f"constructing {cls.__name__} with non-constant arguments")
-    module = cls(*a, **k)
+    from ... import rng
+    state = rng.save()          # an __init__ that draws (a weight init) leaves no trace
+    try:
+        module = cls(*a, **k)
+    finally:
+        rng.restore(state)
     if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
         raise Unsupported(f"constructing {cls.__name__} (it has parameters or buffers) "
                           "inside the compiled frame")
