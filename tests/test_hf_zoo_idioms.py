@@ -242,3 +242,17 @@ def test_module_with_parameters_made_in_the_frame_leaves_the_rng_alone():
     torch.manual_seed(0)
     assert same(opt(X), expected)           # the trace's own construction drew nothing
     assert any("parameters" in r for r in reasons())
+
+
+def test_check_tensor_all_is_a_run_time_check_in_the_graph():
+    # transformers' torch_compilable_check while compiling (rt_detr_v2, d_fine)
+    def f(x):
+        torch._check_tensor_all(x > -100, lambda: "out of range")
+        return x + 1
+
+    opt, cnt, reasons = compiled(f)
+    assert same(opt(X), f(X))
+    assert (cnt.frame_count, reasons()) == (1, [])
+    with __import__("pytest").raises(RuntimeError):
+        opt(torch.full_like(X, -200.0))
+    assert cnt.frame_count == 1

@@ -237,6 +237,8 @@ class TorchFunctionVariable(FunctionObjectVariable):
             return out.call_function(tx, fn, list(args), dict(kwargs))
         if fn is torch.jit.annotate and len(args) == 2 and not kwargs:
             return args[1]
+        if fn is torch._check_tensor_all and args and type(args[0]).__name__ == "TensorVariable":
+            return _check_tensor_all(tx, args[0])
         if fn in (torch.no_grad, torch.enable_grad):
             if args or kwargs:
                 raise Unsupported(f"{fn.__name__} with arguments")
@@ -578,6 +580,19 @@ def _shape_as_tensor(tx, var):
     with out.fake_mode:
         example = torch.tensor(list(var.example.shape), dtype=torch.int64)
     return out._wrap_result("call_function", torch._shape_as_tensor, (var.node,), {}, example)
+
+
+def _check_tensor_all(tx, cond):
+    """torch._check_tensor_all(cond, msg) of a traced tensor (transformers'
+    torch_compilable_check while compiling): a graph op checking the data at
+    run time, `torch._assert_async(cond.all())`, in place of reading it at
+    trace time (a break). It raises RuntimeError as the check does, without
+    its message."""
+    out = tx.output
+    out.check_not_in_try(tx)
+    every = out.call_function(tx, torch.all, [cond], {})
+    out._wrap_result("call_function", torch._assert_async, (every.node,), {}, None, effect=True)
+    return ConstantVariable(None)
 
 
 def _constant_arg(var):
