@@ -54,7 +54,16 @@ RTOL, ATOL = 1e-4, 1e-5
 
 
 # ---------------------------------------------------------------- the zoo
+def _vision_importable():
+    """torchvision (and timm, which imports it) importable here: bench/_tv_ops.py."""
+    sys.path.insert(0, HERE)
+    import _tv_ops
+    _tv_ops.install()
+
+
 def list_models(libs):
+    if "timm" in libs or "tv" in libs:
+        _vision_importable()
     names = []
     if "hf" in libs:
         try:
@@ -132,6 +141,7 @@ def build_hf(model_type):
 
 
 def build_timm(name):
+    _vision_importable()
     import timm
     import torch
     torch.manual_seed(0)
@@ -142,10 +152,15 @@ def build_timm(name):
 
 
 def build_tv(name):
+    _vision_importable()
     import torch
     import torchvision
     torch.manual_seed(0)
-    model = torchvision.models.get_model(name, weights=None).eval()
+    try:                                  # no backbone weights either (no download)
+        model = torchvision.models.get_model(name, weights=None, weights_backbone=None)
+    except TypeError:                     # a classifier takes no backbone argument
+        model = torchvision.models.get_model(name, weights=None)
+    model.eval()
     video = "video" in model.__module__
     shape = (1, 3, 8, 112, 112) if video else (1, 3, 224, 224)
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
