@@ -74,11 +74,8 @@ def list_models(libs):
     if "timm" in libs:
         try:
             import timm
-            smallest = {}
-            for name in timm.list_models():
-                family = name.split("_")[0].rstrip("0123456789")
-                smallest.setdefault(family, name)        # list_models is sorted
-            names += [f"timm:{n}" for n in smallest.values()]
+            names += [f"timm:{min(timm.list_models(module=m), key=_timm_size)}"
+                      for m in timm.list_modules()]       # a family is one of timm's modules
         except ImportError:
             pass
     if "tv" in libs:
@@ -88,6 +85,20 @@ def list_models(libs):
         except ImportError:
             pass
     return names
+
+
+# timm's size words, smallest first; a model's size is its smallest word's rank
+# (unnamed: "base"), then the first number in its name (resnet10t < resnet50)
+SIZE_WORDS = ["atto", "femto", "pico", "nano", "zepto", "xxxs", "xxs", "xs", "mini", "micro",
+              "tiny", "t", "small", "s", "lite", "b0", "b1", "base", "b", "medium", "m",
+              "large", "l", "xl", "xlarge", "huge", "h", "giant", "g"]
+
+
+def _timm_size(name):
+    import re
+    ranks = [SIZE_WORDS.index(w) for w in re.split(r"[_.]", name) if w in SIZE_WORDS]
+    nums = [int(n) for n in re.findall(r"\d+", name)]
+    return (min(ranks, default=SIZE_WORDS.index("base")), nums[:1] or [0], name)
 
 
 def _shrink(cfg, depth=0):
