@@ -19,7 +19,7 @@ One counting rule for both compilers, from what each reports of itself:
              atol 1e-5); capture the first call's wall time.
 Only bench/ may import torch's own compiler, and only to compare against it.
 
-Usage: python bench/zoo.py [--libs hf,timm,tv] [--models a,b] [-j N]
+Usage: python bench/zoo.py [--libs hf,timm,tv] [--models a,b] [-j N] [--smallest]
                            [--shard I/N] [--sample K] [--timeout S] [--out F]
        python bench/zoo.py --list
 Writes bench/zoo.json (one record per model, and bench/zoo.jsonl as they
@@ -61,7 +61,7 @@ def _vision_importable():
     _tv_ops.install()
 
 
-def list_models(libs):
+def list_models(libs, smallest=False):
     if "timm" in libs or "tv" in libs:
         _vision_importable()
     names = []
@@ -81,7 +81,8 @@ def list_models(libs):
     if "tv" in libs:
         try:
             import torchvision
-            names += [f"tv:{n}" for n in torchvision.models.list_models()]
+            tv = torchvision.models.list_models()
+            names += [f"tv:{n}" for n in (_tv_smallest(tv) if smallest else tv)]
         except ImportError:
             pass
     return names
@@ -97,8 +98,30 @@ SIZE_WORDS = ["atto", "femto", "pico", "nano", "zepto", "xxxs", "xxs", "xs", "mi
 def _timm_size(name):
     import re
     ranks = [SIZE_WORDS.index(w) for w in re.split(r"[_.]", name) if w in SIZE_WORDS]
-    nums = [int(n) for n in re.findall(r"\d+", name)]
+    nums = [int(n) / (1000 if u == "mf" else 1)             # regnet_x_400mf < regnet_x_1_6gf
+            for n, u in re.findall(r"(\d+)(mf)?", name)]
     return (min(ranks, default=SIZE_WORDS.index("base")), nums[:1] or [0], name)
+
+
+def _tv_smallest(names):
+    """The smallest torchvision model of each builder module, by parameters
+    counted on the meta device (a builder that cannot run there: by name)."""
+    import torch
+    import torchvision
+    best = {}
+    for n in names:
+        builder = torchvision.models.get_model_builder(n)
+        try:
+            with torch.device("meta"):
+                try:
+                    m = builder(weights=None, weights_backbone=None)
+                except TypeError:
+                    m = builder(weights=None)
+            size = (sum(p.numel() for p in m.parameters()), ())
+        except Exception:  # noqa: BLE001 - e.g. an initializer that reads data
+            size = (math.inf, _timm_size(n))
+        best[builder.__module__] = min(best.get(builder.__module__, (size, n)), (size, n))
+    return [n for _, n in best.values()]
 
 
 def _shrink(cfg, depth=0):
@@ -338,12 +361,14 @@ def main():
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--out", default=os.path.join(HERE, "zoo.json"))
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--smallest", action="store_true",
+                    help="torchvision: the smallest model of each builder module only")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         print(json.dumps(run_one(args.one)))
         return
-    names = args.models.split(",") if args.models else list_models(args.libs.split(","))
+    names = args.models.split(",") if args.models else list_models(args.libs.split(","), args.smallest)
     i, n = map(int, args.shard.split("/"))
     names = names[i::n]
     if args.sample:
