@@ -195,11 +195,15 @@ def build_tv(name):
     except TypeError:                     # a classifier takes no backbone argument
         model = torchvision.models.get_model(name, weights=None)
     model.eval()
-    video = "video" in model.__module__
-    shape = (1, 3, 8, 112, 112) if video else (1, 3, 224, 224)
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
-    if "detection" in model.__module__:
+    kind = model.__module__
+    shape = ((1, 3, 16, 224, 224) if "mvit" in kind    # MViT's positions are for 16x224x224
+             else (1, 3, 8, 112, 112) if "video" in kind else (1, 3, 224, 224))
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(*shape, generator=g)
+    if "detection" in kind:
         return model, {"images": [x[0]]}
+    if "optical_flow" in kind:                         # RAFT: a pair of frames
+        return model, {"image1": x, "image2": torch.randn(*shape, generator=g)}
     return model, {"x": x}
 
 
