@@ -6,7 +6,8 @@ index is not reachable from here), torchvision's `_C` fails to load and its
 `_meta_registrations` then dies registering fakes for `torchvision::nms` and
 `::qnms`, ops that do not exist. `install()` defines that op with a plain-torch CPU
 kernel (greedy NMS, same contract as torchvision's) and lets `ops.nms` call
-it; `roi_align` already falls back to Python when the extension is missing.
+it; `roi_align` falls back to Python when the extension is missing (its
+fallback, which torchvision wraps in a lazy torch.compile, is run plain).
 The other C ops (deform_conv, ps_roi_*, roi_pool) stay missing: models that
 need them fail eagerly and are counted as "eager did not run".
 
@@ -62,5 +63,10 @@ def install():
     lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")  # schema only
     install.lib = lib                              # the Library lives as long as the process
     import torchvision.ops.boxes as boxes
+    import sys
+    roi_align = sys.modules["torchvision.ops.roi_align"]   # the name is the function's
     boxes._assert_has_ops = lambda: None           # only nms reaches it on these models
+    # the Python roi_align is wrapped in a lazy torch.compile (inductor, in eager):
+    # run it plain, so eager is eager and each compiler sees the same Python code
+    roi_align._roi_align = roi_align._roi_align.__wrapped__
     return True

@@ -196,7 +196,7 @@ def build_tv(name):
         model = torchvision.models.get_model(name, weights=None)
     model.eval()
     kind = model.__module__
-    shape = ((1, 3, 16, 224, 224) if "mvit" in kind    # MViT's positions are for 16x224x224
+    shape = ((1, 3, 16, 224, 224) if "mvit" in kind or "s3d" in kind   # their 16x224x224 clip
              else (1, 3, 8, 112, 112) if "video" in kind else (1, 3, 224, 224))
     g = torch.Generator().manual_seed(1)
     x = torch.randn(*shape, generator=g)
