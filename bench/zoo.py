@@ -204,7 +204,9 @@ def build_tv(name):
         return model, {"images": [x[0]]}
     if "optical_flow" in kind:                         # RAFT: a pair of frames
         return model, {"image1": x, "image2": torch.randn(*shape, generator=g)}
-    return model, {"x": x}
+    import inspect
+    first = next(iter(inspect.signature(model.forward).parameters))   # x, input, ...
+    return model, {first: x}
 
 
 BUILDERS = {"hf": build_hf, "timm": build_timm, "tv": build_tv}
