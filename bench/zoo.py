@@ -3,9 +3,10 @@ by torch.compile (issue 31, item 2).
 
 The zoo is enumerated at run time: every model type with an entry in
 transformers' AutoModel mapping (built from its config class with the sizes
-shrunk: SHRINK), the smallest model of every timm family and every
-torchvision classification/segmentation/detection/video model (weights
-None), where those libraries import. Each model runs in a subprocess of its
+shrunk: SHRINK), the smallest model of every timm family (one of its
+modules; the smallest by its size words: _timm_size) and every torchvision
+model (weights None; --smallest: the smallest of each builder module), where
+those libraries import (torchvision without its C ops: bench/_tv_ops.py). Each model runs in a subprocess of its
 own with a timeout: eager, then dynamo, then torch.compile, both with the
 backend "eager" on a fresh cache, CPU, one intra-op thread.
 
