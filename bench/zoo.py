@@ -3,9 +3,10 @@ by torch.compile (issue 31, item 2).
 
 The zoo is enumerated at run time: every model type with an entry in
 transformers' AutoModel mapping (built from its config class with the sizes
-shrunk: SHRINK), the smallest model of every timm family and every
-torchvision classification/segmentation/detection/video model (weights
-None), where those libraries import. Each model runs in a subprocess of its
+shrunk: SHRINK), the smallest model of every timm family (one of its
+modules; the smallest by its size words: _timm_size) and every torchvision
+model (weights None; --smallest: the smallest of each builder module), where
+those libraries import (torchvision without its C ops: bench/_tv_ops.py). Each model runs in a subprocess of its
 own with a timeout: eager, then dynamo, then torch.compile, both with the
 backend "eager" on a fresh cache, CPU, one intra-op thread.
 
@@ -19,7 +20,7 @@ One counting rule for both compilers, from what each reports of itself:
              atol 1e-5); capture the first call's wall time.
 Only bench/ may import torch's own compiler, and only to compare against it.
 
-Usage: python bench/zoo.py [--libs hf,timm,tv] [--models a,b] [-j N]
+Usage: python bench/zoo.py [--libs hf,timm,tv] [--models a,b] [-j N] [--smallest]
                            [--shard I/N] [--sample K] [--timeout S] [--out F]
        python bench/zoo.py --list
 Writes bench/zoo.json (one record per model, and bench/zoo.jsonl as they
@@ -54,7 +55,16 @@ RTOL, ATOL = 1e-4, 1e-5
 
 
 # ---------------------------------------------------------------- the zoo
-def list_models(libs):
+def _vision_importable():
+    """torchvision (and timm, which imports it) importable here: bench/_tv_ops.py."""
+    sys.path.insert(0, HERE)
+    import _tv_ops
+    _tv_ops.install()
+
+
+def list_models(libs, smallest=False):
+    if "timm" in libs or "tv" in libs:
+        _vision_importable()
     names = []
     if "hf" in libs:
         try:
@@ -65,20 +75,54 @@ def list_models(libs):
     if "timm" in libs:
         try:
             import timm
-            smallest = {}
-            for name in timm.list_models():
-                family = name.split("_")[0].rstrip("0123456789")
-                smallest.setdefault(family, name)        # list_models is sorted
-            names += [f"timm:{n}" for n in smallest.values()]
+            names += [f"timm:{min(timm.list_models(module=m), key=_timm_size)}"
+                      for m in timm.list_modules()]       # a family is one of timm's modules
         except ImportError:
             pass
     if "tv" in libs:
         try:
             import torchvision
-            names += [f"tv:{n}" for n in torchvision.models.list_models()]
+            tv = torchvision.models.list_models()
+            names += [f"tv:{n}" for n in (_tv_smallest(tv) if smallest else tv)]
         except ImportError:
             pass
     return names
+
+
+# timm's size words, smallest first; a model's size is its smallest word's rank
+# (unnamed: "base"), then the first number in its name (resnet10t < resnet50)
+SIZE_WORDS = ["atto", "femto", "pico", "nano", "zepto", "xxxs", "xxs", "xs", "mini", "micro",
+              "tiny", "t", "small", "s", "lite", "b0", "b1", "base", "b", "medium", "m",
+              "large", "l", "xl", "xlarge", "huge", "h", "giant", "g"]
+
+
+def _timm_size(name):
+    import re
+    ranks = [SIZE_WORDS.index(w) for w in re.split(r"[_.]", name) if w in SIZE_WORDS]
+    nums = [int(n) / (1000 if u == "mf" else 1)             # regnet_x_400mf < regnet_x_1_6gf
+            for n, u in re.findall(r"(\d+)(mf)?", name)]
+    return (min(ranks, default=SIZE_WORDS.index("base")), nums[:1] or [0], name)
+
+
+def _tv_smallest(names):
+    """The smallest torchvision model of each builder module, by parameters
+    counted on the meta device (a builder that cannot run there: by name)."""
+    import torch
+    import torchvision
+    best = {}
+    for n in names:
+        builder = torchvision.models.get_model_builder(n)
+        try:
+            with torch.device("meta"):
+                try:
+                    m = builder(weights=None, weights_backbone=None)
+                except TypeError:
+                    m = builder(weights=None)
+            size = (sum(p.numel() for p in m.parameters()), ())
+        except Exception:  # noqa: BLE001 - e.g. an initializer that reads data
+            size = (math.inf, _timm_size(n))
+        best[builder.__module__] = min(best.get(builder.__module__, (size, n)), (size, n))
+    return [n for _, n in best.values()]
 
 
 def _shrink(cfg, depth=0):
@@ -132,6 +176,7 @@ def build_hf(model_type):
 
 
 def build_timm(name):
+    _vision_importable()
     import timm
     import torch
     torch.manual_seed(0)
@@ -142,25 +187,27 @@ def build_timm(name):
 
 
 def build_tv(name):
+    _vision_importable()
     import torch
     import torchvision
     torch.manual_seed(0)
-    try:    # detection/segmentation builders would download a backbone's weights
+    try:                                  # no backbone weights either (no download)
         model = torchvision.models.get_model(name, weights=None, weights_backbone=None)
-    except TypeError:
+    except TypeError:                     # a classifier takes no backbone argument
         model = torchvision.models.get_model(name, weights=None)
-    model = model.eval()
-    video = "video" in model.__module__
-    # MViT and S3D need the 16 x 224^2 clips they were defined for
-    shape = ((1, 3, 16, 224, 224) if name.startswith(("mvit", "s3d")) else (1, 3, 8, 112, 112)
-             ) if video else (1, 3, 224, 224)
+    model.eval()
+    kind = model.__module__
+    shape = ((1, 3, 16, 224, 224) if "mvit" in kind or "s3d" in kind   # their 16x224x224 clip
+             else (1, 3, 8, 112, 112) if "video" in kind else (1, 3, 224, 224))
     g = torch.Generator().manual_seed(1)
     x = torch.randn(*shape, generator=g)
-    if "detection" in model.__module__:
+    if "detection" in kind:
         return model, {"images": [x[0]]}
-    if "optical_flow" in model.__module__:
+    if "optical_flow" in kind:                         # RAFT: a pair of frames
         return model, {"image1": x, "image2": torch.randn(*shape, generator=g)}
-    return model, {"x": x}
+    import inspect
+    first = next(iter(inspect.signature(model.forward).parameters))   # x, input, ...
+    return model, {first: x}
 
 
 BUILDERS = {"hf": build_hf, "timm": build_timm, "tv": build_tv}
@@ -321,12 +368,14 @@ def main():
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--out", default=os.path.join(HERE, "zoo.json"))
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--smallest", action="store_true",
+                    help="torchvision: the smallest model of each builder module only")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         print(json.dumps(run_one(args.one)))
         return
-    names = args.models.split(",") if args.models else list_models(args.libs.split(","))
+    names = args.models.split(",") if args.models else list_models(args.libs.split(","), args.smallest)
     i, n = map(int, args.shard.split("/"))
     names = names[i::n]
     if args.sample:

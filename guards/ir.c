@@ -418,9 +418,15 @@ compile_check(Builder *b, GirCheck *c, PyObject *g /* borrowed */)
         if (c->n <= 0)                          /* 0 is "any": no entry is made for it */
             return fail(b, PyExc_ValueError, "BACKEND_MATCH expects a key > 0");
         return 0;
-    case GIR_DICT_KEYS:
+    case GIR_DICT_KEYS:                         /* n: 0 a dict, 1 an OrderedDict */
+        if (PyODict_CheckExact(e)) {            /* its keys in its order, and its type */
+            c->n = 1;
+            c->obj = PySequence_Tuple(e);
+            return c->obj == NULL ? -1 : 0;
+        }
         if (!PyTuple_Check(e))
-            return fail(b, PyExc_TypeError, "DICT_KEYS expects a tuple of keys");
+            return fail(b, PyExc_TypeError,
+                        "DICT_KEYS expects a tuple of keys or an OrderedDict of them");
         c->obj = Py_NewRef(e);
         return 0;
     case GIR_SAME_OBJECT:                       /* e is the other source */

@@ -46,7 +46,8 @@ typedef enum {
     GIR_LENGTH = 3,
     GIR_TENSOR_MATCH = 4,
     GIR_GRAD_MODE = 5,
-    GIR_DICT_KEYS = 6,
+    GIR_DICT_KEYS = 6,      /* (6, source, keys): type(v) is dict and tuple(v) == keys;
+                               keys given as an OrderedDict: type(v) is OrderedDict */
     GIR_FUNCTION_MATCH = 7,
     GIR_NONE_MATCH = 8,     /* NOT_NONE / IS_NONE */
     GIR_SAME_OBJECT = 9,    /* (9, source, other_source, same): (v is other) == same */
@@ -149,6 +150,7 @@ typedef struct {
     PyObject *wref;         /* strong: weakref to obj whose callback marks the
                                set dead; NULL when obj is held strongly */
     Py_ssize_t n;           /* LENGTH n; GRAD_MODE enabled; NONE_MATCH is_none;
+                               DICT_KEYS: 1 for an OrderedDict, 0 a dict;
                                SAME_OBJECT / STORAGE_MATCH: index of the
                                other source;
                                GLOBAL_STATE: the expected state word;

@@ -661,10 +661,28 @@ scalar_actual(Walk *w, const Key *k, PyObject *v, int64_t *out)
     return 0;
 }
 
-/* `type(v) is dict and tuple(v) == keys`; -1 error, 0 fail, 1 pass. */
+/* An OrderedDict's keys in its own order (move_to_end reorders them, not
+ * the dict underneath) equal `keys`; -1 error, 0 fail, 1 pass. */
+static int
+odict_keys_match(PyObject *v, PyObject *keys /* tuple */)
+{
+    if (PyDict_GET_SIZE(v) != PyTuple_GET_SIZE(keys))
+        return 0;
+    PyObject *have = PySequence_Tuple(v);
+    if (have == NULL)
+        return -1;
+    int eq = PyObject_RichCompareBool(have, keys, Py_EQ);
+    Py_DECREF(have);
+    return eq;
+}
+
+/* `type(v) in (dict, OrderedDict) and tuple(v) == keys` (the type itself is
+ * the P_TYPE test's); -1 error, 0 fail, 1 pass. */
 static int
 dict_keys_match(PyObject *v, PyObject *keys /* tuple */)
 {
+    if (PyODict_CheckExact(v))
+        return odict_keys_match(v, keys);
     if (!PyDict_CheckExact(v) || PyDict_GET_SIZE(v) != PyTuple_GET_SIZE(keys))
         return 0;
     Py_ssize_t pos = 0, i = 0;
@@ -1250,7 +1268,7 @@ actual_obj(Walk *w, const Test *t)
     case P_ID: case P_VALUE:
         return Py_NewRef(v);
     case P_KEYS:
-        return PyDict_CheckExact(v) ? PySequence_Tuple(v) : Py_NewRef(v);
+        return PyDict_CheckExact(v) || PyODict_CheckExact(v) ? PySequence_Tuple(v) : Py_NewRef(v);
     case P_SHAPE:
         return shape_actual(w, &w->t->shapes[k->dim]);
     case P_DTYPE: case P_DEVICE:

@@ -188,7 +188,7 @@ decompose(Build *b, int entry, int g, const GirCheck *c, const int *map)
     case GIR_BACKEND_MATCH:
         return add_test(b, entry, g, src, P_BACKEND, 0, (int64_t)c->n, NULL);
     case GIR_DICT_KEYS: {
-        PyObject *type = (PyObject *)&PyDict_Type;
+        PyObject *type = (PyObject *)(c->n ? &PyODict_Type : &PyDict_Type);
         if (add_test(b, entry, g, src, P_TYPE, 0, ptr_bits(type), type) < 0)
             return -1;
         return add_test(b, entry, g, src, P_KEYS, 0, 0, c->obj);

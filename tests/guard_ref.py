@@ -24,6 +24,7 @@ semantics, a missing leaf or a zero divisor failing the guard).  Source kind 6
 object.__getattribute__; VALUE compares floats bit for bit
 (guards.same_constant).
 """
+from collections import OrderedDict
 from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
@@ -79,7 +80,8 @@ def decompose(guard: tuple) -> List[Tuple[tuple, str, Any]]:
     if kind == BACKEND_MATCH:
         return [(src, "backend", guard[2])]
     if kind == DICT_KEYS:
-        return [(src, "type", dict), (src, "keys", guard[2])]
+        return [(src, "type", type(guard[2]) if type(guard[2]) is OrderedDict else dict),
+                (src, "keys", tuple(guard[2]))]
     if kind == NONE_MATCH:
         return [(src, "is_none", bool(guard[2]))]
     if kind == SAME_OBJECT:
@@ -263,7 +265,7 @@ def actual(test, frame: Frame):
     if prop == "len":
         return len(v)
     if prop == "keys":
-        return tuple(v) if type(v) is dict else v
+        return tuple(v) if type(v) in (dict, OrderedDict) else v
     return _tensor_prop(v, prop)[1]
 
 
@@ -304,7 +306,7 @@ def passes(test, frame: Frame) -> bool:
     if prop == "len":
         return len(v) == expected
     if prop == "keys":
-        return type(v) is dict and tuple(v) == expected
+        return type(v) in (dict, OrderedDict) and tuple(v) == expected   # the type: the "type" test
     ok, value = _tensor_prop(v, prop)
     if not ok:
         return False
@@ -386,10 +388,12 @@ def check(guard: Guard, value) -> Optional[str]:
         if type(value) is not exp[0]:
             return f"expected type {exp[0].__name__}, actual {type(value).__name__}"
         return None if len(value) == exp[1] else f"expected length {exp[1]}, actual {len(value)}"
-    if k == DICT_KEYS:
-        if type(value) is not dict:
-            return f"expected dict, actual {type(value).__name__}"
-        return None if tuple(value) == exp[0] else f"expected keys {exp[0]}, actual {tuple(value)}"
+    if k == DICT_KEYS:                          # keys given as an OrderedDict: one
+        want = OrderedDict if type(exp[0]) is OrderedDict else dict
+        if type(value) is not want:
+            return f"expected {want.__name__}, actual {type(value).__name__}"
+        keys = tuple(exp[0])
+        return None if tuple(value) == keys else f"expected keys {keys}, actual {tuple(value)}"
     if k == NONE_MATCH:
         return None if (value is None) == exp[0] else f"expected {'None' if exp[0] else 'not None'}, actual {value!r:.60}"
     if k == GRAD_MODE:

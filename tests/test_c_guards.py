@@ -6,6 +6,7 @@ builtins fallback, closure cells, attributes and items; a source that is
 missing fails its guard without raising.  The end of the file checks the
 same guards through the hook (failing index reported to the callback).
 """
+import collections
 import os
 import sys
 
@@ -75,6 +76,21 @@ def test_dict_keys():
     assert run(g, {"a": {"y": 2, "x": 1}}) == 0                         # order matters
     assert run(g, {"a": {"x": 1}}) == 0
     assert run(g, {"a": [("x", 1), ("y", 2)]}) == 0
+    assert run(g, {"a": collections.OrderedDict(x=1, y=2)}) == 0         # not a dict
+
+
+def test_dict_keys_of_an_ordered_dict():
+    # keys given as an OrderedDict: type(v) is OrderedDict, its keys in its own order
+    g = [(DICT_KEYS, (LOCAL, 0), collections.OrderedDict.fromkeys("xy"))]
+    od = collections.OrderedDict(x=1, y=2)
+    assert run(g, {"a": od}) == -1
+    assert run(g, {"a": {"x": 1, "y": 2}}) == 0                         # a dict is not one
+    od.move_to_end("x")                     # reorders the OrderedDict, not the dict under it
+    assert run(g, {"a": od}) == 0
+    od.move_to_end("y")
+    assert run(g, {"a": od}) == -1
+    od["z"] = 3
+    assert run(g, {"a": od}) == 0
 
 
 def test_none_match():

@@ -7,6 +7,7 @@ entry's guards pass on its base input), then asks the tree and the
 reference about exact base inputs, near misses and fresh inputs; every
 decision (hit index, or the closest entry's failing test) must agree.
 """
+import collections
 import gc
 import os
 import random
@@ -89,7 +90,8 @@ def value(rng, depth=0):
     if r < 0.82:
         return tuple(value(rng, 1) for _ in range(rng.randint(0, 3)))
     if r < 0.90:
-        return {k: value(rng, 1) for k in rng.sample("abc", rng.randint(0, 3))}
+        d = {k: value(rng, 1) for k in rng.sample("abc", rng.randint(0, 3))}
+        return collections.OrderedDict(d) if rng.random() < 0.3 else d
     return (Thing if r < 0.95 else Renamed)(x=value(rng, 1), y=value(rng, 1))
 
 
@@ -119,11 +121,13 @@ def guards_for(rng, src, v, out, depth=0):
         options.append(lambda: out.append((LENGTH, src, type(v), len(v))))
     if type(v) is dict:
         options.append(lambda: out.append((DICT_KEYS, src, tuple(v))))
+    if type(v) is collections.OrderedDict:
+        options.append(lambda: out.append((DICT_KEYS, src, collections.OrderedDict.fromkeys(v))))
     for pick in rng.sample(options, rng.randint(1, min(2, len(options)))):
         pick()
     if depth == 0 and type(v) in (list, tuple) and v and rng.random() < 0.6:
         guards_for(rng, (ITEM, src, 0), v[0], out, depth + 1)
-    if depth == 0 and type(v) is dict and v and rng.random() < 0.6:
+    if depth == 0 and type(v) in (dict, collections.OrderedDict) and v and rng.random() < 0.6:
         k = rng.choice(list(v))
         guards_for(rng, (ITEM, src, k), v[k], out, depth + 1)
     if depth == 0 and hasattr(v, "x") and rng.random() < 0.7:

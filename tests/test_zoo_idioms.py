@@ -139,6 +139,43 @@ def test_ordered_dict_built_in_the_frame():
     assert list(out) == ["a", "b"] and list(result) == ["last", "first"]
 
 
+
+def fpn(features, x):
+    # torchvision's FeaturePyramidNetwork / RPN: the backbone's OrderedDict
+    # passed in, read by keys(), values() and items(), and extended
+    names, maps = list(features.keys()), list(features.values())
+    out = [m + x for m in maps] + [v * 2 for _, v in features.items()]
+    features["pool"] = maps[-1].sum()
+    return names, out
+
+
+def test_ordered_dict_passed_in():
+    feats = lambda: collections.OrderedDict([("0", X + 1), ("1", X * 3)])   # noqa: E731
+    dynamo.reset()
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(fpn)
+    start = records.mark()
+    mine, ref = feats(), feats()
+    got, expected = opt(mine, X), fpn(ref, X)
+    assert cnt.frame_count == 1
+    assert not [b for r in records.records_since(start) for b in r.break_reasons]
+    assert same(expected, got)
+    assert type(mine) is collections.OrderedDict and list(mine) == list(ref) == ["0", "1", "pool"]
+    assert same(mine["pool"], ref["pool"])
+    opt(feats(), X)                                   # the same keys in the same order: a hit
+    assert cnt.frame_count == 1
+    reordered = feats()
+    reordered.move_to_end("0")                        # its own order, not the dict's
+    assert same(opt(reordered, X), fpn(_moved(feats()), X))
+    assert cnt.frame_count == 2
+    assert same(opt(dict(feats()), X), fpn(dict(feats()), X))   # a plain dict: another entry
+    assert cnt.frame_count == 3
+
+
+def _moved(d):
+    d.move_to_end("0")
+    return d
+
 # ------------------------------------------------ numpy scalar math, str Enums
 def test_numpy_ufunc_of_python_numbers_folds():
     def f(x, d):

@@ -7,6 +7,7 @@ dicts DICT_KEYS plus per-value guards, modules and functions
 FUNCTION_MATCH/ID_MATCH, nn.Modules ID_MATCH plus `training`, other objects
 TYPE_MATCH. Values without a source (made by traced code) get no guard.
 """
+import collections
 import functools
 import operator
 import sys
@@ -77,7 +78,7 @@ def _guard(tx, source, kind, *expected):
 def wrap(tx, value, source):
     """A VariableTracker for `value` found at `source` (None: no guards).
     A tuple, list or dict that contains itself is Unsupported."""
-    if type(value) in (tuple, list, dict) or isinstance(value, tuple):
+    if type(value) in (tuple, list, dict, collections.OrderedDict) or isinstance(value, tuple):
         active = tx.output.wrapping
         if id(value) in active:
             raise Unsupported(f"a {type(value).__name__} that contains itself")
@@ -113,7 +114,7 @@ def _wrap(tx, value, source):
         _guard(tx, source, LENGTH, type(value), len(value))
         return NamedTupleVariable(wrap_sequence_items(tx, value, source), type(value)._fields,
                                   source, cls=type(value))
-    if type(value) in (list, dict):
+    if type(value) in (list, dict, collections.OrderedDict):
         known = tx.output.known_container(source, value)
         if known is not None:
             return known
@@ -125,11 +126,14 @@ def _wrap(tx, value, source):
         var = ListVariable(items, source)
         tx.output.remember_container(source, value, var)
         return var
-    if type(value) is dict and all(type(k) in (str, int) for k in value):
-        _guard(tx, source, DICT_KEYS, tuple(value))
+    if type(value) in (dict, collections.OrderedDict) and all(type(k) in (str, int) for k in value):
+        # an OrderedDict (a backbone's features into an FPN) keeps its class;
+        # its keys are guarded in its own order, given as an OrderedDict
+        ordered = type(value) is collections.OrderedDict
+        _guard(tx, source, DICT_KEYS, collections.OrderedDict.fromkeys(value) if ordered else tuple(value))
         items = {k: wrap(tx, v, ItemSource(source, k) if source is not None else None)
                  for k, v in value.items()}
-        var = DictVariable(items, source)
+        var = DictVariable(items, source, user_cls=type(value))
         tx.output.remember_container(source, value, var)
         return var
     if type(value) is dict and value and all(map(_is_identity_constant, value)) and \
