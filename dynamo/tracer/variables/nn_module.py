@@ -23,9 +23,11 @@ Policy (documented in ARCHITECTURE.md, contract 3):
   and length and each hook by identity through its key (a hook added or
   removed recompiles). Hooks added to a module that had none when it was compiled are
   not seen, as under torch.compile (whose hook guards are off by default).
-  Backward hooks and global hooks are Unsupported at the call: the call
-  runs eagerly after a graph break.
+  Backward hooks, global hooks and hooks defined in torch itself (FSDP's
+  collectives) are Unsupported at the call: the call runs eagerly after a
+  graph break.
 """
+import functools
 import inspect
 
 import torch
@@ -44,6 +46,15 @@ _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict,
 def is_leaf_module(mod):
     """Standard torch.nn modules recorded as call_module nodes."""
     return type(mod).__module__.startswith("torch.nn.modules") and not isinstance(mod, _CONTAINERS)
+
+
+def _hook_module(hook):
+    """The module that defined `hook` (a function, bound method, partial or
+    callable object)."""
+    while isinstance(hook, functools.partial):
+        hook = hook.func
+    fn = getattr(hook, "__func__", hook)
+    return getattr(fn, "__module__", None) or type(hook).__module__ or ""
 
 
 def has_untraced_hooks(mod):
@@ -314,6 +325,13 @@ class NNModuleVariable(VariableTracker):
         def is_none(v):
             return isinstance(v, ConstantVariable) and v.value is None
 
+        for hook in [*mod._forward_pre_hooks.values(), *mod._forward_hooks.values()]:
+            owner = _hook_module(hook)
+            if owner.startswith("torch."):
+                # torch's own hooks (FSDP's all-gathers and reshards,
+                # checkpointing) keep state the trace cannot replay
+                raise Unsupported(f"calling {type(mod).__name__} with forward hooks of {owner} "
+                                  f"(torch's own hooks run eagerly)")
         pre_src, pre = table("_forward_pre_hooks")
         _, pre_kw = table("_forward_pre_hooks_with_kwargs")
         args, kwargs = list(args), dict(kwargs)
