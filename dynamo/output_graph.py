@@ -129,8 +129,10 @@ def _takes_indices(what):
     "getitem") reads integer tensors as indices."""
     if what in _INDEXING_OPS:
         return True
-    name = what.rsplit(".", 1)[-1].lower()
-    return any(word in name for word in _INDEX_ARGUMENT_WORDS)
+    words = what.rsplit(".", 1)[-1].lower().split("_")      # index_put_ -> index, put
+    return any(word in _INDEX_ARGUMENT_WORDS for word in words)
+
+
 _PLAIN_FLOATS = (torch.float32, torch.float64)
 
 

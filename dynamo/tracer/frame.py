@@ -231,7 +231,7 @@ class InstructionTranslator(InstructionTranslatorBase):
                 raise env          # this call's environment, not the code: no break for it
             if self.nopython:
                 raise
-            if e.user_raise and self.output.saw_is_compiling:
+            if e.user_raise and self.output.saw_is_compiling and not self.in_try_region():
                 # the raise may exist only because is_compiling() said True
                 # (a value eager code would have set left unset): a break
                 # here would hand that value to eager code, which raises
