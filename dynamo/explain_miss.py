@@ -87,13 +87,7 @@ def explain_miss(fn, *args, **kwargs) -> MissExplanation:
     (its backend takes part: BACKEND_MATCH), an `nn.Module` or its
     OptimizedModule (the entries of its `forward`).  TypeError when `fn`
     is not one of those or the arguments do not bind to its signature."""
-    target, key, name = _resolve(fn)
-    code = target.__code__
-    f_locals = _bind(target, code, args, kwargs)
-    f_globals = target.__globals__
-    f_builtins = getattr(target, "__builtins__", None) or f_globals.get("__builtins__", {})
-    if isinstance(f_builtins, types.ModuleType):
-        f_builtins = f_builtins.__dict__
+    target, key, name, code, f_locals, f_globals, f_builtins = frame_of(fn, args, kwargs)
     closure = target.__closure__
     verdicts, hit, resumes = [], None, []
     for record in _C.cache_entries(code):
@@ -124,6 +118,20 @@ def _verdict(record, f_locals, f_globals, f_builtins, closure, key, func):
         expected=expected, actual=actual,
         text=describe_failure(failure, f_locals, f_globals, f_builtins, func),
         origin="" if guard is None else guard.origin_text())
+
+
+def frame_of(fn, args, kwargs):
+    """(target function, backend key, name, code, f_locals, f_globals,
+    f_builtins) of the frame `fn(*args, **kwargs)` would run, as the hook
+    would see it, without running it (TypeError as explain_miss)."""
+    target, key, name = _resolve(fn)
+    code = target.__code__
+    f_locals = _bind(target, code, args, kwargs)
+    f_globals = target.__globals__
+    f_builtins = getattr(target, "__builtins__", None) or f_globals.get("__builtins__", {})
+    if isinstance(f_builtins, types.ModuleType):
+        f_builtins = f_builtins.__dict__
+    return target, key, name, code, f_locals, f_globals, f_builtins
 
 
 def _resolve(fn):

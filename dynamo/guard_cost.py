@@ -13,11 +13,10 @@ explain_miss's.  The live process's sampled figures are the telemetry's
 (`dynamo.config.guard_timing`, dynamo-top's Guards tab).
 """
 import dataclasses
-import types
 from typing import Any, List
 
 from . import _C
-from .explain_miss import _bind, _resolve
+from .explain_miss import frame_of
 from .guards import property_text
 
 
@@ -61,13 +60,7 @@ def guard_costs(fn, *args, repeat: int = 32, **kwargs) -> List[GuardCost]:
     cache entry.  TypeError as explain_miss."""
     if not isinstance(repeat, int) or repeat < 1:
         raise ValueError("guard_costs: repeat must be an int >= 1")
-    target, key, _ = _resolve(fn)
-    code = target.__code__
-    f_locals = _bind(target, code, args, kwargs)
-    f_globals = target.__globals__
-    f_builtins = getattr(target, "__builtins__", None) or f_globals.get("__builtins__", {})
-    if isinstance(f_builtins, types.ModuleType):
-        f_builtins = f_builtins.__dict__
+    target, key, _, code, f_locals, f_globals, f_builtins = frame_of(fn, args, kwargs)
     records = list(_C.cache_entries(code))
     if not records:
         return []
