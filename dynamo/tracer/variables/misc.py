@@ -536,6 +536,14 @@ def is_state_module_class(cls):
     and a counter): no forward, no attribute protocol of its own, Python
     __init__s down to nn.Module's. Its attributes must not be parameters,
     buffers or modules (NewObjectVariable.store_attr checks)."""
+    return plain_module_subclass(cls, _MODULE_OVERRIDES) and \
+        torch.nn.Module.__mro__ == cls.__mro__[-len(torch.nn.Module.__mro__):]
+
+
+def plain_module_subclass(cls, overrides):
+    """`cls` a user nn.Module subclass (metaclass type, not torch's or
+    dynamo's own) whose classes down to nn.Module define none of
+    `overrides` and only Python __init__s the tracer follows."""
     from .kinds import is_skipped_function
     if not isinstance(cls, type) or type(cls) is not type or not issubclass(cls, torch.nn.Module):
         return False
@@ -544,12 +552,12 @@ def is_state_module_class(cls):
     for k in cls.__mro__:
         if k is torch.nn.Module:
             break
-        if any(name in k.__dict__ for name in _MODULE_OVERRIDES):
+        if any(name in k.__dict__ for name in overrides):
             return False
         init = k.__dict__.get("__init__")
         if init is not None and (not isinstance(init, types.FunctionType) or is_skipped_function(init)):
             return False
-    return torch.nn.Module.__mro__ == cls.__mro__[-len(torch.nn.Module.__mro__):]
+    return True
 
 
 def is_plain_user_class(cls):

@@ -627,18 +627,9 @@ def is_function_module_class(cls):
     SiLUActivation): of metaclass type, a Python forward, Python __init__s
     (none skipped) down to nn.Module's, and no attribute or call protocol
     of its own. _construct_stateless_module then checks the instance."""
-    from .kinds import is_skipped_function
-    if type(cls) is not type or not issubclass(cls, torch.nn.Module) or \
-            (cls.__module__ or "").split(".")[0] in ("torch", "dynamo"):
+    from .misc import plain_module_subclass
+    if not plain_module_subclass(cls, _FUNCTION_MODULE_OVERRIDES):
         return False
-    for k in cls.__mro__:
-        if k is torch.nn.Module:
-            break
-        if any(name in k.__dict__ for name in _FUNCTION_MODULE_OVERRIDES):
-            return False
-        init = k.__dict__.get("__init__")
-        if init is not None and (type(init) is not types.FunctionType or is_skipped_function(init)):
-            return False
     forward = getattr(cls, "forward", None)
     return type(forward) is types.FunctionType and forward is not torch.nn.Module.forward
 
