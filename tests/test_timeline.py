@@ -252,8 +252,11 @@ def test_every_cut_of_a_record(run, tmp_path):
         path.write_bytes(good[:cut])
         r = tool(DOT, "--timeline", path)
         at_line_end = cut > 0 and good[cut - 1:cut] == b"\n"
+        whole_last_line = good[cut:cut + 1] == b"\n"      # only the newline cut off
         if at_line_end:
             assert r.returncode == 0, (cut, r.stderr)
+        elif whole_last_line and r.returncode == 0:
+            pass                    # a complete last object without its newline reads whole
         else:
             one_line_error(r, 7)
 
