@@ -700,11 +700,24 @@ class OutputGraph:
         if not config.trace_try_regions:
             raise Unsupported("tensor operation inside a try block (the try runs eagerly "
                               "so that its handlers see the operation's exceptions)")
+        self._make_rerunnable("tensor operation inside a try block (the try runs eagerly")
+
+    def may_raise_at_run_time(self, what):
+        """`what`, a graph op that can raise when the graph runs though it
+        did not on the examples (a division by a symbolic size or a
+        captured Tensor.item() number that is zero on a later call): the
+        side effects traced before it are replayed only after the graph, so
+        a raise inside the graph would lose them. The graph becomes one
+        that re-runs the frame eagerly when it raises (as check_not_in_try
+        makes it); Unsupported where that cannot be (the op runs eagerly)."""
+        self._make_rerunnable(f"{what} (it runs eagerly")
+
+    def _make_rerunnable(self, what):
         if self.undeferred_write is not None or self.uses_autocast:
             why = self.undeferred_write or "the graph enters torch.autocast"
-            raise Unsupported("tensor operation inside a try block of a graph that writes to "
-                              "its inputs or enters torch.autocast (the try runs eagerly: a "
-                              f"graph that raised could not be re-run eagerly after that; {why})")
+            raise Unsupported(f"{what}: it can raise at run time in a graph that writes to "
+                              "its inputs or enters torch.autocast, and a graph that raised "
+                              f"could not be re-run eagerly after that; {why})")
         self.deopt = True
 
     def note_autocast(self, tx):

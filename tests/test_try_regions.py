@@ -471,3 +471,44 @@ def test_listing_shows_the_globals_constant_by_its_size():
     assert f"<dict, {len(globals())} items>" in listing
     assert "random_then_linalg_error" not in listing        # no repr of the globals
     assert "run_original" in listing
+
+
+# A division by a value known only when the graph runs (a symbolic int, a
+# captured Tensor.item() number) raises inside the graph when that value is
+# zero; a list append traced before it is replayed only after the graph, so
+# the graph re-runs the frame eagerly (fuzz seed 82,004,072, dynamic mode).
+
+def append_then_divide_by_int(x, n, lst):
+    lst.append(n)
+    return x * (10 // (n % 3))
+
+
+def append_then_divide_by_item(x, lst):
+    v = x.sum().item()
+    lst.append(v)
+    return x * (10 // v)
+
+
+@pytest.mark.parametrize("fn,make,values", [
+    (append_then_divide_by_int, lambda k: (torch.ones(2), k), (1, 2, 3, 4)),
+    (append_then_divide_by_item, lambda k: (torch.full((1,), k),), (1, 2, 0, 3)),
+])
+def test_division_by_zero_at_run_time_keeps_earlier_side_effects(fn, make, values):
+    old = dynamo.config.dynamic_shapes
+    dynamo.config.dynamic_shapes = True
+    try:
+        cnt = CompileCounter()
+        opt = dynamo.optimize(cnt)(fn)
+        raised = 0
+        for k in values:
+            exp_list, got_list = [], []
+            exp = outcome(fn, *make(k), exp_list)
+            got = outcome(opt, *make(k), got_list)
+            assert same_outcome(got, exp), (k, got, exp)
+            assert got_list == exp_list, (k, got_list, exp_list)
+            raised += exp[0] == "raise"
+    finally:
+        dynamo.config.dynamic_shapes = old
+    assert raised == 1
+    assert counters["frames"][RERUN] == 1      # the zero came to the compiled graph once
+    assert cnt.frame_count == (2 if fn is append_then_divide_by_int else 3)

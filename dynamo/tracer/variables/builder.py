@@ -780,6 +780,8 @@ class GraphBuilder(OutputGraph):
         except Exception as e:  # noqa: BLE001 - e.g. a constant zero divisor: let it run eagerly
             raise Unsupported(f"{fn.__name__} on a captured Tensor.item() value "
                               f"({type(e).__name__})") from e
+        if _may_divide_by_zero(fn, (a, b)):
+            self.may_raise_at_run_time(f"{fn.__name__} by a captured Tensor.item() value")
         node = self.graph.call_function(fn, tuple(nodes))
         self._tag(node)
         node.meta["example_value"] = None
@@ -829,6 +831,8 @@ class GraphBuilder(OutputGraph):
         if not is_symbolic(example):
             return ConstantVariable(specialize(example) if isinstance(
                 example, (torch.SymInt, torch.SymFloat, torch.SymBool)) else example)
+        if _may_divide_by_zero(fn, args):
+            self.may_raise_at_run_time(f"{fn.__name__} by a symbolic size")
         node = self.graph.call_function(fn, tuple(nodes))
         self._tag(node)
         node.meta["example_value"] = example
@@ -1019,6 +1023,21 @@ class GraphBuilder(OutputGraph):
 _SCALAR_OPS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
                operator.mod, operator.pow, operator.lt, operator.le, operator.gt, operator.ge,
                operator.eq, operator.ne}
+
+
+def _may_divide_by_zero(fn, args):
+    """Whether number op `fn(*args)` (VariableTrackers, one of them a value
+    known only when the graph runs) can raise ZeroDivisionError there: a
+    division by such a value, or such a value raised to a power that may
+    be negative. A constant divisor was checked on the examples."""
+    def const(v):
+        return isinstance(v, ConstantVariable) and type(v.value) in (int, float, bool)
+    if fn in (operator.truediv, operator.floordiv, operator.mod):
+        return not const(args[1])
+    if fn is operator.pow:
+        base, exp = args
+        return not ((const(exp) and exp.value >= 0) or (const(base) and base.value != 0))
+    return False
 
 
 _INPLACE_NUMBER_OPS = {operator.iadd: operator.add, operator.isub: operator.sub,
