@@ -397,6 +397,9 @@ class OutputGraph:
         # raises at trace time makes the frame run eagerly (tracer/frame.py)
         self.saw_is_compiling = False
         self.mutates_inputs = False
+        # id(example) -> (example, why): graph inputs that are views whose
+        # autograd history eager refuses (builder._check_views_for_autograd)
+        self.refused_history = {}
         # why a write of the graph to an input cannot wait for the graph's
         # end (input_written), or None: then no op may run inside a try
         self.undeferred_write = None

@@ -9,6 +9,7 @@ TYPE_MATCH. Values without a source (made by traced code) get no guard.
 """
 import collections
 import functools
+import itertools
 import operator
 import sys
 import types
@@ -497,6 +498,7 @@ class GraphBuilder(OutputGraph):
             example = self.fake_mode.from_tensor(value, static_shapes=True)
         node.meta["example_value"] = example
         self.note_new_input(example)
+        self.note_refused_history(value, example)
         var = TensorVariable(node, example, source, cls=type(value))
         self.inputs[key] = var
         self.input_objs[id(value)] = (value, var)
@@ -627,8 +629,40 @@ class GraphBuilder(OutputGraph):
         if type(dtype) is type and dtype in _PYTHON_DTYPES:
             # `dtype=int`: torch's own spelling, which the graph's code can print
             ex_kw["dtype"] = (_PYTHON_DTYPES[dtype],) * 2
+        if self.grad_enabled:
+            self._check_views_for_autograd(ex_args, ex_kw)
         return (list(ex_args), tuple(node_args), {k: p[0] for k, p in ex_kw.items()},
                 {k: p[1] for k, p in ex_kw.items()})
+
+    def _check_views_for_autograd(self, ex_args, ex_kw):
+        """An op in grad mode reads the autograd history of its view
+        arguments; eager refuses (RuntimeError) a view whose history cannot
+        be rebuilt: made in no_grad mode, then written in place. A graph
+        input's example does not carry that state over from its real
+        tensor (note_refused_history records it at add_input), and fake
+        tensors of some torch versions (2.11) do not check it: the graph
+        ran where eager raised (fuzz seed 82,025,641). Such a use is a
+        break: the op runs eagerly and raises as in eager."""
+        for t in itertools.chain(ex_args, ex_kw.values()):
+            if not (isinstance(t, torch.Tensor) and t.requires_grad and t._is_view()):
+                continue
+            why = self.refused_history.get(id(t), (None, None))[1]
+            if why is None:
+                try:
+                    t.grad_fn
+                except RuntimeError as e:
+                    why = str(e).splitlines()[0][:120]
+            if why is not None:
+                raise Unsupported(f"a view whose autograd history eager refuses ({why})")
+
+    def note_refused_history(self, value, example):
+        """Input `value` (real) is a view whose autograd history eager
+        refuses (see _check_views_for_autograd): remember it for `example`."""
+        if value.requires_grad and value._is_view():
+            try:
+                value.grad_fn
+            except RuntimeError as e:
+                self.refused_history[id(example)] = (example, str(e).splitlines()[0][:120])
 
     def note_input_writes(self, args, kwargs, versions, layouts=None):
         """After an op's fake run: did it write to a graph input (a tensor
