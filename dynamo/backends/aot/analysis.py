@@ -190,6 +190,22 @@ def _hoist_output_detach(gm):
     return torch.fx.GraphModule(gm, graph), hoist
 
 
+def _no_grad_outputs(gm):
+    """Positions of the graph's outputs whose example does not require
+    grad (the capture ran each op as eager does, under the guarded grad
+    mode and input requires_grad). aot marks an output differentiable from
+    its own trace, which can differ: with an int input, an output computed
+    from an input before the graph wrote a grad-requiring value into that
+    input came back requiring grad (fuzz seed 83,144,144)."""
+    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    values = out.args[0] if out is not None and out.args else None
+    if not isinstance(values, (tuple, list)):
+        return ()
+    return tuple(j for j, v in enumerate(values) if isinstance(v, torch.fx.Node)
+                 and isinstance(v.meta.get("example_value"), torch.Tensor)
+                 and not v.meta["example_value"].requires_grad)
+
+
 def _attr_keys(gm):
     """id(tensor) -> {("attr", target)} for the graph's get_attr tensors and
     the parameters of the modules it calls."""

@@ -14,7 +14,8 @@ from torch._subclasses.fake_tensor import DynamicOutputShapeException
 
 from ..common import _fake_inputs
 from ..registry import register_backend
-from .analysis import _attr_keys, _grad_deps, _hoist_output_detach, _output_creation_meta, _saved_inputs
+from .analysis import _attr_keys, _grad_deps, _hoist_output_detach, _no_grad_outputs, _output_creation_meta, \
+    _saved_inputs
 from .graph import _mutates, _share_storage
 from .hazards import _grad_mode_hazard, _saved_value_overwritten, _size1_stride_hazard
 from .runtime import _AotRuntime
@@ -43,6 +44,7 @@ def _aot(gm, example_inputs, **kw):
     deps = _grad_deps(gm)
     eager_forward = gm.forward
     views = _output_creation_meta(gm)
+    no_grad = _no_grad_outputs(gm)
     saved = tuple(s for s in _saved_inputs(gm) if s[0] == "out" or _is_tensor(example_inputs[s[1]]))
     gm, detached = _hoist_output_detach(gm)
     seeded = []
@@ -85,6 +87,7 @@ def _aot(gm, example_inputs, **kw):
     runtime = _AotRuntime(compiled, eager_forward, any(seeded), deps, _attr_keys(gm))
     runtime.mutates = mutates
     runtime.detached = detached
+    runtime.no_grad = no_grad
     runtime.saved = saved
     runtime.views = views
     runtime.fw_failed = fw_failed

@@ -154,6 +154,7 @@ class _AotRuntime:
     views = ()              # _output_creation_meta: outputs given eager's CreationMeta
     saved = ()              # _saved_inputs: ((where, k, outputs), ...) memory eager's backward reads
     detached = ()           # _hoist_output_detach: ((j, i), ...) output j is output i detached
+    no_grad = ()            # _no_grad_outputs: outputs eager returns not requiring grad
 
     def __call__(self, *args):
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
@@ -190,6 +191,10 @@ class _AotRuntime:
             outs = list(outs)
             for j, i in self.detached:
                 outs[j] = outs[i].detach()
+        if any(outs[j].requires_grad for j in self.no_grad):
+            outs = list(outs)
+            for j in self.no_grad:
+                outs[j] = outs[j].detach()
         if torch.is_grad_enabled():
             node, index = _compiled_node(outs)
             if node is not None:
