@@ -26,6 +26,7 @@ from ...output_graph import OutputGraph, _check_inplace_cast, _check_same_dtypes
 from .base import ClassVariable, ConstantVariable, OpaqueVariable, is_constant_value
 from .builtin import BuiltinVariable, is_builtin_callable
 from .containers import DictVariable, ListVariable, SizeVariable, TupleVariable, wrap_sequence_items
+from .higher_order import AssociativeScanVariable, is_higher_order_function
 from .functions import (LruCacheWrapperVariable, UserFunctionVariable, UserMethodVariable,
                         is_lru_cache_wrapper)
 from .misc import (PythonModuleVariable, SkippedFunctionVariable, TypingAliasVariable, TypingCastVariable,
@@ -203,6 +204,9 @@ def _wrap(tx, value, source):
                                                   or is_inlined_torch_code(value.__code__)):
         _guard(tx, source, FUNCTION_MATCH, value)
         return UserFunctionVariable(value, source)
+    if is_higher_order_function(value):
+        _guard(tx, source, FUNCTION_MATCH, value)
+        return AssociativeScanVariable(value, source)
     if is_torch_object(value):
         if is_graphable_torch_callable(value) or is_state_query(value):
             # recorded into the graph (or folded): valid for this callable only
@@ -338,6 +342,8 @@ def wrap_torch_attr(tx, value, source):
             return TorchFunctionVariable(value, source)
         return ClassVariable(value, source)
     if callable(value):
+        if is_higher_order_function(value):
+            return AssociativeScanVariable(value, source)
         if is_graphable_torch_callable(value) or is_state_query(value):
             return TorchFunctionVariable(value, source)
         if isinstance(value, types.FunctionType) and is_inlined_torch_code(value.__code__):
