@@ -12,17 +12,21 @@ from dynamo.testing import CompileCounter, same
 associative_scan = pytest.importorskip("torch._higher_order_ops.associative_scan").associative_scan
 
 
-def run(fn, *args, graphs=1, breaks=0):
-    """Compiled result of fn(*args), checked against eager, with (graphs,
-    breaks) of its first call counted."""
+def run(fn, *args, graphs=1, breaks=0, seed=None):
+    """Compiled result of fn(*args), checked against eager (both from
+    `seed` when given), with (graphs, breaks) of its first call counted."""
     dynamo.reset()
+    if seed is not None:
+        torch.manual_seed(seed)
     expected = fn(*args)
     cnt = CompileCounter()
     start = records.mark()
+    if seed is not None:
+        torch.manual_seed(seed)
     got = dynamo.optimize(cnt)(fn)(*args)
     reasons = [b.reason for r in records.records_since(start) for b in r.break_reasons]
     assert (cnt.frame_count, len(reasons)) == (graphs, breaks), reasons
-    assert same(expected, got)
+    assert same(expected, got) and getattr(expected, "dtype", None) == getattr(got, "dtype", None)
     return cnt, reasons
 
 
@@ -78,3 +82,96 @@ def test_associative_scan_torch_rejects_runs_eagerly():
         return y + 1
     _, reasons = run(pointwise_on_cpu, torch.randn(4), graphs=2, breaks=1)
     assert "pointwise mode" in reasons[0]
+
+
+# ------------------------------------------------ torch.vmap
+def test_transformers_vmapped_mask_is_one_graph():
+    # sdpa_mask(use_vmap=True) as T5Gemma2 reaches it (an and_mask_function):
+    # four nested vmaps of a mask function over index tensors, inside
+    # `with TransformGetItemToIndex()`, indexing the padding mask by them
+    mu = pytest.importorskip("transformers.masking_utils")
+
+    def mask(attention_mask):
+        fn = mu.and_masks(mu.sliding_window_bidirectional_overlay(2), mu.bidirectional_mask_function)
+        return mu.sdpa_mask(batch_size=2, q_length=8, kv_length=8, mask_function=fn,
+                            attention_mask=attention_mask, use_vmap=True,
+                            allow_is_causal_skip=False)
+    am = torch.ones(2, 8, dtype=torch.long)
+    am[0, :3] = 0
+    cnt, _ = run(mask, am)
+    ops = {n.target for n in cnt.graphs[0].graph.nodes}
+    assert torch.ops.aten.index.Tensor in ops and torch.vmap not in ops
+    # the same mask as the index-based (non-vmap) expansion
+    expected = mu.sdpa_mask(batch_size=2, q_length=8, kv_length=8, mask_function=mu.and_masks(
+        mu.sliding_window_bidirectional_overlay(2), mu.bidirectional_mask_function),
+        attention_mask=am, allow_is_causal_skip=False)
+    assert torch.equal(dynamo.optimize(CompileCounter())(mask)(am), expected)
+
+
+def test_vmap_of_elementwise_functions():
+    c = torch.randn(4)
+
+    def scaled(x, y):
+        return torch.vmap(lambda a, b: torch.where(a > 0, a * b, c) + 1, in_dims=(0, None))(x, y)
+    run(scaled, torch.randn(3, 4), torch.randn(4))
+
+    def outer(x, y):                    # nested, mapped dims not in front, a result per level
+        inner = torch.vmap(lambda a, b: (a - b, (a * 2).to(torch.float64)), in_dims=(1, 0))
+        return torch.vmap(inner, in_dims=(None, 0))(x, y)
+    run(outer, torch.randn(4, 3), torch.randn(5, 3))
+
+    def unmapped_result(x):             # the result does not depend on x: expanded
+        return torch.vmap(lambda a: c * 2)(x)
+    run(unmapped_result, torch.randn(3, 2))
+
+
+def test_vmap_where_the_batch_would_show_breaks():
+    c = torch.tensor(1.0)
+    cases = [
+        (lambda a: a.sum(), torch.randn(3, 4), "sum on a mapped tensor"),          # a reduction
+        (lambda a: a + a.shape[0], torch.randn(3, 4), "shape of a mapped"),        # the element's shape
+        (lambda a: a[0] * 2, torch.randn(3, 4), "getitem on a mapped"),            # indexing the element
+        # 0-d elements of half and a 0-d float32: float32 per element
+        (lambda a: a + c, torch.ones(3, dtype=torch.half), "promotes types"),
+        (lambda a: a + torch.rand(()), torch.randn(3), "draws random"),            # one draw per element
+        (lambda a: a + torch.nn.Dropout()(c), torch.randn(3), "draws random"),
+    ]
+    for body, x, why in cases:
+        def f(x):
+            return torch.vmap(body, randomness="different")(x * 2) + 1
+        _, reasons = run(f, x, graphs=2, breaks=1, seed=0)
+        assert reasons[0].startswith("vmap: ") and why in reasons[0], reasons
+
+
+def test_vmap_of_an_elementwise_function_with_rank_one_elements():
+    c = torch.tensor(1.0)
+
+    def f(x):
+        return torch.vmap(lambda a: a + c)(x)       # elements of rank 1: no promotion change
+    run(f, torch.ones(3, 2, dtype=torch.half))
+
+
+def test_frames_inside_an_eager_vmap_run_eagerly_without_warning():
+    import warnings
+    cnt = CompileCounter()
+    inner = dynamo.optimize(cnt)(lambda a: a * 2 + 1)
+    x = torch.randn(3, 4)
+    dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = torch.vmap(inner)(x)
+    assert cnt.frame_count == 0 and torch.equal(got, x * 2 + 1)
+
+
+def test_getitem_to_index_block():
+    from torch.overrides import TorchFunctionMode
+    mode = [c for c in TorchFunctionMode.__subclasses__() if c.__name__ == "TransformGetItemToIndex"]
+    if not mode:
+        pytest.skip("this torch has no TransformGetItemToIndex")
+
+    def f(x, i):
+        with mode[0]():
+            y = x[i, 1] + x[0, i]
+        return y * 2
+    cnt, _ = run(f, torch.randn(4, 5), torch.tensor([0, 2, 3]))
+    assert sum(n.target is torch.ops.aten.index.Tensor for n in cnt.graphs[0].graph.nodes) == 2

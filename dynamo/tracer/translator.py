@@ -757,16 +757,18 @@ class InstructionTranslatorBase:
     # ------------------------------------------------------------ with
     def BEFORE_WITH(self, inst):
         from .variables.torch import AutocastVariable
+        from .variables.higher_order import GetItemToIndexVariable
         ctx = self.pop()
-        if not isinstance(ctx, (GradModeVariable, AutocastVariable)):
+        if not isinstance(ctx, (GradModeVariable, AutocastVariable, GetItemToIndexVariable)):
             raise Unsupported(f"`with` on {ctx} (only torch.no_grad/enable_grad/set_grad_enabled, "
-                              "profiler blocks and torch.autocast)")
+                              "profiler blocks, torch.autocast and TransformGetItemToIndex)")
         body = self.instructions[self.ip]
         handler = body.exn_tab_entry.target if body.exn_tab_entry is not None else None
-        # no break inside an autocast block: its state cannot be handed on
-        clean = self.can_break_at(inst) and not isinstance(ctx, AutocastVariable)
+        # no break inside an autocast or getitem-mode block: its state cannot be handed on
+        clean = self.can_break_at(inst) and not isinstance(ctx, (AutocastVariable,
+                                                                 GetItemToIndexVariable))
         self.with_stack.append((ctx, handler, clean))
-        if isinstance(ctx, AutocastVariable):
+        if isinstance(ctx, (AutocastVariable, GetItemToIndexVariable)):
             ctx.enter(self)
             self.push(WithExitVariable(ctx))
             self.push(ConstantVariable(None))

@@ -25,5 +25,5 @@ from .tensor import TensorVariable
 from .torch import GradModeVariable, TorchFunctionVariable, WithExitVariable
 
 # the one place the upward references are bound (kinds.py says why)
-from . import autograd_function, compare, kinds, model_output  # noqa: E402,F401
+from . import autograd_function, compare, higher_order, kinds, model_output  # noqa: E402,F401
 kinds.bind(sys.modules[__name__])

@@ -277,9 +277,9 @@ class ClassVariable(VariableTracker):
         if cls is functools.partial:
             from .kinds import PartialVariable
             return PartialVariable.construct(tx, args, kwargs)
-        from .kinds import autocast_block, autocast_noop, profiler_noop
+        from .kinds import autocast_block, autocast_noop, getitem_to_index_block, profiler_noop
         ctx = autocast_noop(tx, cls, args, kwargs) or profiler_noop(tx, cls, args, kwargs) \
-            or autocast_block(tx, cls, args, kwargs)
+            or autocast_block(tx, cls, args, kwargs) or getitem_to_index_block(tx, cls, args, kwargs)
         if ctx is not None:
             return ctx
         if issubclass(cls, tuple) and hasattr(cls, "_fields") and hasattr(cls, "_make"):

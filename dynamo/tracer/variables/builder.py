@@ -26,7 +26,7 @@ from ...output_graph import OutputGraph, _check_inplace_cast, _check_same_dtypes
 from .base import ClassVariable, ConstantVariable, OpaqueVariable, is_constant_value
 from .builtin import BuiltinVariable, is_builtin_callable
 from .containers import DictVariable, ListVariable, SizeVariable, TupleVariable, wrap_sequence_items
-from .higher_order import AssociativeScanVariable, is_higher_order_function
+from .higher_order import getitem_as_index, is_higher_order_function, wrap_higher_order
 from .functions import (LruCacheWrapperVariable, UserFunctionVariable, UserMethodVariable,
                         is_lru_cache_wrapper)
 from .misc import (PythonModuleVariable, SkippedFunctionVariable, TypingAliasVariable, TypingCastVariable,
@@ -95,6 +95,10 @@ def _wrap(tx, value, source):
     if isinstance(value, torch.Tensor):
         if source is None:
             raise Unsupported("a tensor the tracer cannot reload at run time (no source)")
+        if torch._C._functorch.is_functorch_wrapped_tensor(value):
+            # a frame called by an eager torch.vmap / torch.func.grad: its
+            # tensors have no storage a guard or a fake copy could read
+            raise Unsupported("a tensor of a running functorch transform (vmap, grad)")
         return tx.output.add_input(source, value)
     if value is None:
         _guard(tx, source, ID_MATCH, None)
@@ -206,7 +210,7 @@ def _wrap(tx, value, source):
         return UserFunctionVariable(value, source)
     if is_higher_order_function(value):
         _guard(tx, source, FUNCTION_MATCH, value)
-        return AssociativeScanVariable(value, source)
+        return wrap_higher_order(value, source)
     if is_torch_object(value):
         if is_graphable_torch_callable(value) or is_state_query(value):
             # recorded into the graph (or folded): valid for this callable only
@@ -343,7 +347,7 @@ def wrap_torch_attr(tx, value, source):
         return ClassVariable(value, source)
     if callable(value):
         if is_higher_order_function(value):
-            return AssociativeScanVariable(value, source)
+            return wrap_higher_order(value, source)
         if is_graphable_torch_callable(value) or is_state_query(value):
             return TorchFunctionVariable(value, source)
         if isinstance(value, types.FunctionType) and is_inlined_torch_code(value.__code__):
@@ -669,6 +673,28 @@ class GraphBuilder(OutputGraph):
             self.input_written(why)
 
     def call_function(self, tx, fn, args, kwargs):
+        if fn is operator.getitem and self.getitem_to_index and isinstance(args[0], TensorVariable):
+            index = getitem_as_index(tx, args[0], args[1])      # TransformGetItemToIndex
+            if index is not None:
+                return index
+        if self.vmap_scope is not None:
+            batched, args, kwargs = self.vmap_scope.check(fn, args, kwargs, self._unsqueezer(tx))
+            return self._mark_batched(batched, self._call_function(tx, fn, args, kwargs))
+        return self._call_function(tx, fn, args, kwargs)
+
+    def _mark_batched(self, batched, result):
+        """The result of an op inside a vmapped function, its node noted as
+        mapped when VmapScope.check said so."""
+        if batched and isinstance(result, TensorVariable):
+            self.vmap_scope.batched.add(result.node)
+        return result
+
+    def _unsqueezer(self, tx):
+        """VmapScope.check's way to add a dim to a mapped tensor."""
+        return lambda var, dim: self._mark_batched(
+            True, self._call_method(tx, "unsqueeze", [var, ConstantVariable(dim)], {}))
+
+    def _call_function(self, tx, fn, args, kwargs):
         self.check_not_in_try(tx)
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
         name = getattr(fn, "__name__", str(fn))
@@ -695,6 +721,12 @@ class GraphBuilder(OutputGraph):
                                  effect=fn is operator.setitem or name.endswith("_"))
 
     def call_method(self, tx, name, args, kwargs):
+        if self.vmap_scope is not None:
+            batched, args, kwargs = self.vmap_scope.check(name, args, kwargs, self._unsqueezer(tx))
+            return self._mark_batched(batched, self._call_method(tx, name, args, kwargs))
+        return self._call_method(tx, name, args, kwargs)
+
+    def _call_method(self, tx, name, args, kwargs):
         self.check_not_in_try(tx)
         if name in ("add", "add_", "sub", "sub_") and "alpha" in kwargs and len(args) == 2:
             args, kwargs = self._tensor_alpha(tx, args, kwargs)
@@ -793,6 +825,8 @@ class GraphBuilder(OutputGraph):
         return ScalarOutputVariable(node, kind)
 
     def call_module(self, tx, module, source, args, kwargs):
+        if self.vmap_scope is not None:
+            self.vmap_scope.check_opaque(type(module).__name__, args, kwargs)
         self.check_not_in_try(tx)
         target = self.module_targets.get(id(module))
         if target is None:

@@ -126,6 +126,8 @@ class TensorVariable(VariableTracker):
     def unpack(self, tx):
         """Iteration: one getitem node per row (the first dimension's size is
         a constant: a symbolic one is specialized)."""
+        if tx.output.vmap_scope is not None:
+            tx.output.vmap_scope.check_meta(self, "__iter__")
         if self.example.dim() == 0:
             raise Unsupported("iteration over a 0-d tensor")
         return [tx.output.call_function(tx, operator.getitem, [self, ConstantVariable(i)], {})
@@ -133,6 +135,8 @@ class TensorVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         from .functions import BoundMethodVariable
+        if tx.output.vmap_scope is not None:
+            tx.output.vmap_scope.check_meta(self, name)
         if name == "__class__":
             from .base import ClassVariable
             return ClassVariable(self.cls)
@@ -173,6 +177,8 @@ class TensorVariable(VariableTracker):
         return None
 
     def call_method(self, tx, name, args, kwargs):
+        if tx.output.vmap_scope is not None:
+            tx.output.vmap_scope.check_meta(self, name)
         if name == "__len__":
             if self.example.dim() == 0:
                 raise Unsupported("len() of a 0-d tensor")
