@@ -681,6 +681,8 @@ class InstructionTranslator(InstructionTranslatorBase):
     _GRAPH_VALUES = (TensorVariable, ScalarOutputVariable)
 
     def _is_graph_value(self, v):
+        if isinstance(v, TensorVariable) and self.output.input_free_value(v) is not None:
+            return False        # made from constants alone: its truth is known (TensorVariable.truth)
         return isinstance(v, self._GRAPH_VALUES) or is_data_dependent(v)
 
     def _pop_jump(self, inst, jump_if):

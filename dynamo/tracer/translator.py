@@ -45,6 +45,15 @@ _INTRINSIC_1 = getattr(dis, "_intrinsic_1_descs", [])     # 3.12
 _USER_ERRORS = (ArithmeticError, LookupError, ValueError, TypeError)
 
 
+
+def _own_python_method(obj, name):
+    """Is `obj` an object the traced code made (NewObjectVariable) whose
+    class has a Python method `name`, inlined when called?"""
+    from .variables.misc import NewObjectVariable
+    from .lookup import getattr_static
+    return isinstance(obj, NewObjectVariable) and \
+        isinstance(getattr_static(obj.cls, name, None), types.FunctionType)
+
 class _Half:
     """One local of a 3.13 two-local instruction, as the one-local handlers
     read it."""
@@ -547,11 +556,14 @@ class InstructionTranslatorBase:
         if hasattr(obj, "store_item"):           # a ModelOutput made by the traced code
             obj.store_item(self, key, value)
             return
+        if _own_python_method(obj, "__setitem__"):     # a UserDict made by the traced code
+            obj.call_method(self, "__setitem__", [key, value], {})
+            return
         raise Unsupported(f"item assignment on {obj}")
 
     def DELETE_SUBSCR(self, inst):
         key, obj = self.pop(), self.pop()
-        if isinstance(obj, (ListVariable, DictVariable)):
+        if isinstance(obj, (ListVariable, DictVariable)) or _own_python_method(obj, "__delitem__"):
             obj.call_method(self, "__delitem__", [key], {})
             return
         raise Unsupported(f"item deletion on {obj}")

@@ -262,7 +262,12 @@ class ClassVariable(VariableTracker):
         from .kinds import AutogradFunctionApplyVariable, is_autograd_function
         if name == "apply" and is_autograd_function(self.value):
             return AutogradFunctionApplyVariable(self.value)
-        value = getattr(self.value, name)
+        try:
+            value = getattr(self.value, name)
+        except AttributeError:
+            from .kinds import ObservedAttributeError       # hasattr(cls, name) is False
+            raise ObservedAttributeError(f"type object {self.value.__name__!r} has no attribute "
+                                         f"{name!r}") from None
         from ...guards import AttrSource
         src = AttrSource(self.source, name) if self.source is not None else None
         return tx.wrap(value, src)

@@ -22,6 +22,7 @@ from ...guards import (DICT_KEYS, EQUALS_MATCH, FUNCTION_MATCH, ID_MATCH, LENGTH
                        TENSOR_MATCH, TYPE_MATCH, Guard, ItemSource, LocalSource, _identifier, _mangle,
                        _rank, module_path)
 from ...modes import hook_off
+from ...rng import draws_random
 from ...output_graph import OutputGraph, _check_inplace_cast, _check_same_dtypes, _has_node
 from .base import ClassVariable, ConstantVariable, OpaqueVariable, is_constant_value
 from .builtin import BuiltinVariable, is_builtin_callable
@@ -482,6 +483,16 @@ def _make_shape_source(text):
     if _ShapeSource is None:
         _ShapeSource = _shape_source_class()
     return _ShapeSource(text)
+
+
+def _storage_id(example):
+    """The identity of a fake tensor's storage (None for anything else)."""
+    if not isinstance(example, torch.Tensor):
+        return None
+    try:
+        return example.untyped_storage()._cdata
+    except Exception:  # noqa: BLE001 - no storage (a sparse or nested example)
+        return None
 
 
 class GraphBuilder(OutputGraph):
@@ -993,6 +1004,43 @@ class GraphBuilder(OutputGraph):
         if module is not None:
             return module
         raise Unsupported(f"no real value for {var}")
+
+    def input_free_value(self, var):
+        """The value of graph tensor `var` when the graph computes it from
+        constants alone (no input, parameter, module, random draw, and no
+        autocast block open): the same on every run, so it is computed now
+        from the nodes it depends on. None otherwise, and when an op
+        writes in place (or through `out=`) into the storage of one of
+        those nodes: replaying only the nodes `var` depends on would miss
+        the write."""
+        if self.autocast_stack:
+            return None
+        needed, stack = set(), [var.node]
+        while stack:
+            node = stack.pop()
+            if node in needed:
+                continue
+            name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+            if node.op not in ("call_function", "call_method") or draws_random(str(name)):
+                return None
+            needed.add(node)
+            stack.extend(node.all_input_nodes)
+        storages = {_storage_id(n.meta.get("example_value")) for n in needed} - {None}
+        for node in self.graph.nodes:
+            name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+            in_place = node.target in (operator.setitem, "__setitem__") or \
+                (isinstance(name, str) and name.endswith("_") and not name.startswith("__"))
+            written = [node.kwargs.get("out")] + ([node.args[0]] if in_place and node.args else [])
+            if any(isinstance(w, torch.fx.Node) and _storage_id(w.meta.get("example_value")) in storages
+                   for w in written):
+                return None
+        graph, env = torch.fx.Graph(), {}
+        for node in self.graph.nodes:
+            if node in needed:
+                env[node] = graph.node_copy(node, lambda n: env[n])
+        graph.output(env[var.node])
+        with hook_off(), torch.no_grad():
+            return torch.fx.GraphModule(self.root, graph)()
 
     def fold_constant_call(self, tx, fn, args, kwargs):
         """dynamo.assume_constant_result: call `fn` now on the real values of

@@ -121,7 +121,15 @@ class TensorVariable(VariableTracker):
         return self.cls
 
     def truth(self, tx):
-        raise Unsupported("generic_jump TensorVariable()")
+        """A branch on a tensor: known at trace time only for one computed
+        from constants alone (GraphBuilder.input_free_value; a distribution's
+        argument check on Normal(0, 1)), which is the same on every run."""
+        value = tx.output.input_free_value(self)
+        if value is None:
+            raise Unsupported("generic_jump TensorVariable()")
+        if value.numel() != 1:
+            raise Unsupported("truth of a tensor of more than one element")     # eager raises
+        return bool(value)
 
     def unpack(self, tx):
         """Iteration: one getitem node per row (the first dimension's size is

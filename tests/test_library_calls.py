@@ -1,7 +1,11 @@
-"""torch's higher-order functions as libraries call them under compile
-(issue 31): transformers' Mamba scan through torch._higher_order_ops'
-associative_scan. Each counted: graphs and breaks of the first call,
-outputs equal eager (torch's own implementation of the function)."""
+"""torch and standard-library calls that transformers models make under
+compile (issue 31): torch._higher_order_ops' associative_scan (Mamba),
+torch.vmap of mask functions under TransformGetItemToIndex (T5Gemma2),
+torch.distributions.Normal with its argument check, and a UserDict of
+shared KV states (Gemma 3n). Each counted: graphs and breaks of the first
+call, outputs (and dtypes) equal eager."""
+import collections
+
 import pytest
 import torch
 
@@ -175,3 +179,67 @@ def test_getitem_to_index_block():
         return y * 2
     cnt, _ = run(f, torch.randn(4, 5), torch.tensor([0, 2, 3]))
     assert sum(n.target is torch.ops.aten.index.Tensor for n in cnt.graphs[0].graph.nodes) == 2
+
+
+# ------------------------------------------------ torch.distributions
+def gaussian_topk(x):
+    # Gemma3nTextMLP._gaussian_topk
+    target = torch.tensor(0.95, dtype=torch.float32, device=x.device)
+    normal_dist = torch.distributions.normal.Normal(0, 1)
+    std_multiplier = normal_dist.icdf(target).type(x.dtype)
+    cutoff = x.mean(-1, keepdim=True) + x.std(-1, keepdim=True, unbiased=False) * std_multiplier
+    return torch.nn.functional.relu(x - cutoff)
+
+
+def test_normal_distribution_made_and_queried_in_the_frame():
+    assert torch.distributions.Distribution._validate_args     # its argument check runs
+    run(gaussian_topk, torch.randn(2, 8))
+
+    def passed_in(x, dist):
+        return dist.icdf(torch.sigmoid(x)) * dist.stddev + dist.mean + dist.variance
+    run(passed_in, torch.randn(5), torch.distributions.Normal(torch.zeros(5), torch.ones(5)))
+
+    def log_prob(x, dist):          # checks x is in the support: a branch on x's data
+        return dist.log_prob(x)
+    run(log_prob, torch.randn(5), torch.distributions.Normal(torch.zeros(5), torch.ones(5)),
+        graphs=0, breaks=1)
+    run(log_prob, torch.randn(5), torch.distributions.Normal(torch.zeros(5), torch.ones(5),
+                                                             validate_args=False))
+
+
+def test_branch_on_a_tensor_made_from_constants_is_folded():
+    def check(x):
+        valid = torch.tensor([0.5, 2.0]) > 0
+        if not torch._is_all_true(valid):
+            raise ValueError("bad")
+        return x * 2
+    run(check, torch.randn(3))
+
+    def written(x):                                   # a write through a view: not folded
+        t = torch.tensor(1.0)
+        t.view(()).add_(x.sum() * 0 - 5)
+        return x + 1 if t > 0 else x - 1
+    _, reasons = run(written, torch.randn(3), graphs=2, breaks=1)
+    assert reasons == ["generic_jump TensorVariable()"]
+
+    def drawn(x):                                     # a random draw: not folded
+        return x + 1 if torch.rand(()) > 2 else x - 1
+    run(drawn, torch.randn(3), graphs=2, breaks=1, seed=0)
+
+
+# ------------------------------------------------ collections.UserDict
+def test_userdict_made_in_the_frame():
+    def layer(x, i, shared):
+        if i == 0:
+            shared[i] = x * 2, x + 1
+            return x
+        k, v = shared[0]
+        return x + k * v
+
+    def model(x):           # Gemma3nTextModel's shared_kv_states = UserDict()
+        shared = collections.UserDict()
+        for i in range(3):
+            x = layer(x, i, shared)
+        del shared[0]
+        return x, len(shared), 0 in shared
+    run(model, torch.randn(3))
