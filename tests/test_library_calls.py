@@ -243,3 +243,15 @@ def test_userdict_made_in_the_frame():
         del shared[0]
         return x, len(shared), 0 in shared
     run(model, torch.randn(3))
+
+
+def test_associative_scan_with_a_random_combine_runs_eagerly():
+    def noisy(x):
+        y = x * 2
+        try:
+            y = associative_scan(lambda l, r: l + r * torch.rand(()), y, 0, combine_mode="generic")
+        except RuntimeError:        # vmap's randomness="error"
+            pass
+        return y + 1
+    _, reasons = run(noisy, torch.randn(4), graphs=2, breaks=1, seed=0)
+    assert "draws random" in reasons[0]

@@ -4,7 +4,8 @@ base (constants, NULL, cells, classes), tensor, containers, functions,
 builtin (builtins and the shared operator helpers), compare (`is`, the
 comparisons, `in`), torch (torch modules,
 functions, grad mode), nn_module, misc (Python modules, user objects,
-skipped callables), autograd_function (autograd.Function.apply), optimizer
+skipped callables), autograd_function (autograd.Function.apply),
+higher_order (torch.vmap, associative_scan, TransformGetItemToIndex), optimizer
 (torch.optim optimizers: the step traced), builder (wrap real values with
 guards); kinds (the names a module reads from a module above it at trace
 time, bound here once every module has loaded).

@@ -1021,7 +1021,8 @@ class GraphBuilder(OutputGraph):
             if node in needed:
                 continue
             name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
-            if node.op not in ("call_function", "call_method") or draws_random(str(name)):
+            if node.op not in ("call_function", "call_method") or draws_random(str(name)) or \
+                    str(name).startswith(("empty", "new_empty")):       # random or unset data
                 return None
             needed.add(node)
             stack.extend(node.all_input_nodes)

@@ -118,6 +118,7 @@ class AssociativeScanVariable(VariableTracker):
             return out.call_function(tx, torch.select, [leaf, ConstantVariable(dim),
                                                         ConstantVariable(i)], {})
         order = range(length - 1, -1, -1) if reverse else range(length)
+        first_node = len(out.graph.nodes)
         acc = [element(leaf, order[0]) for leaf in leaves]
         steps = [acc]
         for i in order[1:]:
@@ -126,6 +127,10 @@ class AssociativeScanVariable(VariableTracker):
             if len(acc) != len(leaves):
                 raise Unsupported("associative_scan's combine_fn returned another structure than xs")
             steps.append(acc)
+        if any(draws_random(n.target if n.op == "call_method" else getattr(n.target, "__name__", ""))
+               for n in list(out.graph.nodes)[first_node:]):
+            # eager runs combine_fn under vmap (randomness="error"): it raises
+            raise Unsupported("associative_scan's combine_fn draws random numbers")
         if reverse:
             steps.reverse()
         stacked = [out.call_function(tx, torch.stack, [TupleVariable([s[j] for s in steps])],
@@ -259,7 +264,8 @@ class VmapScope:
             return True, args, kwargs
         if fn is torch.ops.aten.index.Tensor:
             return True, self._index_args(args, unsqueeze), kwargs
-        if name not in _ELEMENTWISE:
+        if name not in _ELEMENTWISE or "out" in kwargs or \
+                name == "where" and len(args) + len(kwargs) != 3:      # where(c): nonzero
             raise Unsupported(f"vmap: {name or fn} on a mapped tensor (only elementwise ops, "
                               "conversions and indexing an unmapped tensor are traced)")
         if len(operands) > 1:
