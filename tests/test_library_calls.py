@@ -139,6 +139,8 @@ def test_vmap_where_the_batch_would_show_breaks():
         (lambda a: a + c, torch.ones(3, dtype=torch.half), "promotes types"),
         (lambda a: a + torch.rand(()), torch.randn(3), "draws random"),            # one draw per element
         (lambda a: a + torch.nn.Dropout()(c), torch.randn(3), "draws random"),
+        (lambda a: a.clone().add_(1), torch.randn(3), "add_ on a mapped"),        # in place
+        (lambda a: torch.nn.ReLU()(a), torch.randn(3), "called on a mapped"),      # a module
     ]
     for body, x, why in cases:
         def f(x):
