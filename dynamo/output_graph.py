@@ -332,6 +332,10 @@ class OutputGraph:
         # VmapScope), and the open TransformGetItemToIndex blocks
         self.vmap_scope = None
         self.getitem_to_index = 0
+        # storages (fake) any op wrote in place, input or not: a tensor
+        # made from constants is not folded once one of its storages is
+        # (GraphBuilder.input_free_value); None: a write nobody could place
+        self.every_written_storage = set()
         # the dynamic dimensions of inputs are symbols of this shape env
         # (dynamic_shapes.dynamic_dims; the others stay constants), and
         # data-dependent output sizes unbacked ones (or a break when

@@ -257,3 +257,11 @@ def test_associative_scan_with_a_random_combine_runs_eagerly():
         return y + 1
     _, reasons = run(noisy, torch.randn(4), graphs=2, breaks=1, seed=0)
     assert "draws random" in reasons[0]
+
+
+def test_branch_on_a_constant_written_by_an_op_without_underscore_is_not_folded():
+    def f(x):
+        t = torch.tensor(-1.0)
+        torch.nn.functional.relu(t, inplace=True)       # writes t: 0.0
+        return x + 1 if t < 0 else x - 1
+    run(f, torch.randn(3), graphs=2, breaks=1)

@@ -666,6 +666,9 @@ class GraphBuilder(OutputGraph):
                  if lay is not None and _layout(a.example) != lay]
         if not changed and not moved:
             return
+        if self.every_written_storage is not None:
+            ids = {_storage_id(t) for t in changed + moved}
+            self.every_written_storage = None if None in ids else self.every_written_storage | ids
         ins = [v.example for v in self.inputs.values()] + \
             [v.example for v in self.attr_nodes.values()] + list(self.fake_params.values())
         try:
@@ -1009,10 +1012,10 @@ class GraphBuilder(OutputGraph):
         """The value of graph tensor `var` when the graph computes it from
         constants alone (no input, parameter, module, random draw, and no
         autocast block open): the same on every run, so it is computed now
-        from the nodes it depends on. None otherwise, and when an op
-        writes in place (or through `out=`) into the storage of one of
-        those nodes: replaying only the nodes `var` depends on would miss
-        the write."""
+        from the nodes it depends on. None otherwise, and when an op wrote
+        into the storage of one of those nodes (its fake run moved a
+        version counter there: note_input_writes): replaying only the nodes
+        `var` depends on would miss the write."""
         if self.autocast_stack:
             return None
         needed, stack = set(), [var.node]
@@ -1026,15 +1029,11 @@ class GraphBuilder(OutputGraph):
                 return None
             needed.add(node)
             stack.extend(node.all_input_nodes)
-        storages = {_storage_id(n.meta.get("example_value")) for n in needed} - {None}
-        for node in self.graph.nodes:
-            name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
-            in_place = node.target in (operator.setitem, "__setitem__") or \
-                (isinstance(name, str) and name.endswith("_") and not name.startswith("__"))
-            written = [node.kwargs.get("out")] + ([node.args[0]] if in_place and node.args else [])
-            if any(isinstance(w, torch.fx.Node) and _storage_id(w.meta.get("example_value")) in storages
-                   for w in written):
-                return None
+        examples = [n.meta.get("example_value") for n in needed]
+        storages = {_storage_id(e) for e in examples if isinstance(e, torch.Tensor)}
+        if self.every_written_storage is None or None in storages or \
+                storages & self.every_written_storage:
+            return None
         graph, env = torch.fx.Graph(), {}
         for node in self.graph.nodes:
             if node in needed:
