@@ -328,6 +328,14 @@ class OutputGraph:
         self.frame = frame                      # convert_frame.FrameInfo
         self.compiler_fn = compiler_fn
         self.graph = torch.fx.Graph()
+        # a vmapped function being traced (tracer/variables/higher_order.py
+        # VmapScope), and the open TransformGetItemToIndex blocks
+        self.vmap_scope = None
+        self.getitem_to_index = 0
+        # storages (fake) any op wrote in place, input or not: a tensor
+        # made from constants is not folded once one of its storages is
+        # (GraphBuilder.input_free_value); None: a write nobody could place
+        self.every_written_storage = set()
         # the dynamic dimensions of inputs are symbols of this shape env
         # (dynamic_shapes.dynamic_dims; the others stay constants), and
         # data-dependent output sizes unbacked ones (or a break when

@@ -24,3 +24,21 @@ def restore(state):
     torch.set_rng_state(cpu)
     if cuda is not None:
         torch.cuda.set_rng_state_all(cuda)
+
+
+_seeded = {}        # name -> draws_random(name)
+
+
+def draws_random(name):
+    """Is `name` (a torch function's or method's, or a module class's in
+    lower case) the name of an aten op that draws random numbers (tagged
+    nondeterministic_seeded: rand, dropout, bernoulli_, ...)? A name-based
+    reading: a torch function named unlike its aten op is missed."""
+    if name not in _seeded:
+        try:
+            op = getattr(torch.ops.aten, name.lstrip("_"), None)
+        except Exception:  # noqa: BLE001 - no such op
+            op = None
+        _seeded[name] = op is not None and any(
+            torch.Tag.nondeterministic_seeded in getattr(op, o).tags for o in op.overloads())
+    return _seeded[name]

@@ -16,10 +16,11 @@ contains it:
   by autograd after the graph returned, would be traced as user code).
 A user's `dynamo.disable` is the hook's OFF mode, not a rule here.
 
-One narrow exception, for inlining only: the optimizers of torch.optim and
-the foreach helpers they call (INLINED_TORCH_CODE) are followed when traced
-code calls them (torch.compile inlines them too), so an optimizer step
-lands in the graph; `is_inlined_torch_code(code)` answers it.  Their frames
+One narrow exception, for inlining only: the optimizers of torch.optim,
+the foreach helpers they call and torch.distributions (INLINED_TORCH_CODE)
+are followed when traced code calls them (torch.compile inlines them too),
+so an optimizer step lands in the graph; `is_inlined_torch_code(code)`
+answers it (`is_inlined_torch_class(cls)` for their classes).  Their frames
 stay skipped: the hook never compiles a frame of them on its own.
 
 Paths are compared after os.path.realpath (the venv may be a symlink).
@@ -98,6 +99,9 @@ def _package_locations():
 INLINED_TORCH_CODE = (
     ("torch.optim", "the optimizers' step and functional updates (torch.compile inlines them)"),
     ("torch.utils._foreach_utils", "the device/dtype checks an optimizer step makes"),
+    ("torch.distributions", "probability distributions: plain Python over tensors, made and "
+                            "queried by model code (Gemma 3n's Normal(0, 1).icdf); torch.compile "
+                            "inlines them too"),
 )
 
 
@@ -151,6 +155,13 @@ def skip_reason(filename):
 def _inlined_file(filename):
     path = os.path.realpath(filename)
     return any(path == loc or (loc.endswith(os.sep) and path.startswith(loc)) for loc in _INLINED)
+
+
+def is_inlined_torch_class(cls):
+    """True for a class defined in a module of INLINED_TORCH_CODE."""
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    filename = getattr(module, "__file__", None)
+    return bool(filename) and _inlined_file(filename)
 
 
 def is_inlined_torch_code(code):

@@ -38,7 +38,7 @@ from ..exc import Unsupported, environment_error
 from ..guards import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
 from ..codegen import PyCodegen
 from .. import _C, config, resume
-from ..rng import save as rng_save
+from ..rng import draws_random, save as rng_save
 from .translator import InstructionTranslatorBase
 from .variables import (CellVariable, ConstantVariable, LazyIteratorVariable, ListIteratorVariable,
                         NullVariable, PassthroughVariable, TensorVariable, TupleVariable)
@@ -85,9 +85,6 @@ _TENSOR_JUMPS = {"POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
                  "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"}
 
 
-_seeded = {}
-
-
 def graph_draws_random(gm):
     """Does the torch-level graph `gm` call a function, method or module
     whose aten namesake draws random numbers (tagged nondeterministic_seeded:
@@ -107,14 +104,7 @@ def graph_draws_random(gm):
             name = type(module).__name__.lower()
         else:
             continue
-        if name not in _seeded:
-            try:
-                op = getattr(torch.ops.aten, name.lstrip("_"), None)
-            except Exception:  # noqa: BLE001 - no such op
-                op = None
-            _seeded[name] = op is not None and any(
-                torch.Tag.nondeterministic_seeded in getattr(op, o).tags for o in op.overloads())
-        if _seeded[name] and not _dropout_off(node, name, module):
+        if draws_random(name) and not _dropout_off(node, name, module):
             return True
     return False
 
@@ -691,6 +681,8 @@ class InstructionTranslator(InstructionTranslatorBase):
     _GRAPH_VALUES = (TensorVariable, ScalarOutputVariable)
 
     def _is_graph_value(self, v):
+        if isinstance(v, TensorVariable) and self.output.input_free_value(v) is not None:
+            return False        # made from constants alone: its truth is known (TensorVariable.truth)
         return isinstance(v, self._GRAPH_VALUES) or is_data_dependent(v)
 
     def _pop_jump(self, inst, jump_if):

@@ -45,6 +45,15 @@ _INTRINSIC_1 = getattr(dis, "_intrinsic_1_descs", [])     # 3.12
 _USER_ERRORS = (ArithmeticError, LookupError, ValueError, TypeError)
 
 
+
+def _own_python_method(obj, name):
+    """Is `obj` an object the traced code made (NewObjectVariable) whose
+    class has a Python method `name`, inlined when called?"""
+    from .variables.misc import NewObjectVariable
+    from .lookup import getattr_static
+    return isinstance(obj, NewObjectVariable) and \
+        isinstance(getattr_static(obj.cls, name, None), types.FunctionType)
+
 class _Half:
     """One local of a 3.13 two-local instruction, as the one-local handlers
     read it."""
@@ -547,11 +556,14 @@ class InstructionTranslatorBase:
         if hasattr(obj, "store_item"):           # a ModelOutput made by the traced code
             obj.store_item(self, key, value)
             return
+        if _own_python_method(obj, "__setitem__"):     # a UserDict made by the traced code
+            obj.call_method(self, "__setitem__", [key, value], {})
+            return
         raise Unsupported(f"item assignment on {obj}")
 
     def DELETE_SUBSCR(self, inst):
         key, obj = self.pop(), self.pop()
-        if isinstance(obj, (ListVariable, DictVariable)):
+        if isinstance(obj, (ListVariable, DictVariable)) or _own_python_method(obj, "__delitem__"):
             obj.call_method(self, "__delitem__", [key], {})
             return
         raise Unsupported(f"item deletion on {obj}")
@@ -757,16 +769,18 @@ class InstructionTranslatorBase:
     # ------------------------------------------------------------ with
     def BEFORE_WITH(self, inst):
         from .variables.torch import AutocastVariable
+        from .variables.higher_order import GetItemToIndexVariable
         ctx = self.pop()
-        if not isinstance(ctx, (GradModeVariable, AutocastVariable)):
+        if not isinstance(ctx, (GradModeVariable, AutocastVariable, GetItemToIndexVariable)):
             raise Unsupported(f"`with` on {ctx} (only torch.no_grad/enable_grad/set_grad_enabled, "
-                              "profiler blocks and torch.autocast)")
+                              "profiler blocks, torch.autocast and TransformGetItemToIndex)")
         body = self.instructions[self.ip]
         handler = body.exn_tab_entry.target if body.exn_tab_entry is not None else None
-        # no break inside an autocast block: its state cannot be handed on
-        clean = self.can_break_at(inst) and not isinstance(ctx, AutocastVariable)
+        # no break inside an autocast or getitem-mode block: its state cannot be handed on
+        clean = self.can_break_at(inst) and not isinstance(ctx, (AutocastVariable,
+                                                                 GetItemToIndexVariable))
         self.with_stack.append((ctx, handler, clean))
-        if isinstance(ctx, AutocastVariable):
+        if isinstance(ctx, (AutocastVariable, GetItemToIndexVariable)):
             ctx.enter(self)
             self.push(WithExitVariable(ctx))
             self.push(ConstantVariable(None))

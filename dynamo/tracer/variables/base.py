@@ -262,7 +262,12 @@ class ClassVariable(VariableTracker):
         from .kinds import AutogradFunctionApplyVariable, is_autograd_function
         if name == "apply" and is_autograd_function(self.value):
             return AutogradFunctionApplyVariable(self.value)
-        value = getattr(self.value, name)
+        try:
+            value = getattr(self.value, name)
+        except AttributeError:
+            from .kinds import ObservedAttributeError       # hasattr(cls, name) is False
+            raise ObservedAttributeError(f"type object {self.value.__name__!r} has no attribute "
+                                         f"{name!r}") from None
         from ...guards import AttrSource
         src = AttrSource(self.source, name) if self.source is not None else None
         return tx.wrap(value, src)
@@ -277,9 +282,9 @@ class ClassVariable(VariableTracker):
         if cls is functools.partial:
             from .kinds import PartialVariable
             return PartialVariable.construct(tx, args, kwargs)
-        from .kinds import autocast_block, autocast_noop, profiler_noop
+        from .kinds import autocast_block, autocast_noop, getitem_to_index_block, profiler_noop
         ctx = autocast_noop(tx, cls, args, kwargs) or profiler_noop(tx, cls, args, kwargs) \
-            or autocast_block(tx, cls, args, kwargs)
+            or autocast_block(tx, cls, args, kwargs) or getitem_to_index_block(tx, cls, args, kwargs)
         if ctx is not None:
             return ctx
         if issubclass(cls, tuple) and hasattr(cls, "_fields") and hasattr(cls, "_make"):

@@ -23,10 +23,12 @@ from ...guards import (DICT_KEYS, EQUALS_MATCH, FUNCTION_MATCH, ID_MATCH, LENGTH
                        TENSOR_MATCH, TYPE_MATCH, Guard, ItemSource, LocalSource, _identifier, _mangle,
                        _rank, module_path)
 from ...modes import hook_off
+from ...rng import draws_random
 from ...output_graph import OutputGraph, _check_inplace_cast, _check_same_dtypes, _has_node
 from .base import ClassVariable, ConstantVariable, OpaqueVariable, is_constant_value
 from .builtin import BuiltinVariable, is_builtin_callable
 from .containers import DictVariable, ListVariable, SizeVariable, TupleVariable, wrap_sequence_items
+from .higher_order import getitem_as_index, is_higher_order_function, wrap_higher_order
 from .functions import (LruCacheWrapperVariable, UserFunctionVariable, UserMethodVariable,
                         is_lru_cache_wrapper)
 from .misc import (PythonModuleVariable, SkippedFunctionVariable, TypingAliasVariable, TypingCastVariable,
@@ -95,6 +97,10 @@ def _wrap(tx, value, source):
     if isinstance(value, torch.Tensor):
         if source is None:
             raise Unsupported("a tensor the tracer cannot reload at run time (no source)")
+        if torch._C._functorch.is_functorch_wrapped_tensor(value):
+            # a frame called by an eager torch.vmap / torch.func.grad: its
+            # tensors have no storage a guard or a fake copy could read
+            raise Unsupported("a tensor of a running functorch transform (vmap, grad)")
         return tx.output.add_input(source, value)
     if value is None:
         _guard(tx, source, ID_MATCH, None)
@@ -204,6 +210,9 @@ def _wrap(tx, value, source):
                                                   or is_inlined_torch_code(value.__code__)):
         _guard(tx, source, FUNCTION_MATCH, value)
         return UserFunctionVariable(value, source)
+    if is_higher_order_function(value):
+        _guard(tx, source, FUNCTION_MATCH, value)
+        return wrap_higher_order(value, source)
     if is_torch_object(value):
         if is_graphable_torch_callable(value) or is_state_query(value):
             # recorded into the graph (or folded): valid for this callable only
@@ -339,6 +348,8 @@ def wrap_torch_attr(tx, value, source):
             return TorchFunctionVariable(value, source)
         return ClassVariable(value, source)
     if callable(value):
+        if is_higher_order_function(value):
+            return wrap_higher_order(value, source)
         if is_graphable_torch_callable(value) or is_state_query(value):
             return TorchFunctionVariable(value, source)
         if isinstance(value, types.FunctionType) and is_inlined_torch_code(value.__code__):
@@ -473,6 +484,16 @@ def _make_shape_source(text):
     if _ShapeSource is None:
         _ShapeSource = _shape_source_class()
     return _ShapeSource(text)
+
+
+def _storage_id(example):
+    """The identity of a fake tensor's storage (None for anything else)."""
+    if not isinstance(example, torch.Tensor):
+        return None
+    try:
+        return example.untyped_storage()._cdata
+    except Exception:  # noqa: BLE001 - no storage (a sparse or nested example)
+        return None
 
 
 class GraphBuilder(OutputGraph):
@@ -679,6 +700,9 @@ class GraphBuilder(OutputGraph):
                  if lay is not None and _layout(a.example) != lay]
         if not changed and not moved:
             return
+        if self.every_written_storage is not None:
+            ids = {_storage_id(t) for t in changed + moved}
+            self.every_written_storage = None if None in ids else self.every_written_storage | ids
         ins = [v.example for v in self.inputs.values()] + \
             [v.example for v in self.attr_nodes.values()] + list(self.fake_params.values())
         try:
@@ -697,6 +721,28 @@ class GraphBuilder(OutputGraph):
             self.input_written(why)
 
     def call_function(self, tx, fn, args, kwargs):
+        if fn is operator.getitem and self.getitem_to_index and isinstance(args[0], TensorVariable):
+            index = getitem_as_index(tx, args[0], args[1])      # TransformGetItemToIndex
+            if index is not None:
+                return index
+        if self.vmap_scope is not None:
+            batched, args, kwargs = self.vmap_scope.check(fn, args, kwargs, self._unsqueezer(tx))
+            return self._mark_batched(batched, self._call_function(tx, fn, args, kwargs))
+        return self._call_function(tx, fn, args, kwargs)
+
+    def _mark_batched(self, batched, result):
+        """The result of an op inside a vmapped function, its node noted as
+        mapped when VmapScope.check said so."""
+        if batched and isinstance(result, TensorVariable):
+            self.vmap_scope.batched.add(result.node)
+        return result
+
+    def _unsqueezer(self, tx):
+        """VmapScope.check's way to add a dim to a mapped tensor."""
+        return lambda var, dim: self._mark_batched(
+            True, self._call_method(tx, "unsqueeze", [var, ConstantVariable(dim)], {}))
+
+    def _call_function(self, tx, fn, args, kwargs):
         self.check_not_in_try(tx)
         ex_args, n_args, ex_kw, n_kw = self._prepare(args, kwargs)
         name = getattr(fn, "__name__", str(fn))
@@ -723,6 +769,12 @@ class GraphBuilder(OutputGraph):
                                  effect=fn is operator.setitem or name.endswith("_"))
 
     def call_method(self, tx, name, args, kwargs):
+        if self.vmap_scope is not None:
+            batched, args, kwargs = self.vmap_scope.check(name, args, kwargs, self._unsqueezer(tx))
+            return self._mark_batched(batched, self._call_method(tx, name, args, kwargs))
+        return self._call_method(tx, name, args, kwargs)
+
+    def _call_method(self, tx, name, args, kwargs):
         self.check_not_in_try(tx)
         if name in ("add", "add_", "sub", "sub_") and "alpha" in kwargs and len(args) == 2:
             args, kwargs = self._tensor_alpha(tx, args, kwargs)
@@ -823,6 +875,8 @@ class GraphBuilder(OutputGraph):
         return ScalarOutputVariable(node, kind)
 
     def call_module(self, tx, module, source, args, kwargs):
+        if self.vmap_scope is not None:
+            self.vmap_scope.check_opaque(type(module).__name__, args, kwargs)
         self.check_not_in_try(tx)
         target = self.module_targets.get(id(module))
         if target is None:
@@ -991,6 +1045,40 @@ class GraphBuilder(OutputGraph):
         if module is not None:
             return module
         raise Unsupported(f"no real value for {var}")
+
+    def input_free_value(self, var):
+        """The value of graph tensor `var` when the graph computes it from
+        constants alone (no input, parameter, module, random draw, and no
+        autocast block open): the same on every run, so it is computed now
+        from the nodes it depends on. None otherwise, and when an op wrote
+        into the storage of one of those nodes (its fake run moved a
+        version counter there: note_input_writes): replaying only the nodes
+        `var` depends on would miss the write."""
+        if self.autocast_stack:
+            return None
+        needed, stack = set(), [var.node]
+        while stack:
+            node = stack.pop()
+            if node in needed:
+                continue
+            name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+            if node.op not in ("call_function", "call_method") or draws_random(str(name)) or \
+                    str(name).startswith(("empty", "new_empty")):       # random or unset data
+                return None
+            needed.add(node)
+            stack.extend(node.all_input_nodes)
+        examples = [n.meta.get("example_value") for n in needed]
+        storages = {_storage_id(e) for e in examples if isinstance(e, torch.Tensor)}
+        if self.every_written_storage is None or None in storages or \
+                storages & self.every_written_storage:
+            return None
+        graph, env = torch.fx.Graph(), {}
+        for node in self.graph.nodes:
+            if node in needed:
+                env[node] = graph.node_copy(node, lambda n: env[n])
+        graph.output(env[var.node])
+        with hook_off(), torch.no_grad():
+            return torch.fx.GraphModule(self.root, graph)()
 
     def fold_constant_call(self, tx, fn, args, kwargs):
         """dynamo.assume_constant_result: call `fn` now on the real values of

@@ -414,7 +414,9 @@ def _user_contains(tx, item, container):
         except ObservedKeyError:
             return False
         return True
-    if isinstance(method, types.FunctionType) and not is_skipped_function(method):
+    from .misc import followed_stdlib_class
+    if isinstance(method, types.FunctionType) and (
+            not is_skipped_function(method) or followed_stdlib_class(container.python_type())):
         return container.call_method(tx, "__contains__", [item], {}).truth(tx)
     if method is dict.__contains__ and isinstance(getattr(container, "value", None), dict):
         from .containers import guarded_dict_view

@@ -448,7 +448,9 @@ class SuperVariable(VariableTracker):
             from .kinds import is_skipped_function
             # torch's own methods run for real (Module.__setattr__ and the
             # like), except a torch.nn module's forward, which is traced
-            in_torch = (attr.__module__ or "").startswith("torch.")
+            from ...skipfiles import is_inlined_torch_code
+            in_torch = (attr.__module__ or "").startswith("torch.") and \
+                not is_inlined_torch_code(attr.__code__)
             if not is_skipped_function(attr) and (not in_torch or name == "forward"):
                 if isinstance(obj, ClassVariable):
                     return UserFunctionVariable(attr)

@@ -26,6 +26,7 @@ LATE = {
     "compare": ("contains", "element_matches"),
     "containers": ("DictFromKeysVariable", "ListVariable", "NamedTupleVariable"),
     "functions": ("BoundMethodVariable", "ConstantMethodVariable", "PartialVariable"),
+    "higher_order": ("getitem_to_index_block",),
     "misc": ("GenericAttrOpVariable", "NewObjectVariable", "NoopInitVariable", "SkippedFunctionVariable",
              "UserDefinedObjectVariable", "is_plain_user_class", "is_state_module_class"),
     "model_output": ("ModelOutputVariable", "is_model_output_class"),

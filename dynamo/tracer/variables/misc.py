@@ -355,7 +355,9 @@ class UserDefinedObjectVariable(VariableTracker):
         if isinstance(static, (staticmethod, classmethod, property)):
             return class_attribute(tx, self, name, static)
         if inspect.isfunction(static):
-            if (getattr(static, "__module__", "") or "").startswith("torch."):
+            from ...skipfiles import is_inlined_torch_code
+            if (getattr(static, "__module__", "") or "").startswith("torch.") and \
+                    not is_inlined_torch_code(static.__code__):
                 return SkippedFunctionVariable(generic_read(obj, name), src)
             return class_attribute(tx, self, name, static)
         return tx.wrap(generic_read(obj, name), src)
@@ -571,8 +573,9 @@ def is_plain_user_class(cls):
         return False
     if getattr(cls, "__abstractmethods__", None):    # cannot be made: eager raises TypeError
         return False
-    if (cls.__module__ or "").split(".")[0] in ("torch", "dynamo") or \
-            issubclass(cls, torch.nn.Module):
+    from ...skipfiles import is_inlined_torch_class
+    if (cls.__module__ or "").split(".")[0] in ("torch", "dynamo") and \
+            not is_inlined_torch_class(cls) or issubclass(cls, torch.nn.Module):
         return False
     if any(k.__new__ is not object.__new__ for k in cls.__mro__[:-1]) or \
             cls.__mro__[-1] is not object:
@@ -582,9 +585,17 @@ def is_plain_user_class(cls):
         return False
     init = cls.__init__
     if init is not object.__init__ and (not isinstance(init, types.FunctionType)
-                                        or is_skipped_function(init)):
+                                        or is_skipped_function(init) and not followed_stdlib_class(cls)):
         return False
     return True
+
+
+def followed_stdlib_class(cls):
+    """collections.UserDict (and subclasses of it): a dict kept in
+    `self.data` by plain Python methods of the standard library, made by
+    model code (Gemma 3n's shared KV states) and followed like user code."""
+    import collections
+    return issubclass(cls, collections.UserDict)
 
 
 class NewObjectVariable(VariableTracker):

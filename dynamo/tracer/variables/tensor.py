@@ -121,11 +121,21 @@ class TensorVariable(VariableTracker):
         return self.cls
 
     def truth(self, tx):
-        raise Unsupported("generic_jump TensorVariable()")
+        """A branch on a tensor: known at trace time only for one computed
+        from constants alone (GraphBuilder.input_free_value; a distribution's
+        argument check on Normal(0, 1)), which is the same on every run."""
+        value = tx.output.input_free_value(self)
+        if value is None:
+            raise Unsupported("generic_jump TensorVariable()")
+        if value.numel() != 1:
+            raise Unsupported("truth of a tensor of more than one element")     # eager raises
+        return bool(value)
 
     def unpack(self, tx):
         """Iteration: one getitem node per row (the first dimension's size is
         a constant: a symbolic one is specialized)."""
+        if tx.output.vmap_scope is not None:
+            tx.output.vmap_scope.check_meta(self, "__iter__")
         if self.example.dim() == 0:
             raise Unsupported("iteration over a 0-d tensor")
         return [tx.output.call_function(tx, operator.getitem, [self, ConstantVariable(i)], {})
@@ -133,6 +143,8 @@ class TensorVariable(VariableTracker):
 
     def var_getattr(self, tx, name):
         from .functions import BoundMethodVariable
+        if tx.output.vmap_scope is not None:
+            tx.output.vmap_scope.check_meta(self, name)
         if name == "__class__":
             from .base import ClassVariable
             return ClassVariable(self.cls)
@@ -173,6 +185,8 @@ class TensorVariable(VariableTracker):
         return None
 
     def call_method(self, tx, name, args, kwargs):
+        if tx.output.vmap_scope is not None:
+            tx.output.vmap_scope.check_meta(self, name)
         if name == "__len__":
             if self.example.dim() == 0:
                 raise Unsupported("len() of a 0-d tensor")

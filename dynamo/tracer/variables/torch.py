@@ -279,6 +279,10 @@ class TorchFunctionVariable(FunctionObjectVariable):
         if isinstance(fn, type) and fn in (torch.Tensor, torch.nn.Parameter):
             raise Unsupported(f"constructing {fn.__name__} inside the compiled frame")
         if isinstance(fn, type) and not issubclass(fn, torch.Tensor):
+            from .higher_order import getitem_to_index_block
+            block = getitem_to_index_block(tx, fn, args, kwargs)
+            if block is not None:
+                return block
             raise Unsupported(f"constructing {_torch_name(fn)} inside the compiled frame")
         return out.call_function(tx, fn, list(args), dict(kwargs))
 
@@ -421,7 +425,7 @@ class WithExitVariable(VariableTracker):
         self.ctx = ctx
 
     def call(self, tx, args, kwargs):
-        if isinstance(self.ctx, AutocastVariable):
+        if hasattr(self.ctx, "exit"):           # autocast, TransformGetItemToIndex
             self.ctx.exit(tx)
         elif self.ctx.prev is not None:
             tx.output.set_grad_enabled(self.ctx.prev)
@@ -429,8 +433,8 @@ class WithExitVariable(VariableTracker):
         return ConstantVariable(None)
 
     def reconstruct(self, cg):
-        if isinstance(self.ctx, AutocastVariable):
-            raise Unsupported("graph break inside a torch.autocast block")
+        if hasattr(self.ctx, "exit"):
+            raise Unsupported(f"graph break inside a {self.ctx.python_type().__name__} block")
         cg.load_const(GradModeExit(self.ctx.prev))
 
 
