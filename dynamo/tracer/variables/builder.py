@@ -660,19 +660,17 @@ class GraphBuilder(OutputGraph):
         arguments; eager refuses (RuntimeError) a view whose history cannot
         be rebuilt: made in no_grad mode, then written in place. A graph
         input's example does not carry that state over from its real
-        tensor (note_refused_history records it at add_input), and fake
-        tensors of some torch versions (2.11) do not check it: the graph
-        ran where eager raised (fuzz seed 82,025,641). Such a use is a
-        break: the op runs eagerly and raises as in eager."""
+        tensor (note_refused_history records it at add_input; torch 2.11's
+        fake tensors then ran the op where eager raised: fuzz seed
+        82,025,641). Such a use is a break: the op runs eagerly and raises
+        as in eager. (Views made inside the trace keep their state on the
+        fake; their grad_fn is not read here: reading it rebuilds the
+        history, and a later in-place op on the fake then passed where
+        eager's raised.)"""
+        if not self.refused_history:
+            return
         for t in itertools.chain(ex_args, ex_kw.values()):
-            if not (isinstance(t, torch.Tensor) and t.requires_grad and t._is_view()):
-                continue
             why = self.refused_history.get(id(t), (None, None))[1]
-            if why is None:
-                try:
-                    t.grad_fn
-                except RuntimeError as e:
-                    why = str(e).splitlines()[0][:120]
             if why is not None:
                 raise Unsupported(f"a view whose autograd history eager refuses ({why})")
 
