@@ -808,6 +808,7 @@ class OutputGraph:
         if self.grad_enabled != self.initial_grad:
             self.graph.call_function(torch._C._set_grad_enabled, (self.initial_grad,))
         self.graph.output(tuple(outputs))
+        _insert_unbacked_checks(self.graph, self.shape_env)
         if self.deopt and self.mutates_inputs:
             defer_input_writes(self.graph, [
                 n for n in self.graph.nodes if n.op == "placeholder"
@@ -840,6 +841,53 @@ class OutputGraph:
         self.install[name] = compiled
         info = GraphInfo(name, gm, compiled, example_inputs, self.op_count())
         return info, index, [n.meta["source"] for n in placeholders]
+
+
+def _insert_unbacked_checks(graph, shape_env):
+    """What the fake run assumed of sizes computed from data (unbacked
+    symbols), checked when the graph runs: for each of the ShapeEnv's
+    deferred runtime asserts (`u0 == 3` when a (u0,) tensor was added to
+    a (3,) one; `u0 % 2 == 0` for a view), nodes computing it from the
+    sizes of the tensors that carry the symbols and a torch._check before
+    the output. The trace may have folded a decision on such a fact (the
+    ShapeEnv then replaces u0 by 3): the check makes a call whose data
+    breaks it raise instead of taking the folded path silently.
+    Unsupported when a fact names a symbol no node's size carries."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    facts = []
+    for ras in shape_env.deferred_runtime_asserts.values():
+        for ra in ras:
+            if free_unbacked_symbols(ra.expr) and ra.expr not in facts:
+                facts.append(ra.expr)
+    if not facts:
+        return
+    import sympy
+    from torch.utils._sympy.interp import sympy_interp
+    from torch.utils._sympy.reference import PythonReferenceAnalysis
+    def symbol(v):              # the symbol a SymInt was made as, before replacements
+        expr = getattr(v.node, "_expr", None) if isinstance(v, torch.SymInt) else None
+        return expr if isinstance(expr, sympy.Symbol) else None
+    output = next(n for n in graph.nodes if n.op == "output")
+    tracer = torch.fx.proxy.GraphAppendingTracer(graph)
+    env = {}
+    with graph.inserting_before(output):
+        for node in list(graph.nodes):
+            ex = node.meta.get("example_value")
+            if symbol(ex) is not None:
+                env.setdefault(symbol(ex), torch.fx.Proxy(node, tracer))
+            elif isinstance(ex, torch.Tensor):
+                for d, size in enumerate(ex.shape):
+                    if symbol(size) is not None and symbol(size) not in env:
+                        size_node = graph.call_method("size", (node, d))
+                        size_node.meta["example_value"] = size
+                        env[symbol(size)] = torch.fx.Proxy(size_node, tracer)
+        for fact in facts:
+            if not fact.free_symbols <= set(env):
+                raise Unsupported(f"a size computed from data with an assumption no node "
+                                  f"can check ({fact})")
+            cond = sympy_interp(PythonReferenceAnalysis, env, fact)
+            graph.call_function(torch._check, (cond.node if isinstance(cond, torch.fx.Proxy)
+                                               else cond,))
 
 
 def _is_unbacked(node):
