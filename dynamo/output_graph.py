@@ -848,7 +848,7 @@ def _insert_unbacked_checks(graph, shape_env):
     symbols), checked when the graph runs: for each of the ShapeEnv's
     deferred runtime asserts (`u0 == 3` when a (u0,) tensor was added to
     a (3,) one; `u0 % 2 == 0` for a view), nodes computing it from the
-    sizes of the tensors that carry the symbols and a torch._check before
+    sizes of the tensors that carry the symbols and an aten._assert_scalar before
     the output. The trace may have folded a decision on such a fact (the
     ShapeEnv then replaces u0 by 3): the check makes a call whose data
     breaks it raise instead of taking the folded path silently.
@@ -886,8 +886,11 @@ def _insert_unbacked_checks(graph, shape_env):
                 raise Unsupported(f"a size computed from data with an assumption no node "
                                   f"can check ({fact})")
             cond = sympy_interp(PythonReferenceAnalysis, env, fact)
-            graph.call_function(torch._check, (cond.node if isinstance(cond, torch.fx.Proxy)
-                                               else cond,))
+            # an op, not torch._check: a backend that traces the graph again
+            # (AOT autograd, Inductor) keeps it
+            graph.call_function(torch.ops.aten._assert_scalar.default, (
+                cond.node if isinstance(cond, torch.fx.Proxy) else cond,
+                f"the graph was traced assuming {fact} of sizes computed from data"))
 
 
 def _is_unbacked(node):

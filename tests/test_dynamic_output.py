@@ -197,17 +197,20 @@ def _assumed(x, y):
     return z
 
 
-def test_an_assumption_on_a_data_dependent_size_is_checked_when_the_graph_runs():
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_an_assumption_on_a_data_dependent_size_is_checked_when_the_graph_runs(backend):
+    # aot_eager traces the graph again: the check is an op it keeps
     y = torch.arange(3.0)
     three, one = torch.tensor([1.0, 2.0, 3.0, -1.0]), torch.tensor([1.0, -1.0, -2.0, -3.0])
     dynamo.reset()
-    opt = dynamo.optimize("eager")(_assumed)
+    opt = dynamo.optimize(backend)(_assumed)
     torch.testing.assert_close(opt(three, y), _assumed(three, y))
     # eager broadcasts a length-1 t; the graph folded the branch on len(t)
     # == 3, so the call must fail loudly, never return the folded path
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="traced assuming"):
         opt(one, y)
     ex = dynamo.explain(_assumed)(three, y)
     assert (ex.graph_count, ex.graph_break_count) == (1, 0)
-    checks = [n for g in ex.graphs for n in g.graph.nodes if n.target is torch._check]
+    checks = [n for g in ex.graphs for n in g.graph.nodes
+              if n.target is torch.ops.aten._assert_scalar.default]
     assert len(checks) == 1
