@@ -522,7 +522,12 @@ def _prod(tx, iterable, start=None):
 
 def _minmax(fn):
     def handler(tx, *args, **kwargs):
-        if kwargs:
+        if kwargs:              # key=, default=: folded on constants (sizes specialized)
+            args = [_specialized(a) for a in args]
+            kwargs = {k: _specialized(v) for k, v in kwargs.items()}
+            if all_constant(args) and all_constant(kwargs.values()):
+                return ConstantVariable(fn(*[a.as_python_constant() for a in args],
+                                           **{k: v.as_python_constant() for k, v in kwargs.items()}))
             return None
         items = args[0].unpack(tx) if len(args) == 1 else list(args)
         if all_constant(items):
