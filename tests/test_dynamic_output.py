@@ -214,3 +214,18 @@ def test_an_assumption_on_a_data_dependent_size_is_checked_when_the_graph_runs(b
     checks = [n for g in ex.graphs for n in g.graph.nodes
               if n.target is torch.ops.aten._assert_scalar.default]
     assert len(checks) == 1
+
+
+def _stride_of_masked(x):
+    t = x[x > 0]
+    return t.stride(0), t * 2
+
+
+def test_stride_of_a_data_dependent_tensor_is_a_break_not_a_failed_frame():
+    # whether its size is 0/1 (the kernel's free stride choice) is not known
+    x, y = torch.tensor([1.0, -1.0, 2.0]), torch.tensor([-1.0, -3.0, 2.0])
+    assert _run(_stride_of_masked, (x,), (y,))[2] == 1
+    dynamo.reset()
+    ex = dynamo.explain(_stride_of_masked)(x)
+    assert (ex.graph_count, ex.graph_break_count) == (2, 1)
+    assert ex.break_reasons[0].reason == "stride of a tensor whose shape depends on its data"
