@@ -808,7 +808,14 @@ class OutputGraph:
         if self.grad_enabled != self.initial_grad:
             self.graph.call_function(torch._C._set_grad_enabled, (self.initial_grad,))
         self.graph.output(tuple(outputs))
-        _insert_unbacked_checks(self.graph, self.shape_env)
+        if _insert_unbacked_checks(self.graph, self.shape_env):
+            try:
+                # a call whose data breaks an assumption runs eagerly, as
+                # eager would (a (1,) tensor broadcast where the trace assumed 3)
+                self.may_raise_at_run_time("a check of what the trace assumed of a size "
+                                           "computed from data")
+            except Unsupported:
+                pass        # a write that cannot wait: the failed check raises instead
         if self.deopt and self.mutates_inputs:
             defer_input_writes(self.graph, [
                 n for n in self.graph.nodes if n.op == "placeholder"
@@ -851,8 +858,9 @@ def _insert_unbacked_checks(graph, shape_env):
     sizes of the tensors that carry the symbols and an aten._assert_scalar before
     the output. The trace may have folded a decision on such a fact (the
     ShapeEnv then replaces u0 by 3): the check makes a call whose data
-    breaks it raise instead of taking the folded path silently.
-    Unsupported when a fact names a symbol no node's size carries."""
+    breaks it raise instead of taking the folded path silently (and the
+    caller makes the frame re-run eagerly then). Returns whether it added
+    a check; Unsupported when a fact names a symbol no node's size carries."""
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
     facts = []
     for ras in shape_env.deferred_runtime_asserts.values():
@@ -860,7 +868,7 @@ def _insert_unbacked_checks(graph, shape_env):
             if free_unbacked_symbols(ra.expr) and ra.expr not in facts:
                 facts.append(ra.expr)
     if not facts:
-        return
+        return False
     import sympy
     from torch.utils._sympy.interp import sympy_interp
     from torch.utils._sympy.reference import PythonReferenceAnalysis
@@ -891,6 +899,7 @@ def _insert_unbacked_checks(graph, shape_env):
             graph.call_function(torch.ops.aten._assert_scalar.default, (
                 cond.node if isinstance(cond, torch.fx.Proxy) else cond,
                 f"the graph was traced assuming {fact} of sizes computed from data"))
+    return True
 
 
 def _is_unbacked(node):

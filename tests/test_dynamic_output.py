@@ -199,21 +199,44 @@ def _assumed(x, y):
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_an_assumption_on_a_data_dependent_size_is_checked_when_the_graph_runs(backend):
-    # aot_eager traces the graph again: the check is an op it keeps
+    # eager broadcasts a length-1 t; the graph folded the branch on
+    # len(t) == 3: the check fails and the frame re-runs eagerly (aot_eager
+    # traces the graph again: the check is an op it keeps)
     y = torch.arange(3.0)
     three, one = torch.tensor([1.0, 2.0, 3.0, -1.0]), torch.tensor([1.0, -1.0, -2.0, -3.0])
     dynamo.reset()
-    opt = dynamo.optimize(backend)(_assumed)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt if backend == "eager" else backend)(_assumed)
     torch.testing.assert_close(opt(three, y), _assumed(three, y))
-    # eager broadcasts a length-1 t; the graph folded the branch on len(t)
-    # == 3, so the call must fail loudly, never return the folded path
-    with pytest.raises(RuntimeError, match="traced assuming"):
-        opt(one, y)
+    torch.testing.assert_close(opt(one, y), _assumed(one, y))       # not 10x
+    torch.testing.assert_close(opt(three, y), _assumed(three, y))
+    if backend == "eager":
+        assert cnt.frame_count == 1
     ex = dynamo.explain(_assumed)(three, y)
     assert (ex.graph_count, ex.graph_break_count) == (1, 0)
     checks = [n for g in ex.graphs for n in g.graph.nodes
               if n.target is torch.ops.aten._assert_scalar.default]
     assert len(checks) == 1
+
+
+def _assumed_with_a_write(x, y, w):
+    t = x[x > 0]
+    z = t + y
+    w.unsqueeze_(0)                 # changes an input's sizes: the frame cannot re-run
+    if t.shape[0] == 3:
+        return z * 10
+    return z
+
+
+def test_a_failed_assumption_raises_where_the_frame_cannot_re_run():
+    y = torch.arange(3.0)
+    three, one = torch.tensor([1.0, 2.0, 3.0, -1.0]), torch.tensor([1.0, -1.0, -2.0, -3.0])
+    dynamo.reset()
+    opt = dynamo.optimize("eager")(_assumed_with_a_write)
+    torch.testing.assert_close(opt(three, y, torch.zeros(2)),
+                               _assumed_with_a_write(three, y, torch.zeros(2)))
+    with pytest.raises(RuntimeError, match="traced assuming"):
+        opt(one, y, torch.zeros(2))         # never the folded path silently
 
 
 def _stride_of_masked(x):
