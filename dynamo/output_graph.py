@@ -865,7 +865,8 @@ def _insert_unbacked_checks(graph, shape_env):
     facts = []
     for ras in shape_env.deferred_runtime_asserts.values():
         for ra in ras:
-            if free_unbacked_symbols(ra.expr) and ra.expr not in facts:
+            if free_unbacked_symbols(ra.expr) and ra.expr not in facts \
+                    and not _min_max_tautology(ra.expr):
                 facts.append(ra.expr)
     if not facts:
         return False
@@ -900,6 +901,21 @@ def _insert_unbacked_checks(graph, shape_env):
                 cond.node if isinstance(cond, torch.fx.Proxy) else cond,
                 f"the graph was traced assuming {fact} of sizes computed from data"))
     return True
+
+
+def _min_max_tautology(fact):
+    """Is `fact` `Min(.., a, ..) <= a` or `Max(.., a, ..) >= a` (either
+    way round)? topk(min(k, n)) records `Min(k, u0) <= u0` for each call;
+    true for any value, so not worth a check."""
+    import sympy
+    from torch.utils._sympy.functions import Max, Min
+    if isinstance(fact, (sympy.Ge, sympy.Gt)):
+        fact = sympy.Le(fact.rhs, fact.lhs, evaluate=False) if isinstance(fact, sympy.Ge) else None
+    if not isinstance(fact, sympy.Le):
+        return False
+    small, big = fact.lhs, fact.rhs
+    return isinstance(small, (sympy.Min, Min)) and big in small.args or \
+        isinstance(big, (sympy.Max, Max)) and small in big.args
 
 
 def _is_unbacked(node):

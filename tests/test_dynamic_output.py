@@ -128,6 +128,11 @@ def test_min_max_of_a_data_dependent_size_stay_in_the_graph():
     assert (ex.graph_count, ex.graph_break_count) == (1, 0)
     ops = {getattr(n.target, "__name__", n.target) for g in ex.graphs for n in g.graph.nodes}
     assert {"sym_min", "sym_max", "topk"} <= ops, ops
+    # topk(min(3, n)) records Min(3, u) <= u per class: true for any u, not
+    # checked; narrow's length <= size (a Max of a sum) is the one check
+    checks = [n for g in ex.graphs for n in g.graph.nodes
+              if n.target is torch.ops.aten._assert_scalar.default]
+    assert len(checks) == 1, [c.args[1] for c in checks]
 
 
 def _branch_on_count(x):
