@@ -14,7 +14,12 @@ One counting rule for both compilers, from what each reports of itself:
   graphs     the graphs handed to the backend during the first call;
   breaks     graph-break events during the first call (dynamo: the break
              reasons of its compile records; torch.compile: its
-             counters["graph_break"]), both one per cut made in a traced frame;
+             counters["graph_break"], plus its "Data-dependent branching"
+             entries of counters["unimplemented"]: a tensor branch in a
+             frame's own code cuts the graph there but torch files it under
+             "unimplemented", moving it to "graph_break" only when it is
+             met inside an inlined call; one inside a loop skips the rest
+             of the frame, counted too), both one per cut made in a traced frame;
   recompiles graphs handed to the backend during a second, identical call;
   equal      every tensor leaf of the output equal to eager's (rtol 1e-4,
              atol 1e-5); capture the first call's wall time.
@@ -271,8 +276,10 @@ def _torch(model, inputs):
     out = opt(**inputs)
     capture = time.perf_counter() - t0
     graphs = len(seen)
-    breaks = sum(counters["graph_break"].values())
-    reasons = sorted(counters["graph_break"])[:5]
+    jumps = {k: v for k, v in counters["unimplemented"].items()
+             if str(k).startswith("Data-dependent branching")}
+    breaks = sum(counters["graph_break"].values()) + sum(jumps.values())
+    reasons = sorted(set(counters["graph_break"]) | set(jumps))[:5]
     opt(**inputs)
     return out, dict(graphs=graphs, breaks=breaks, recompiles=len(seen) - graphs,
                      capture=capture, reasons=[str(r)[:200] for r in reasons])

@@ -808,6 +808,14 @@ class OutputGraph:
         if self.grad_enabled != self.initial_grad:
             self.graph.call_function(torch._C._set_grad_enabled, (self.initial_grad,))
         self.graph.output(tuple(outputs))
+        if _insert_unbacked_checks(self.graph, self.shape_env):
+            try:
+                # a call whose data breaks an assumption runs eagerly, as
+                # eager would (a (1,) tensor broadcast where the trace assumed 3)
+                self.may_raise_at_run_time("a check of what the trace assumed of a size "
+                                           "computed from data")
+            except Unsupported:
+                pass        # a write that cannot wait: the failed check raises instead
         if self.deopt and self.mutates_inputs:
             defer_input_writes(self.graph, [
                 n for n in self.graph.nodes if n.op == "placeholder"
@@ -840,6 +848,74 @@ class OutputGraph:
         self.install[name] = compiled
         info = GraphInfo(name, gm, compiled, example_inputs, self.op_count())
         return info, index, [n.meta["source"] for n in placeholders]
+
+
+def _insert_unbacked_checks(graph, shape_env):
+    """What the fake run assumed of sizes computed from data (unbacked
+    symbols), checked when the graph runs: for each of the ShapeEnv's
+    deferred runtime asserts (`u0 == 3` when a (u0,) tensor was added to
+    a (3,) one; `u0 % 2 == 0` for a view), nodes computing it from the
+    sizes of the tensors that carry the symbols and an aten._assert_scalar before
+    the output. The trace may have folded a decision on such a fact (the
+    ShapeEnv then replaces u0 by 3): the check makes a call whose data
+    breaks it raise instead of taking the folded path silently (and the
+    caller makes the frame re-run eagerly then). Returns whether it added
+    a check; Unsupported when a fact names a symbol no node's size carries."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    facts = []
+    for ras in shape_env.deferred_runtime_asserts.values():
+        for ra in ras:
+            if free_unbacked_symbols(ra.expr) and ra.expr not in facts \
+                    and not _min_max_tautology(ra.expr):
+                facts.append(ra.expr)
+    if not facts:
+        return False
+    import sympy
+    from torch.utils._sympy.interp import sympy_interp
+    from torch.utils._sympy.reference import PythonReferenceAnalysis
+    def symbol(v):              # the symbol a SymInt was made as, before replacements
+        expr = getattr(v.node, "_expr", None) if isinstance(v, torch.SymInt) else None
+        return expr if isinstance(expr, sympy.Symbol) else None
+    output = next(n for n in graph.nodes if n.op == "output")
+    tracer = torch.fx.proxy.GraphAppendingTracer(graph)
+    env = {}
+    with graph.inserting_before(output):
+        for node in list(graph.nodes):
+            ex = node.meta.get("example_value")
+            if symbol(ex) is not None:
+                env.setdefault(symbol(ex), torch.fx.Proxy(node, tracer))
+            elif isinstance(ex, torch.Tensor):
+                for d, size in enumerate(ex.shape):
+                    if symbol(size) is not None and symbol(size) not in env:
+                        size_node = graph.call_method("size", (node, d))
+                        size_node.meta["example_value"] = size
+                        env[symbol(size)] = torch.fx.Proxy(size_node, tracer)
+        for fact in facts:
+            if not fact.free_symbols <= set(env):
+                raise Unsupported(f"a size computed from data with an assumption no node "
+                                  f"can check ({fact})")
+            cond = sympy_interp(PythonReferenceAnalysis, env, fact)
+            # an op, not torch._check: a backend that traces the graph again
+            # (AOT autograd, Inductor) keeps it
+            graph.call_function(torch.ops.aten._assert_scalar.default, (
+                cond.node if isinstance(cond, torch.fx.Proxy) else cond,
+                f"the graph was traced assuming {fact} of sizes computed from data"))
+    return True
+
+
+def _min_max_tautology(fact):
+    """Is `fact` `Min(.., a, ..) <= a` or `Max(.., a, ..) >= a` (either
+    way round)? topk(min(k, n)) records `Min(k, u0) <= u0` for each call;
+    true for any value, so not worth a check."""
+    import sympy
+    from torch.utils._sympy.functions import Max, Min
+    if isinstance(fact, (sympy.Ge, sympy.Gt)):
+        fact = sympy.Le(fact.rhs, fact.lhs, evaluate=False) if isinstance(fact, sympy.Ge) else None
+    if not isinstance(fact, sympy.Le):
+        return False
+    small, big = fact.lhs, fact.rhs
+    return isinstance(small, (sympy.Min, Min)) and big in small.args or \
+        isinstance(big, (sympy.Max, Max)) and small in big.args
 
 
 def _is_unbacked(node):

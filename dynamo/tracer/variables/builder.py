@@ -929,12 +929,13 @@ class GraphBuilder(OutputGraph):
         by an op: a node, and SymNodeVariables for its symbolic items. None
         when `example` holds no symbolic size."""
         from .symbolic import SymNodeVariable, is_symbolic
-        from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
         items = example if type(example) in (torch.Size, tuple) else (example,)
         if not any(is_symbolic(e) for e in items):
             return None
-        if free_unbacked_symbols(items):
-            raise Unsupported(f"size of a tensor whose shape depends on its data {items}")
+        # a size computed from data (nonzero's length: an unbacked symbol)
+        # is a SymNodeVariable too, as torch.compile keeps it: arithmetic,
+        # min/max and op arguments stay nodes; a branch on it ends the graph
+        # (frame.tensor_jump) and a use needing its number breaks (specialize)
         node = self.graph.create_node(op, target, n_args, n_kw)
         self._tag(node, called)
         node.meta["example_value"] = example

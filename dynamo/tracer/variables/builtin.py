@@ -522,9 +522,20 @@ def _prod(tx, iterable, start=None):
 
 def _minmax(fn):
     def handler(tx, *args, **kwargs):
-        if kwargs:
+        if kwargs:              # key=, default=: folded on constants (sizes specialized)
+            args = [_specialized(a) for a in args]
+            kwargs = {k: _specialized(v) for k, v in kwargs.items()}
+            if all_constant(args) and all_constant(kwargs.values()):
+                return ConstantVariable(fn(*[a.as_python_constant() for a in args],
+                                           **{k: v.as_python_constant() for k, v in kwargs.items()}))
             return None
         items = args[0].unpack(tx) if len(args) == 1 else list(args)
+        if all_constant(items):
+            return ConstantVariable(fn(i.as_python_constant() for i in items))
+        sizes = _minmax_sizes(tx, fn, items)
+        if sizes is not None:
+            return sizes
+        items = [_specialized(i) for i in items]
         if all_constant(items):
             return ConstantVariable(fn(i.as_python_constant() for i in items))
         if len(args) >= 2 and all(isinstance(i, TensorVariable) or i.is_python_constant()
@@ -532,6 +543,28 @@ def _minmax(fn):
             return _minmax_tensors(tx, fn, items)
         raise Unsupported(f"{fn.__name__}() of tensors needs their data")
     return handler
+
+
+def _minmax_sizes(tx, fn, items):
+    """max(a, b, ...)/min(...) of numbers some of which are symbolic sizes
+    (SymNodeVariables): torch.sym_max/sym_min nodes, as torch.compile
+    makes them, so the size stays symbolic (a size computed from data has
+    no value to specialize on). None when an item is anything else."""
+    from .symbolic import SymNodeVariable
+    if not any(isinstance(i, SymNodeVariable) for i in items) or not all(
+            isinstance(i, (SymNodeVariable, ConstantVariable)) for i in items):
+        return None
+    kinds = {i.python_type() for i in items}
+    if len(kinds) != 1 or kinds - {int, float}:
+        return None             # mixed int/float: the builtin returns an item as it is
+    sym_fn = torch.sym_max if fn is max else torch.sym_min
+    acc = items[0]
+    for other in items[1:]:
+        if acc.is_python_constant() and other.is_python_constant():
+            acc = ConstantVariable(fn(acc.as_python_constant(), other.as_python_constant()))
+            continue
+        acc = tx.output.sym_op(tx, sym_fn, [acc, other])
+    return acc
 
 
 def _minmax_tensors(tx, fn, items):
@@ -769,7 +802,7 @@ def _reduce(tx, fn, iterable, *initial):
 
 
 # builtins that read only the type of a symbolic size (no specialization)
-_SIZE_AWARE = frozenset({isinstance, type, callable, id, hasattr, getattr, slice})
+_SIZE_AWARE = frozenset({isinstance, type, callable, id, hasattr, getattr, slice, min, max})
 
 _HANDLERS = {
     len: _len, isinstance: _isinstance, getattr: _getattr, hasattr: _hasattr,

@@ -252,6 +252,10 @@ class TensorVariable(VariableTracker):
         if self.node.op == "placeholder":
             return
         shape = self.example.shape
+        from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+        if free_unbacked_symbols(tuple(shape)):
+            # whether a size computed from data is 0/1 is not known here
+            raise Unsupported("stride of a tensor whose shape depends on its data")
         if len(args) == 1 and args[0].is_python_constant():
             d = args[0].as_python_constant()
             if isinstance(d, int) and -len(shape) <= d < len(shape) and shape[d] > 1 \
