@@ -194,10 +194,26 @@ class TensorVariable(VariableTracker):
             return tx.output.call_function(tx, operator.getitem, [self, args[0]], {})
         if name == "__setitem__":
             return tx.output.call_function(tx, operator.setitem, [self, *args], {})
+        if name == "requires_grad_" and self._fresh_under_no_grad(tx):
+            return tx.output.call_method(tx, name, [self, *args], kwargs)
         if name in ("requires_grad_", "retain_grad") or name.startswith("_"):
             if not name.startswith("__"):
                 raise Unsupported(f"Tensor.{name}()")
         return tx.output.call_method(tx, name, [self, *args], kwargs)
+
+    def _fresh_under_no_grad(self, tx):
+        """`t.requires_grad_()` is a node of the graph when `t` is computed
+        by the graph (not an input, parameter or buffer: flipping theirs is
+        a write to the caller's tensor) and grad mode is off where it runs
+        (a guarded part of the trace): `t` then has no autograd history
+        and the call makes it a leaf exactly as eager does (transformers'
+        MRA: `torch.zeros_like(q).requires_grad_()` under torch.no_grad()).
+        The AOT backends and Inductor drop the call: they run such a graph's
+        captured ops eagerly (backends/aot/hazards._requires_grad_hazard).
+        With grad mode on it stays a break (the ops after it record autograd
+        history from a leaf the graph made)."""
+        return self.source is None and self.node.op not in ("placeholder", "get_attr") \
+            and not tx.output.grad_enabled
 
     def _stride_of_view(self, tx, args):
         """`t.stride()` / `t.stride(d)` of a tensor made from a graph input or

@@ -1,0 +1,71 @@
+"""Cuts that transformers models of the zoo made where torch.compile made
+none or fewer (issue 31: hf:mra, ...), each written in plain torch as the
+model writes it and counted: graphs and breaks of the first call, outputs
+equal eager, and the recompiles of a second identical call."""
+import torch
+
+import dynamo
+from dynamo import records
+from dynamo.testing import CompileCounter, same
+
+
+def compiled(fn, backend=None):
+    """(optimized fn, its CompileCounter, a function giving the break
+    reasons since it was made), on a fresh cache."""
+    dynamo.reset()
+    cnt = CompileCounter()
+    start = records.mark()
+    opt = dynamo.optimize(backend or cnt)(fn)
+    return opt, cnt, lambda: [b.reason for r in records.records_since(start) for b in r.break_reasons]
+
+
+# ------------------ requires_grad_() of a tensor the graph makes (hf:mra)
+def mra_attention(query):
+    # transformers' MRA without its CUDA kernel: a fresh tensor that requires grad
+    scores = query * 2
+    out = torch.zeros_like(scores).requires_grad_()
+    return out + scores, out
+
+
+def test_requires_grad_of_a_fresh_tensor_under_no_grad():
+    q = torch.randn(2, 4)
+    opt, cnt, reasons = compiled(mra_attention)
+    with torch.no_grad():
+        got, ref = opt(q), mra_attention(q)
+        assert same(got, ref)
+        assert (cnt.frame_count, reasons()) == (1, [])
+        assert (got[1].requires_grad, got[1].is_leaf, got[0].requires_grad) == \
+            (ref[1].requires_grad, ref[1].is_leaf, ref[0].requires_grad) == (True, True, False)
+        opt(q)
+    assert cnt.frame_count == 1
+
+
+def test_requires_grad_with_grad_on_still_breaks():
+    # the ops after it record autograd history: run eagerly, as before
+    q = torch.randn(2, 4)
+    opt, cnt, reasons = compiled(mra_attention)
+    got, ref = opt(q), mra_attention(q)
+    assert same(got, ref)
+    assert (cnt.frame_count, reasons()) == (2, ["Tensor.requires_grad_()"])
+    assert got[0].requires_grad and got[0].grad_fn is not None and got[1].is_leaf
+
+
+def test_requires_grad_of_an_input_still_breaks():
+    def f(x):
+        return x.requires_grad_() * 2
+    x = torch.randn(3)
+    opt, cnt, reasons = compiled(f)
+    with torch.no_grad():
+        out = opt(x)
+    assert x.requires_grad and same(out, x.detach() * 2)
+    assert (cnt.frame_count, reasons()) == (1, ["Tensor.requires_grad_()"])
+
+
+def test_requires_grad_through_aot_runs_the_captured_ops():
+    # aot's functionalized trace drops requires_grad_(): such a graph runs eagerly
+    q = torch.randn(2, 4)
+    opt, _, reasons = compiled(mra_attention, backend="aot_eager")
+    with torch.no_grad():
+        got, ref = opt(q), mra_attention(q)
+    assert same(got, ref) and reasons() == []
+    assert got[1].requires_grad and got[1].is_leaf
