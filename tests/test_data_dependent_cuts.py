@@ -69,3 +69,41 @@ def test_requires_grad_through_aot_runs_the_captured_ops():
         got, ref = opt(q), mra_attention(q)
     assert same(got, ref) and reasons() == []
     assert got[1].requires_grad and got[1].is_leaf
+
+
+# --------------- a tensor made from Python numbers has a known value (hf:tapas)
+def segment_reduce(values, n):
+    # transformers' TAPAS _segment_reduce: a shape built as a tensor, read back
+    vector_shape = values.size()[1:]
+    shape = torch.cat([torch.as_tensor([-1], dtype=torch.long),
+                       torch.as_tensor(vector_shape, dtype=torch.long)], dim=0)
+    flat = values.reshape(shape.tolist())
+    k = torch.as_tensor(n)
+    if k > 2:                                      # a branch on it folds too
+        flat = flat + int(k)
+    return flat * torch.as_tensor([n]).item()     # (one element: FakeTensorMode keeps no larger)
+
+
+def test_value_of_a_tensor_made_from_numbers_is_known():
+    x = torch.randn(4)
+    opt, cnt, reasons = compiled(segment_reduce)
+    assert same(opt(x, 3), segment_reduce(x, 3))
+    assert (cnt.frame_count, reasons()) == (1, [])
+    opt(x, 3)
+    assert cnt.frame_count == 1
+    assert same(opt(x, 1), segment_reduce(x, 1))   # n is guarded: the other side
+    assert cnt.frame_count == 2
+
+
+def test_value_of_a_tensor_made_from_an_input_still_breaks():
+    def f(x):
+        k = torch.as_tensor([3]) + x[:1].long()    # one element, but from the input's data
+        return x.reshape(k.tolist())
+    x = torch.ones(4)
+    opt, cnt, reasons = compiled(f)
+    assert same(opt(x), f(x))
+    # the resume function then calls the bound x.reshape it was handed: run eagerly
+    # (torch.compile breaks twice here too: tolist, then a call marked as skipped)
+    assert (cnt.frame_count, reasons()) == \
+        (1, ["Tensor.tolist() needs the tensor's data",
+             "call to ?.Tensor.reshape (not traceable; runs eagerly)"])

@@ -691,6 +691,8 @@ class InstructionTranslator(InstructionTranslatorBase):
     _GRAPH_VALUES = (TensorVariable, ScalarOutputVariable)
 
     def _is_graph_value(self, v):
+        if isinstance(v, TensorVariable) and v.known_truth() is not None:
+            return False           # made from constants: the jump folds (TensorVariable.truth)
         return isinstance(v, self._GRAPH_VALUES) or is_data_dependent(v)
 
     def _pop_jump(self, inst, jump_if):

@@ -31,6 +31,19 @@ _DATA_METHODS = {"item", "tolist", "numpy", "backward", "__bool__", "data_ptr",
                  "retain_grad", "untyped_storage", "storage", "__len__", "__iter__",
                  "masked_select", "equal"}
 
+# of those, the ones folded to a Python value when the tensor's value is
+# known at trace time (TensorVariable.known_value)
+_FOLDABLE = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__"}
+
+
+def _python_value(value):
+    """The variable of `value` (a number or a nested list of numbers, from
+    Tensor.item()/tolist()): lists are ListVariables, mutable as eager's."""
+    if isinstance(value, list):
+        from .containers import ListVariable
+        return ListVariable([_python_value(v) for v in value])
+    return ConstantVariable(value)
+
 
 # ops whose output strides follow from the input's sizes and strides alone
 # (views, and reshapes that copy into a contiguous tensor when they must)
@@ -120,9 +133,6 @@ class TensorVariable(VariableTracker):
     def python_type(self):
         return self.cls
 
-    def truth(self, tx):
-        raise Unsupported("generic_jump TensorVariable()")
-
     def unpack(self, tx):
         """Iteration: one getitem node per row (the first dimension's size is
         a constant: a symbolic one is specialized)."""
@@ -162,6 +172,33 @@ class TensorVariable(VariableTracker):
             raise ObservedAttributeError(f"{self.cls.__name__} has no attribute {name!r}")
         raise Unsupported(f"tensor attribute .{name}")
 
+    def known_value(self):
+        """The value of a tensor the graph makes from Python constants
+        alone, or None: the fake example's `constant`, which FakeTensorMode
+        keeps for a tensor of at most one element built from Python
+        numbers (torch.as_tensor([-1])) and for ops whose inputs all have
+        one (torch.cat of those); never for one made from a graph input,
+        a parameter or a random op, and dropped when an op writes the
+        tensor with another value. The numbers it was made from are
+        constants of this trace (guarded where they were read), so its
+        value is too: item(), tolist(), int(), a branch on it fold to it,
+        as torch.compile's do (hf:tapas: `values.reshape(shape.tolist())`
+        of `shape = torch.cat([torch.as_tensor([-1]), torch.as_tensor(size)])`)."""
+        value = getattr(self.example, "constant", None)
+        return value if isinstance(value, torch.Tensor) else None
+
+    def known_truth(self):
+        """bool() of the tensor when its value is known (known_value) and
+        has one element, else None."""
+        value = self.known_value()
+        return bool(value) if value is not None and value.numel() == 1 else None
+
+    def truth(self, tx):
+        known = self.known_truth()
+        if known is None:
+            raise Unsupported("generic_jump TensorVariable()")
+        return known
+
     def real_tensor(self, tx):
         """The real tensor of a graph input or parameter/buffer (None for
         one the graph computes)."""
@@ -183,6 +220,10 @@ class TensorVariable(VariableTracker):
             from ... import config
             if config.capture_scalar_outputs:
                 return tx.output.capture_item(tx, self)
+        if name in _FOLDABLE and not args and not kwargs:
+            value = self.known_value()
+            if value is not None:
+                return _python_value(getattr(value, name)())
         if name in _DATA_METHODS:
             raise Unsupported(f"Tensor.{name}() needs the tensor's data")
         if name == "stride":
