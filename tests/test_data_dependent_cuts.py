@@ -107,3 +107,83 @@ def test_value_of_a_tensor_made_from_an_input_still_breaks():
     assert (cnt.frame_count, reasons()) == \
         (1, ["Tensor.tolist() needs the tensor's data",
              "call to ?.Tensor.reshape (not traceable; runs eagerly)"])
+
+
+# ------------- a break inside a loop runs the frame eagerly (hf:jetmoe, ...)
+class Layer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return y * int((y > 0).sum())          # a break (data-dependent)
+
+
+class Stack(torch.nn.Module):
+    # a decoder's `for layer in self.layers`, each layer breaking
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([Layer() for _ in range(3)])
+
+    def forward(self, x):
+        x = x + 1
+        for layer in self.layers:
+            x = layer(x)
+        return x - 1
+
+
+def test_break_in_a_loop_runs_the_frame_eagerly():
+    torch.manual_seed(0)
+    model, x = Stack(), torch.randn(2, 4)
+    opt, cnt, reasons = compiled(model)
+    with torch.no_grad():
+        assert same(opt(x), model(x))
+        # Stack.forward runs eagerly (no cut per iteration, no resume
+        # compiled per iteration); each Layer.forward compiles as a frame of
+        # its own, once per Layer instance (ID_MATCH-guarded): 3 graphs
+        # before int(), 3 breaks; the resume function after it compiles
+        # twice (the int's value changed: then a symbolic int)
+        assert (cnt.frame_count, len(reasons())) == (5, 3)
+        assert set(reasons()) == {"int() of a tensor needs its data"}
+        assert same(opt(x), model(x))
+    assert cnt.frame_count == 5
+
+
+def test_break_in_a_loop_cut_per_iteration_when_asked(monkeypatch):
+    # config.skip_frame_on_loop_break off: the loop's frame is cut at the
+    # break on every iteration (a resume function per iteration)
+    monkeypatch.setattr(dynamo.config, "skip_frame_on_loop_break", False)
+    torch.manual_seed(0)
+    model, x = Stack(), torch.randn(2, 4)
+    opt, cnt, reasons = compiled(model)
+    with torch.no_grad():
+        assert same(opt(x), model(x))
+    assert len(reasons()) == 6
+
+
+def test_jump_on_a_tensor_in_a_loop_runs_the_frame_eagerly():
+    def f(x):
+        for _ in range(3):
+            if x.sum() > 0:
+                x = x - 1
+            else:
+                x = x + 2
+        return x
+    x = torch.randn(4)
+    opt, cnt, reasons = compiled(f)
+    assert same(opt(x), f(x)) and same(opt(-x), f(-x))
+    assert (cnt.frame_count, reasons()) == (0, [])
+    assert records.all_records()[-1].status == records.STATUS["UNSUPPORTED"]
+
+
+def test_break_after_a_loop_still_cuts():
+    def f(x):
+        for i in range(3):
+            x = x + i
+        n = int(x.sum() > 0)                    # after the loop: a plain cut
+        return x * n
+    x = torch.randn(4)
+    opt, cnt, reasons = compiled(f)
+    assert same(opt(x), f(x))
+    assert (cnt.frame_count, reasons()) == (2, ["int() of a tensor needs its data"])
