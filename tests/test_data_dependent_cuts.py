@@ -187,3 +187,23 @@ def test_break_after_a_loop_still_cuts():
     opt, cnt, reasons = compiled(f)
     assert same(opt(x), f(x))
     assert (cnt.frame_count, reasons()) == (2, ["int() of a tensor needs its data"])
+
+
+# ---- a break in a comprehension's iterable: no recompile per call (hf:tapas)
+def view_as_listed(x, t):
+    # transformers' TAPAS range_index_map: `[int(v) for v in t.tolist()]`
+    shape = [int(v) * 2 for v in t.tolist()]
+    return x.view(shape) + 1
+
+
+def test_break_in_a_comprehension_iterable_hits_on_the_next_call():
+    # before 3.12 the comprehension's function, made anew on every call, is
+    # on the stack at the break: the resume function guards its code, not
+    # the object
+    x, t = torch.randn(24), torch.tensor([2, 3])
+    opt, cnt, reasons = compiled(view_as_listed)
+    assert same(opt(x, t), view_as_listed(x, t))
+    assert (cnt.frame_count, reasons()) == (1, ["Tensor.tolist() needs the tensor's data"])
+    assert same(opt(x, t), view_as_listed(x, t)) and cnt.frame_count == 1
+    t2 = torch.tensor([3, 2])                      # other numbers: the shape is guarded
+    assert same(opt(x, t2), view_as_listed(x, t2)) and cnt.frame_count == 2

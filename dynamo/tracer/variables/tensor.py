@@ -3,7 +3,9 @@
 Metadata (shape, dtype, device, ndim, requires_grad, ...) is read from the
 fake example and folded to constants; operations become fx nodes through
 `tx.output`. Anything that needs the tensor's data (item, tolist, numpy,
-bool, iteration) is Unsupported, which the caller turns into a graph break.
+bool, iteration) is Unsupported, which the caller turns into a graph break,
+except on a tensor the graph made from Python numbers alone, whose value is
+known at trace time (known_value: item(), tolist(), int(), a branch fold).
 Exception: with `config.capture_scalar_outputs`, `Tensor.item()` is a graph
 node whose value (a Python number) is a graph output. A float, bool or
 complex one is a ScalarOutputVariable, which may be returned, stored,
