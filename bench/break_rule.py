@@ -61,6 +61,7 @@ def ours(fn, x):
     start = records.mark()
     dynamo.optimize(cnt)(fn)(x)
     recs = records.records_since(start)
+    dynamo.reset()          # its resume functions out of this module's globals
     return (cnt.frame_count, sum(len(r.break_reasons) for r in recs),
             sum(len(r.break_reasons) for r in recs if r.status == records.STATUS["OK"]))
 
