@@ -51,6 +51,14 @@ _DEFAULTS = {
     # code eagerly from the start (handlers see the op's exception as in
     # eager). False: the try block runs eagerly (the graph ends before it)
     "trace_try_regions": True,
+    # a graph break inside a loop of the frame (a jump at or after the
+    # break, before the first return, goes back to or before it) runs the
+    # whole frame eagerly, as torch.compile does ("graph break in loop:
+    # frame skipped"); the functions it calls compile as frames of their
+    # own, once for all iterations. False: the frame is cut at the break
+    # on each iteration, each resume function compiled for the items the
+    # loop has left (one compile and one break per iteration)
+    "skip_frame_on_loop_break": True,
     # raise BackendCompilerFailed instead of warning and running eagerly
     "raise_on_backend_error": False,
     # guard cost sampling: time 1 of every N guard lookups (per frame, per

@@ -51,9 +51,11 @@ def test_where_mask_in_a_loop_is_one_graph_for_any_data():
 def test_config_off_breaks_at_the_op():
     try:
         dynamo.config.capture_dynamic_output_shape_ops = False
+        dynamo.config.skip_frame_on_loop_break = False     # the per-iteration cut
         compiles, graphs, breaks = _run(_route, _inputs(0))
     finally:
         dynamo.config.capture_dynamic_output_shape_ops = True
+        dynamo.config.skip_frame_on_loop_break = True
     assert breaks >= 3 and graphs >= 2
 
 

@@ -1184,7 +1184,9 @@ def test_user_context_manager_right_result():
     check(f, X)
 
 
-def test_graph_break_in_loop_right_result_and_keeps_compiling():
+def test_graph_break_in_loop_right_result_and_keeps_compiling(monkeypatch):
+    # the loop's resume functions (config.skip_frame_on_loop_break off)
+    monkeypatch.setattr(dynamo.config, "skip_frame_on_loop_break", False)
     def f(x):
         for i in range(5):
             x = x + i

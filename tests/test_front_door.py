@@ -754,6 +754,7 @@ def test_dynamic_and_perf_hints_channels_print(capsys, monkeypatch):
     the shape guards; perf_hints: a break inside a loop, a recompile storm,
     the eager fallback at the cache limit.  Off: nothing of them."""
     monkeypatch.setattr(dynamo.config, "specialize_int", True)   # ints constant: one entry per value
+    monkeypatch.setattr(dynamo.config, "skip_frame_on_loop_break", False)   # the loop is cut
     import warnings
 
     def looped(x, n):

@@ -158,7 +158,9 @@ def test_super_varargs_kwargs_kwonly_defaults():
     run(V().f, X, extra=1, frames=2, graphs=2, breaks=1)
 
 
-def test_super_break_inside_loop():
+def test_super_break_inside_loop(monkeypatch):
+    # the loop's resume functions (config.skip_frame_on_loop_break off)
+    monkeypatch.setattr(dynamo.config, "skip_frame_on_loop_break", False)
     class Lp(Base):
         def f(self, x):
             for i in range(3):

@@ -168,9 +168,11 @@ class _Talk(torch.nn.Module):
         return x
 
 
-def test_resume_functions_of_an_optimized_torch_forward_are_compiled():
+def test_resume_functions_of_an_optimized_torch_forward_are_compiled(monkeypatch):
     # nn.Sequential.forward lives in torch but was handed to optimize(): it
-    # is compiled, and so are its resume functions (same file)
+    # is compiled, and so are its resume functions (same file). Its break
+    # is in its loop: cut there (config.skip_frame_on_loop_break off)
+    monkeypatch.setattr(dynamo.config, "skip_frame_on_loop_break", False)
     seq = torch.nn.Sequential(torch.nn.Linear(3, 3), _Talk(), torch.nn.Linear(3, 3), torch.nn.ReLU())
     x = torch.randn(2, 3)
     cnt = CompileCounter()

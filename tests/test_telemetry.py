@@ -315,6 +315,7 @@ import json, warnings
 import torch, dynamo
 from dynamo import records
 warnings.simplefilter("ignore")
+dynamo.config.skip_frame_on_loop_break = False   # the loop is cut (its resume functions)
 
 def loop(a):
     while a.sum() < 3:      # a forward jump on entry, a backward jump at the end

@@ -456,7 +456,9 @@ def break_inside_loop(xs):
     return total
 
 
-def test_break_inside_for_loop_rebuilds_iterator():
+def test_break_inside_for_loop_rebuilds_iterator(monkeypatch):
+    # the loop's resume functions (config.skip_frame_on_loop_break off)
+    monkeypatch.setattr(config, "skip_frame_on_loop_break", False)
     xs = [torch.randn(3) for _ in range(3)]
     out, cc, res = call_compiled(break_inside_loop, xs)
     assert same(res, break_inside_loop(xs))
@@ -701,7 +703,9 @@ def loop_with_print(x):
     return x
 
 
-def test_break_in_loop_resumes_compile_with_one_resume_code():
+def test_break_in_loop_resumes_compile_with_one_resume_code(monkeypatch):
+    # the loop's resume functions (config.skip_frame_on_loop_break off)
+    monkeypatch.setattr(config, "skip_frame_on_loop_break", False)
     import dynamo
     x = torch.randn(3)
     cnt = CompileCounter()

@@ -674,7 +674,12 @@ def test_removing_a_forward_hook_recompiles():
     assert same(opt(x), net(x)) and cnt.frame_count == 2
 
 
-def test_backward_hooks_still_break():
+def test_backward_hooks_still_break(monkeypatch):
     net = _Stack()
     net.blocks[0].register_full_backward_hook(lambda m, gi, go: None)
+    # the break is in _Stack's loop: by default the loop's frame runs
+    # eagerly (each block a frame of its own: 2 graphs, no break) ...
+    run(net.forward, torch.randn(2, 4), graphs=2, breaks=0)
+    # ... and with config.skip_frame_on_loop_break off it is cut at the hooked call
+    monkeypatch.setattr(dynamo.config, "skip_frame_on_loop_break", False)
     run(net.forward, torch.randn(2, 4), graphs=2, breaks=1)

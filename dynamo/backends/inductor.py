@@ -3,6 +3,7 @@
 Inductor's modules are imported when a graph is compiled, not when dynamo is
 imported: loading them takes seconds.
 """
+from .aot.hazards import _requires_grad_hazard
 from .common import _fake_inputs
 from .registry import register_backend
 
@@ -17,6 +18,8 @@ def inductor(gm, example_inputs):
     leading inputs of the forward graph, marked static (see
     _static_lifted_inputs)."""
     from torch._inductor.compile_fx import compile_fx
+    if _requires_grad_hazard(gm) is not None:
+        return gm.forward       # Inductor drops it as aot does: the captured ops run eagerly
     try:
         inputs = _fake_inputs(example_inputs)
     except Exception:  # noqa: BLE001 - a tensor fake tensors cannot copy: the real inputs (no cache)

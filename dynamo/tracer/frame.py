@@ -231,6 +231,8 @@ class InstructionTranslator(InstructionTranslatorBase):
                                   e.user_stack or self.user_stack())
                 raise err from e
             start = self.break_group_start(inst)
+            if start is not None and self.can_break_at(inst) and self.in_loop(inst):
+                raise self.loop_break(e) from e
             if start is None or not self.can_break_at(inst):
                 if not e.user_stack:
                     e.add_user_stack(self.user_stack())
@@ -242,6 +244,31 @@ class InstructionTranslator(InstructionTranslatorBase):
             if not e.user_stack:
                 e.add_user_stack(self.user_stack())
             raise RestartAnalysis(start.offset, e) from None
+
+    def in_loop(self, inst):
+        """Is `inst` inside a loop of this frame, where config.
+        skip_frame_on_loop_break has a break run the frame eagerly: some
+        jump at or after it, before the first return, targets it or an
+        instruction before it (torch.compile's test, a heuristic: a loop
+        that returns from its body is missed, a jump back before an
+        unrelated later return is taken for one)."""
+        if not config.skip_frame_on_loop_break:
+            return False
+        i = self.index_of[id(inst)]
+        for later in self.instructions[i:]:
+            if later.opname in ("RETURN_VALUE", "RETURN_CONST"):
+                return False
+            target = getattr(later, "target", None)
+            if target is not None and self.index_of.get(id(target), i + 1) <= i:
+                return True
+        return False
+
+    def loop_break(self, e):
+        """The Unsupported that runs the frame eagerly for break `e`
+        inside a loop (in_loop)."""
+        err = Unsupported(f"{e.reason} (a graph break in a loop: the frame runs eagerly)",
+                          e.user_stack or self.user_stack())
+        return err
 
     def break_group_start(self, inst):
         """First instruction of the group that runs eagerly for a break at
@@ -681,7 +708,7 @@ class InstructionTranslator(InstructionTranslatorBase):
     _GRAPH_VALUES = (TensorVariable, ScalarOutputVariable)
 
     def _is_graph_value(self, v):
-        if isinstance(v, TensorVariable) and self.output.input_free_value(v) is not None:
+        if isinstance(v, TensorVariable) and v.known_truth(self) is not None:
             return False        # made from constants alone: its truth is known (TensorVariable.truth)
         return isinstance(v, self._GRAPH_VALUES) or is_data_dependent(v)
 
@@ -703,6 +730,8 @@ class InstructionTranslator(InstructionTranslatorBase):
     def tensor_jump(self, inst):
         if self.nopython or not self.can_break_at(inst):
             raise Unsupported("generic_jump TensorVariable()")
+        if self.in_loop(inst):
+            raise self.loop_break(Unsupported("generic_jump TensorVariable()"))
         self.break_info = BreakInfo("generic_jump TensorVariable()", self.user_stack())
         cond = self.pop()
         i = self.index_of[id(inst)]

@@ -493,7 +493,8 @@ class InstructionTranslatorBase:
 
     def TO_BOOL(self, inst):                    # 3.13: before a conditional jump or `not`
         v = self.stack[-1]
-        if isinstance(v, (TensorVariable, ScalarOutputVariable)) or is_data_dependent(v):
+        if (isinstance(v, (TensorVariable, ScalarOutputVariable)) or is_data_dependent(v)) and \
+                not (isinstance(v, TensorVariable) and v.known_truth(self) is not None):
             return            # a graph value: the jump after it breaks the graph on it
         if isinstance(v, ConstantVariable) and type(v.value) is bool:
             return

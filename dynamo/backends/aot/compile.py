@@ -17,7 +17,8 @@ from ..registry import register_backend
 from .analysis import _attr_keys, _grad_deps, _hoist_output_detach, _no_grad_outputs, _output_creation_meta, \
     _saved_inputs
 from .graph import _mutates, _share_storage
-from .hazards import _grad_mode_hazard, _saved_value_overwritten, _size1_stride_hazard
+from .hazards import _grad_mode_hazard, _requires_grad_hazard, _saved_value_overwritten, \
+    _size1_stride_hazard
 from .runtime import _AotRuntime
 
 log = logging.getLogger("dynamo")
@@ -37,7 +38,8 @@ def _aot(gm, example_inputs, **kw):
     give eager's results. Raises what aot's trace raises (registry.wrap's
     error policy takes it)."""
     from torch._functorch.aot_autograd import aot_module_simplified
-    hazard = _grad_mode_hazard(gm) or _saved_value_overwritten(gm) or _size1_stride_hazard(gm)
+    hazard = _grad_mode_hazard(gm) or _requires_grad_hazard(gm) or _saved_value_overwritten(gm) or \
+        _size1_stride_hazard(gm)
     if hazard is not None:
         log.debug("aot: %s; the graph's ops run eagerly", hazard)
         return gm.forward

@@ -45,6 +45,18 @@ def _grad_mode_hazard(gm):
     return None
 
 
+def _requires_grad_hazard(gm):
+    """Why the graph's `t.requires_grad_()` would be lost, or None: the
+    tracer records it on a tensor the graph computes under no_grad
+    (TensorVariable._fresh_under_no_grad), which aot's functionalized
+    trace and Inductor drop (the output came back with requires_grad
+    False). Such graphs run their captured ops eagerly."""
+    for n in gm.graph.nodes:
+        if n.op == "call_method" and n.target == "requires_grad_":
+            return "the graph calls requires_grad_() on a tensor it computes"
+    return None
+
+
 def _saved_value_overwritten(gm):
     """Why eager's backward through the graph's outputs would raise, or
     None: an in-place op of the graph wrote a value autograd saved for the

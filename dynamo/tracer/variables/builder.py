@@ -73,6 +73,10 @@ def _qualified(fn):
     return f"{getattr(fn, '__module__', None)}.{getattr(fn, '__qualname__', None)}"
 
 
+# the names of the functions CPython makes for comprehensions (3.11)
+_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+
+
 def _guard(tx, source, kind, *expected):
     if source is not None:
         tx.output.add_guard(source, kind, *expected)
@@ -222,7 +226,16 @@ def _wrap(tx, value, source):
     if isinstance(value, types.FunctionType):
         if is_skipped_function(value):
             return SkippedFunctionVariable(value, source)
-        _guard(tx, source, FUNCTION_MATCH, value)
+        if value.__code__.co_name in _COMPREHENSIONS and source is not None:
+            # a comprehension's own function (before 3.12: made by
+            # MAKE_FUNCTION ahead of its iterable, so a break there hands it
+            # to the resume function): a new object on every call, which no
+            # user code sees; its code is what the trace depends on (its
+            # closure cells are read through their own sources)
+            from ...guards import AttrSource
+            _guard(tx, AttrSource(source, "__code__"), ID_MATCH, value.__code__)
+        else:
+            _guard(tx, source, FUNCTION_MATCH, value)
         return UserFunctionVariable(value, source)
     if isinstance(value, types.MethodType) and value.__func__ is torch.autograd.Function.apply.__func__:
         from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function

@@ -623,6 +623,9 @@ def _abs(tx, x):
 def _to_number(fn):
     def handler(tx, *args):
         if any_tensor(args):
+            value = args[0].known_value(tx) if len(args) == 1 and isinstance(args[0], TensorVariable) else None
+            if value is not None and value.numel() == 1:
+                return ConstantVariable(fn(value))
             raise Unsupported(f"{fn.__name__}() of a tensor needs its data")
         if len(args) == 1 and not args[0].is_python_constant() and fn is bool:
             return ConstantVariable(args[0].truth(tx))

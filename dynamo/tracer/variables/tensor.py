@@ -3,7 +3,9 @@
 Metadata (shape, dtype, device, ndim, requires_grad, ...) is read from the
 fake example and folded to constants; operations become fx nodes through
 `tx.output`. Anything that needs the tensor's data (item, tolist, numpy,
-bool, iteration) is Unsupported, which the caller turns into a graph break.
+bool, iteration) is Unsupported, which the caller turns into a graph break,
+except on a tensor the graph made from Python numbers alone, whose value is
+known at trace time (known_value: item(), tolist(), int(), a branch fold).
 Exception: with `config.capture_scalar_outputs`, `Tensor.item()` is a graph
 node whose value (a Python number) is a graph output. A float, bool or
 complex one is a ScalarOutputVariable, which may be returned, stored,
@@ -30,6 +32,19 @@ _DATA_METHODS = {"item", "tolist", "numpy", "backward", "__bool__", "data_ptr",
                  "__int__", "__float__", "__index__", "nonzero", "unique", "register_hook",
                  "retain_grad", "untyped_storage", "storage", "__len__", "__iter__",
                  "masked_select", "equal"}
+
+# of those, the ones folded to a Python value when the tensor's value is
+# known at trace time (TensorVariable.known_value)
+_FOLDABLE = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__"}
+
+
+def _python_value(value):
+    """The variable of `value` (a number or a nested list of numbers, from
+    Tensor.item()/tolist()): lists are ListVariables, mutable as eager's."""
+    if isinstance(value, list):
+        from .containers import ListVariable
+        return ListVariable([_python_value(v) for v in value])
+    return ConstantVariable(value)
 
 
 # ops whose output strides follow from the input's sizes and strides alone
@@ -120,17 +135,6 @@ class TensorVariable(VariableTracker):
     def python_type(self):
         return self.cls
 
-    def truth(self, tx):
-        """A branch on a tensor: known at trace time only for one computed
-        from constants alone (GraphBuilder.input_free_value; a distribution's
-        argument check on Normal(0, 1)), which is the same on every run."""
-        value = tx.output.input_free_value(self)
-        if value is None:
-            raise Unsupported("generic_jump TensorVariable()")
-        if value.numel() != 1:
-            raise Unsupported("truth of a tensor of more than one element")     # eager raises
-        return bool(value)
-
     def unpack(self, tx):
         """Iteration: one getitem node per row (the first dimension's size is
         a constant: a symbolic one is specialized)."""
@@ -174,6 +178,31 @@ class TensorVariable(VariableTracker):
             raise ObservedAttributeError(f"{self.cls.__name__} has no attribute {name!r}")
         raise Unsupported(f"tensor attribute .{name}")
 
+    def known_value(self, tx):
+        """The value of a tensor the graph computes from constants alone
+        (GraphBuilder.input_free_value: no input, parameter, module, random
+        draw; the numbers it was made from are constants of this trace,
+        guarded where they were read), else None. Its item(), tolist(),
+        int() and a branch on it fold to that value, as torch.compile's do
+        (hf:tapas: `values.reshape(shape.tolist())` of `shape =
+        torch.cat([torch.as_tensor([-1]), torch.as_tensor(size)])`; a
+        distribution's argument check on Normal(0, 1))."""
+        return tx.output.input_free_value(self)
+
+    def known_truth(self, tx):
+        """bool() of the tensor when its value is known (known_value) and
+        has one element, else None."""
+        value = self.known_value(tx)
+        return bool(value) if value is not None and value.numel() == 1 else None
+
+    def truth(self, tx):
+        value = self.known_value(tx)
+        if value is None:
+            raise Unsupported("generic_jump TensorVariable()")
+        if value.numel() != 1:
+            raise Unsupported("truth of a tensor of more than one element")     # eager raises
+        return bool(value)
+
     def real_tensor(self, tx):
         """The real tensor of a graph input or parameter/buffer (None for
         one the graph computes)."""
@@ -197,6 +226,10 @@ class TensorVariable(VariableTracker):
             from ... import config
             if config.capture_scalar_outputs:
                 return tx.output.capture_item(tx, self)
+        if name in _FOLDABLE and not args and not kwargs:
+            value = self.known_value(tx)
+            if value is not None:
+                return _python_value(getattr(value, name)())
         if name in _DATA_METHODS:
             raise Unsupported(f"Tensor.{name}() needs the tensor's data")
         if name == "stride":
@@ -208,10 +241,26 @@ class TensorVariable(VariableTracker):
             return tx.output.call_function(tx, operator.getitem, [self, args[0]], {})
         if name == "__setitem__":
             return tx.output.call_function(tx, operator.setitem, [self, *args], {})
+        if name == "requires_grad_" and self._fresh_under_no_grad(tx):
+            return tx.output.call_method(tx, name, [self, *args], kwargs)
         if name in ("requires_grad_", "retain_grad") or name.startswith("_"):
             if not name.startswith("__"):
                 raise Unsupported(f"Tensor.{name}()")
         return tx.output.call_method(tx, name, [self, *args], kwargs)
+
+    def _fresh_under_no_grad(self, tx):
+        """`t.requires_grad_()` is a node of the graph when `t` is computed
+        by the graph (not an input, parameter or buffer: flipping theirs is
+        a write to the caller's tensor) and grad mode is off where it runs
+        (a guarded part of the trace): `t` then has no autograd history
+        and the call makes it a leaf exactly as eager does (transformers'
+        MRA: `torch.zeros_like(q).requires_grad_()` under torch.no_grad()).
+        The AOT backends and Inductor drop the call: they run such a graph's
+        captured ops eagerly (backends/aot/hazards._requires_grad_hazard).
+        With grad mode on it stays a break (the ops after it record autograd
+        history from a leaf the graph made)."""
+        return self.source is None and self.node.op not in ("placeholder", "get_attr") \
+            and not tx.output.grad_enabled
 
     def _stride_of_view(self, tx, args):
         """`t.stride()` / `t.stride(d)` of a tensor made from a graph input or
