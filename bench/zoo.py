@@ -12,14 +12,16 @@ backend "eager" on a fresh cache, CPU, one intra-op thread.
 
 One counting rule for both compilers, from what each reports of itself:
   graphs     the graphs handed to the backend during the first call;
-  breaks     graph-break events during the first call (dynamo: the break
-             reasons of its compile records; torch.compile: its
-             counters["graph_break"], plus its "Data-dependent branching"
-             entries of counters["unimplemented"]: a tensor branch in a
-             frame's own code cuts the graph there but torch files it under
-             "unimplemented", moving it to "graph_break" only when it is
-             met inside an inlined call; one inside a loop skips the rest
-             of the frame, counted too), both one per cut made in a traced frame;
+  breaks     cuts made in traced frames during the first call: each time
+             a compiler ended a graph early at a break and went on after it
+             (dynamo: the break reasons of its compile records whose frame
+             was cut, status OK; torch.compile: its OutputGraph.
+             compile_subgraph calls with a graph-break reason, counted by a
+             wrapper around that method). Neither counts a frame it gave up
+             on and ran eagerly as a whole. (torch's counters["graph_break"]
+             misses the cut at a tensor branch in a frame's own code, which
+             it files under counters["unimplemented"]; bench/break_rule.py
+             shows both readings on functions whose cuts are known);
   recompiles graphs handed to the backend during a second, identical call;
   equal      every tensor leaf of the output equal to eager's (rtol 1e-4,
              atol 1e-5); capture the first call's wall time.
@@ -252,7 +254,7 @@ def _ours(model, inputs):
     out = opt(**inputs)
     capture = time.perf_counter() - t0
     recs = records.records_since(start)
-    reasons = [b.reason for r in recs for b in r.break_reasons]
+    reasons = [b.reason for r in recs if r.status == records.STATUS["OK"] for b in r.break_reasons]
     graphs = cnt.frame_count
     opt(**inputs)
     return out, dict(graphs=graphs, breaks=len(reasons), recompiles=cnt.frame_count - graphs,
@@ -262,25 +264,33 @@ def _ours(model, inputs):
 def _torch(model, inputs):
     import torch
     import torch._dynamo as td
-    from torch._dynamo.utils import counters
+    from torch._dynamo import output_graph
     td.reset()
-    counters.clear()
-    seen = []
+    seen, cuts = [], []
+    original = output_graph.OutputGraph.compile_subgraph
+
+    def counted(self, tx, *args, **kwargs):     # counts only; calls through unchanged
+        reason = kwargs.get("reason")
+        if reason is not None and getattr(reason, "graph_break", False):
+            cuts.append(str(reason.reason))
+        return original(self, tx, *args, **kwargs)
 
     def backend(gm, example_inputs):
         seen.append(gm)
         return gm.forward
 
-    opt = torch.compile(model, backend=backend)
-    t0 = time.perf_counter()
-    out = opt(**inputs)
-    capture = time.perf_counter() - t0
-    graphs = len(seen)
-    jumps = {k: v for k, v in counters["unimplemented"].items()
-             if str(k).startswith("Data-dependent branching")}
-    breaks = sum(counters["graph_break"].values()) + sum(jumps.values())
-    reasons = sorted(set(counters["graph_break"]) | set(jumps))[:5]
-    opt(**inputs)
+    output_graph.OutputGraph.compile_subgraph = counted
+    try:
+        opt = torch.compile(model, backend=backend)
+        t0 = time.perf_counter()
+        out = opt(**inputs)
+        capture = time.perf_counter() - t0
+        graphs = len(seen)
+        breaks = len(cuts)
+        reasons = sorted(set(cuts))[:5]
+        opt(**inputs)
+    finally:
+        output_graph.OutputGraph.compile_subgraph = original
     return out, dict(graphs=graphs, breaks=breaks, recompiles=len(seen) - graphs,
                      capture=capture, reasons=[str(r)[:200] for r in reasons])
 
