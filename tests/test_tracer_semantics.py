@@ -14,6 +14,14 @@ from dynamo import config
 from dynamo.testing import CompileCounter, same
 
 
+@pytest.fixture(autouse=True)
+def _cut_loops(monkeypatch):
+    # the iteration tests cut their loops at each break and resume inside
+    # them (config.skip_frame_on_loop_break off; by default such a frame
+    # runs eagerly, as torch.compile's does, and there is nothing to check)
+    monkeypatch.setattr(config, "skip_frame_on_loop_break", False)
+
+
 def _clone(v):
     if isinstance(v, torch.Tensor):
         return v.clone()
