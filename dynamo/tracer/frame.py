@@ -254,12 +254,19 @@ class InstructionTranslator(InstructionTranslatorBase):
         unrelated later return is taken for one)."""
         if not config.skip_frame_on_loop_break:
             return False
+        # a comprehension inlined into the frame (3.12+) is a loop of its
+        # own whose break runs the statement eagerly (in_comprehension): its
+        # jumps back, covered by its cleanup handler, are not the frame's loop
+        comp = inst.exn_tab_entry.target if self.in_comprehension() else None
         i = self.index_of[id(inst)]
         for later in self.instructions[i:]:
             if later.opname in ("RETURN_VALUE", "RETURN_CONST"):
                 return False
             target = getattr(later, "target", None)
             if target is not None and self.index_of.get(id(target), i + 1) <= i:
+                if comp is not None and later.exn_tab_entry is not None and \
+                        later.exn_tab_entry.target is comp:
+                    continue
                 return True
         return False
 
