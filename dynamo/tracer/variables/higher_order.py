@@ -1,6 +1,9 @@
 """torch's higher-order functions met by the trace, rewritten into plain
 graph ops the tracer already records: torch._higher_order_ops'
-associative_scan (transformers' Mamba under compile).
+associative_scan (transformers' Mamba under compile), as its recurrence,
+and torch.vmap of a function whose every op computes per element what it
+computes on the batch (transformers' vmapped mask functions, T5Gemma2),
+traced once on the batch (VmapScope checks each op).
 
 Each is traced only where the rewrite computes what eager computes, from
 the function's documented semantics; any other use is Unsupported, so the
