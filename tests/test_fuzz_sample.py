@@ -79,6 +79,25 @@ def test_fuzzer_reports_a_planted_miscompile():
     assert [s.lines for s in small.body] == [["t0 = t0 * 2 + t1"]] and runs > 0
 
 
+def test_eager_only_run_compiles_nothing():
+    """The driver's check of a crashed worker (did plain Python crash too?)
+    runs the program's plain calls alone: no compile, no comparison, so a
+    wrong backend is not reached."""
+    seen = []
+
+    def wrong(gm, example_inputs):
+        seen.append(gm)
+        return lambda *args: [o + 1 for o in gm.forward(*args)]
+
+    prog = fuzzgen.Program(7, [fuzzgen.Stmt("ew", ["t0 = t0 * 2 + t1"])],
+                           [fuzzgen.CallSpec((2, 3), "float32", False, False, True, 1, 1.0, [], [])] * 2,
+                           wrong)
+    out = fuzzrun.run_program(prog, eager_only=True)
+    assert out.mismatch is None and out.compiles == 0 and out.calls == 0 and out.phase == "eager"
+    assert not seen
+    assert fuzzrun.run_program(prog).mismatch is not None and seen   # the same program, compared, is caught
+
+
 def test_fuzzer_program_with_class_replaced_after_compile_recompiles():
     """A generated program of the class-mutation kind (a method replaced on
     the class between calls; a stale hit before the STATIC_ATTR guard):

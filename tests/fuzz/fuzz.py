@@ -17,7 +17,9 @@ replaced after B programs, default 2000). Worker starts are staggered
 per worker).
 A worker that crashes or hangs past the per-program alarm (--timeout)
 costs only the program it died on: the seed is recorded and a new worker
-goes on. Each mismatch is minimized in the worker and written to
+goes on. A crashed program's plain-Python calls are then run alone in a
+fresh process: when that crashes too, the program is skipped (torch's
+crash, not ours), else the crash is a mismatch. Each mismatch is minimized in the worker and written to
 OUT/seed-<seed>.txt (and .py, the tests/fuzz/repros format) and printed.
 
 --deadline-s D: no program is started after D seconds; running programs
@@ -191,6 +193,7 @@ def main():
     ap.add_argument("--out", default="build/fuzz-failures")
     ap.add_argument("--no-minimize", action="store_true")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--eager-check", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--hard-deadline-at", type=float, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--show", type=int, default=None)
     ap.add_argument("--log", default=None, help="append every per-program JSON record to this file")
@@ -201,6 +204,13 @@ def main():
         for i, c in enumerate(p.calls):
             print(f"# call {i}: {c.describe()}  muts {[m for _, m in c.muts]}")
         print(f"# backend {p.backend}")
+        return 0
+    if args.eager_check is not None:
+        import fuzzrun
+        prog = fuzzgen.generate(args.eager_check, parse_features(args.features))
+        if args.backend:
+            prog.backend = args.backend
+        fuzzrun.run_program(prog, args.timeout, eager_only=True)
         return 0
     if args.worker:
         worker(args)
@@ -236,6 +246,7 @@ def drive(args):
     deadline = t0 + args.deadline_s if args.deadline_s is not None else None
     hard = deadline + args.grace_s if deadline is not None else None
     tot = {"programs": 0, "calls": 0, "compiles": 0, "eager_exc": 0, "backend_warnings": 0, "skipped": 0,
+           "skipped_crashed": 0,
            "secs": 0.0, "cpu": 0.0, "maxrss_mb": 0}
     bad = []
     done_seeds = []
@@ -290,6 +301,7 @@ def drive(args):
             tot["cpu"] += rec.get("cpu", 0.0)
             tot["maxrss_mb"] = max(tot["maxrss_mb"], rec.get("maxrss_mb", 0))
             tot["skipped"] += "skipped" in rec
+            tot["skipped_crashed"] += "crashed" in rec.get("skipped", "")
             if rec.get("backend"):
                 by_backend[rec["backend"]] = by_backend.get(rec["backend"], 0) + 1
             for msg in rec.get("tracer_errors", ()):
@@ -339,6 +351,25 @@ def drive(args):
                 return line[len(prefix):]
         return None
 
+    def eager_check(seed):
+        """A worker died on seed: run the program's plain-Python calls
+        alone in a fresh process (same alarm, same teardown). The exit
+        status when that crashes too (the crash is torch's or Python's,
+        not the compiler's: torch 2.11 overflows the C stack freeing an
+        autograd graph 450,000 nodes deep, seed 90,033,311), else None."""
+        limit = args.timeout + 120
+        if hard is not None:        # past the hard deadline: no check, the crash counts
+            limit = min(limit, hard - time.time())
+        try:
+            if limit <= 0:
+                return None
+            r = subprocess.run(cmd + ["--eager-check", str(seed)], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                               timeout=limit)
+        except subprocess.TimeoutExpired:
+            return None
+        return r.returncode if r.returncode < 0 else None
+
     def job(k):
         time.sleep(k * args.stagger_s)
         proc = None
@@ -372,6 +403,11 @@ def drive(args):
                     with lock:
                         unfinished.append(seed)
                     break
+                plain = eager_check(seed)
+                if plain is not None:
+                    record({"seed": seed, "skipped": f"plain Python crashed too (exit status {plain})",
+                            "calls": 0, "compiles": 0, "eager_exc": 0, "backend_warnings": 0})
+                    continue
                 record({"seed": seed, "mismatch": "crash", "detail": f"worker exit status {rc}",
                         "calls": 0, "compiles": 0, "eager_exc": 0, "backend_warnings": 0, "known": []},
                        crash=True)
@@ -419,7 +455,8 @@ def drive(args):
     covered = _ranges(done_seeds)
     print(f"fuzz summary: programs {tot['programs']}  calls {tot['calls']}  compiles {tot['compiles']}  "
           f"calls-raising-eagerly {tot['eager_exc']}  backend-fallbacks {tot['backend_warnings']}  "
-          f"skipped(eager hung) {tot['skipped']}  "
+          f"skipped(plain Python hung) {tot['skipped'] - tot['skipped_crashed']}  "
+          f"skipped(plain Python crashed) {tot['skipped_crashed']}  "
           f"mismatches {len(bad)} {kinds}  features {args.features}  backends {by_backend}  "
           f"seeds {_ranges_text(covered)}  unfinished {len(unfinished)}  {wall:.0f} s  "
           f"{tot['programs'] / max(wall, 1e-9):.2f} programs/s")
@@ -432,7 +469,8 @@ def drive(args):
             "mismatches": len(bad), "mismatches_by_kind": kinds,
             "timeouts": sum(1 for r in bad if r["mismatch"] == "timeout"),
             "crashes": sum(1 for r in bad if r["mismatch"] == "crash"),
-            "skipped_eager_hung": tot["skipped"],
+            "skipped_eager_hung": tot["skipped"] - tot["skipped_crashed"],
+            "skipped_eager_crashed": tot["skipped_crashed"],
             "failures": [{k: r.get(k) for k in ("seed", "backend", "mismatch", "detail", "repro", "known", "kinds")}
                          for r in sorted(bad, key=lambda r: r["seed"])],
             "seeds_requested": [args.start, end - 1],
