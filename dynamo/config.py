@@ -25,6 +25,13 @@ _DEFAULTS = {
     # for every size instead of one per size); one caused by the value of
     # an int argument makes that argument a symbolic int
     "automatic_dynamic_shapes": True,
+    # a frame whose `self` (any nn.Module argument) recompiles because
+    # another instance of the same class came (layer 2 of a model after
+    # layer 1) traces that argument as any instance of its class from the
+    # next compile on: TYPE_MATCH, its parameters and buffers graph inputs
+    # (TENSOR_MATCH), submodules by type, leaf modules inlined; the layers
+    # then share one cache entry. False: one entry per instance
+    "generic_module_frames": True,
     # torch.compile's name: True keeps every int argument a constant guarded
     # by value (one entry per value), even under automatic dynamic shapes
     "specialize_int": False,

@@ -913,6 +913,8 @@ def _note_size_change(code, failure, f_locals, f_globals, f_builtins, func):
     in this compile (all at once: `a + b` with `a`'s size alone symbolic
     would tie it to `b`'s constant one)."""
     from . import dynamic_shapes, guards
+    if _note_module_change(code, failure, f_locals):
+        return
     if len(failure) >= 5 and failure[2] == "value" and type(failure[3]) is int and \
             type(failure[4]) is int:
         # an int argument's value: traced as a symbolic int from now on
@@ -920,8 +922,21 @@ def _note_size_change(code, failure, f_locals, f_globals, f_builtins, func):
             guard = failure[0].guards[failure[1]]
         except (AttributeError, IndexError, TypeError):
             return
-        if guard.kind == guards.EQUALS_MATCH and isinstance(guard.source, guards.LocalSource):
-            dynamic_shapes.note_int_change(code, guard.source.name())
+        if guard.kind != guards.EQUALS_MATCH or not dynamic_shapes.int_source(guard.source):
+            return
+        # every int of the entry whose value differs in this call, at once
+        # (the sizes a tolist() gave differ together from layer to layer)
+        closure = getattr(func, "__closure__", None)
+        for g in failure[0].guards:
+            if g.kind != guards.EQUALS_MATCH or len(g.expected) != 1 or type(g.expected[0]) is not int or \
+                    not dynamic_shapes.int_source(g.source):
+                continue
+            try:
+                now = g.source.get(f_locals, f_globals, f_builtins, closure)
+            except guards.SourceError:
+                continue
+            if type(now) is int and now != g.expected[0]:
+                dynamic_shapes.note_int_change(code, g.source.name())
         return
     if len(failure) < 5 or not isinstance(failure[2], str) or \
             not (failure[2].startswith("size()[") or failure[2] == "shape"):
@@ -940,6 +955,28 @@ def _note_size_change(code, failure, f_locals, f_globals, f_builtins, func):
             if was is not None and was != now and \
                     dynamic_shapes.note_size_change(code, g.source.name(), dim):
                 logs.on_size_change(code, g.source.name(), dim, was, now)
+
+
+def _note_module_change(code, failure, f_locals):
+    """Generic module frames: the closest entry failed on the identity
+    (ID_MATCH) of an nn.Module argument and this call brings another live
+    instance of the same class: later compiles trace that argument as any
+    instance of its class (dynamic_shapes.generic_module). True when the
+    failure was such a change."""
+    from . import dynamic_shapes, guards
+    try:
+        guard = failure[0].guards[failure[1]]
+    except (AttributeError, IndexError, TypeError):
+        return False
+    if guard.kind != guards.ID_MATCH or not isinstance(guard.source, guards.LocalSource):
+        return False
+    old = guard.expected[0] if guard.expected else None
+    now = f_locals.get(guard.source.local_name)
+    if not isinstance(now, torch.nn.Module) or type(old) is not type(now) or old is now:
+        return False
+    if dynamic_shapes.note_module_change(code, guard.source.name()):
+        logs.on_generic_module(code, guard.source.name(), type(now))
+    return True
 
 
 def _changing_size_hint(code, failure):

@@ -15,10 +15,15 @@ arguments whose value did), and the decisions `dynamic_dims` and
   `config.automatic_dynamic_shapes`; the rest are static when
   `config.assume_static_by_default`, else dynamic.
 
-An int argument of the frame whose value changed between compiles is
+An int argument of the frame (or an item of a list, tuple or dict
+argument: `int_source`) whose value changed between compiles is
 traced as a symbolic int from the next compile on (torch.compile's
 automatic dynamic shapes for ints), when `config.automatic_dynamic_shapes`
 and not `config.specialize_int`.
+
+An nn.Module argument that recompiled for another instance of its class
+is traced as any instance of that class from the next compile on
+(`generic_module`, config.generic_module_frames).
 
 Sizes 0 and 1 are always specialized (the caller's job: a dynamic size
 below 2 is traced as a constant, as torch does).  It must not trace or
@@ -31,7 +36,8 @@ from . import config
 
 _lock = threading.Lock()
 # code -> {source name: set of dims}: sizes that changed between compiles
-# (the dim None: the value of an int argument)
+# (the dim None: the value of an int argument; "module": the instance of
+# an nn.Module argument)
 _automatic = {}
 
 
@@ -86,6 +92,41 @@ def note_int_change(code, source_name):
     return note_size_change(code, source_name, None)
 
 
+def int_source(source):
+    """Can the int read at `source` become a symbolic int by automatic
+    dynamic shapes? An argument of the frame, or an item (at any depth) of
+    a list, tuple or dict argument: a resume function's stack values
+    (`L['___stack0'][0]`, the sizes a `tolist()` gave before the break)
+    change from layer to layer. Not an attribute (a module's constant)."""
+    from .guards import ItemSource, LocalSource
+    while isinstance(source, ItemSource):
+        source = source.base
+    return isinstance(source, LocalSource)
+
+
+def note_module_change(code, source_name):
+    """A recompile of `code` was caused by the identity of the nn.Module
+    argument `source_name`, another instance of the same class: with
+    config.generic_module_frames, later compiles of `code` trace it as any
+    instance of its class.  True when that is new."""
+    if not config.generic_module_frames:
+        return False
+    with _lock:
+        dims = _automatic.setdefault(code, {}).setdefault(source_name, set())
+        new = "module" not in dims
+        dims.add("module")
+    return new
+
+
+def generic_module(code, source_name):
+    """Trace the nn.Module argument read at `source_name` by a frame of
+    `code` as any instance of its class?"""
+    if not config.generic_module_frames:
+        return False
+    with _lock:
+        return "module" in _automatic.get(code, {}).get(source_name, ())
+
+
 def dynamic_int(code, source_name):
     """Trace the int argument read at `source_name` by a frame of `code` as
     a symbolic int?"""
@@ -110,7 +151,7 @@ def dynamic_dims(code, source_name, t):
             dims |= _automatic.get(code, {}).get(source_name, set())
     if not config.assume_static_by_default:
         dims = set(range(ndim))
-    return frozenset(d for d in dims if d is not None and d not in static and 0 <= d < ndim)
+    return frozenset(d for d in dims if type(d) is int and d not in static and 0 <= d < ndim)
 
 
 def clear():

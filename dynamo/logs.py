@@ -177,6 +177,16 @@ def on_size_change(code, source_name, dim, was, now):
             source_name, dim, _where(code), was, now, dim)
 
 
+def on_generic_module(code, source_name, cls):
+    """recompiles: `source_name`, an nn.Module argument of `code`, came as
+    another instance of `cls`: later compiles trace any instance."""
+    if "recompiles" in _on:
+        artifact("recompiles").info(
+            "generic module: %s of %s is another %s instance: traced as any instance of its class "
+            "from this compile on (config.generic_module_frames)", source_name, _where(code),
+            cls.__qualname__)
+
+
 def on_symbol(code, symbol, size_text, hint):
     """dynamic: a compile of `code` traces `size_text` as `symbol` (its
     size in this call: `hint`)."""

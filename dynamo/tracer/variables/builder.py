@@ -109,7 +109,7 @@ def _wrap(tx, value, source):
     if value is None:
         _guard(tx, source, ID_MATCH, None)
         return ConstantVariable(None, source)
-    if type(value) is int and isinstance(source, LocalSource) and value not in (0, 1) and \
+    if type(value) is int and value not in (0, 1) and dynamic_shapes.int_source(source) and \
             not config.verify_correctness and dynamic_shapes.dynamic_int(tx.output.frame.code, source.name()):
         return tx.output.add_int_input(source, value)
     if is_constant_value(value):
@@ -167,8 +167,14 @@ def _wrap(tx, value, source):
     if isinstance(value, torch.nn.Module):
         if source is None:
             raise Unsupported("an nn.Module without a source")
-        _guard(tx, source, ID_MATCH, value)
-        var = NNModuleVariable(value, source)
+        if isinstance(source, LocalSource) and \
+                dynamic_shapes.generic_module(tx.output.frame.code, source.name()):
+            # another instance of its class came before: any instance will do
+            _guard(tx, source, TYPE_MATCH, type(value))
+            var = NNModuleVariable(value, source, generic=True)
+        else:
+            _guard(tx, source, ID_MATCH, value)
+            var = NNModuleVariable(value, source)
         var.guard_training(tx)
         return var
     if isinstance(value, types.ModuleType):

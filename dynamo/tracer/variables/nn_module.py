@@ -13,6 +13,12 @@ Policy (documented in ARCHITECTURE.md, contract 3):
   each guarded by ID_MATCH on `<module>._parameters[<name>]` (or
   `_buffers`): the graph holds the object itself, so a replaced Parameter
   must recompile, while in-place updates keep the object and hit;
+- a generic module (config.generic_module_frames: an nn.Module argument
+  that recompiled for another instance of its class) is guarded by
+  TYPE_MATCH instead, its submodules too; its parameters and buffers are
+  graph inputs read from `<module>._parameters[<name>]` (TENSOR_MATCH), so
+  one entry serves every instance, and its leaf modules are inlined (a
+  call_module node would name one instance);
 - calling a standard torch.nn leaf module (class defined in torch.nn.modules,
   not a container) records a call_module node; calling any other module
   inlines its forward;
@@ -34,8 +40,8 @@ import torch
 
 from ...exc import Unsupported
 from ..lookup import getattr_static
-from ...guards import (DICT_KEYS, EQUALS_MATCH, ID_MATCH, LENGTH, AttrSource, ItemSource,
-                       StaticAttrSource)
+from ...guards import (DICT_KEYS, EQUALS_MATCH, ID_MATCH, LENGTH, TYPE_MATCH, AttrSource,
+                       ItemSource, StaticAttrSource)
 from .base import ClassVariable, ConstantVariable, VariableTracker, require_plain_getattribute
 
 _STATE_TABLES = ("_parameters", "_buffers", "_modules")
@@ -73,18 +79,26 @@ def submodule_source(parent_source, key):
 
 def submodule(tx, parent, key):
     """The VT of `parent.module._modules[key]`, guarded by identity (a
-    replaced submodule must recompile: the graph calls the object itself)."""
+    replaced submodule must recompile: the graph calls the object itself),
+    or by type under a generic parent (its own state is read from it)."""
     sub = parent.module._modules[key]
     src = submodule_source(parent.source, key)
+    if sub is not None and parent.generic:
+        tx.output.add_guard(src, TYPE_MATCH, type(sub))
+        return NNModuleVariable(sub, src, generic=True)
     tx.output.add_guard(src, ID_MATCH, sub)
     return ConstantVariable(None, src) if sub is None else NNModuleVariable(sub, src)
 
 
-def tensor_attr(tx, module_source, table, key, value, source=None):
+def tensor_attr(tx, module_source, table, key, value, source=None, generic=False):
     """The get_attr VT of parameter/buffer `value` stored at
     `<module_source>.<table>[key]`, guarded by identity (an ITEM of the
-    instance-dict table: read in C at guard time)."""
-    tx.output.add_guard(ItemSource(AttrSource(module_source, table), key), ID_MATCH, value)
+    instance-dict table: read in C at guard time); of a generic module, a
+    graph input read from there (TENSOR_MATCH)."""
+    item = ItemSource(AttrSource(module_source, table), key)
+    if generic:
+        return tx.output.add_input(item, value)
+    tx.output.add_guard(item, ID_MATCH, value)
     return tx.output.get_attr(value, source or AttrSource(module_source, key))
 
 
@@ -95,7 +109,7 @@ def container_item(tx, var, key, value, source):
     d = var.module.__dict__
     for table in ("_parameters", "_buffers"):
         if key in d.get(table, {}):
-            return tensor_attr(tx, var.source, table, key, value, source)
+            return tensor_attr(tx, var.source, table, key, value, source, var.generic)
     return var.var_getattr(tx, key)
 
 
@@ -152,9 +166,13 @@ def _tree_walk_args(name, args, kwargs):
 class NNModuleVariable(VariableTracker):
     """An nn.Module with the source it is reachable from."""
 
-    def __init__(self, module, source):
+    def __init__(self, module, source, generic=False):
         super().__init__(source)
         self.module = module
+        # any instance of its class (config.generic_module_frames): guarded
+        # by type, its parameters and buffers graph inputs, leaf modules
+        # inlined rather than called as the object
+        self.generic = generic
 
     def python_type(self):
         return type(self.module)
@@ -199,7 +217,7 @@ class NNModuleVariable(VariableTracker):
                     tx.output.add_guard(ItemSource(AttrSource(self.source, table), name),
                                         ID_MATCH, None)
                     return ConstantVariable(None)
-                return tensor_attr(tx, self.source, table, name, value, src)
+                return tensor_attr(tx, self.source, table, name, value, src, self.generic)
         if name in d.get("_modules", {}) and not shadowed:
             return submodule(tx, self, name)
         if name in _HOOK_TABLES and name in d and not d[name]:
@@ -369,7 +387,7 @@ class NNModuleVariable(VariableTracker):
         again at run time, so its forward is inlined), any other forward
         inlined."""
         mod = self.module
-        if is_leaf_module(mod) and not hooked:
+        if is_leaf_module(mod) and not hooked and not self.generic:
             self.guard_training(tx)
             return tx.output.call_module(tx, mod, self.source, list(args), dict(kwargs))
         if "forward" in mod.__dict__:
@@ -413,7 +431,7 @@ class NNModuleVariable(VariableTracker):
             # a variant (recurse=False, prefix=...) the walk below does not model
             from .functions import UserMethodVariable
             return UserMethodVariable(getattr(torch.nn.Module, name), self).call(tx, args, kwargs)
-        if name == "forward" and not is_leaf_module(mod):
+        if name == "forward" and (self.generic or not is_leaf_module(mod)):
             return self.call(tx, args, kwargs)
         if name in ("__getitem__",):
             return self.getitem(tx, args[0])
@@ -444,7 +462,7 @@ class NNModuleVariable(VariableTracker):
                     if p is None or id(p) in seen:
                         continue
                     seen.add(id(p))
-                    tvar = tensor_attr(tx, var.source, table_name, key, p)
+                    tvar = tensor_attr(tx, var.source, table_name, key, p, generic=var.generic)
                     if name.startswith("named_"):
                         qual = f"{prefix}.{key}" if prefix else key
                         tvar = TupleVariable([ConstantVariable(qual), tvar])

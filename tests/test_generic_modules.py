@@ -1,0 +1,141 @@
+"""Generic module frames (config.generic_module_frames, issue 31): a frame
+whose nn.Module argument recompiles because another instance of the same
+class came (layer 2 after layer 1, each layer's forward a frame of its own
+after a graph break) is traced from then on as any instance of its class,
+so the remaining layers hit that entry. Counts compiles and graphs, and
+checks the guards that still hold per instance: parameters by value and
+shape, submodules by type, `training`."""
+import torch
+
+import dynamo
+from dynamo import config
+from dynamo.testing import CompileCounter
+
+import pytest
+
+
+@dynamo.disable
+def _eager(h):
+    """Runs eagerly: a graph break inside each block."""
+    return h + 0
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d=8, act=None):
+        super().__init__()
+        self.lin = torch.nn.Linear(d, d)
+        self.norm = torch.nn.LayerNorm(d)
+        self.act = act or torch.nn.GELU()
+        self.register_buffer("scale", torch.full((d,), 0.5))
+
+    def forward(self, x):
+        h = _eager(self.act(self.lin(self.norm(x))))
+        return x + h * self.scale
+
+
+class Stack(torch.nn.Module):
+    def __init__(self, n=4, **kw):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([Block(**kw) for _ in range(n)])
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x
+
+
+def _run(model, x, cnt=None):
+    dynamo.reset()
+    cnt = cnt or CompileCounter()
+    out = dynamo.optimize(cnt)(model)(x)
+    return out, cnt
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    dynamo.reset()
+    yield
+    dynamo.reset()
+
+
+def test_layers_share_one_entry_after_the_second_instance():
+    torch.manual_seed(0)
+    model, x = Stack(6).eval(), torch.randn(3, 8)
+    with torch.no_grad():
+        ref = model(x)
+        opt = dynamo.optimize(cnt := CompileCounter())(model)
+        out = opt(x)
+        graphs = cnt.frame_count
+        torch.testing.assert_close(out, ref)
+        opt(x)
+        assert cnt.frame_count == graphs            # a second call compiles nothing
+    with config.overrides({"generic_module_frames": False}):
+        dynamo.reset()
+        per_instance = CompileCounter()
+        with torch.no_grad():
+            torch.testing.assert_close(dynamo.optimize(per_instance)(model)(x), ref)
+    # Block.forward and its resume function: once for block 0 (by identity),
+    # once generic at block 1; blocks 2-5 hit. Per instance: 6 each.
+    assert per_instance.frame_count - graphs == 2 * (6 - 2)
+
+
+def test_a_generic_entry_reads_each_instances_parameters():
+    """Parameters are graph inputs of the generic entry: another block's
+    values, a replaced Parameter and an in-place update are all seen."""
+    torch.manual_seed(1)
+    model, x = Stack(3).eval(), torch.randn(2, 8)
+    with torch.no_grad():
+        opt = dynamo.optimize(cnt := CompileCounter())(model)
+        opt(x)
+        graphs = cnt.frame_count
+        model.blocks[2].lin.weight = torch.nn.Parameter(torch.randn(8, 8))
+        model.blocks[1].lin.bias.add_(3.0)
+        model.blocks[0].scale.mul_(2.0)
+        torch.testing.assert_close(opt(x), model(x))
+        assert cnt.frame_count == graphs
+
+
+def test_generic_entry_still_guards_type_shape_and_training():
+    torch.manual_seed(2)
+    model, x = Stack(3).eval(), torch.randn(2, 8)
+    with torch.no_grad():
+        opt = dynamo.optimize(cnt := CompileCounter())(model)
+        opt(x)
+        graphs = cnt.frame_count
+        # a submodule of another type: the TYPE_MATCH on it fails
+        model.blocks[2].act = torch.nn.ReLU()
+        torch.testing.assert_close(opt(x), model(x))
+        assert cnt.frame_count > graphs
+        graphs = cnt.frame_count
+        # a parameter of another shape: its TENSOR_MATCH fails
+        model.blocks[2].scale = torch.ones(1)
+        torch.testing.assert_close(opt(x), model(x))
+        assert cnt.frame_count > graphs
+    model.train()
+    torch.testing.assert_close(opt(x), model(x))
+
+
+def test_gradients_reach_each_instances_parameters():
+    torch.manual_seed(3)
+    model, x = Stack(4), torch.randn(2, 8)
+    ref_model = Stack(4)
+    ref_model.load_state_dict(model.state_dict())
+    ref_model(x).sum().backward()
+    dynamo.optimize("aot_eager")(model)(x).sum().backward()
+    for (name, p), q in zip(model.named_parameters(), ref_model.parameters()):
+        assert p.grad is not None, name
+        torch.testing.assert_close(p.grad, q.grad, msg=name)
+
+
+def test_off_keeps_one_entry_per_instance():
+    torch.manual_seed(4)
+    model, x = Stack(4).eval(), torch.randn(2, 8)
+    with config.overrides({"generic_module_frames": False}), torch.no_grad():
+        opt = dynamo.optimize(cnt := CompileCounter())(model)
+        torch.testing.assert_close(opt(x), model(x))
+        first = cnt.frame_count
+    dynamo.reset()
+    with torch.no_grad():
+        opt = dynamo.optimize(cnt2 := CompileCounter())(model)
+        torch.testing.assert_close(opt(x), model(x))
+    assert cnt2.frame_count == first - 2 * (4 - 2)
