@@ -658,6 +658,9 @@ class _Callback:
         record = records.new_record(code)
         record.backend = self.backend_name
         record.context = frame_context(code, func, f_locals)
+        if not failures and code not in self.forced_codes and \
+                resume.base_code(code) not in self.forced_codes:
+            _generic_modules_first(code, f_locals)
         if failures:
             record.recompile_reason = describe_failure(failures[0], f_locals, f_globals,
                                                        f_builtins, func)
@@ -955,6 +958,25 @@ def _note_size_change(code, failure, f_locals, f_globals, f_builtins, func):
             if was is not None and was != now and \
                     dynamic_shapes.note_size_change(code, g.source.name(), dim):
                 logs.on_size_change(code, g.source.name(), dim, was, now)
+
+
+def _generic_modules_first(code, f_locals):
+    """Generic module frames from the first compile for a frame reached
+    from a compiled one (not the function handed to optimize() nor its
+    resume functions): a module method run after a graph break in its
+    caller (a decoder layer's forward, called once per layer) traces its
+    user-defined nn.Module arguments as any instance of their class, so
+    the layers share the first entry (torch.compile inlines modules the
+    same way). Modules defined in torch (containers, leaf modules) keep
+    their identity guard."""
+    from . import dynamic_shapes
+    if not config.generic_module_frames:
+        return
+    for name in code.co_varnames[:code.co_argcount]:
+        value = f_locals.get(name)
+        if isinstance(value, torch.nn.Module) and \
+                not (type(value).__module__ or "").startswith("torch."):
+            dynamic_shapes.note_module_change(code, f"L[{name!r}]")
 
 
 def _note_module_change(code, failure, f_locals):

@@ -1,8 +1,10 @@
 """Generic module frames (config.generic_module_frames, issue 31): a frame
-whose nn.Module argument recompiles because another instance of the same
-class came (layer 2 after layer 1, each layer's forward a frame of its own
-after a graph break) is traced from then on as any instance of its class,
-so the remaining layers hit that entry. Counts compiles and graphs, and
+reached from a compiled one (each layer's forward a frame of its own after
+a graph break in the model's loop) traces its nn.Module arguments as any
+instance of their class from its first compile, so every layer hits that
+entry; the function handed to optimize() keeps its module's identity
+until another instance of the same class comes, and is generic from then
+on. Counts compiles and graphs, and
 checks the guards that still hold per instance: parameters by value and
 shape, submodules by type, `training`."""
 import torch
@@ -74,9 +76,9 @@ def test_layers_share_one_entry_after_the_second_instance():
         per_instance = CompileCounter()
         with torch.no_grad():
             torch.testing.assert_close(dynamo.optimize(per_instance)(model)(x), ref)
-    # Block.forward and its resume function: once for block 0 (by identity),
-    # once generic at block 1; blocks 2-5 hit. Per instance: 6 each.
-    assert per_instance.frame_count - graphs == 2 * (6 - 2)
+    # Block.forward and its resume function: once, generic; blocks 1-5 hit.
+    # Per instance: 6 each.
+    assert graphs == 2 and per_instance.frame_count == 2 * 6
 
 
 def test_a_generic_entry_reads_each_instances_parameters():
@@ -138,4 +140,20 @@ def test_off_keeps_one_entry_per_instance():
     with torch.no_grad():
         opt = dynamo.optimize(cnt2 := CompileCounter())(model)
         torch.testing.assert_close(opt(x), model(x))
-    assert cnt2.frame_count == first - 2 * (4 - 2)
+    assert (first, cnt2.frame_count) == (2 * 4, 2)
+
+
+def test_the_optimized_module_keeps_its_identity_until_a_second_instance():
+    """optimize(block): its forward's `self` is guarded by identity (the
+    parameters are graph constants); a second Block through the same code
+    recompiles once, generic, and a third hits."""
+    torch.manual_seed(5)
+    blocks, x = [Block().eval() for _ in range(3)], torch.randn(2, 8)
+    cnt = CompileCounter()
+    with torch.no_grad():
+        for i, b in enumerate(blocks):
+            torch.testing.assert_close(dynamo.optimize(cnt)(b)(x), b(x))
+            assert cnt.frame_count == 2 * min(i + 1, 2), (i, cnt.frame_count)
+        first = dynamo.optimize(cnt)(blocks[0])
+        torch.testing.assert_close(first(x), blocks[0](x))
+    assert cnt.frame_count == 4
