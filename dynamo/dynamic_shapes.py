@@ -15,8 +15,8 @@ arguments whose value did), and the decisions `dynamic_dims` and
   `config.automatic_dynamic_shapes`; the rest are static when
   `config.assume_static_by_default`, else dynamic.
 
-An int argument of the frame (or an item of a list, tuple or dict
-argument: `int_source`) whose value changed between compiles is
+An int argument of the frame (`int_source`) whose value changed
+between compiles is
 traced as a symbolic int from the next compile on (torch.compile's
 automatic dynamic shapes for ints), when `config.automatic_dynamic_shapes`
 and not `config.specialize_int`.
@@ -94,13 +94,12 @@ def note_int_change(code, source_name):
 
 def int_source(source):
     """Can the int read at `source` become a symbolic int by automatic
-    dynamic shapes? An argument of the frame, or an item (at any depth) of
-    a list, tuple or dict argument: a resume function's stack values
-    (`L['___stack0'][0]`, the sizes a `tolist()` gave before the break)
-    change from layer to layer. Not an attribute (a module's constant)."""
-    from .guards import ItemSource, LocalSource
-    while isinstance(source, ItemSource):
-        source = source.base
+    dynamic shapes? An argument of the frame. Not an item of a list or
+    tuple argument: a resume function's stack holds the interpreter's own
+    state there (an iterator's position, a reversed list's index), which
+    must stay a constant of the trace; nor an attribute (a module's
+    constant)."""
+    from .guards import LocalSource
     return isinstance(source, LocalSource)
 
 
