@@ -965,17 +965,15 @@ def _generic_modules_first(code, f_locals):
     from a compiled one (not the function handed to optimize() nor its
     resume functions): a module method run after a graph break in its
     caller (a decoder layer's forward, called once per layer) traces its
-    user-defined nn.Module arguments as any instance of their class, so
+    nn.Module arguments as any instance of their class, so
     the layers share the first entry (torch.compile inlines modules the
-    same way). Modules defined in torch (containers, leaf modules) keep
-    their identity guard."""
+    same way; FSDP2's blocks, whose class fully_shard makes at run
+    time, too)."""
     from . import dynamic_shapes
     if not config.generic_module_frames:
         return
     for name in code.co_varnames[:code.co_argcount]:
-        value = f_locals.get(name)
-        if isinstance(value, torch.nn.Module) and \
-                not (type(value).__module__ or "").startswith("torch."):
+        if isinstance(f_locals.get(name), torch.nn.Module):
             dynamic_shapes.note_module_change(code, f"L[{name!r}]")
 
 
