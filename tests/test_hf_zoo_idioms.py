@@ -256,3 +256,35 @@ def test_check_tensor_all_is_a_run_time_check_in_the_graph():
     with __import__("pytest").raises(RuntimeError):
         opt(torch.full_like(X, -200.0))
     assert cnt.frame_count == 1
+
+
+# ------------- SwitchTransformers' router: `self.c = self.c.to(self.dtype)`
+class Router(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.classifier = torch.nn.Linear(4, 3)
+        self.dtype = torch.float32
+
+    def forward(self, x):
+        self.classifier = self.classifier.to(self.dtype)    # a no-op cast, every call
+        return self.classifier(x.to(self.dtype))
+
+
+def test_module_cast_that_converts_nothing_is_traced():
+    """A module `.to()` whose tensors are already of that dtype and device
+    returns the module itself, and storing a submodule back where it was
+    read is a no-op: one graph, no break. When the parameters' dtype
+    changes, the guards on it recompile and the cast converts as eager's."""
+    torch.manual_seed(0)
+    m = Router()
+    opt, cnt, reasons = compiled(m)
+    assert same(opt(X), m(X))
+    assert (cnt.frame_count, reasons()) == (1, [])
+    assert same(opt(X), m(X)) and cnt.frame_count == 1
+    m.double()
+    ref = Router()
+    ref.load_state_dict(m.state_dict())
+    out = opt(X.double())
+    assert cnt.frame_count == 2
+    assert same(out, ref.double()(X.double()))
+    assert m.classifier.weight.dtype == torch.float32       # cast back, as eager does

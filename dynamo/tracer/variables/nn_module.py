@@ -240,7 +240,7 @@ class NNModuleVariable(VariableTracker):
         from .misc import class_attribute
         if isinstance(static, (staticmethod, classmethod, property)):
             return class_attribute(tx, self, name, static)
-        if name in _NATIVE_METHODS and static is getattr(torch.nn.Module, name):
+        if (name in _NATIVE_METHODS or name == "to") and static is getattr(torch.nn.Module, name):
             from .functions import BoundMethodVariable
             return BoundMethodVariable(self, name)      # call_method walks the tree itself
         if inspect.isfunction(static):
@@ -257,6 +257,10 @@ class NNModuleVariable(VariableTracker):
         after a graph break)."""
         mod, cls = self.module, type(self.module)
         d = mod.__dict__
+        if isinstance(value, NNModuleVariable) and self.source is not None and \
+                value.source is not None and d.get("_modules", {}).get(name) is value.module and \
+                value.source.name() == submodule_source(self.source, name).name():
+            return      # a submodule stored back where it was read (`self.c = self.c.to(dtype)`)
         kind = value.python_type() if not isinstance(value, NNModuleVariable) else torch.nn.Module
         # a buffer takes a tensor as a plain attribute does (Module.__setattr__
         # puts it in _buffers at run time)
@@ -477,7 +481,48 @@ class NNModuleVariable(VariableTracker):
         if name == "__len__":
             self.guard_structure(tx)
             return ConstantVariable(len(mod))
+        if name == "to":
+            if self.source is not None and self.converts_nothing(tx, args, kwargs):
+                return self
+            from .functions import UserMethodVariable     # converts: nn.Module.to traced
+            return UserMethodVariable(torch.nn.Module.to, self).call(tx, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
+
+    def converts_nothing(self, tx, args, kwargs):
+        """Is `mod.to(*args, **kwargs)` (constant device / dtype arguments)
+        a no-op, every parameter and buffer of the tree already where and
+        of the type it asks (SwitchTransformers' router casts its classifier
+        to float32 on every call)? Then it returns the module itself; each
+        tensor's `dtype` and `device` are guarded (EQUALS_MATCH)."""
+        try:
+            values = [a.as_python_constant() for a in args]
+            kw = {k: v.as_python_constant() for k, v in kwargs.items()}
+            device, dtype, _, memory_format = torch._C._nn._parse_to(*values, **kw)
+        except (Unsupported, TypeError, RuntimeError, ValueError):
+            return False
+        if memory_format is not None:
+            return False
+        if device is not None and device.type == "cuda" and device.index is None:
+            return False        # "cuda": the current device, read at run time
+        checks = []
+        for _, var in self.all_modules(tx):
+            d = var.module.__dict__
+            for table in ("_parameters", "_buffers"):
+                for key, t in d.get(table, {}).items():
+                    if t is None:
+                        continue
+                    src = ItemSource(AttrSource(var.source, table), key)
+                    if device is not None:
+                        if t.device != device:
+                            return False
+                        checks.append((AttrSource(src, "device"), t.device))
+                    if dtype is not None and (t.is_floating_point() or t.is_complex()):
+                        if t.dtype != dtype:
+                            return False
+                        checks.append((AttrSource(src, "dtype"), t.dtype))
+        for src, value in checks:
+            tx.output.add_guard(src, EQUALS_MATCH, value)
+        return True
 
     def unpack_values(self, tx):
         self.guard_structure(tx)
