@@ -157,3 +157,27 @@ def test_the_optimized_module_keeps_its_identity_until_a_second_instance():
         first = dynamo.optimize(cnt)(blocks[0])
         torch.testing.assert_close(first(x), blocks[0](x))
     assert cnt.frame_count == 4
+
+
+class Tagged(torch.nn.Module):
+    """Keys a table by id(self), as some libraries cache per module."""
+    table = {}
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = _eager(self.lin(x))
+        return h + Tagged.table.get(id(self), 0.0)
+
+
+def test_id_of_a_generic_module_pins_the_instance():
+    """id(self) folded to a constant needs that instance: the generic entry
+    then guards it by identity (each layer its own entry, values right)."""
+    layers = torch.nn.Sequential(Tagged(), Tagged(), Tagged())
+    for k, m in enumerate(layers):
+        Tagged.table[id(m)] = float(k + 1)
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(dynamo.optimize(CompileCounter())(layers)(x), layers(x))

@@ -705,6 +705,8 @@ def _id(tx, obj):
     from ...guards import ID_MATCH
     from .nn_module import NNModuleVariable
     if isinstance(obj, NNModuleVariable):
+        if obj.generic:         # any instance of its class: pin this one
+            tx.output.add_guard(obj.source, ID_MATCH, obj.module)
         return ConstantVariable(id(obj.module))
     value = getattr(obj, "value", None)
     if obj.source is not None and value is not None and not isinstance(obj, ConstantVariable):
