@@ -181,3 +181,34 @@ def test_id_of_a_generic_module_pins_the_instance():
     x = torch.randn(2, 8)
     with torch.no_grad():
         torch.testing.assert_close(dynamo.optimize(CompileCounter())(layers)(x), layers(x))
+
+
+class NormBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.bn = torch.nn.BatchNorm1d(8)
+
+    def forward(self, x):
+        return self.bn(_eager(self.lin(x))) + x
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_training_batchnorm_updates_each_instances_buffers(backend):
+    """Leaf modules of a generic module are inlined: a training BatchNorm's
+    running statistics and counter, graph inputs now, are updated in each
+    block's own buffers, and the gradients match eager's."""
+    import copy
+    torch.manual_seed(6)
+    model = torch.nn.Sequential(NormBlock(), NormBlock(), NormBlock())
+    ref, x = copy.deepcopy(model), torch.randn(4, 8)
+    opt = dynamo.optimize(backend)(model)
+    for _ in range(2):
+        out, want = opt(x), ref(x)
+        out.sum().backward()
+        want.sum().backward()
+        torch.testing.assert_close(out, want)
+    for (name, a), b in zip(model.state_dict().items(), ref.state_dict().values()):
+        torch.testing.assert_close(a, b, msg=name)
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, msg=name)
