@@ -931,8 +931,8 @@ def _note_size_change(code, failure, f_locals, f_globals, f_builtins, func):
         # (the sizes a tolist() gave differ together from layer to layer)
         closure = getattr(func, "__closure__", None)
         for g in failure[0].guards:
-            if g.kind != guards.EQUALS_MATCH or len(g.expected) != 1 or type(g.expected[0]) is not int or \
-                    not dynamic_shapes.int_source(g.source):
+            if g.kind != guards.EQUALS_MATCH or len(g.expected) != 1 or \
+                    type(g.expected[0]) is not int or not dynamic_shapes.int_source(g.source):
                 continue
             try:
                 now = g.source.get(f_locals, f_globals, f_builtins, closure)
@@ -965,10 +965,9 @@ def _generic_modules_first(code, f_locals):
     from a compiled one (not the function handed to optimize() nor its
     resume functions): a module method run after a graph break in its
     caller (a decoder layer's forward, called once per layer) traces its
-    nn.Module arguments as any instance of their class, so
-    the layers share the first entry (torch.compile inlines modules the
-    same way; FSDP2's blocks, whose class fully_shard makes at run
-    time, too)."""
+    nn.Module arguments as any instance of their class, so the layers
+    share the first entry (torch.compile inlines modules the same way;
+    FSDP2's blocks, whose class fully_shard makes at run time, too)."""
     from . import dynamic_shapes
     if not config.generic_module_frames:
         return

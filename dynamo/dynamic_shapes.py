@@ -15,15 +15,15 @@ arguments whose value did), and the decisions `dynamic_dims` and
   `config.automatic_dynamic_shapes`; the rest are static when
   `config.assume_static_by_default`, else dynamic.
 
-An int argument of the frame (`int_source`) whose value changed
-between compiles is
-traced as a symbolic int from the next compile on (torch.compile's
-automatic dynamic shapes for ints), when `config.automatic_dynamic_shapes`
-and not `config.specialize_int`.
+An int argument of the frame (`int_source`) whose value changed between
+compiles is traced as a symbolic int from the next compile on
+(torch.compile's automatic dynamic shapes for ints), when
+`config.automatic_dynamic_shapes` and not `config.specialize_int`.
 
-An nn.Module argument that recompiled for another instance of its class
-is traced as any instance of that class from the next compile on
-(`generic_module`, config.generic_module_frames).
+An nn.Module argument is traced as any instance of its class
+(`generic_module`, config.generic_module_frames) once it recompiled for
+another instance of that class, or from the first compile in a frame
+reached from a compiled one (convert_frame._generic_modules_first).
 
 Sizes 0 and 1 are always specialized (the caller's job: a dynamic size
 below 2 is traced as a constant, as torch does).  It must not trace or
