@@ -212,3 +212,28 @@ def test_training_batchnorm_updates_each_instances_buffers(backend):
         torch.testing.assert_close(a, b, msg=name)
     for (name, p), q in zip(model.named_parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad, q.grad, msg=name)
+
+
+class Tied(torch.nn.Module):
+    """Counts its parameters (a tied weight counts once)."""
+    def __init__(self, tie):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8, bias=False)
+        self.b = torch.nn.Linear(8, 8, bias=False)
+        if tie:
+            self.b.weight = self.a.weight
+
+    def forward(self, x):
+        h = _eager(self.a(x))          # b is reached through parameters() alone
+        return h * len(list(self.parameters()))
+
+
+def test_parameters_of_a_generic_module_keep_their_ties():
+    """parameters() lists a tied weight once: a generic entry traced on a
+    tied instance guards the tie (SAME_OBJECT), so an untied instance of
+    the same class recompiles and counts two."""
+    torch.manual_seed(7)
+    layers = torch.nn.Sequential(Tied(True), Tied(True), Tied(False))
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(dynamo.optimize(CompileCounter())(layers)(x), layers(x))

@@ -40,8 +40,8 @@ import torch
 
 from ...exc import Unsupported
 from ..lookup import getattr_static
-from ...guards import (DICT_KEYS, EQUALS_MATCH, ID_MATCH, LENGTH, TYPE_MATCH, AttrSource,
-                       ItemSource, StaticAttrSource)
+from ...guards import (DICT_KEYS, EQUALS_MATCH, ID_MATCH, LENGTH, SAME_OBJECT, TYPE_MATCH,
+                       AttrSource, ItemSource, StaticAttrSource)
 from .base import ClassVariable, ConstantVariable, VariableTracker, require_plain_getattribute
 
 _STATE_TABLES = ("_parameters", "_buffers", "_modules")
@@ -456,16 +456,21 @@ class NNModuleVariable(VariableTracker):
             table_name = "_parameters" if name.endswith("parameters") else "_buffers"
             # the list depends on every module's children and parameter
             # (buffer) names: DICT_KEYS on each, ID_MATCH on each tensor
-            seen = set()
+            seen = {}           # id -> source of the first slot holding it
             walk = self.all_modules(tx) if recurse else [("", self)]
             for prefix, var in walk:
                 prefix = ".".join(p for p in (top, prefix) if p)
                 table = var.module.__dict__.get(table_name, {})
                 tx.output.add_guard(AttrSource(var.source, table_name), DICT_KEYS, tuple(table))
                 for key, p in table.items():
-                    if p is None or id(p) in seen:
+                    if p is None:
                         continue
-                    seen.add(id(p))
+                    item = ItemSource(AttrSource(var.source, table_name), key)
+                    if id(p) in seen:
+                        if var.generic:     # tied here: guard that it stays tied
+                            tx.output.add_guard(item, SAME_OBJECT, seen[id(p)], True)
+                        continue
+                    seen[id(p)] = item
                     tvar = tensor_attr(tx, var.source, table_name, key, p, generic=var.generic)
                     if name.startswith("named_"):
                         qual = f"{prefix}.{key}" if prefix else key
