@@ -237,3 +237,85 @@ def test_parameters_of_a_generic_module_keep_their_ties():
     x = torch.randn(2, 8)
     with torch.no_grad():
         torch.testing.assert_close(dynamo.optimize(CompileCounter())(layers)(x), layers(x))
+
+
+# ------------------------------------------ random layers and changes, vs eager
+class _Inner(torch.nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+        self.p = torch.nn.Parameter(torch.tensor(float(k)))
+
+    def forward(self, t):
+        return t * self.p + self.k
+
+
+class _Lay(torch.nn.Module):
+    def __init__(self, k, idx, inner=True):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor(k))
+        self.register_buffer("b", torch.full((3,), k / 2))
+        self.idx = idx
+        self.inner = _Inner(idx) if inner else None
+        self.act = torch.nn.ReLU() if idx % 2 else torch.nn.Tanh()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, t):
+        t = self.lin(t * self.w + self.b)
+        if t.sum() > 0:                     # a data-dependent break in each layer
+            t = t - self.idx
+        if self.inner is not None:
+            t = self.inner(t)
+        return self.act(t) + len(list(self.parameters()))
+
+
+class _Net(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([_Lay(0.5 * (i + 1), i, i % 3 != 2) for i in range(n)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+_CHANGES = [
+    lambda m, r: m.layers[0].w.data.fill_(r.uniform(-2, 2)),
+    lambda m, r: setattr(m.layers[-1], "idx", r.randint(0, 5)),
+    lambda m, r: setattr(m.layers[1], "inner", _Inner(r.randint(0, 3))),
+    lambda m, r: setattr(m.layers[1], "inner", None),
+    lambda m, r: setattr(m.layers[0], "act", torch.nn.Sigmoid()),
+    lambda m, r: m.layers[-1].b.mul_(-1),
+    lambda m, r: setattr(m.layers[0].lin, "weight", torch.nn.Parameter(torch.randn(3, 3))),
+    lambda m, r: m.layers.append(_Lay(1.5, 7)),
+    lambda m, r: setattr(m.layers[1].lin, "bias", None),
+    lambda m, r: m.train(not m.training),
+    lambda m, r: setattr(m.layers[-1], "b", torch.ones(3)),
+]
+
+
+@pytest.mark.parametrize("loop_cut", [False, True])
+def test_random_layers_and_changes_equal_eager(loop_cut):
+    """Models of 2-5 layers (a break in each), called five times with
+    another batch size and one change between calls (a parameter's value,
+    an int attribute, a submodule replaced or removed, a Parameter
+    replaced, a layer appended, train/eval), under eager and aot_eager,
+    against an eager copy given the same changes."""
+    import copy
+    import random
+    for trial in range(12):
+        rng = random.Random(trial)
+        torch.manual_seed(trial)
+        dynamo.reset()
+        model = _Net(rng.randint(2, 5))
+        ref = copy.deepcopy(model)
+        opt = dynamo.optimize(rng.choice(["eager", "aot_eager"]))(model)
+        with config.overrides({"skip_frame_on_loop_break": not loop_cut}), torch.no_grad():
+            for call in range(5):
+                x = torch.randn(rng.choice([2, 4]), 3)
+                torch.testing.assert_close(opt(x), ref(x), msg=f"trial {trial} call {call}")
+                change, seed = rng.choice(_CHANGES), rng.random()
+                for m in (model, ref):
+                    torch.manual_seed(call)
+                    change(m, random.Random(seed))
