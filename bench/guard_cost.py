@@ -19,6 +19,14 @@ torch's import runs at valgrind's uninstrumented speed). Cases:
   * timed (`--modes static,timed`): static with guard cost sampling timing
     every lookup (`dynamo.config.guard_timing = 1`): the cost of the timed
     walk (clock reads per node and per test).
+  * module cases (`--modes layer_eager,layer_static,layer_generic`): a
+    function `run(block, x)` calling a block (Linear 8x8 and LayerNorm 8: 4
+    parameters) plain; optimized with `config.generic_module_frames` off
+    (the block ID_MATCHed, its parameters graph constants); and optimized
+    after a second instance of the class came through (a generic entry:
+    TYPE_MATCH on the block and its submodules, each parameter a graph
+    input checked by TENSOR_MATCH). The cost of a generic module entry's
+    hit against an identity entry's.
 
 `--root DIR` measures another checkout's build (a "before" figure).
 
@@ -52,9 +60,31 @@ def add(a, b):
     return a + b
 a, b = torch.randn(8), torch.randn(8)
 fn = add
+if mode.startswith("layer"):
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+            self.norm = torch.nn.LayerNorm(8)
+        def forward(self, x):
+            return self.norm(self.lin(x))
+    def add(block, x):      # the measured function keeps its name: its code's entries are read
+        return block(x)
+    a, b, other = Block(), torch.randn(2, 8), Block()
+    fn = add
+    if mode != "layer_eager":
+        dynamo.config.generic_module_frames = mode == "layer_generic"
+        # a backend whose compiled graph does nothing: what is left is the
+        # hook, the guards and the gathering of the graph's inputs
+        def nothing(gm, example_inputs):
+            out = gm(*example_inputs)
+            return lambda *args: out
+        fn = dynamo.optimize(nothing)(add)
+        if mode == "layer_generic":
+            fn(other, b)     # a second instance of the class makes the entry generic
 if mode == "timed":
     dynamo.config.guard_timing = 1
-if mode != "eager":
+if mode not in ("eager",) and not mode.startswith("layer"):
     if mode == "dynamic":
         dynamo.mark_dynamic(a, 0)
         dynamo.mark_dynamic(b, 0)
@@ -62,13 +92,17 @@ if mode != "eager":
 with torch.no_grad():
     for _ in range(200):
         fn(a, b)
-    if mode != "eager":
+    if mode not in ("eager", "layer_eager"):
         from dynamo import _C
-        kinds = [g.kind for e in _C.cache_entries(add.__code__) for g in e.guards]
-        assert len(_C.cache_entries(add.__code__)) == 1
+        entries = _C.cache_entries(add.__code__)
+        # layer_generic: the first instance's identity entry, and the generic one
+        assert len(entries) == (2 if mode == "layer_generic" else 1), entries
+        kinds = [g.kind for g in entries[0].guards]
+        print("ENTRIES", len(entries), flush=True)
         shape = kinds.count(dynamo.guards.SHAPE_GUARD)
         assert (shape > 0) == (mode == "dynamic"), kinds
         print("SHAPE_GUARDS", shape, flush=True)
+        print("GUARDS", len(kinds), sorted(set(kinds)), flush=True)
     helper.start_instrumentation()
     collections.deque(itertools.starmap(fn, itertools.repeat((a, b), n)), maxlen=0)
 """
@@ -97,6 +131,9 @@ def run_cases(modes, calls, tmp, root=ROOT):
         if proc.returncode != 0:
             raise RuntimeError(f"{mode}: exit {proc.returncode}\n{stderr[-3000:]}")
         shape = re.search(r"SHAPE_GUARDS (\d+)", stdout)
+        guards = re.search(r"^GUARDS (.*)$", stdout, re.M)
+        if guards:
+            print(mode, "guards of the entry hit:", guards.group(1))
         with open(out) as f:
             m = re.search(r"^(?:summary|totals): (\d+)", f.read(), re.M)
         result[mode] = (int(m.group(1)) / calls, int(shape.group(1)) if shape else 0)

@@ -19,6 +19,21 @@ def _holds_symbolic(value):
         type(value).__module__ == "torch"
 
 
+def _shared_chains(sources):
+    """Names of the attribute/item chains (the sources themselves and their
+    bases) that two or more of `sources` branch from: read once, each
+    saves the reads of its own chain for the others."""
+    branches = {}                     # chain name -> the distinct next links read from it
+    for i, src in enumerate(sources):
+        below = ("input", i)
+        while isinstance(src, (AttrSource, ItemSource)):
+            name = src.name()
+            branches.setdefault(name, set()).add(below)
+            below = name
+            src = src.base
+    return frozenset(name for name, links in branches.items() if len(links) >= 2)
+
+
 class PyCodegen:
     """Instruction emitter for rewritten code: loads by source, rebuilds
     values from graph outputs, keeps containers' identity (each traced
@@ -33,6 +48,8 @@ class PyCodegen:
         self.temps = itertools.count()
         self.temp_names = []             # temporaries stored, in creation order
         self.cells = set(code.co_cellvars) | set(code.co_freevars)
+        self.shared_sources = frozenset()    # names of chains loaded once (call_graph)
+        self.source_temps = {}               # source name -> temp local holding it
 
     def emit(self, opname, **kw):
         inst = create_instruction(opname, **kw)
@@ -111,6 +128,22 @@ class PyCodegen:
         self.emit("CALL_FUNCTION_EX", arg=0)
 
     def load_source(self, source):
+        if isinstance(source, (AttrSource, ItemSource)) and self.shared_sources:
+            name = source.name()
+            temp = self.source_temps.get(name)
+            if temp is not None:
+                self.load_local(temp)
+                return
+            if name in self.shared_sources:
+                self._load_source(source)
+                temp = self.new_temp("___src")
+                self.emit("COPY", arg=1)
+                self.store_local(temp)
+                self.source_temps[name] = temp
+                return
+        self._load_source(source)
+
+    def _load_source(self, source):
         if isinstance(source, LocalSource):
             self.load_local(source.local_name)
         elif isinstance(source, GlobalSource):
@@ -164,10 +197,19 @@ class PyCodegen:
             self.keep.append(var)
 
     def call_graph(self, info, input_sources, out_name):
-        """__compiled_fn_<n>(*inputs) -> local `out_name`."""
+        """__compiled_fn_<n>(*inputs) -> local `out_name`.  An attribute or
+        item chain that two inputs or more start with (a generic module's
+        `self._modules['lin']._parameters`, read for its weight and bias)
+        is read once, into a temporary: each read of a module attribute is
+        a full getattr (nn.Module's __getattr__ keeps CPython from
+        specializing it), so a layer's inputs cost one read per link."""
         self.emit("LOAD_GLOBAL", argval=info.name, push_null=True)
-        for src in input_sources:
-            self.load_source(src)
+        self.shared_sources, self.source_temps = _shared_chains(input_sources), {}
+        try:
+            for src in input_sources:
+                self.load_source(src)
+        finally:
+            self.shared_sources, self.source_temps = frozenset(), {}
         self.emit_call(len(input_sources))
         self.store_local(out_name)
         self.temp_names.append(out_name)

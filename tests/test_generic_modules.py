@@ -319,3 +319,51 @@ def test_random_layers_and_changes_equal_eager(loop_cut):
                 for m in (model, ref):
                     torch.manual_seed(call)
                     change(m, random.Random(seed))
+
+
+def test_shared_chains_of_graph_inputs_are_read_once():
+    """The rewritten code of a generic entry reads the parameters of each
+    submodule through one `_modules[...]._parameters` read (the chain two
+    inputs share is kept in a temporary), the temporaries are gone from
+    the frame's locals when the eager code at the break runs, and every
+    layer gets its own parameters."""
+    import dis
+    from dynamo import _C
+
+    seen_locals = []
+
+    @dynamo.disable
+    def look(h):
+        import sys
+        seen_locals.append(sorted(sys._getframe(1).f_locals))
+        return h + 0
+
+    class Two(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+            self.norm = torch.nn.LayerNorm(8)
+
+        def forward(self, x):
+            h = self.norm(self.lin(x))
+            h = look(h)
+            return h * 2
+
+    def run(block, x):
+        return block(x)
+
+    blocks = [Two() for _ in range(3)]
+    x = torch.randn(2, 8)
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(run)
+    for b in blocks:
+        assert torch.allclose(opt(b, x), b(x))
+    for b in blocks:                         # hits: each block's own parameters
+        assert torch.allclose(opt(b, x), b(x))
+    generic = [e for e in _C.cache_entries(Two.forward.__code__)
+               if any(g.kind == dynamo.guards.TYPE_MATCH for g in e.guards)]
+    assert len(generic) == 1
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(generic[0].new_code)]
+    assert ops.count(("LOAD_ATTR", "_modules")) == 1, ops
+    assert ops.count(("LOAD_ATTR", "_parameters")) == 2, ops
+    assert all(not any(n.startswith("___src") for n in names) for names in seen_locals)
