@@ -31,11 +31,12 @@ FEATURES = (
     "global", "grad", "shape", "dtype", "stride", "raise", "early_return",
     "item", "try", "list_break", "helper", "module", "builtins", "view_inplace",
     "raise_partial", "iter_tensor", "alias_ret", "kwargs", "rng", "pyrandom", "mask", "numpy_view",
-    "grad_call", "del_var", "pyextra", "nonlocal_break", "objects",
+    "grad_call", "del_var", "pyextra", "nonlocal_break", "objects", "layers",
     # between-call changes
     "mut_global", "mut_instance", "mut_class", "mut_closure", "mut_module",
     "in_shape", "in_dtype", "in_stride", "in_requires_grad", "grad_mode",
     "in_negzero", "in_int_dtype", "in_types", "in_alias", "in_special", "mut_types",
+    "mut_layers",
 )
 
 # Bug classes open elsewhere (issue 12 / the helpers' lists): programs using
@@ -126,6 +127,25 @@ class M(torch.nn.Module):
 
 
 mod = M()
+
+
+class Ly(torch.nn.Module):
+    # several instances of one class, each called with a graph break inside
+    # (generic module frames: one entry for every instance)
+    def __init__(self, k):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor(0.25 * (k + 1)))
+        self.register_buffer("b", torch.tensor(float(k)))
+        self.k = k
+        self.act = torch.nn.Identity() if k % 2 else torch.nn.ReLU()
+
+    def forward(self, t):
+        t = self.act(t * self.w) + self.b
+        t = hb(t)
+        return t + self.k
+
+
+layers = [Ly(0), Ly(1), Ly(2)]
 
 
 def gen(k):
@@ -520,6 +540,15 @@ class _Gen:
                             ["if mod.training:", "    i0 = i0 + 1"], ["mod.flag = not mod.flag"]])
         return Stmt("module", ln)
 
+    def s_layers(self):
+        self.has_break = True
+        d, s_ = self.pick_t(), self.pick_t()
+        ln = self.r.choice([[f"{d} = {s_}", "for m_ in layers:", f"    {d} = m_({d})"],
+                            [f"{d} = layers[i0 % len(layers)]({s_})"],
+                            [f"{d} = layers[0]({s_}) + layers[-1]({s_})"],
+                            [f"{d} = {s_} * sum(float(m_.k) for m_ in layers)"]])
+        return Stmt("layers", ln)
+
     def s_builtins(self):
         ln = self.r.choice([["for k_, v_ in enumerate(l0[:3]):", "    t0 = t0 + k_ * v_"],
                             ["for p_, q_ in zip([t0, t1], [1, 2]):", "    t1 = t1 + p_ * q_"],
@@ -688,7 +717,8 @@ STMT_KINDS = ("ew", "reduce", "matmul", "view", "index", "cat", "inplace", "inpu
               "closure", "numpy", "print", "nograd", "method", "global", "grad", "shape", "dtype", "stride",
               "raise", "early_return", "item", "try", "list_break", "helper", "module", "builtins",
               "view_inplace", "raise_partial", "iter_tensor", "alias_ret", "kwargs", "rng", "pyrandom",
-              "mask", "numpy_view", "grad_call", "del_var", "pyextra", "nonlocal_break", "objects")
+              "mask", "numpy_view", "grad_call", "del_var", "pyextra", "nonlocal_break", "objects",
+              "layers")
 COMPOUND = {"pybranch", "tbranch", "for_range", "for_list", "while", "nograd", "try"}
 
 MUTATIONS = {
@@ -702,6 +732,9 @@ MUTATIONS = {
     "mut_module": ["mod.train(False)", "mod.train(True)", "mod.scale.fill_(3.0)", "mod.scale = torch.tensor(5.0)",
                    "mod.flag = False", "mod.w.data.mul_(2)", "mod.w = torch.nn.Parameter(torch.tensor(-1.0))"],
     "mut_closure": ["CL = mk(3.0)", "mk.__defaults__ = None", "CL = lambda t: t - G0"],
+    "mut_layers": ["layers[1].w.data.mul_(2)", "layers[0].k = 5", "layers.append(Ly(3))",
+                   "layers[2].act = torch.nn.Tanh()", "layers[1].train(False)", "layers.reverse()",
+                   "layers[0].w = torch.nn.Parameter(torch.tensor(-0.5))", "layers[2].b = torch.tensor(7.0)"],
 }
 MUT_KINDS = tuple(MUTATIONS)
 
