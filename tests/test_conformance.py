@@ -423,6 +423,46 @@ def test_stride_of_a_view_of_an_input_is_eagers_not_a_break():
     assert cnt.frame_count == 2
 
 
+def test_stride_of_a_view_of_a_computed_tensor_or_a_factory_is_eagers():
+    """Longformer's `_chunk`: `q.view(b, torch.div(n, 2 * w), 2 * w, d)`
+    over a computed tensor, then `.stride()` for an as_strided. The view
+    chain is replayed on a meta tensor from its root when the root's
+    strides are known: a computed tensor with no dim of size 0 or 1 (its
+    strides are the fake kernel's and eager's alike), or a factory's
+    contiguous result (`new_ones`); a view size given as a graph value
+    (the 0-dim tensor of torch.div) is the view's static shape. One graph,
+    eager's strides, where a size-1 dim used to break."""
+    def chunk(q, w):
+        h = q.view(q.size(0), torch.div(q.size(1), w * 2, rounding_mode="trunc"), w * 2, q.size(2))
+        size, stride = list(h.size()), list(h.stride())
+        size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+        return h.as_strided(size=size, stride=stride), h.stride()
+
+    def f(x, w):
+        q = (x * 2).transpose(0, 1).reshape(4, 8, 16)    # computed, no size-1 dim
+        return chunk(q, w)
+
+    def g(m, w):
+        ones = m.new_ones(m.size())                         # (2, 8, 1, 1), a factory
+        return chunk(ones.transpose(1, 2).reshape(2, 8, 1), w)
+
+    for fn, arg in ((f, torch.randn(8, 4, 16)), (g, torch.ones(2, 8, 1, 1))):
+        cnt = CompileCounter()
+        out = dynamo.optimize(cnt)(fn)(arg, 4)
+        expected = fn(arg, 4)
+        assert out[1] == expected[1], fn.__name__
+        assert out[0].stride() == expected[0].stride() and torch.equal(out[0], expected[0])
+        assert cnt.frame_count == 1, fn.__name__
+
+    def h(x, w):                                         # root with a size-1 dim: read eagerly
+        return chunk(x * 1, w)
+
+    cnt = CompileCounter()
+    x = torch.randn(1, 8, 16)
+    out = dynamo.optimize(cnt)(h)(x, 4)
+    assert out[1] == h(x, 4)[1] and cnt.frame_count == 2
+
+
 # ------------------------------------------------ a branch on an input tensor
 
 def test_branch_on_an_input_tensor_ends_a_graph_the_backend_sees():

@@ -493,7 +493,12 @@ class _Gen:
 
     def s_stride(self):
         ln = self.r.choice([["if t0.is_contiguous():", "    i0 = i0 + 1", "else:", "    i0 = i0 - 1"],
-                            ["t0 = t0.contiguous()"], ["i0 = i0 + t0.stride(0)"], ["t1 = t1.t().t()"]])
+                            ["t0 = t0.contiguous()"], ["i0 = i0 + t0.stride(0)"], ["t1 = t1.t().t()"],
+                            # strides of size-1 dims of views (of computed tensors, of factories)
+                            ["i0 = i0 + sum(t0.unsqueeze(1).stride())"],
+                            ["i0 = i0 + t1.reshape(1, -1).stride(0)"],
+                            ["i0 = i0 + t0.new_ones(2, 1, 3).transpose(0, 1).reshape(1, 6).stride(0)"],
+                            ["t0 = t0.unsqueeze(0).as_strided((1, t0.numel()), (t0.numel() + 1, 1)).sum(0)"]])
         return Stmt("stride", ln)
 
     def s_raise(self):

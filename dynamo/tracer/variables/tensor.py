@@ -55,10 +55,41 @@ _VIEW_OPS = frozenset({
     "unfold", "diagonal", "getitem", "contiguous"})
 
 
+def _strides_trusted(example):
+    """A computed tensor's strides are the fake kernel's and eager's alike
+    when no dim has size 0 or 1 (the rule _check_stride_known applies)."""
+    return isinstance(example, torch.Tensor) and \
+        all(type(d) is int and d > 1 for d in example.shape) and \
+        all(type(d) is int for d in example.stride())
+
+
+# factories whose result is contiguous with the standard strides (a size-1
+# dim's stride the product of the sizes after it) on every device, unless
+# a memory_format is asked for
+_FACTORY_METHODS = frozenset({"new_ones", "new_zeros", "new_full", "new_empty"})
+_FACTORY_FUNCTIONS = frozenset({"ones", "zeros", "full", "empty", "rand", "randn"})
+
+
+def _contiguous_factory(node):
+    if "memory_format" in node.kwargs:
+        return False
+    if node.op == "call_method":
+        return node.target in _FACTORY_METHODS
+    name = getattr(node.target, "__name__", None)
+    return node.op == "call_function" and name in _FACTORY_FUNCTIONS \
+        and getattr(torch, name) is node.target
+
+
 def _eager_view_strides(node):
     """The strides eager gives `node`'s value when it is a chain of _VIEW_OPS
-    with constant arguments over a placeholder or get_attr node: the chain
-    replayed on a meta tensor of the root's sizes and strides; else None."""
+    over a placeholder or get_attr node, over a computed tensor with no
+    dim of size 0 or 1 (_strides_trusted), or over a factory's result
+    (standard contiguous strides: _contiguous_factory): the chain replayed on a meta
+    tensor of the root's sizes and strides (C++ view and reshape rules,
+    which every device shares); else None. Arguments are constants, except
+    that a view/reshape may take its sizes from graph values (Longformer's
+    `view(b, torch.div(n, 2 * w), ...)`): its result's static shape is
+    then the size it was given."""
     from torch.fx.node import Node, map_aggregate
     end = node.meta.get("example_value")
     chain = []
@@ -70,23 +101,33 @@ def _eager_view_strides(node):
         else:
             name = getattr(node.target, "__name__", None)
             if getattr(torch, name or "", None) is not node.target:
-                return None
+                break
         if name not in _VIEW_OPS or not node.args or not isinstance(node.args[0], Node):
-            return None
+            break
         found = []
         map_aggregate((node.args[1:], node.kwargs),
                       lambda a: found.append(a) if isinstance(a, Node) else a)
+        args, kwargs = node.args[1:], dict(node.kwargs)
         if found:
-            return None
-        chain.append((name, node.args[1:], dict(node.kwargs)))
+            shape = getattr(node.meta.get("example_value"), "shape", None)
+            if name not in ("view", "reshape") or kwargs or shape is None \
+                    or not all(type(d) is int for d in shape):
+                return None
+            args = (tuple(shape),)
+        chain.append((name, args, kwargs))
         node = node.args[0]
-    if node.op not in ("placeholder", "get_attr"):
-        return None
     root = node.meta.get("example_value")
     if not isinstance(root, torch.Tensor):
         return None
+    factory = bool(chain) and _contiguous_factory(node) and all(type(d) is int for d in root.shape)
+    if node.op not in ("placeholder", "get_attr") and not factory \
+            and not (chain and _strides_trusted(root)):
+        return None
     try:
-        t = torch.empty_strided(tuple(root.shape), root.stride(), dtype=root.dtype, device="meta")
+        if factory:
+            t = torch.empty(tuple(root.shape), dtype=root.dtype, device="meta")
+        else:
+            t = torch.empty_strided(tuple(root.shape), root.stride(), dtype=root.dtype, device="meta")
         for name, args, kwargs in reversed(chain):
             t = operator.getitem(t, *args) if name == "getitem" else \
                 getattr(torch.Tensor, name)(t, *args, **kwargs)
