@@ -463,6 +463,68 @@ def test_stride_of_a_view_of_a_computed_tensor_or_a_factory_is_eagers():
     assert out[1] == h(x, 4)[1] and cnt.frame_count == 2
 
 
+def test_longformer_mask_chain_strides_are_eagers():
+    """Longformer's diagonal mask: `(mask != 0)[:, :, None, None]`, then
+    `type_as` and `masked_fill`, transposed, reshaped and chunked with a
+    `.stride()` read. A dtype conversion replays on a meta tensor from the
+    comparison's trusted strides; masked_fill's result is contiguous. One
+    graph, eager's strides and values."""
+    def chunk(q, w):
+        h = q.view(q.size(0), torch.div(q.size(1), w * 2, rounding_mode="trunc"), w * 2, q.size(2))
+        size, stride = list(h.size()), list(h.stride())
+        size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+        return h.as_strided(size=size, stride=stride), h.stride()
+
+    def f(attention_mask, q, w):
+        remove = (attention_mask != 0)[:, :, None, None]
+        float_mask = remove.type_as(q).masked_fill(remove, torch.finfo(q.dtype).min)
+        b, n = float_mask.shape[:2]
+        return chunk(float_mask.transpose(1, 2).reshape(b, n, 1), w)
+
+    am = torch.ones(2, 8)
+    am[0, 5:] = 0
+    q = torch.randn(2, 8, 4)
+    cnt = CompileCounter()
+    out = dynamo.optimize(cnt)(f)(am, q, 4)
+    expected = f(am, q, 4)
+    assert out[1] == expected[1] and torch.equal(out[0], expected[0])
+    assert cnt.frame_count == 1
+
+
+def test_meta_replay_of_copy_ops_gives_eager_strides():
+    """The premise of replaying dtype conversions and clone on meta tensors
+    (tracer/variables/tensor._COPY_OPS) and of taking masked_fill's result
+    as contiguous: checked against eager on random sizes (many of size 1)
+    and strides (permuted, sliced, unsqueezed, expanded). An elementwise
+    op's meta strides differ from eager's for size-1 dims, which is why
+    those are not replayed."""
+    import random
+    from dynamo.tracer.variables.tensor import _COPY_OPS
+    ops = {"to": lambda t: t.to(torch.float64), "float": lambda t: t.float(),
+           "bool": lambda t: t.bool(), "long": lambda t: t.long(), "half": lambda t: t.half(),
+           "double": lambda t: t.double(), "int": lambda t: t.int(), "clone": lambda t: t.clone(),
+           "type_as": lambda t: t.type_as(torch.empty((), dtype=torch.float64, device=t.device))}
+    assert set(ops) <= _COPY_OPS
+    rng = random.Random(0)
+    for _ in range(400):
+        nd = rng.randint(1, 4)
+        shape = [rng.choice([1, 1, 2, 3]) for _ in range(nd)]
+        t = torch.randn(*[d * rng.choice([1, 2]) for d in shape])
+        perm = list(range(nd))
+        rng.shuffle(perm)
+        t = t.permute(perm)[tuple(slice(0, max(1, d // rng.choice([1, 2]))) for d in t.shape)]
+        if rng.random() < 0.3:
+            t = t.unsqueeze(rng.randint(0, t.dim()))
+        if rng.random() < 0.2:
+            t = t.expand(*[2 if d == 1 and rng.random() < .5 else d for d in t.shape])
+        m = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+        for name, op in ops.items():
+            assert op(t).stride() == op(m).stride(), (name, tuple(t.shape), t.stride())
+        for mask_shape in (t.shape, t.shape[-1:]):
+            r = t.masked_fill(torch.zeros(mask_shape, dtype=torch.bool), 1.0)
+            assert r.stride() == torch.empty(r.shape).stride(), (tuple(t.shape), t.stride())
+
+
 # ------------------------------------------------ a branch on an input tensor
 
 def test_branch_on_an_input_tensor_ends_a_graph_the_backend_sees():

@@ -498,7 +498,10 @@ class _Gen:
                             ["i0 = i0 + sum(t0.unsqueeze(1).stride())"],
                             ["i0 = i0 + t1.reshape(1, -1).stride(0)"],
                             ["i0 = i0 + t0.new_ones(2, 1, 3).transpose(0, 1).reshape(1, 6).stride(0)"],
-                            ["t0 = t0.unsqueeze(0).as_strided((1, t0.numel()), (t0.numel() + 1, 1)).sum(0)"]])
+                            ["t0 = t0.unsqueeze(0).as_strided((1, t0.numel()), (t0.numel() + 1, 1)).sum(0)"],
+                            ["i0 = i0 + sum(t1.unsqueeze(-1).type_as(t0).transpose(0, -1).stride())"],
+                            ["i0 = i0 + sum(t0.unsqueeze(0).masked_fill(t0 > 0, 1.0).transpose(0, 1)"
+                             ".reshape(-1, 1).stride())"]])
         return Stmt("stride", ln)
 
     def s_raise(self):

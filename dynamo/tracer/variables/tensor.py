@@ -70,11 +70,20 @@ _FACTORY_METHODS = frozenset({"new_ones", "new_zeros", "new_full", "new_empty"})
 _FACTORY_FUNCTIONS = frozenset({"ones", "zeros", "full", "empty", "rand", "randn"})
 
 
+# dtype conversions and clone: empty_like(preserve_format) then a copy in
+# C++ code every device shares, so replayed on a meta tensor they give
+# eager's strides (tests/test_conformance.py checks this on random strides)
+_COPY_OPS = frozenset({"type_as", "to", "float", "double", "half", "bfloat16", "bool", "long",
+                       "int", "short", "clone"})
+
+
 def _contiguous_factory(node):
     if "memory_format" in node.kwargs:
         return False
     if node.op == "call_method":
-        return node.target in _FACTORY_METHODS
+        # out-of-place masked_fill clones its (broadcast) input into a
+        # contiguous tensor on every device (checked like _COPY_OPS)
+        return node.target in _FACTORY_METHODS or node.target == "masked_fill"
     name = getattr(node.target, "__name__", None)
     return node.op == "call_function" and name in _FACTORY_FUNCTIONS \
         and getattr(torch, name) is node.target
@@ -82,9 +91,10 @@ def _contiguous_factory(node):
 
 def _eager_view_strides(node):
     """The strides eager gives `node`'s value when it is a chain of _VIEW_OPS
-    over a placeholder or get_attr node, over a computed tensor with no
-    dim of size 0 or 1 (_strides_trusted), or over a factory's result
-    (standard contiguous strides: _contiguous_factory): the chain replayed on a meta
+    and _COPY_OPS over a placeholder or get_attr node, over a computed
+    tensor with no dim of size 0 or 1 (_strides_trusted), or over a
+    factory's result (standard contiguous strides: _contiguous_factory):
+    the chain replayed on a meta
     tensor of the root's sizes and strides (C++ view and reshape rules,
     which every device shares); else None. Arguments are constants, except
     that a view/reshape may take its sizes from graph values (Longformer's
@@ -102,12 +112,21 @@ def _eager_view_strides(node):
             name = getattr(node.target, "__name__", None)
             if getattr(torch, name or "", None) is not node.target:
                 break
-        if name not in _VIEW_OPS or not node.args or not isinstance(node.args[0], Node):
+        if name not in _VIEW_OPS and name not in _COPY_OPS or not node.args \
+                or not isinstance(node.args[0], Node):
             break
         found = []
         map_aggregate((node.args[1:], node.kwargs),
                       lambda a: found.append(a) if isinstance(a, Node) else a)
         args, kwargs = node.args[1:], dict(node.kwargs)
+        if name in _COPY_OPS and "memory_format" in kwargs:
+            break
+        if name == "type_as":
+            other = node.args[1].meta.get("example_value") if len(node.args) == 2 \
+                and isinstance(node.args[1], Node) else None
+            if not isinstance(other, torch.Tensor):
+                break
+            name, args, found = "to", (other.dtype,), []
         if found:
             shape = getattr(node.meta.get("example_value"), "shape", None)
             if name not in ("view", "reshape") or kwargs or shape is None \
