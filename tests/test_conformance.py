@@ -423,6 +423,15 @@ def test_stride_of_a_view_of_an_input_is_eagers_not_a_break():
     assert cnt.frame_count == 2
 
 
+def _chunk(q, w):
+    """Longformer's `_chunk`: overlapping chunks by as_strided over a view
+    whose strides it reads."""
+    h = q.view(q.size(0), torch.div(q.size(1), w * 2, rounding_mode="trunc"), w * 2, q.size(2))
+    size, stride = list(h.size()), list(h.stride())
+    size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+    return h.as_strided(size=size, stride=stride), h.stride()
+
+
 def test_stride_of_a_view_of_a_computed_tensor_or_a_factory_is_eagers():
     """Longformer's `_chunk`: `q.view(b, torch.div(n, 2 * w), 2 * w, d)`
     over a computed tensor, then `.stride()` for an as_strided. The view
@@ -432,19 +441,13 @@ def test_stride_of_a_view_of_a_computed_tensor_or_a_factory_is_eagers():
     contiguous result (`new_ones`); a view size given as a graph value
     (the 0-dim tensor of torch.div) is the view's static shape. One graph,
     eager's strides, where a size-1 dim used to break."""
-    def chunk(q, w):
-        h = q.view(q.size(0), torch.div(q.size(1), w * 2, rounding_mode="trunc"), w * 2, q.size(2))
-        size, stride = list(h.size()), list(h.stride())
-        size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
-        return h.as_strided(size=size, stride=stride), h.stride()
-
     def f(x, w):
         q = (x * 2).transpose(0, 1).reshape(4, 8, 16)    # computed, no size-1 dim
-        return chunk(q, w)
+        return _chunk(q, w)
 
     def g(m, w):
         ones = m.new_ones(m.size())                         # (2, 8, 1, 1), a factory
-        return chunk(ones.transpose(1, 2).reshape(2, 8, 1), w)
+        return _chunk(ones.transpose(1, 2).reshape(2, 8, 1), w)
 
     for fn, arg in ((f, torch.randn(8, 4, 16)), (g, torch.ones(2, 8, 1, 1))):
         cnt = CompileCounter()
@@ -455,7 +458,7 @@ def test_stride_of_a_view_of_a_computed_tensor_or_a_factory_is_eagers():
         assert cnt.frame_count == 1, fn.__name__
 
     def h(x, w):                                         # root with a size-1 dim: read eagerly
-        return chunk(x * 1, w)
+        return _chunk(x * 1, w)
 
     cnt = CompileCounter()
     x = torch.randn(1, 8, 16)
@@ -469,17 +472,11 @@ def test_longformer_mask_chain_strides_are_eagers():
     `.stride()` read. A dtype conversion replays on a meta tensor from the
     comparison's trusted strides; masked_fill's result is contiguous. One
     graph, eager's strides and values."""
-    def chunk(q, w):
-        h = q.view(q.size(0), torch.div(q.size(1), w * 2, rounding_mode="trunc"), w * 2, q.size(2))
-        size, stride = list(h.size()), list(h.stride())
-        size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
-        return h.as_strided(size=size, stride=stride), h.stride()
-
     def f(attention_mask, q, w):
         remove = (attention_mask != 0)[:, :, None, None]
         float_mask = remove.type_as(q).masked_fill(remove, torch.finfo(q.dtype).min)
         b, n = float_mask.shape[:2]
-        return chunk(float_mask.transpose(1, 2).reshape(b, n, 1), w)
+        return _chunk(float_mask.transpose(1, 2).reshape(b, n, 1), w)
 
     am = torch.ones(2, 8)
     am[0, 5:] = 0

@@ -91,11 +91,11 @@ def _contiguous_factory(node):
 
 def _eager_view_strides(node):
     """The strides eager gives `node`'s value when it is a chain of _VIEW_OPS
-    and _COPY_OPS over a placeholder or get_attr node, over a computed
-    tensor with no dim of size 0 or 1 (_strides_trusted), or over a
-    factory's result (standard contiguous strides: _contiguous_factory):
-    the chain replayed on a meta
-    tensor of the root's sizes and strides (C++ view and reshape rules,
+    and _COPY_OPS over a root whose eager strides are known: a placeholder
+    or get_attr node, a computed tensor with no dim of size 0 or 1
+    (_strides_trusted), or a factory's result (standard contiguous
+    strides: _contiguous_factory). The chain is replayed on a meta tensor
+    of the root's sizes and strides (C++ view, reshape and copy rules,
     which every device shares); else None. Arguments are constants, except
     that a view/reshape may take its sizes from graph values (Longformer's
     `view(b, torch.div(n, 2 * w), ...)`): its result's static shape is
