@@ -84,7 +84,7 @@ if mode.startswith("layer"):
             fn(other, b)     # a second instance of the class makes the entry generic
 if mode == "timed":
     dynamo.config.guard_timing = 1
-if mode not in ("eager",) and not mode.startswith("layer"):
+if mode != "eager" and not mode.startswith("layer"):
     if mode == "dynamic":
         dynamo.mark_dynamic(a, 0)
         dynamo.mark_dynamic(b, 0)
@@ -98,7 +98,6 @@ with torch.no_grad():
         # layer_generic: the first instance's identity entry, and the generic one
         assert len(entries) == (2 if mode == "layer_generic" else 1), entries
         kinds = [g.kind for g in entries[0].guards]
-        print("ENTRIES", len(entries), flush=True)
         shape = kinds.count(dynamo.guards.SHAPE_GUARD)
         assert (shape > 0) == (mode == "dynamic"), kinds
         print("SHAPE_GUARDS", shape, flush=True)
