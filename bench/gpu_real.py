@@ -7,12 +7,13 @@ Per model (random weights, fp32, eval, no_grad, on `cuda`):
     small model of their own: cold compile seconds;
   * graphs and breaks of our capture;
   * steady state: ROUNDS rounds of NCALLS synchronized calls of eager, ours
-    and theirs, the order reversed every other round; median ms per call
-    and the ratio ours/theirs;
+    and theirs (eager first, the compilers' order swapped every other round:
+    ROUND_ORDERS); median ms per call and the ratio ours/theirs;
   * Python function calls per step (cProfile over 20 calls): what each
     compiler's host path runs beyond the kernels.
-`--profile` adds kernels per call and their GPU time (torch.profiler) and
-the largest difference from eager for both.  `--mode reduce-overhead`
+`--profile` adds kernels per call and their GPU time (torch.profiler), the
+kernels whose GPU time differs most between the two, and the largest
+difference from eager for both.  `--mode reduce-overhead`
 compares dynamo.compile(mode=...) with torch.compile(mode=...); `--ours autotune` compiles ours with the
 "autotune" backend (each graph's fastest correct candidate, stored in
 DYNAMO_AUTOTUNE_DIR: run it twice with the same directory and the second
@@ -122,6 +123,14 @@ def first_tensor(out):
 
 OURS = "inductor"
 
+# The order of a round. Eager runs first in each, and the two compilers swap
+# places every other round, so each compiler follows eager in half the rounds
+# and the other compiler in the other half, and neither ever runs twice in a
+# row. (Reversing a round of three instead put ours always in the middle and
+# gave torch.compile a back-to-back run, with the GPU's caches still holding
+# its own weights and buffers, in every other round.)
+ROUND_ORDERS = (("eager", "ours", "tc"), ("eager", "tc", "ours"))
+
 
 def compile_ours(model, mode):
     if mode == "default":
@@ -155,10 +164,11 @@ def bench(name, args):
     with torch.no_grad():
         dynamo.reset()
         torch_dynamo.reset()
+        ref = first_tensor(model(**inp))            # eager's first call (cuDNN plans) outside both timings
+        sync()
         fresh_inductor_cache()
         t0 = time.perf_counter()
         ours = compile_ours(model, args.mode)
-        ref = first_tensor(model(**inp))
         out = first_tensor(ours(**inp)).clone()     # CUDA graphs: valid until the next replay
         sync()
         row["ours_compile_s"] = time.perf_counter() - t0
@@ -186,7 +196,7 @@ def bench(name, args):
             run(f, inp, 10)
         res = {k: [] for k in fns}
         for r in range(args.rounds):
-            for k in (list(fns) if r % 2 == 0 else list(reversed(fns))):
+            for k in ROUND_ORDERS[r % 2]:
                 res[k].append(run(fns[k], inp, args.calls))
         for k, v in res.items():
             row[f"{k}_ms"] = statistics.median(v)
@@ -194,22 +204,37 @@ def bench(name, args):
         row["ours_py_calls"] = py_calls(ours, inp)
         row["tc_py_calls"] = py_calls(theirs, inp)
         if args.profile:
+            per = {}
             for k in ("ours", "tc"):
-                row[f"{k}_kernels"], row[f"{k}_kernel_us"] = kernel_profile(fns[k], inp)
+                row[f"{k}_kernels"], row[f"{k}_kernel_us"], per[k] = kernel_profile(fns[k], inp)
+            row["kernel_diffs"] = kernel_diffs(per["ours"], per["tc"])
     return row
 
 
 def kernel_profile(fn, inp, n=10):
-    """GPU kernels launched per call and their device time per call (us),
-    from torch.profiler over `n` calls (CUDA graph replays count the
-    kernels inside the graph)."""
+    """GPU kernels launched per call, their device time per call (us), and
+    {kernel name: (launches, us) per call}, from torch.profiler over `n`
+    calls (CUDA graph replays count the kernels inside the graph)."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(n):
             fn(**inp)
         sync()
     kern = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    return len(kern) / n, sum(e.device_time for e in kern) / n
+    per = {}
+    for e in kern:
+        c, t = per.get(e.name, (0, 0.0))
+        per[e.name] = (c + 1 / n, t + e.device_time / n)
+    return len(kern) / n, sum(e.device_time for e in kern) / n, per
+
+
+def kernel_diffs(ours, tc, top=4):
+    """The `top` kernels whose GPU time per call differs most between the
+    two compilers: [(name, launches ours/tc, us ours, us tc)]."""
+    names = sorted(set(ours) | set(tc),
+                   key=lambda k: -abs(ours.get(k, (0, 0.0))[1] - tc.get(k, (0, 0.0))[1]))
+    return [(k[:90], f"{ours.get(k, (0, 0))[0]:g}/{tc.get(k, (0, 0))[0]:g}",
+             round(ours.get(k, (0, 0.0))[1], 1), round(tc.get(k, (0, 0.0))[1], 1)) for k in names[:top]]
 
 
 def main():
@@ -255,6 +280,8 @@ def main():
             print(f"|   kernels/call ours/tc {r['ours_kernels']:.1f}/{r['tc_kernels']:.1f}, "
                   f"GPU us/call {r['ours_kernel_us']:.0f}/{r['tc_kernel_us']:.0f}, "
                   f"max |diff| vs eager {r['ours_maxdiff']:.2e}/{r['tc_maxdiff']:.2e} |")
+            for name, launches, us_ours, us_tc in r["kernel_diffs"]:
+                print(f"|     {us_ours:8.1f} / {us_tc:8.1f} us, {launches} launches: {name} |")
     done = [r for r in rows if "error" not in r]
     if done:
         geo = statistics.geometric_mean([r["tc_ms"] / r["ours_ms"] for r in done])

@@ -6,7 +6,8 @@ other; on a shared host the machine's speed drifts between blocks by more
 than the difference measured. Here, per model (tests/hf_zoo.py, eval,
 no_grad, on `cuda` when there is one, else the CPU): both are compiled
 first, then ROUNDS rounds each time eager, ours and torch.compile's NCALLS
-calls (synchronized), the order reversed every other round; the medians,
+calls (synchronized), in gpu_real's ROUND_ORDERS (eager first, the
+compilers swapping places every other round); the medians,
 the minima and how many rounds ours was faster. Then, from cProfile over
 100 calls of each, the Python functions whose calls per step or time per
 step differ (what each compiler's per-call path runs beyond the kernels).
@@ -30,6 +31,7 @@ import torch  # noqa: E402
 import dynamo  # noqa: E402
 from torch import _dynamo as torch_dynamo  # noqa: E402  (bench/ only: the comparison)
 import hf_zoo  # noqa: E402
+from gpu_real import ROUND_ORDERS  # noqa: E402
 
 warnings.filterwarnings("ignore")
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
@@ -81,7 +83,7 @@ def main():
                 run(f, inp, 50)
             res = {k: [] for k in fns}
             for r in range(ROUNDS):
-                for k in (list(fns) if r % 2 == 0 else list(reversed(fns))):
+                for k in ROUND_ORDERS[r % 2]:
                     res[k].append(run(fns[k], inp, NCALLS))
             for k, v in res.items():
                 print(f"{name} {k}: wall median {statistics.median(x[0] for x in v):.3f} ms "
