@@ -104,6 +104,12 @@ _DEFAULTS = {
     # inductor and eager on CPU); timed calls per candidate; where the
     # choices are stored ("" = $DYNAMO_AUTOTUNE_DIR or ~/.cache/dynamo/autotune)
     "autotune_candidates": "",
+    # how Inductor's generated Triton kernels of our graphs pick their tile
+    # sizes at their first launch: "inductor" (Inductor's own timing of one
+    # launch, which on a fast GPU measures Python's launch latency for a
+    # kernel of a few microseconds) or "device" (each candidate timed by
+    # CUDA-graph replays: the GPU's time only; backends/kernel_timing.py)
+    "inductor_kernel_timing": "inductor",
     "autotune_runs": 10,
     "autotune_dir": "",
     # accepted, no effect (always so in this design; see USER_GUIDE):
@@ -172,6 +178,9 @@ def _validate(name, value):
                             f"got {type(value).__name__} {value!r}")
     elif isinstance(default, str) and not isinstance(value, str):
         raise TypeError(f"dynamo.config.{name} must be a str, got {type(value).__name__} {value!r}")
+    if name == "inductor_kernel_timing" and value not in ("inductor", "device"):
+        raise ValueError(f"dynamo.config.inductor_kernel_timing must be \"inductor\" or "
+                         f"\"device\", got {value!r}")
 
 
 # dynamo.compile(dynamic=...) as settings: True traces sizes symbolically

@@ -3,6 +3,8 @@
 Inductor's modules are imported when a graph is compiled, not when dynamo is
 imported: loading them takes seconds.
 """
+from .. import config
+from . import kernel_timing
 from .aot.hazards import _requires_grad_hazard
 from .common import _fake_inputs
 from .registry import register_backend
@@ -44,5 +46,10 @@ def _static_lifted_inputs(num_graph_inputs):
             fixed = num_fw_fixed_arguments(num_graph_inputs, len(example_inputs))
             kwargs["static_input_idxs"] = sorted(set(kwargs.get("static_input_idxs") or ())
                                                  | set(range(max(fixed, 0))))
-        return cfx.compile_fx_inner(gm, example_inputs, **kwargs)
+        device_timing = config.inductor_kernel_timing == "device"
+        start = kernel_timing.module_count() if device_timing else None
+        compiled = cfx.compile_fx_inner(gm, example_inputs, **kwargs)
+        if device_timing:
+            kernel_timing.instrument_new_modules(start)
+        return compiled
     return inner_compile

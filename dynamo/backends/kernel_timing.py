@@ -1,0 +1,134 @@
+"""Kernel-time tile choice for the Triton kernels Inductor generates for our
+graphs (config.inductor_kernel_timing = "device").
+
+The problem: Inductor picks each generated Triton kernel's tile size
+(XBLOCK, YBLOCK, warps) at the kernel's first launch. It times every
+candidate with CUDA events around one launch from Python. The GPU then
+waits for Python between the events, so a kernel of a few microseconds
+measures as the host's launch latency. On an H200 with torch 2.11, all six
+tiles of one BERT transpose kernel measured 50-56 us; in the graph the
+kernel runs for 2.5 us. The pick is noise, and a bad draw (XBLOCK=1,
+YBLOCK=1024) makes the kernel 5x slower for the life of the process.
+
+What this module does: each candidate is launched N times back to back
+inside a CUDA graph, and graph replays are timed, so only the GPU's time
+per launch counts. It is only used where Inductor's own timing would
+launch the kernel plainly. Inductor's timing still runs for a kernel
+that writes one of its inputs (Inductor clones those per launch), for a
+kernel with arguments reset to zero, for user-written Triton kernels, on
+devices other than CUDA, and during a CUDA-graph capture. It also runs
+when anything here fails: a failure costs the better choice, never the
+call.
+
+Scope: `instrument_new_modules(start)` patches the autotuners (instance
+attribute `bench`) of the modules Inductor's code cache loaded after
+`start`, the modules of the graph just compiled. torch.compile's kernels
+in the same process keep Inductor's timing, unless both compilers
+generated the very same module. The two then share one kernel object,
+which changes the timing method of that kernel alone, not its results.
+
+Owns nothing after the patch: the patched method lives on the autotuner,
+which Inductor owns. Imports torch._inductor only when called (by
+backends/inductor.py, inside a compile).
+"""
+import logging
+
+log = logging.getLogger(__name__)
+
+LAUNCHES = 20       # launches of the candidate per captured graph
+REPLAYS = 5         # timed replays; the fastest counts
+
+
+def module_count():
+    """How many modules Inductor's code cache has loaded (the `start` of
+    instrument_new_modules), or None when torch has no such cache."""
+    try:
+        from torch._inductor.codecache import PyCodeCache
+        return len(PyCodeCache.modules)
+    except Exception:  # noqa: BLE001 - another torch: no instrumenting
+        return None
+
+
+def instrument_new_modules(start):
+    """Patch the Triton autotuners found in the modules loaded after
+    `start` (module_count()'s value before a compile). Returns how many
+    were patched."""
+    if start is None:
+        return 0
+    try:
+        from torch._inductor.codecache import PyCodeCache
+        from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    except Exception:  # noqa: BLE001 - no Triton / another torch
+        return 0
+    patched = 0
+    for mod in list(PyCodeCache.modules[start:]):
+        for value in list(vars(mod).values()):
+            if isinstance(value, CachingAutotuner) and "bench" not in vars(value):
+                value.bench = _device_time_bench(value)
+                patched += 1
+    return patched
+
+
+def _device_time_bench(autotuner):
+    """autotuner.bench (Inductor's: launcher, *args, **kwargs -> ms per
+    launch), timed by CUDA-graph replays where that is the same launch."""
+    inductor_bench = autotuner.bench            # the class's, bound
+
+    def bench(launcher, *args, with_profiler=False, **kwargs):
+        try:
+            plain = not with_profiler and _plain_launch(autotuner, launcher)
+        except Exception:  # noqa: BLE001 - an autotuner of another shape
+            plain = False
+        if not plain:
+            return inductor_bench(launcher, *args, with_profiler=with_profiler, **kwargs)
+        try:
+            return graph_time_ms(lambda stream: launcher(*args, **kwargs, stream=stream))
+        except Exception as e:  # noqa: BLE001 - Inductor's timing instead
+            log.debug("kernel timing: %s; Inductor's timing used", e)
+            return inductor_bench(launcher, *args, **kwargs)
+    return bench
+
+
+def _plain_launch(autotuner, launcher):
+    """Would Inductor's timing launch this candidate with the arguments as
+    they are (no clone, no reset), on a CUDA device, outside a capture, and
+    is the candidate one Inductor times at all (no register spills over
+    its threshold)?"""
+    import torch
+    spills = getattr(launcher, "n_spills", None)
+    threshold = autotuner.inductor_meta.get("spill_threshold", 16)
+    return (getattr(autotuner.device_props, "type", None) == "cuda"
+            and not autotuner.custom_kernel
+            and not autotuner.mutated_arg_names
+            and not getattr(autotuner, "reset_to_zero_arg_names", None)
+            and not (spills is not None and spills > threshold)
+            and not torch.cuda.is_current_stream_capturing())
+
+
+def graph_time_ms(launch, launches=LAUNCHES, replays=REPLAYS):
+    """GPU milliseconds per call of `launch(raw_stream)`: the call is made
+    once on a side stream (loading the kernel), then `launches` times inside
+    a CUDA graph captured on that stream; the fastest of `replays` timed
+    replays, divided by `launches`."""
+    import torch
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        launch(stream.cuda_stream)
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        for _ in range(launches):
+            launch(stream.cuda_stream)
+    graph.replay()                              # first replay uploads the graph
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end))
+    del graph
+    return best / launches

@@ -1,0 +1,142 @@
+"""config.inductor_kernel_timing = "device" (dynamo/backends/kernel_timing.py):
+the Triton autotuners of the modules Inductor loads for our graphs are
+timed by CUDA-graph replays; anything else keeps Inductor's timing, and a
+failure falls back to it. The CPU tests check which autotuners are patched
+and when Inductor's timing is kept; the CUDA ones time real launches."""
+import math
+import types
+
+import pytest
+import torch
+
+import dynamo
+from dynamo.backends import kernel_timing
+from dynamo.backends.registry import lookup
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def counting_inductor(graphs):
+    """The inductor backend, recording each graph it is given."""
+    inductor = lookup("inductor")[1]
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return inductor(gm, example_inputs)
+    return backend
+
+
+def fake_autotuner(device="cuda", mutated=(), reset=(), custom=False):
+    """A CachingAutotuner without Inductor's constructor, whose own timing
+    returns the sentinel 123.0 and records its calls."""
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    class Tuner(CachingAutotuner):
+        def bench(self, launcher, *args, with_profiler=False, **kwargs):
+            self.inductor_calls.append((launcher, args))
+            return 123.0
+
+    t = Tuner.__new__(Tuner)
+    t.inductor_calls = []
+    t.device_props = types.SimpleNamespace(type=device)
+    t.mutated_arg_names = list(mutated)
+    t.reset_to_zero_arg_names = list(reset)
+    t.custom_kernel = custom
+    t.inductor_meta = {"spill_threshold": 16}
+    return t
+
+
+def loaded_module(monkeypatch, **values):
+    """A module appended to Inductor's code cache, as a compile loads one."""
+    from torch._inductor.codecache import PyCodeCache
+    mod = types.ModuleType("fake_inductor_output")
+    vars(mod).update(values)
+    monkeypatch.setattr(PyCodeCache, "modules", list(PyCodeCache.modules) + [mod])
+    return mod
+
+
+def test_only_the_autotuners_of_modules_loaded_after_the_start_are_patched(monkeypatch):
+    before = loaded_module(monkeypatch, old=fake_autotuner())
+    start = kernel_timing.module_count()
+    loaded_module(monkeypatch, k1=fake_autotuner(), k2=fake_autotuner(), other=object(), n=3)
+    assert kernel_timing.instrument_new_modules(start) == 2
+    assert "bench" not in vars(before.old)
+    assert kernel_timing.instrument_new_modules(start) == 0      # never patched twice
+    assert kernel_timing.instrument_new_modules(None) == 0       # no code cache: nothing
+
+
+@pytest.mark.parametrize("tuner", [
+    dict(device="cpu"), dict(mutated=["in_out_ptr0"]), dict(reset=["out_ptr0"]), dict(custom=True)],
+    ids=["cpu", "mutated-input", "reset-to-zero", "user-kernel"])
+def test_inductor_times_what_it_would_clone_reset_or_not_launch_on_cuda(monkeypatch, tuner):
+    t = fake_autotuner(**tuner)
+    start = kernel_timing.module_count()
+    loaded_module(monkeypatch, k=t)
+    kernel_timing.instrument_new_modules(start)
+    launched = []
+    assert t.bench(lambda *a, stream=None: launched.append(a), 1, 2) == 123.0
+    assert len(t.inductor_calls) == 1 and launched == []
+
+
+def test_a_failed_device_timing_falls_back_to_inductors(monkeypatch):
+    def broken(launch, *a, **k):
+        raise RuntimeError("capture failed")
+
+    monkeypatch.setattr(kernel_timing, "_plain_launch", lambda tuner, launcher: True)
+    monkeypatch.setattr(kernel_timing, "graph_time_ms", broken)
+    t = fake_autotuner()
+    start = kernel_timing.module_count()
+    loaded_module(monkeypatch, k=t)
+    kernel_timing.instrument_new_modules(start)
+    assert t.bench(lambda *a, stream=None: None, 1) == 123.0
+    assert len(t.inductor_calls) == 1
+
+
+def test_the_setting_is_checked_and_a_cpu_compile_is_unchanged():
+    with pytest.raises(ValueError, match="inductor_kernel_timing"):
+        dynamo.config.inductor_kernel_timing = "gpu"
+    from torch._inductor.utils import fresh_inductor_cache
+
+    def f(x):
+        return (x.t() * 2).sin() + 1
+
+    x = torch.randn(16, 8)
+    with dynamo.config.overrides({"inductor_kernel_timing": "device"}), fresh_inductor_cache():
+        dynamo.reset()
+        graphs = []
+        opt = dynamo.optimize(counting_inductor(graphs))(f)
+        torch.testing.assert_close(opt(x), f(x))
+        torch.testing.assert_close(opt(x), f(x))
+    assert len(graphs) == 1
+
+
+@cuda
+def test_graph_time_is_the_gpus_time_per_launch():
+    x = torch.randn(1 << 20, device="cuda")
+    y = torch.empty_like(x)
+    ms = kernel_timing.graph_time_ms(lambda stream: torch.mul(x, 2, out=y))
+    assert 0 < ms < 1 and math.isfinite(ms)
+    assert torch.equal(y, x * 2)
+
+
+@cuda
+def test_device_timed_triton_kernels_give_eagers_results():
+    from torch._inductor.codecache import PyCodeCache
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    from torch._inductor.utils import fresh_inductor_cache
+
+    def f(x, b):
+        return ((x + b).transpose(1, 2) * 0.5).contiguous()
+
+    x, b = torch.randn(8, 128, 768, device="cuda"), torch.randn(768, device="cuda")
+    with dynamo.config.overrides({"inductor_kernel_timing": "device"}), fresh_inductor_cache():
+        dynamo.reset()
+        start = kernel_timing.module_count()
+        graphs = []
+        opt = dynamo.optimize(counting_inductor(graphs))(f)
+        torch.testing.assert_close(opt(x, b), f(x, b))
+        tuners = [v for m in PyCodeCache.modules[start:] for v in vars(m).values()
+                  if isinstance(v, CachingAutotuner)]
+        assert tuners and all("bench" in vars(t) for t in tuners)
+        torch.testing.assert_close(opt(x, b), f(x, b))
+    assert len(graphs) == 1
