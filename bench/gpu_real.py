@@ -24,7 +24,7 @@ compiler.
 Usage: python bench/gpu_real.py [--models bert1,bert,gpt2,t5,llama,vit,resnet]
            [--mode default|reduce-overhead] [--ours inductor|autotune]
            [--candidates inductor,reduce-overhead,cudagraphs,eager] [--rounds 9] [--calls 50]
-           [--profile]
+           [--profile] [--kernel-timing inductor|device]
 """
 import argparse
 import cProfile
@@ -245,17 +245,22 @@ def main():
     p.add_argument("--calls", type=int, default=50)
     p.add_argument("--ours", default="inductor", choices=("inductor", "autotune"))
     p.add_argument("--candidates", default="")
+    p.add_argument("--kernel-timing", default="inductor", choices=("inductor", "device"),
+                   help="dynamo.config.inductor_kernel_timing for ours: how our graphs' "
+                        "Triton kernels time their tile candidates")
     p.add_argument("--profile", action="store_true",
                    help="also kernels per call and their GPU time (torch.profiler)")
     args = p.parse_args()
     global OURS
     OURS = args.ours
     dynamo.config.autotune_candidates = args.candidates
+    dynamo.config.inductor_kernel_timing = args.kernel_timing
     if not torch.cuda.is_available():
         sys.exit("bench/gpu_real.py needs a CUDA device")
     torch_dynamo.config.cache_size_limit = 64
     print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; "
-          f"Python {sys.version.split()[0]}; mode {args.mode}; ours {args.ours}", flush=True)
+          f"Python {sys.version.split()[0]}; mode {args.mode}; ours {args.ours}; "
+          f"kernel timing {args.kernel_timing}", flush=True)
     warm(args.mode)
     rows = []
     for name in args.models.split(","):
