@@ -108,7 +108,8 @@ def _plain_launch(autotuner, launcher):
 def graph_time_ms(launch, launches=LAUNCHES, replays=REPLAYS):
     """GPU milliseconds per call of `launch(raw_stream)`: the call is made
     once on a side stream (loading the kernel), then `launches` times inside
-    a CUDA graph captured on that stream; the fastest of `replays` timed
+    a CUDA graph captured on that stream (other threads' CUDA calls are not
+    disturbed: thread-local capture mode); the fastest of `replays` timed
     replays, divided by `launches`."""
     import torch
     stream = torch.cuda.Stream()
@@ -116,10 +117,17 @@ def graph_time_ms(launch, launches=LAUNCHES, replays=REPLAYS):
     with torch.cuda.stream(stream):
         launch(stream.cuda_stream)
     stream.synchronize()
+    # capture_begin/end, not torch.cuda.graph(): that one empties the
+    # allocator's cache (and may collect garbage) per capture, once per
+    # candidate of every kernel. The launches allocate nothing.
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        for _ in range(launches):
-            launch(stream.cuda_stream)
+    with torch.cuda.stream(stream):
+        graph.capture_begin(capture_error_mode="thread_local")
+        try:
+            for _ in range(launches):
+                launch(stream.cuda_stream)
+        finally:
+            graph.capture_end()
     graph.replay()                              # first replay uploads the graph
     torch.cuda.synchronize()
     best = float("inf")
