@@ -24,10 +24,11 @@ compiler.
 Usage: python bench/gpu_real.py [--models bert1,bert,gpt2,t5,llama,vit,resnet]
            [--mode default|reduce-overhead] [--ours inductor|autotune]
            [--candidates inductor,reduce-overhead,cudagraphs,eager] [--rounds 9] [--calls 50]
-           [--profile] [--kernel-timing inductor|device]
+           [--profile] [--kernel-timing inductor|device] [--autotune-log FILE]
 """
 import argparse
 import cProfile
+import logging
 import os
 import pstats
 import statistics
@@ -156,6 +157,44 @@ def warm(mode):
     torch_dynamo.reset()
 
 
+class AutotuneLog(logging.Handler):
+    """Inductor's runtime tile timings (its triton_heuristics logger at
+    DEBUG), per compiler and model: every candidate's time written to a
+    file, and per kernel the spread (slowest/fastest candidate). A spread
+    near 1 means the timing could not tell the candidates apart."""
+
+    def __init__(self, path):
+        super().__init__(logging.DEBUG)
+        self.out = open(path, "w")
+        self.phase = None                   # (model, "ours" | "tc") while that one compiles
+        self.kernels = {}                   # (model, who) -> [[candidate ms, ...] per kernel]
+
+    def emit(self, record):
+        if self.phase is None:
+            return
+        self.out.write(f"{self.phase[0]}\t{self.phase[1]}\t{record.getMessage()}\n")
+        if record.msg.startswith("Benchmark all input configs"):
+            self.kernels.setdefault(self.phase, []).append([])
+        elif record.msg.startswith("%s: %f") and self.kernels.get(self.phase):
+            self.kernels[self.phase][-1].append(record.args[1])
+
+    def summary(self, model, who):
+        spreads = sorted(max(t) / min(t) for t in self.kernels.get((model, who), ())
+                         if len(t) > 1 and min(t) > 0)
+        if not spreads:
+            return "no kernel timed"
+        return (f"{len(spreads)} kernels timed, spread median {statistics.median(spreads):.2f}, "
+                f"{sum(x < 1.1 for x in spreads)} under 1.10")
+
+
+AUTOTUNE_LOG = None
+
+
+def _phase(model, who):
+    if AUTOTUNE_LOG is not None:
+        AUTOTUNE_LOG.phase = (model, who) if who else None
+
+
 def bench(name, args):
     model, inp = MODELS[name]()
     model = model.cuda().eval()
@@ -167,17 +206,22 @@ def bench(name, args):
         ref = first_tensor(model(**inp))            # eager's first call (cuDNN plans) outside both timings
         sync()
         fresh_inductor_cache()
+        _phase(name, "ours")
         t0 = time.perf_counter()
         ours = compile_ours(model, args.mode)
         out = first_tensor(ours(**inp)).clone()     # CUDA graphs: valid until the next replay
         sync()
         row["ours_compile_s"] = time.perf_counter() - t0
         fresh_inductor_cache()
+        _phase(name, "tc")
         t0 = time.perf_counter()
         theirs = compile_theirs(model, args.mode)
         tc_out = first_tensor(theirs(**inp)).clone()
         sync()
         row["tc_compile_s"] = time.perf_counter() - t0
+        _phase(name, None)
+        if AUTOTUNE_LOG is not None:
+            row["autotune"] = {k: AUTOTUNE_LOG.summary(name, k) for k in ("ours", "tc")}
         from dynamo import records
         recs = records.all_records()
         row["graphs"] = sum(len(r.graphs) for r in recs)
@@ -248,11 +292,20 @@ def main():
     p.add_argument("--kernel-timing", default="inductor", choices=("inductor", "device"),
                    help="dynamo.config.inductor_kernel_timing for ours: how our graphs' "
                         "Triton kernels time their tile candidates")
+    p.add_argument("--autotune-log", default="",
+                   help="write Inductor's runtime tile timings of both compilers to this file "
+                        "and print each one's spread per model")
     p.add_argument("--profile", action="store_true",
                    help="also kernels per call and their GPU time (torch.profiler)")
     args = p.parse_args()
-    global OURS
+    global OURS, AUTOTUNE_LOG
     OURS = args.ours
+    if args.autotune_log:
+        AUTOTUNE_LOG = AutotuneLog(args.autotune_log)
+        lg = logging.getLogger("torch._inductor.runtime.triton_heuristics")
+        lg.addHandler(AUTOTUNE_LOG)
+        lg.setLevel(logging.DEBUG)
+        lg.propagate = False                # the DEBUG records go to the file only
     dynamo.config.autotune_candidates = args.candidates
     dynamo.config.inductor_kernel_timing = args.kernel_timing
     if not torch.cuda.is_available():
@@ -287,6 +340,8 @@ def main():
                   f"max |diff| vs eager {r['ours_maxdiff']:.2e}/{r['tc_maxdiff']:.2e} |")
             for name, launches, us_ours, us_tc in r["kernel_diffs"]:
                 print(f"|     {us_ours:8.1f} / {us_tc:8.1f} us, {launches} launches: {name} |")
+        if "autotune" in r:
+            print(f"|   tile timings ours: {r['autotune']['ours']}; tc: {r['autotune']['tc']} |")
     done = [r for r in rows if "error" not in r]
     if done:
         geo = statistics.geometric_mean([r["tc_ms"] / r["ours_ms"] for r in done])
