@@ -136,8 +136,8 @@ OURS = "inductor"
 # places every other round, so each compiler follows eager in half the rounds
 # and the other compiler in the other half, and neither ever runs twice in a
 # row. (Reversing a round of three instead put ours always in the middle and
-# gave torch.compile a back-to-back run, with the GPU's caches still holding
-# its own weights and buffers, in every other round.)
+# gave torch.compile a back-to-back run in every other round, which can
+# favour it: its own data may still sit in the GPU's caches.)
 ROUND_ORDERS = (("eager", "ours", "tc"), ("eager", "tc", "ours"))
 
 # Which compiler compiles first, model by model in turn: the first compile
@@ -180,7 +180,7 @@ class AutotuneLog(logging.Handler):
 
     def __init__(self, path):
         super().__init__(logging.DEBUG)
-        self.out = open(path, "w")
+        self.out = open(path, "w", buffering=1)     # line-buffered: complete if the run dies
         self.phase = None                   # (model, "ours" | "tc") while that one compiles
         self.kernels = {}                   # (model, who) -> [[candidate ms, ...] per kernel]
 
