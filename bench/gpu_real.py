@@ -185,13 +185,19 @@ class AutotuneLog(logging.Handler):
         self.kernels = {}                   # (model, who) -> [[candidate ms, ...] per kernel]
 
     def emit(self, record):
+        # Inductor calls its logger inside the compile: an exception raised
+        # here would fail that compile, so none leaves (logging's handleError).
         if self.phase is None:
             return
-        self.out.write(f"{self.phase[0]}\t{self.phase[1]}\t{record.getMessage()}\n")
-        if record.msg.startswith("Benchmark all input configs"):
-            self.kernels.setdefault(self.phase, []).append([])
-        elif record.msg.startswith("%s: %f") and self.kernels.get(self.phase):
-            self.kernels[self.phase][-1].append(record.args[1])
+        try:
+            self.out.write(f"{self.phase[0]}\t{self.phase[1]}\t{record.getMessage()}\n")
+            msg = record.msg if isinstance(record.msg, str) else ""   # some records log an object
+            if msg.startswith("Benchmark all input configs"):
+                self.kernels.setdefault(self.phase, []).append([])
+            elif msg.startswith("%s: %f") and self.kernels.get(self.phase):
+                self.kernels[self.phase][-1].append(record.args[1])
+        except Exception:  # noqa: BLE001
+            self.handleError(record)
 
     def summary(self, model, who):
         spreads = sorted(max(t) / min(t) for t in self.kernels.get((model, who), ())
@@ -303,7 +309,7 @@ def main():
     p.add_argument("--calls", type=int, default=50)
     p.add_argument("--ours", default="inductor", choices=("inductor", "autotune"))
     p.add_argument("--candidates", default="")
-    p.add_argument("--kernel-timing", default="inductor", choices=("inductor", "device"),
+    p.add_argument("--kernel-timing", default="device", choices=("inductor", "device"),
                    help="dynamo.config.inductor_kernel_timing for ours: how our graphs' "
                         "Triton kernels time their tile candidates")
     p.add_argument("--autotune-log", default="",

@@ -105,11 +105,12 @@ _DEFAULTS = {
     # choices are stored ("" = $DYNAMO_AUTOTUNE_DIR or ~/.cache/dynamo/autotune)
     "autotune_candidates": "",
     # how Inductor's generated Triton kernels of our graphs pick their tile
-    # sizes at their first launch: "inductor" (Inductor's own timing of one
-    # launch, which on a fast GPU measures Python's launch latency for a
-    # kernel of a few microseconds) or "device" (each candidate timed by
+    # sizes at their first launch: "device" (each candidate timed by
     # CUDA-graph replays: the GPU's time only; backends/kernel_timing.py)
-    "inductor_kernel_timing": "inductor",
+    # or "inductor" (Inductor's own timing of one launch, which on a fast
+    # GPU measures Python's launch latency for a kernel of a few
+    # microseconds, so its pick is noise)
+    "inductor_kernel_timing": "device",
     "autotune_runs": 10,
     "autotune_dir": "",
     # accepted, no effect (always so in this design; see USER_GUIDE):

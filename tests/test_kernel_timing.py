@@ -65,10 +65,8 @@ def test_only_the_autotuners_of_modules_loaded_after_the_start_are_patched(monke
     assert kernel_timing.instrument_new_modules(None) == 0       # no code cache: nothing
 
 
-@pytest.mark.parametrize("tuner", [
-    dict(device="cpu"), dict(mutated=["in_out_ptr0"]), dict(reset=["out_ptr0"]), dict(custom=True)],
-    ids=["cpu", "mutated-input", "reset-to-zero", "user-kernel"])
-def test_inductor_times_what_it_would_clone_reset_or_not_launch_on_cuda(monkeypatch, tuner):
+@pytest.mark.parametrize("tuner", [dict(device="cpu"), dict(custom=True)], ids=["cpu", "user-kernel"])
+def test_inductor_times_user_kernels_and_other_devices(monkeypatch, tuner):
     t = fake_autotuner(**tuner)
     start = kernel_timing.module_count()
     loaded_module(monkeypatch, k=t)
@@ -76,6 +74,42 @@ def test_inductor_times_what_it_would_clone_reset_or_not_launch_on_cuda(monkeypa
     launched = []
     assert t.bench(lambda *a, stream=None: launched.append(a), 1, 2) == 123.0
     assert len(t.inductor_calls) == 1 and launched == []
+
+
+def test_a_kernel_that_writes_its_inputs_is_timed_on_clones_refilled_before_each_launch(monkeypatch):
+    """What the graph would hold, run eagerly on the CPU: each launch sees
+    the original values of the written argument (in a clone) and zeroed
+    reset arguments; the caller's written tensor keeps its values; the
+    preparation's time is measured once per argument set and subtracted."""
+    timed = []
+
+    def fake_graph_time(launch, launches=3, replays=1):
+        for _ in range(launches):
+            launch(None)
+        timed.append(launch)
+        return 5.0 if len(timed) == 1 else 7.0 + len(timed)     # baseline first, then candidates
+
+    monkeypatch.setattr(kernel_timing, "_plain_launch", lambda tuner, launcher: True)
+    monkeypatch.setattr(kernel_timing, "graph_time_ms", fake_graph_time)
+    t = fake_autotuner(mutated=["in_out_ptr0"], reset=["out_ptr1"])
+    t.fn = types.SimpleNamespace(arg_names=["in_out_ptr0", "in_ptr1", "out_ptr1", "xnumel"])
+    start = kernel_timing.module_count()
+    loaded_module(monkeypatch, k=t)
+    kernel_timing.instrument_new_modules(start)
+    buf, inp, acc = torch.ones(4), torch.full((4,), 2.0), torch.full((4,), 9.0)
+    seen = []
+
+    def launcher(io, i, out, n, stream=None):
+        seen.append((io is buf, io.clone(), out.clone()))
+        io.mul_(i)                                  # writes its input: the clone's
+        out.add_(1)                                 # accumulates into a reset argument
+
+    assert t.bench(launcher, buf, inp, acc, 4) == 9.0 - 5.0        # candidate 1 minus the baseline
+    assert t.bench(launcher, buf, inp, acc, 4) == 10.0 - 5.0       # baseline not measured again
+    assert len(timed) == 3 and t.inductor_calls == []
+    assert all(not same and torch.equal(io, torch.ones(4)) and torch.equal(out, torch.zeros(4))
+               for same, io, out in seen) and len(seen) == 6
+    assert torch.equal(buf, torch.ones(4))                          # the caller's tensor untouched
 
 
 def test_a_failed_device_timing_falls_back_to_inductors(monkeypatch):
@@ -139,4 +173,27 @@ def test_device_timed_triton_kernels_give_eagers_results():
                   if isinstance(v, CachingAutotuner)]
         assert tuners and all("bench" in vars(t) for t in tuners)
         torch.testing.assert_close(opt(x, b), f(x, b))
+    assert len(graphs) == 1
+
+
+@cuda
+def test_device_timed_kernels_that_write_their_inputs_write_them_once_per_call():
+    from torch._inductor.utils import fresh_inductor_cache
+
+    def f(x, y):
+        x.add_(y)
+        return (x * 2).sum(dim=1)
+
+    x0, y = torch.randn(256, 512, device="cuda"), torch.randn(256, 512, device="cuda")
+    with dynamo.config.overrides({"inductor_kernel_timing": "device"}), fresh_inductor_cache():
+        dynamo.reset()
+        graphs = []
+        opt = dynamo.optimize(counting_inductor(graphs))(f)
+        xa, xb = x0.clone(), x0.clone()
+        # the sums' order differs from eager's (512 terms): a sum's tolerance
+        torch.testing.assert_close(opt(xa, y), f(xb, y), rtol=1e-4, atol=1e-4)
+        assert torch.equal(xa, xb)                       # written once, by the call itself
+        torch.testing.assert_close(opt(xa, y), f(xb, y), rtol=1e-4, atol=1e-4)
+        assert torch.equal(xa, xb)
+        torch.testing.assert_close(xa, x0 + 2 * y)
     assert len(graphs) == 1

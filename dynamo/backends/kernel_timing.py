@@ -12,13 +12,16 @@ YBLOCK=1024) makes the kernel 5x slower for the life of the process.
 
 What this module does: each candidate is launched N times back to back
 inside a CUDA graph, and graph replays are timed, so only the GPU's time
-per launch counts. It is only used where Inductor's own timing would
-launch the kernel plainly. Inductor's timing still runs for a kernel
-that writes one of its inputs (Inductor clones those per launch), for a
-kernel with arguments reset to zero, for user-written Triton kernels, on
-devices other than CUDA, and during a CUDA-graph capture. It also runs
-when anything here fails: a failure costs the better choice, never the
-call.
+per launch counts. A kernel that writes one of its inputs runs on a clone
+of that input, as under Inductor's timing: inside the graph, each launch
+is preceded by a copy of the original into the clone (and by the zeroing
+of arguments Inductor resets to zero), so every launch sees the same
+inputs and the caller's tensors keep their values. The time of those
+copies alone, measured once per kernel by the same method, is subtracted:
+the same amount for every candidate. Inductor's own timing still runs
+for user-written Triton kernels, on devices other than CUDA, during a
+CUDA-graph capture, and when anything here fails: a failure costs the
+better choice, never the call.
 
 Scope: `instrument_new_modules(start)` patches the autotuners (instance
 attribute `bench`) of the modules Inductor's code cache loaded after
@@ -73,6 +76,7 @@ def _device_time_bench(autotuner):
     """autotuner.bench (Inductor's: launcher, *args, **kwargs -> ms per
     launch), timed by CUDA-graph replays where that is the same launch."""
     inductor_bench = autotuner.bench            # the class's, bound
+    baseline = {}                               # key of the args -> ms of the copies alone
 
     def bench(launcher, *args, with_profiler=False, **kwargs):
         try:
@@ -82,25 +86,58 @@ def _device_time_bench(autotuner):
         if not plain:
             return inductor_bench(launcher, *args, with_profiler=with_profiler, **kwargs)
         try:
-            return graph_time_ms(lambda stream: launcher(*args, **kwargs, stream=stream))
+            return _time_candidate(autotuner, launcher, args, kwargs, baseline)
         except Exception as e:  # noqa: BLE001 - Inductor's timing instead
             log.debug("kernel timing: %s; Inductor's timing used", e)
             return inductor_bench(launcher, *args, **kwargs)
     return bench
 
 
+def _time_candidate(autotuner, launcher, args, kwargs, baseline):
+    """ms per launch of one candidate. Arguments the kernel writes are
+    cloned once; in the graph each launch is preceded by what Inductor does
+    before its timed launch: the clones refilled from the originals, the
+    reset arguments zeroed. That preparation's own time (`baseline`, once
+    per argument set) is subtracted."""
+    mutated = set(autotuner.mutated_arg_names or ())
+    reset = set(getattr(autotuner, "reset_to_zero_arg_names", None) or ())
+    if not mutated and not reset:
+        return graph_time_ms(lambda stream: launcher(*args, **kwargs, stream=stream))
+    from torch._inductor.compile_fx import clone_preserve_strides
+    names = autotuner.fn.arg_names
+    named = list(zip(names, args)) + list(kwargs.items())
+    clones = {n: clone_preserve_strides(a) for n, a in named if n in mutated}
+    originals = {n: a for n, a in named if n in mutated}
+    zeroed = [a for n, a in named if n in reset]
+    call_args = [clones.get(n, a) for n, a in zip(names, args)]
+    call_kwargs = {n: clones.get(n, a) for n, a in kwargs.items()}
+
+    def prepare():
+        for n, c in clones.items():
+            c.copy_(originals[n])
+        for a in zeroed:
+            a.zero_()
+
+    def launch(stream):
+        prepare()
+        launcher(*call_args, **call_kwargs, stream=stream)
+
+    key = tuple((n, a.data_ptr(), tuple(a.shape)) for n, a in named
+                if n in mutated or n in reset)
+    if key not in baseline:
+        baseline[key] = graph_time_ms(lambda stream: prepare())
+    return max(graph_time_ms(launch) - baseline[key], 1e-6)
+
+
 def _plain_launch(autotuner, launcher):
-    """Would Inductor's timing launch this candidate with the arguments as
-    they are (no clone, no reset), on a CUDA device, outside a capture, and
-    is the candidate one Inductor times at all (no register spills over
-    its threshold)?"""
+    """Would Inductor's timing launch this candidate on a CUDA device,
+    outside a capture, and is the candidate one Inductor times at all (no
+    register spills over its threshold), for a kernel Inductor generated?"""
     import torch
     spills = getattr(launcher, "n_spills", None)
     threshold = autotuner.inductor_meta.get("spill_threshold", 16)
     return (getattr(autotuner.device_props, "type", None) == "cuda"
             and not autotuner.custom_kernel
-            and not autotuner.mutated_arg_names
-            and not getattr(autotuner, "reset_to_zero_arg_names", None)
             and not (spills is not None and spills > threshold)
             and not torch.cuda.is_current_stream_capturing())
 
