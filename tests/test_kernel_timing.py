@@ -93,6 +93,7 @@ def test_a_kernel_that_writes_its_inputs_is_timed_on_clones_refilled_before_each
     monkeypatch.setattr(kernel_timing, "graph_time_ms", fake_graph_time)
     t = fake_autotuner(mutated=["in_out_ptr0"], reset=["out_ptr1"])
     t.fn = types.SimpleNamespace(arg_names=["in_out_ptr0", "in_ptr1", "out_ptr1", "xnumel"])
+    t.optimize_mem = False                          # no memory check: CPU tensors here
     start = kernel_timing.module_count()
     loaded_module(monkeypatch, k=t)
     kernel_timing.instrument_new_modules(start)
@@ -142,6 +143,32 @@ def test_the_setting_is_checked_and_a_cpu_compile_is_unchanged():
         torch.testing.assert_close(opt(x), f(x))
         torch.testing.assert_close(opt(x), f(x))
     assert len(graphs) == 1
+
+
+def test_clones_that_would_crowd_the_free_memory_leave_the_timing_to_inductor(monkeypatch):
+    monkeypatch.setattr(kernel_timing, "_plain_launch", lambda tuner, launcher: True)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a: 1000)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda *a: 900)   # 100 bytes under the peak
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: 950)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (150, 10_000))  # half of 50 + 150 free
+    timed = []
+    monkeypatch.setattr(kernel_timing, "graph_time_ms", lambda launch, **k: timed.append(launch) or 1.0)
+    t = fake_autotuner(mutated=["in_out_ptr0"])
+    t.fn = types.SimpleNamespace(arg_names=["in_out_ptr0", "xnumel"])
+    t.optimize_mem = True
+    start = kernel_timing.module_count()
+    loaded_module(monkeypatch, k=t)
+    kernel_timing.instrument_new_modules(start)
+    big = torch.ones(8, 4).t()                      # 32 floats, 128 bytes: does not fit
+    assert t.bench(lambda *a, stream=None: None, big, 32) == 123.0
+    assert len(t.inductor_calls) == 1 and timed == []
+    small = torch.ones(5, 5)                        # 100 bytes: fits, device-timed
+    assert t.bench(lambda *a, stream=None: None, small, 25) == 1e-6     # 1.0 - 1.0, floored
+    assert len(t.inductor_calls) == 1 and len(timed) == 2      # the refill baseline, the candidate
+    assert kernel_timing._span(big) == 32 and kernel_timing._span(torch.ones(4, 8)[:, :2]) == 26
+    assert kernel_timing._clones_fit(t, [torch.ones(25)])            # 100 bytes fit
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (10_000, 20_000))
+    assert kernel_timing._clones_fit(t, [big])                       # fits in half the free memory
 
 
 @cuda

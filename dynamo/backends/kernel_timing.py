@@ -18,8 +18,9 @@ is preceded by a copy of the original into the clone (and by the zeroing
 of arguments Inductor resets to zero), so every launch sees the same
 inputs and the caller's tensors keep their values. The time of those
 copies alone, measured once per kernel by the same method, is subtracted:
-the same amount for every candidate. Inductor's own timing still runs
-for user-written Triton kernels, on devices other than CUDA, during a
+the same amount for every candidate. Clones are made only where they fit
+(_clones_fit). Inductor's own timing still runs where they do not, for
+user-written Triton kernels, on devices other than CUDA, during a
 CUDA-graph capture, and when anything here fails: a failure costs the
 better choice, never the call.
 
@@ -106,6 +107,8 @@ def _time_candidate(autotuner, launcher, args, kwargs, baseline):
     from torch._inductor.compile_fx import clone_preserve_strides
     names = autotuner.fn.arg_names
     named = list(zip(names, args)) + list(kwargs.items())
+    if not _clones_fit(autotuner, [a for n, a in named if n in mutated]):
+        raise MemoryError("the clones would raise the peak of GPU memory")
     clones = {n: clone_preserve_strides(a) for n, a in named if n in mutated}
     originals = {n: a for n, a in named if n in mutated}
     zeroed = [a for n, a in named if n in reset]
@@ -127,6 +130,33 @@ def _time_candidate(autotuner, launcher, args, kwargs, baseline):
     if key not in baseline:
         baseline[key] = graph_time_ms(lambda stream: prepare())
     return max(graph_time_ms(launch) - baseline[key], 1e-6)
+
+
+def _clones_fit(autotuner, tensors):
+    """May `tensors` be cloned for the timing? Inductor's own timing clones
+    only under the peak of memory allocated so far, and otherwise copies
+    the written arguments to the host and back (its optimize_mem). Here a
+    clone is also allowed where it takes at most half of the memory still
+    free on the device (the caching allocator's unused blocks plus the
+    driver's free memory): it raises the peak but cannot bring the run near
+    an out-of-memory error. Otherwise Inductor's timing is used."""
+    if not getattr(autotuner, "optimize_mem", True):
+        return True
+    import torch
+    need = sum(_span(t) * t.element_size() for t in tensors)
+    allocated = torch.cuda.memory_allocated()
+    if need <= torch.cuda.max_memory_allocated() - allocated:
+        return True
+    free, _total = torch.cuda.mem_get_info()
+    return need <= (free + torch.cuda.memory_reserved() - allocated) // 2
+
+
+def _span(t):
+    """Elements from a tensor's first to its last, as its strides lay them
+    out (what clone_preserve_strides allocates)."""
+    if t.numel() == 0:
+        return 0
+    return 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
 
 
 def _plain_launch(autotuner, launcher):
