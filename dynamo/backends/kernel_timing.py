@@ -108,7 +108,7 @@ def _time_candidate(autotuner, launcher, args, kwargs, baseline):
     names = autotuner.fn.arg_names
     named = list(zip(names, args)) + list(kwargs.items())
     if not _clones_fit(autotuner, [a for n, a in named if n in mutated]):
-        raise MemoryError("the clones would raise the peak of GPU memory")
+        raise MemoryError("no room on the device for clones of the written arguments")
     clones = {n: clone_preserve_strides(a) for n, a in named if n in mutated}
     originals = {n: a for n, a in named if n in mutated}
     zeroed = [a for n, a in named if n in reset]
