@@ -212,18 +212,22 @@ class _AotRuntime:
         input or output that eager's autograd saved a value on
         (self.saved: _saved_inputs) was written in place after the call,
         and the backward reaches an output whose eager backward reads it.
-        The tensors are held by weak references."""
+        Each tensor is held as a detached alias, which shares its version
+        counter: a write counts even where the program dropped the tensor
+        after it (`t1 += t0; t1 = t1 * 3`), as eager's saved value keeps
+        it. The alias keeps the memory eager's saved value keeps, until the
+        node is freed; it has no grad_fn, so it makes no cycle with the
+        node that holds this hook."""
         held = []
         for where, k, outputs in self.saved:
             t = args[k] if where == "arg" else outs[k]
             if isinstance(t, torch.Tensor):
-                held.append((weakref.ref(t), t._version, outputs))
+                held.append((t.detach(), t._version, outputs))
 
         def check(grad_outputs):
             reached = {index.get(f) for f, g in enumerate(grad_outputs) if g is not None}
-            for ref, version, outputs in held:
-                t = ref()
-                if t is not None and t._version != version and (None in reached or reached & outputs):
+            for t, version, outputs in held:
+                if t._version != version and (None in reached or reached & outputs):
                     raise RuntimeError(
                         "one of the variables needed for gradient computation has been modified by an "
                         f"inplace operation: [{t.type()} {list(t.shape)}] is at version {t._version}; "
