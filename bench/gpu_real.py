@@ -241,7 +241,7 @@ def bench(name, args, order=0):
         ours, theirs, out, tc_out = compiled["ours"], compiled["tc"], first["ours"], first["tc"]
         row["compiled_first"] = COMPILE_ORDERS[order % 2][0]
         if AUTOTUNE_LOG is not None:
-            row["autotune"] = {k: AUTOTUNE_LOG.summary(name, k) for k in ("ours", "tc")}
+            row["tile_timings"] = {k: AUTOTUNE_LOG.summary(name, k) for k in ("ours", "tc")}
         from dynamo import records
         recs = records.all_records()
         row["graphs"] = sum(len(r.graphs) for r in recs)
@@ -360,8 +360,10 @@ def main():
                   f"max |diff| vs eager {r['ours_maxdiff']:.2e}/{r['tc_maxdiff']:.2e} |")
             for name, launches, us_ours, us_tc in r["kernel_diffs"]:
                 print(f"|     {us_ours:8.1f} / {us_tc:8.1f} us, {launches} launches: {name} |")
-        if "autotune" in r:
-            print(f"|   tile timings ours: {r['autotune']['ours']}; tc: {r['autotune']['tc']} |")
+        if "tile_timings" in r:
+            print(f"|   tile timings ours: {r['tile_timings']['ours']}; tc: {r['tile_timings']['tc']} |")
+        if "choices" in r:
+            print(f"|   autotune {r['autotune']}: {'; '.join(r['choices'])} |")
     done = [r for r in rows if "error" not in r]
     if done:
         geo = statistics.geometric_mean([r["tc_ms"] / r["ours_ms"] for r in done])

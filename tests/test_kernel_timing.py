@@ -12,6 +12,7 @@ import torch
 import dynamo
 from dynamo.backends import kernel_timing
 from dynamo.backends.registry import lookup
+from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -29,8 +30,6 @@ def counting_inductor(graphs):
 def fake_autotuner(device="cuda", mutated=(), reset=(), custom=False):
     """A CachingAutotuner without Inductor's constructor, whose own timing
     returns the sentinel 123.0 and records its calls."""
-    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-
     class Tuner(CachingAutotuner):
         def bench(self, launcher, *args, with_profiler=False, **kwargs):
             self.inductor_calls.append((launcher, args))
@@ -44,6 +43,13 @@ def fake_autotuner(device="cuda", mutated=(), reset=(), custom=False):
     t.custom_kernel = custom
     t.inductor_meta = {"spill_threshold": 16}
     return t
+
+
+class PicklableTuner(CachingAutotuner):
+    """fake_autotuner's timing on a class pickle finds by name."""
+    def bench(self, launcher, *args, with_profiler=False, **kwargs):
+        self.inductor_calls.append((launcher, args))
+        return 123.0
 
 
 def loaded_module(monkeypatch, **values):
@@ -125,6 +131,27 @@ def test_a_failed_device_timing_falls_back_to_inductors(monkeypatch):
     kernel_timing.instrument_new_modules(start)
     assert t.bench(lambda *a, stream=None: None, 1) == 123.0
     assert len(t.inductor_calls) == 1
+
+
+def test_a_patched_autotuner_still_pickles_and_comes_back_patched(monkeypatch):
+    """Inductor pickles autotuners with their instance dict (FX graph cache,
+    compile workers): on the GPU a closure there failed the cache's write
+    ("Can't pickle local object"). The patch pickles as a patch of the
+    unpickled autotuner."""
+    import pickle
+    t = PicklableTuner.__new__(PicklableTuner)
+    vars(t).update(vars(fake_autotuner(device="cpu")))
+    t.launchers = []
+    start = kernel_timing.module_count()
+    loaded_module(monkeypatch, k=t)
+    assert kernel_timing.instrument_new_modules(start) == 1
+    back = pickle.loads(pickle.dumps(t))
+    assert type(back) is PicklableTuner and back is not t
+    assert isinstance(vars(back)["bench"], kernel_timing._DeviceTimeBench)
+    assert vars(back)["bench"].autotuner is back
+    back.inductor_calls = []
+    assert back.bench(lambda *a, stream=None: None, 1) == 123.0    # cpu: Inductor's timing
+    assert len(back.inductor_calls) == 1 and t.inductor_calls == []
 
 
 def test_the_setting_is_checked_and_a_cpu_compile_is_unchanged():

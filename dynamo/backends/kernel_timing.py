@@ -68,18 +68,31 @@ def instrument_new_modules(start):
     for mod in list(PyCodeCache.modules[start:]):
         for value in list(vars(mod).values()):
             if isinstance(value, CachingAutotuner) and "bench" not in vars(value):
-                value.bench = _device_time_bench(value)
+                value.bench = _DeviceTimeBench(value)
                 patched += 1
     return patched
 
 
-def _device_time_bench(autotuner):
+class _DeviceTimeBench:
     """autotuner.bench (Inductor's: launcher, *args, **kwargs -> ms per
-    launch), timed by CUDA-graph replays where that is the same launch."""
-    inductor_bench = autotuner.bench            # the class's, bound
-    baseline = {}                               # key of the args -> ms of the copies alone
+    launch), timed by CUDA-graph replays where that is the same launch.
 
-    def bench(launcher, *args, with_profiler=False, **kwargs):
+    A class, not a closure: Inductor pickles autotuners (its FX graph cache,
+    its compile workers) with their instance dict, where this patch lives.
+    It pickles as a fresh patch of the unpickled autotuner; the baselines,
+    keyed by device addresses, are not carried."""
+    __slots__ = ("autotuner", "baseline")
+
+    def __init__(self, autotuner):
+        self.autotuner = autotuner
+        self.baseline = {}                      # key of the args -> ms of the copies alone
+
+    def __reduce__(self):
+        return (_DeviceTimeBench, (self.autotuner,))
+
+    def __call__(self, launcher, *args, with_profiler=False, **kwargs):
+        autotuner = self.autotuner
+        inductor_bench = type(autotuner).bench.__get__(autotuner)
         try:
             plain = not with_profiler and _plain_launch(autotuner, launcher)
         except Exception:  # noqa: BLE001 - an autotuner of another shape
@@ -87,11 +100,10 @@ def _device_time_bench(autotuner):
         if not plain:
             return inductor_bench(launcher, *args, with_profiler=with_profiler, **kwargs)
         try:
-            return _time_candidate(autotuner, launcher, args, kwargs, baseline)
+            return _time_candidate(autotuner, launcher, args, kwargs, self.baseline)
         except Exception as e:  # noqa: BLE001 - Inductor's timing instead
             log.debug("kernel timing: %s; Inductor's timing used", e)
             return inductor_bench(launcher, *args, **kwargs)
-    return bench
 
 
 def _time_candidate(autotuner, launcher, args, kwargs, baseline):
