@@ -652,6 +652,10 @@ class Guard:
     __hash__ = None
 
     def __repr__(self):
+        if self.kind in RELATION_KINDS:     # two guards of one source differ by the other
+            other, same = self._expected
+            return (f"Guard({self.source.name()}, {KIND_NAMES[self.kind]}, "
+                    f"{'' if same else 'not '}{other.name()})")
         return f"Guard({self.source.name()}, {KIND_NAMES[self.kind]})"
 
 

@@ -65,6 +65,19 @@ def test_each_guard_names_the_line_that_installed_it():
     assert by_kind(rec, G.BACKEND_MATCH)[0].origin_text().startswith("the optimize()")
 
 
+def test_a_relation_guards_repr_names_both_sources():
+    """Three same-shaped inputs give three SAME_OBJECT guards, two on one
+    source: each repr names its other source, so none reads as a duplicate."""
+    def f(a, b, c):
+        return a + b + c
+    dynamo.optimize(CompileCounter())(f)(torch.randn(3), torch.randn(3), torch.randn(3))
+    (rec,) = records.all_records()
+    same = by_kind(rec, G.SAME_OBJECT)
+    assert len(same) == 3 and len({repr(g) for g in same}) == 3, [repr(g) for g in same]
+    assert all(re.fullmatch(r"Guard\(L\['[abc]'\], SAME_OBJECT, not L\['[abc]'\]\)", repr(g))
+               for g in same), [repr(g) for g in same]
+
+
 def test_inlined_guard_names_its_line_and_the_frames():
     dynamo.optimize(CompileCounter())(calls_helper)(torch.randn(3, 2), 2)
     (rec,) = records.all_records()
