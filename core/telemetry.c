@@ -689,6 +689,29 @@ describe_guard_value(const char *prop, PyObject *v, char *out, size_t cap)
     describe_value(v, out, cap);
 }
 
+/* Two backend objects of one name (two CompileCounter()s): each text gets
+ * its key's number, as guards.backend_texts_apart does for the recompile
+ * reason, so the last failure does not read "expected 'b', actual 'b'". */
+static void
+backend_names_apart(const char *prop, PyObject *ke, PyObject *ka,
+                    char *expected, size_t ecap, char *actual, size_t acap)
+{
+    if (strcmp(prop, "backend") != 0 || strcmp(expected, actual) != 0
+            || !PyLong_CheckExact(ke) || !PyLong_CheckExact(ka))
+        return;
+    long e = PyLong_AsLong(ke), a = PyLong_AsLong(ka);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();          /* only the conversions just made */
+        return;
+    }
+    if (e == a)
+        return;
+    size_t n = strlen(expected);
+    snprintf(expected + n, ecap - n, " (backend #%ld)", e);
+    n = strlen(actual);
+    snprintf(actual + n, acap - n, " (backend #%ld)", a);
+}
+
 void
 telemetry_note_failure(CodeCache *cache, PyObject *failures)
 {
@@ -711,6 +734,8 @@ telemetry_note_failure(CodeCache *cache, PyObject *failures)
     snprintf(prop, sizeof prop, "%s", utf8_or_empty(PyTuple_GET_ITEM(first, 2), &n));
     describe_guard_value(prop, PyTuple_GET_ITEM(first, 3), expected, sizeof expected);
     describe_guard_value(prop, PyTuple_GET_ITEM(first, 4), actual, sizeof actual);
+    backend_names_apart(prop, PyTuple_GET_ITEM(first, 3), PyTuple_GET_ITEM(first, 4),
+                        expected, sizeof expected, actual, sizeof actual);
     /* repr() and the backend name's lookup ran Python code (a module's
      * repr is importlib's, a user class has its own; a GC pass or a
      * finalizer may run there, other threads too): a dynamo.reset() there

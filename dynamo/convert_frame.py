@@ -1066,8 +1066,8 @@ def _guard_failure_text(guard, failure, record, index):
         elif guard.kind == guards.STORAGE_MATCH:
             text = f"{guard.source.name()} shares a storage with {guard.expected[0].name()}"
         if guard.kind == guards.BACKEND_MATCH and isinstance(expected, int) and isinstance(actual, int):
-            return (f"{text}: expected {guards.backend_text(expected)}, actual "
-                    f"{guards.backend_text(actual)} ({kind} of entry {record.id}: another "
+            was, now = guards.backend_texts_apart(expected, actual)
+            return (f"{text}: expected {was}, actual {now} ({kind} of entry {record.id}: another "
                     f"optimize()/compile() wrapper of this code compiles for its own backend)")
         if guard.kind == guards.SHAPE_GUARD:
             values = actual if isinstance(actual, tuple) else ()

@@ -450,6 +450,17 @@ def backend_key(fn, text: str, mode=None, options=None) -> int:
     return key
 
 
+def backend_texts_apart(expected: int, actual: int) -> Tuple[str, str]:
+    """backend_text of a failed BACKEND_MATCH's two keys, each followed by
+    its number when both name alike (two CompileCounter() objects): a miss
+    must not read "expected 'b', actual 'b'".  core/telemetry.c does the
+    same for the last failure dynamo-top shows."""
+    texts = backend_text(expected), backend_text(actual)
+    if texts[0] != texts[1] or expected == actual:
+        return texts
+    return f"{texts[0]} (backend #{expected})", f"{texts[1]} (backend #{actual})"
+
+
 def backend_text(key: int) -> str:
     """How BACKEND_MATCH's key reads in listings: "'eager'", "b1 (mode=...)"."""
     if key == 0:

@@ -2,6 +2,8 @@
 directives read from functions, stances, dynamo.compile's arguments, and
 logs switched on from the environment.  Each test counts compiles, graphs,
 hits or guards, not only results."""
+import re
+
 import torch
 
 import dynamo
@@ -91,6 +93,46 @@ def test_backend_guard_is_listed_and_names_the_backends():
     walk(info["root"])
     assert sorted(t[2] for t in tests if t[1] == "backend") == sorted(
         g.expected[0] for e in entries for g in e.guards if g.kind == guards.BACKEND_MATCH)
+
+
+def test_two_backend_objects_of_one_name_read_apart_in_the_miss():
+    """A new CompileCounter() per optimize() is a new backend: the entry of
+    the first does not serve the second, and the recompile reason must not
+    read "expected 'b', actual 'b'"."""
+    calls = []
+    b1, b2 = counting_backend("same", calls), counting_backend("same", calls)
+
+    def f(x):
+        return x - 1
+    x = torch.randn(2)
+    dynamo.optimize(b1)(f)(x)
+    dynamo.optimize(b2)(f)(x)
+    assert calls == ["same", "same"]
+    reason = _C.cache_entries(f.__code__)[0].recompile_reason
+    assert re.search(r"expected 'same' \(backend #(\d+)\), actual 'same' \(backend #(?!\1\))\d+\)",
+                     reason), reason
+
+
+def test_two_backend_objects_of_one_name_read_apart_in_dynamo_top(tmp_path):
+    """The same for the last failure dynamo-top shows (written in C)."""
+    import os
+    import subprocess
+    bindir = _tools_built()
+    calls = []
+    b1, b2 = counting_backend("same", calls), counting_backend("same", calls)
+
+    def f(x):
+        return x - 2
+    x = torch.randn(2)
+    dynamo.optimize(b1)(f)(x)
+    dynamo.optimize(b2)(f)(x)
+    snap = str(tmp_path / "same.dyn")
+    dynamo.save_snapshot(snap)
+    top = subprocess.run([os.path.join(bindir, "dynamo-top"), "--file", snap, "--once"],
+                         capture_output=True, text=True)
+    assert top.returncode == 0, top.stderr
+    assert re.search(r"last failure: backend: expected 'same' \(backend #\d+\), "
+                     r"actual 'same' \(backend #\d+\)", top.stdout), top.stdout
 
 
 def test_nn_module_wrapped_twice():
