@@ -106,6 +106,9 @@ def main():
     args = p.parse_args()
     if args.one:
         return one(args.one, args.model, args.rounds, args.calls)
+    from gpu_real import MODELS
+    if args.model not in MODELS:
+        sys.exit(f"gpu_process_cost: unknown model {args.model!r}; choose from {', '.join(MODELS)}")
     conditions = args.conditions.split(",")
     bad = [c for c in conditions if c not in CONDITIONS]
     if bad:
