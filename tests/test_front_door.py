@@ -95,10 +95,9 @@ def test_backend_guard_is_listed_and_names_the_backends():
         g.expected[0] for e in entries for g in e.guards if g.kind == guards.BACKEND_MATCH)
 
 
-def test_two_backend_objects_of_one_name_read_apart_in_the_miss():
-    """A new CompileCounter() per optimize() is a new backend: the entry of
-    the first does not serve the second, and the recompile reason must not
-    read "expected 'b', actual 'b'"."""
+def _compiled_for_two_backends_of_one_name():
+    """f compiled by two wrappers whose backends are two objects named
+    "same": the second call misses the first entry's BACKEND_MATCH."""
     calls = []
     b1, b2 = counting_backend("same", calls), counting_backend("same", calls)
 
@@ -108,6 +107,14 @@ def test_two_backend_objects_of_one_name_read_apart_in_the_miss():
     dynamo.optimize(b1)(f)(x)
     dynamo.optimize(b2)(f)(x)
     assert calls == ["same", "same"]
+    return f
+
+
+def test_two_backend_objects_of_one_name_read_apart_in_the_miss():
+    """A new CompileCounter() per optimize() is a new backend: the entry of
+    the first does not serve the second, and the recompile reason must not
+    read "expected 'b', actual 'b'"."""
+    f = _compiled_for_two_backends_of_one_name()
     reason = _C.cache_entries(f.__code__)[0].recompile_reason
     assert re.search(r"expected 'same' \(backend #(\d+)\), actual 'same' \(backend #(?!\1\))\d+\)",
                      reason), reason
@@ -118,14 +125,7 @@ def test_two_backend_objects_of_one_name_read_apart_in_dynamo_top(tmp_path):
     import os
     import subprocess
     bindir = _tools_built()
-    calls = []
-    b1, b2 = counting_backend("same", calls), counting_backend("same", calls)
-
-    def f(x):
-        return x - 2
-    x = torch.randn(2)
-    dynamo.optimize(b1)(f)(x)
-    dynamo.optimize(b2)(f)(x)
+    _compiled_for_two_backends_of_one_name()
     snap = str(tmp_path / "same.dyn")
     dynamo.save_snapshot(snap)
     top = subprocess.run([os.path.join(bindir, "dynamo-top"), "--file", snap, "--once"],
