@@ -149,6 +149,32 @@ def test_size_arithmetic_and_view_stay_symbolic():
     assert "x.size(0)" in code and "view(mul, -1)" in code, code
 
 
+def conv1d_like(x, w):
+    # transformers' Conv1D (GPT-2): the output size is the input's minus its
+    # last dim, plus a constant or another tensor's size
+    size_out = x.size()[:-1] + (w.shape[1],)
+    y = torch.addmm(torch.zeros(w.shape[1]), x.view(-1, x.size(-1)), w)
+    return y.view(size_out), x.shape[:-1] + (4,), tuple(x.size()) + (1,)
+
+
+def test_a_size_concatenated_with_a_tuple_stays_symbolic():
+    """`x.size()[:-1] + (n,)` used to ask whether the size tuple was a
+    constant, which guarded its symbolic batch size to its value: each new
+    batch size recompiled (GPT-2: 8 shapes, 8 compiles). Now one static and
+    one dynamic graph serve every batch size."""
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(conv1d_like)
+    w = torch.randn(8, 5)
+    for b in (2, 3, 5, 7, 11):
+        x = torch.randn(b, 6, 8)
+        got, want = opt(x, w), conv1d_like(x, w)
+        assert same(got[0], want[0]) and got[1:] == want[1:]
+        assert type(got[1]) is torch.Size and type(got[2]) is tuple
+    assert cnt.frame_count == 2
+    assert not any(g.kind == G.SHAPE_GUARD and "==" in g.expected[0]
+                   for g in dynamo.records.all_records()[-1].guards)
+
+
 def size_branch(x):
     if x.size(0) > 4:
         return x * 2

@@ -30,6 +30,12 @@ class BaseListVariable(VariableTracker):
     def as_python_constant(self):
         return self.py_type(v.as_python_constant() for v in self.items)
 
+    def is_python_constant(self):
+        # Asking never specializes: the base's answer tries
+        # as_python_constant, which guards a symbolic size inside to its
+        # value (`x.size()[:-1] + (n,)` then recompiled per batch size).
+        return all(v.is_python_constant() for v in self.items)
+
     def truth(self, tx):
         return bool(self.items)
 
@@ -136,6 +142,9 @@ class ListVariable(BaseListVariable):
 
     def as_python_constant(self):
         raise Unsupported("a list is not a constant")
+
+    def is_python_constant(self):
+        return False
 
     def check_mutable(self, tx=None):
         """A list made by the traced code may change freely. A list passed
