@@ -175,6 +175,34 @@ def test_a_size_concatenated_with_a_tuple_stays_symbolic():
                    for g in dynamo.records.all_records()[-1].guards)
 
 
+# Everyday uses of a size that must not specialize it (each once recompiled
+# per batch size, broke the graph, or crashed the trace):
+SIZE_IDIOMS = {
+    "unpack_into_view": lambda x: x.view(*x.shape[:-1], -1, 2),
+    "size_equals_a_tuple": lambda x: x * (2 if x.shape == (x.shape[0], 6, 8) else 3),
+    "tuple_of_size_equals": lambda x: x * (1 if tuple(x.shape[1:]) == (6, 8) else 2),
+    "size_numel": lambda x: x.view(x.size().numel()),
+    "list_of_size": lambda x: x.view(list(x.size())[:-1] + [4, 2]),
+    "sizes_concatenated": lambda x: torch.zeros(x.shape[:1] + x.shape[2:]) + x.sum(1),
+    "size_times_tuple": lambda x: x.view(x.shape[:1] + (2,) * 1 + (-1,)),
+    "reversed_size": lambda x: x.permute(2, 1, 0).contiguous().view(x.shape[::-1]),
+}
+
+
+@pytest.mark.parametrize("name", SIZE_IDIOMS)
+def test_everyday_size_idioms_stay_symbolic(name):
+    """One static and one dynamic graph for five batch sizes, no break,
+    eager's results."""
+    f = SIZE_IDIOMS[name]
+    cnt = CompileCounter()
+    opt = dynamo.optimize(cnt)(f)
+    for b in (2, 3, 5, 7, 9):
+        x = torch.randn(b, 6, 8)
+        assert same(opt(x), f(x))
+    assert cnt.frame_count == 2
+    assert not any(r.break_reasons for r in dynamo.records.all_records())
+
+
 def size_branch(x):
     if x.size(0) > 4:
         return x * 2

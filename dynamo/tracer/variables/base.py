@@ -90,7 +90,13 @@ class VariableTracker:
         raise Unsupported(f"call_function {self}")
 
     def call_method(self, tx, name, args, kwargs):
-        return self.var_getattr(tx, name).call(tx, args, kwargs)
+        from .functions import BoundMethodVariable
+        method = self.var_getattr(tx, name)
+        if isinstance(method, BoundMethodVariable) and method.obj is self and method.name == name:
+            # var_getattr handed the call back to call_method, which came
+            # here: no such traced method (else an endless recursion)
+            raise Unsupported(f"method {name}() of {self}")
+        return method.call(tx, args, kwargs)
 
     def unpack(self, tx):
         """The items of an iterable value, as VariableTrackers."""

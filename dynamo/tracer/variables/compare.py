@@ -210,8 +210,11 @@ def _sequences_equal(tx, a, b):
     not: Unsupported; a relation of symbolic sizes is decided and
     guarded). None when a and b are not two such sequences."""
     from .containers import BaseListVariable
+    # torch.Size compares as the tuple it is (a size with symbolic items
+    # against the tuple a model builds, say)
+    kinds = {list: list, tuple: tuple, torch.Size: tuple}
     if not (isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable)) or \
-            a.python_type() not in (list, tuple) or a.python_type() is not b.python_type():
+            kinds.get(a.python_type()) is None or kinds.get(a.python_type()) is not kinds.get(b.python_type()):
         return None
     if len(a.items) != len(b.items):
         return False

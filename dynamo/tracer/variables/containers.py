@@ -73,6 +73,13 @@ class BaseListVariable(VariableTracker):
         if name == "count" and len(args) == 1 and not kwargs:
             from .kinds import element_matches
             return ConstantVariable(sum(1 for v in list(self.items) if element_matches(tx, v, args[0])))
+        if name == "numel" and self.py_type is torch.Size and not args and not kwargs:
+            import operator
+            from .builtin import binary_op
+            n = ConstantVariable(1)                 # symbolic sizes stay symbolic
+            for item in self.items:
+                n = binary_op(tx, operator.mul, n, item)
+            return n
         return super().call_method(tx, name, args, kwargs)
 
     def var_getattr(self, tx, name):
