@@ -21,7 +21,7 @@ state: every shape seen). Figures:
   * equal: every output of every call equal to eager's (rtol 1e-4 for
     eager/aot_eager, 1e-3 for inductor).
 
-    python bench/dynamic.py [--cases mlp,bert,conv] [--backends eager,inductor]
+    python bench/dynamic.py [--cases mlp,bert,gpt2,conv] [--backends eager,inductor]
                             [--rounds R] [--out FILE.json]
 
 Only bench/ may import torch's own compiler, and only to compare against it.
@@ -65,6 +65,20 @@ def _bert():
     return m, inputs
 
 
+def _gpt2():
+    # transformers' Conv1D builds its output size as x.size()[:-1] + (nf,):
+    # the idiom that once recompiled per batch size
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=2, n_positions=64)
+    m = transformers.GPT2Model(cfg).eval()
+    shapes = [(b, s) for b in (1, 2, 3, 4) for s in (5, 8, 11, 16, 23)]
+    random.Random(1).shuffle(shapes)
+    inputs = [((), {"input_ids": torch.randint(0, 100, (b, s))}) for b, s in shapes]
+    return m, inputs
+
+
 class ConvNet:
     @staticmethod
     def make():
@@ -94,6 +108,7 @@ def _conv():
 
 CASES = {"mlp": ("MLP, 20 batch sizes", _mlp),
          "bert": ("tiny BERT, 20 (batch, seq)", _bert),
+         "gpt2": ("tiny GPT-2, 20 (batch, seq)", _gpt2),
          "conv": ("conv net, 20 image sizes", _conv)}
 
 
@@ -216,7 +231,7 @@ def print_table(rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cases", default="mlp,bert,conv")
+    ap.add_argument("--cases", default="mlp,bert,gpt2,conv")
     ap.add_argument("--backends", default="eager,inductor")
     ap.add_argument("--rounds", type=int, default=5, help="steady rounds after the first")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per process")

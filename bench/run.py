@@ -241,7 +241,7 @@ def main():
     ap.add_argument("--calls", type=int, default=20000, help="calls per timing run")
     ap.add_argument("--repeat", type=int, default=7, help="timing runs (median taken)")
     ap.add_argument("--entries", default="1,8,64,256", help="cache entry counts for lookup")
-    ap.add_argument("--dynamic-cases", default="mlp,bert,conv",
+    ap.add_argument("--dynamic-cases", default="mlp,bert,gpt2,conv",
                     help="dynamic-shapes table cases (bench/dynamic.py), 'none' to skip")
     ap.add_argument("--dynamic-backends", default="eager,inductor")
     ap.add_argument("--guard-models", default="bert,gpt2",
