@@ -186,6 +186,7 @@ SIZE_IDIOMS = {
     "sizes_concatenated": lambda x: torch.zeros(x.shape[:1] + x.shape[2:]) + x.sum(1),
     "size_times_tuple": lambda x: x.view(x.shape[:1] + (2,) * 1 + (-1,)),
     "reversed_size": lambda x: x.permute(2, 1, 0).contiguous().view(x.shape[::-1]),
+    "torch_size_of_sizes": lambda x: x.view(torch.Size([x.shape[0], -1])),
 }
 
 

@@ -197,6 +197,21 @@ def is_graphable_torch_callable(value):
     return (getattr(value, "__module__", None) or "") in _GRAPHABLE_MODULES
 
 
+def _symbolic_size(tx, seq):
+    """torch.Size(seq) of a traced list or tuple holding symbolic sizes (and
+    ints): a SizeVariable, the sizes kept symbolic (turning them into
+    constants would guard each to its value). None otherwise."""
+    from .containers import BaseListVariable, SizeVariable
+    from .symbolic import SymNodeVariable
+    if not isinstance(seq, BaseListVariable) or seq.is_python_constant():
+        return None
+    items = seq.unpack(tx)
+    if not all(isinstance(i, SymNodeVariable)
+               or (i.is_python_constant() and type(i.as_python_constant()) is int) for i in items):
+        return None
+    return SizeVariable(items)
+
+
 class TorchModuleVariable(ModuleVariable):
     """The torch package or one of its submodules (torch.nn.functional, ...).
     Attributes are not guarded: torch is assumed not to be monkey-patched."""
@@ -261,6 +276,10 @@ class TorchFunctionVariable(FunctionObjectVariable):
         if fn in _DENY or getattr(fn, "__module__", "") in ("torch.cuda", "torch.distributed",
                                                             "torch.random", "torch.serialization"):
             raise Unsupported(f"call to {_torch_name(fn)}")
+        if fn is torch.Size and len(args) == 1 and not kwargs:
+            size = _symbolic_size(tx, args[0])
+            if size is not None:
+                return size
         if fn in (torch.Size, torch.device, torch.dtype, torch.finfo, torch.iinfo):
             try:
                 value = fn(*[_constant_arg(a) for a in args],
