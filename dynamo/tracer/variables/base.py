@@ -90,7 +90,7 @@ class VariableTracker:
         raise Unsupported(f"call_function {self}")
 
     def call_method(self, tx, name, args, kwargs):
-        from .functions import BoundMethodVariable
+        from .kinds import BoundMethodVariable
         method = self.var_getattr(tx, name)
         if isinstance(method, BoundMethodVariable) and method.obj is self and method.name == name:
             # var_getattr handed the call back to call_method, which came

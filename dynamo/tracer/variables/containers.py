@@ -75,7 +75,7 @@ class BaseListVariable(VariableTracker):
             return ConstantVariable(sum(1 for v in list(self.items) if element_matches(tx, v, args[0])))
         if name == "numel" and self.py_type is torch.Size and not args and not kwargs:
             import operator
-            from .builtin import binary_op
+            from .kinds import binary_op
             n = ConstantVariable(1)                 # symbolic sizes stay symbolic
             for item in self.items:
                 n = binary_op(tx, operator.mul, n, item)

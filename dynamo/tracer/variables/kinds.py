@@ -22,7 +22,7 @@ LATE = {
     "autograd_function": ("AutogradFunctionApplyVariable", "AutogradFunctionVariable",
                           "is_autograd_function"),
     "builder": ("is_skipped_function", "wrap_torch_attr"),
-    "builtin": ("BuiltinVariable", "ObservedAttributeError", "call_builtin_class", "sym_operands"),
+    "builtin": ("BuiltinVariable", "ObservedAttributeError", "binary_op", "call_builtin_class", "sym_operands"),
     "compare": ("contains", "element_matches"),
     "containers": ("DictFromKeysVariable", "ListVariable", "NamedTupleVariable"),
     "functions": ("BoundMethodVariable", "ConstantMethodVariable", "PartialVariable"),
