@@ -212,9 +212,10 @@ def _sequences_equal(tx, a, b):
     from .containers import BaseListVariable
     # torch.Size compares as the tuple it is (a size with symbolic items
     # against the tuple a model builds, say)
-    kinds = {list: list, tuple: tuple, torch.Size: tuple}
+    compared_as = {list: list, tuple: tuple, torch.Size: tuple}
+    kind = compared_as.get(a.python_type())
     if not (isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable)) or \
-            kinds.get(a.python_type()) is None or kinds.get(a.python_type()) is not kinds.get(b.python_type()):
+            kind is None or kind is not compared_as.get(b.python_type()):
         return None
     if len(a.items) != len(b.items):
         return False

@@ -6,6 +6,7 @@ source) are read-only: mutating them is a side effect on user data and
 raises Unsupported so the caller graph-breaks and runs it eagerly.
 """
 import collections
+import operator
 import types
 
 import torch
@@ -74,7 +75,6 @@ class BaseListVariable(VariableTracker):
             from .kinds import element_matches
             return ConstantVariable(sum(1 for v in list(self.items) if element_matches(tx, v, args[0])))
         if name == "numel" and self.py_type is torch.Size and not args and not kwargs:
-            import operator
             from .kinds import binary_op
             n = ConstantVariable(1)                 # symbolic sizes stay symbolic
             for item in self.items:
